@@ -1,0 +1,173 @@
+//! The conversation an LLM sees, and the provider port.
+//!
+//! These types are provider-neutral: `baton-llm` maps them to the OpenAI
+//! Chat Completions, Anthropic Messages and Bedrock Converse wire formats.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// A tool invocation requested by the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; tool results refer to it.
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model sent them (a JSON object, normally).
+    pub arguments: serde_json::Value,
+}
+
+/// One message of the conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    User {
+        content: String,
+    },
+    Assistant {
+        #[serde(default)]
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+/// A tool as the model is told about it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: serde_json::Value,
+}
+
+/// Token usage of one or more LLM calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+/// One request to a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompletionRequest {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+/// The model's answer: text, tool calls, or both.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    /// The provider's stop reason as it sent it (`end_turn`, `tool_calls`, …).
+    pub stop_reason: Option<String>,
+    /// The model that answered (may differ from the one asked, after fallback).
+    pub model: String,
+}
+
+/// Why an LLM call failed. Messages never contain credentials.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum LlmError {
+    #[error("rate limited by the provider")]
+    RateLimited { retry_after: Option<Duration> },
+    #[error("the provider is overloaded")]
+    Overloaded { retry_after: Option<Duration> },
+    #[error("provider server error (HTTP {status}): {message}")]
+    Server {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("provider rejected the request (HTTP {status}): {message}")]
+    Rejected { status: u16, message: String },
+    #[error("could not reach the provider: {0}")]
+    Transport(String),
+    #[error("could not read the provider's answer: {0}")]
+    Decode(String),
+    #[error("provider misconfigured: {0}")]
+    Config(String),
+}
+
+impl LlmError {
+    /// Whether trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. }
+                | LlmError::Overloaded { .. }
+                | LlmError::Server { .. }
+                | LlmError::Transport(_)
+        )
+    }
+
+    /// The wait the provider asked for, if it asked.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimited { retry_after }
+            | LlmError::Overloaded { retry_after }
+            | LlmError::Server { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A large language model behind some API.
+#[async_trait]
+pub trait LlmProvider: Send + Sync {
+    /// A short label for logs and traces (`anthropic`, `openai`, `scripted`).
+    fn name(&self) -> &str;
+    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_json_is_tagged_by_role() {
+        let m = Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "t".into(),
+                arguments: serde_json::json!({}),
+            }],
+        };
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["role"], "assistant");
+        assert_eq!(serde_json::from_value::<Message>(v).unwrap(), m);
+    }
+
+    #[test]
+    fn only_transient_errors_retry() {
+        assert!(LlmError::Overloaded { retry_after: None }.is_retryable());
+        assert!(!LlmError::Rejected {
+            status: 400,
+            message: "bad".into()
+        }
+        .is_retryable());
+    }
+}

@@ -1,0 +1,42 @@
+//! Baton's domain: tasks, leases, transcripts, wake messages, and the ports
+//! (small traits) that every backend implements.
+//!
+//! Nothing here talks to the network or the disk. The agent loop
+//! (`baton-agent`) and the ingest handler (`baton-ingest`) are written against
+//! these types; `baton-embedded` and `baton-aws` implement the ports.
+//!
+//! ```
+//! use baton_core::{TaskId, Task, TaskStatus, Origin, Limits};
+//! let task = Task::new(TaskId::generate(), "default", Origin::Http, None, Limits::default(), 0);
+//! assert_eq!(task.status, TaskStatus::Queued);
+//! ```
+
+pub mod blob;
+pub mod clock;
+pub mod conversation;
+pub mod ids;
+pub mod lease;
+pub mod queue;
+pub mod store;
+pub mod table;
+pub mod task;
+pub mod tool;
+pub mod trace;
+pub mod transcript;
+pub mod wake;
+
+pub use blob::{BlobError, BlobStore};
+pub use clock::{now_ms, rfc3339, Millis};
+pub use conversation::{
+    Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, ToolSpec, Usage,
+};
+pub use ids::{IdError, TaskId};
+pub use lease::Lease;
+pub use queue::{Delivery, QueueError, WorkQueue};
+pub use store::{Created, StoreError, TaskStore};
+pub use table::{Condition, Item, Key, Table, TableError, Write};
+pub use task::{Limits, Origin, Task, TaskStatus, WaitingFor};
+pub use tool::{Tool, ToolContext, ToolOutput};
+pub use trace::{Span, SpanRecorder};
+pub use transcript::{Entry, EntryKind};
+pub use wake::Wake;

@@ -1,0 +1,416 @@
+//! Task persistence: the task record, its transcript, dedupe keys and
+//! threads, written over the [`Table`] port with the conditions that make
+//! the execution protocol safe.
+//!
+//! Item layout (one table):
+//!
+//! | item | pk | sk | index |
+//! | --- | --- | --- | --- |
+//! | task | `TASK#{id}` | `TASK` | `active` while not terminal |
+//! | transcript entry | `TASK#{id}` | `E#{seq:010}` | |
+//! | dedupe key | `DEDUPE#{key}` | `DEDUPE` | |
+//! | thread | `THREAD#{key}` | `THREAD` | |
+
+use crate::blob::{BlobError, BlobStore};
+use crate::clock::{now_ms, Millis};
+use crate::ids::TaskId;
+use crate::table::{Condition, Item, Key, Table, TableError, Write};
+use crate::task::Task;
+use crate::transcript::{Entry, EntryKind};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The sparse index listing tasks that are not terminal (for the reaper).
+pub const ACTIVE_INDEX: &str = "active";
+/// How long dedupe keys are kept.
+pub const DEDUPE_TTL_SECS: i64 = 24 * 3600;
+/// Entries whose JSON is larger than this go to the blob store. DynamoDB
+/// items hold 400 KB; this leaves room for keys and attributes.
+pub const DEFAULT_OFFLOAD_THRESHOLD: usize = 64 * 1024;
+/// How often a conflicting update is retried before giving up.
+const MAX_CONFLICT_RETRIES: usize = 20;
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StoreError {
+    /// The task changed under us too many times in a row.
+    #[error("task {0} kept changing under concurrent writers")]
+    Conflict(TaskId),
+    /// An update's precondition does not hold (e.g. the lease was lost).
+    #[error("{0}")]
+    Precondition(String),
+    #[error("task {0} not found")]
+    NotFound(TaskId),
+    #[error(transparent)]
+    Table(#[from] TableError),
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    #[error("stored data unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// The outcome of creating a task under a dedupe key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Created {
+    New(TaskId),
+    /// The key was seen before: this is the task it created.
+    Duplicate(TaskId),
+}
+
+#[derive(Serialize, Deserialize)]
+struct DedupeRecord {
+    task_id: TaskId,
+}
+
+/// A conversation: which task, if any, is running on it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    pub key: String,
+    pub active_task: Option<TaskId>,
+    /// Completed tasks of the thread, oldest first (bounded).
+    #[serde(default)]
+    pub history: Vec<TaskId>,
+    #[serde(skip)]
+    pub version: u64,
+}
+
+/// Typed access to tasks and transcripts. Cheap to clone.
+#[derive(Clone)]
+pub struct TaskStore {
+    table: Arc<dyn Table>,
+    blobs: Arc<dyn BlobStore>,
+    offload_threshold: usize,
+    bytes_written: Arc<AtomicU64>,
+}
+
+fn task_key(id: &TaskId) -> Key {
+    Key::new(format!("TASK#{id}"), "TASK")
+}
+
+fn entry_sk(seq: u64) -> String {
+    format!("E#{seq:010}")
+}
+
+fn corrupt(e: serde_json::Error) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+impl TaskStore {
+    pub fn new(table: Arc<dyn Table>, blobs: Arc<dyn BlobStore>) -> Self {
+        TaskStore {
+            table,
+            blobs,
+            offload_threshold: DEFAULT_OFFLOAD_THRESHOLD,
+            bytes_written: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    pub fn with_offload_threshold(mut self, bytes: usize) -> Self {
+        self.offload_threshold = bytes;
+        self
+    }
+
+    pub fn table(&self) -> &Arc<dyn Table> {
+        &self.table
+    }
+
+    pub fn blobs(&self) -> &Arc<dyn BlobStore> {
+        &self.blobs
+    }
+
+    /// Logical bytes written through this store (item bodies and blobs), for
+    /// benchmarks.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written.load(Ordering::Relaxed)
+    }
+
+    fn task_item(&self, task: &Task) -> Result<Item, StoreError> {
+        let data = serde_json::to_string(task).map_err(corrupt)?;
+        Ok(Item {
+            key: task_key(&task.id),
+            version: task.version,
+            data,
+            index: (!task.status.is_terminal()).then(|| ACTIVE_INDEX.to_owned()),
+            expires_at: None,
+        })
+    }
+
+    /// Turns new entry kinds into items, numbering them from the task's
+    /// `next_seq` and offloading any that are too large.
+    async fn entry_items(
+        &self,
+        task: &mut Task,
+        kinds: Vec<EntryKind>,
+        now: Millis,
+    ) -> Result<(Vec<Entry>, Vec<Item>), StoreError> {
+        let mut entries = Vec::with_capacity(kinds.len());
+        let mut items = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            let entry = Entry {
+                seq: task.next_seq,
+                at: now,
+                kind,
+            };
+            task.next_seq += 1;
+            let mut data = serde_json::to_string(&entry).map_err(corrupt)?;
+            if data.len() > self.offload_threshold {
+                let blob_key = format!("tasks/{}/entries/{:010}.json", task.id, entry.seq);
+                let bytes = data.len() as u64;
+                self.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+                self.blobs.put(&blob_key, data.into_bytes()).await?;
+                let pointer = Entry {
+                    seq: entry.seq,
+                    at: now,
+                    kind: EntryKind::Offloaded { blob_key, bytes },
+                };
+                data = serde_json::to_string(&pointer).map_err(corrupt)?;
+            }
+            items.push(Item {
+                key: Key::new(format!("TASK#{}", task.id), entry_sk(entry.seq)),
+                version: 0,
+                data,
+                index: None,
+                expires_at: None,
+            });
+            entries.push(entry);
+        }
+        Ok((entries, items))
+    }
+
+    fn count(&self, writes: &[Write]) {
+        let n: usize = writes
+            .iter()
+            .map(|w| match w {
+                Write::Put { item, .. } => item.data.len(),
+                Write::Delete { .. } => 0,
+            })
+            .sum();
+        self.bytes_written.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Creates a task with its first entries. With a dedupe key, the key is
+    /// claimed in the same transaction: a second create with the same key
+    /// writes nothing and returns the first task's id.
+    pub async fn create(
+        &self,
+        task: &Task,
+        first_entries: Vec<EntryKind>,
+        dedupe_key: Option<&str>,
+    ) -> Result<Created, StoreError> {
+        let mut task = task.clone();
+        task.version = 1;
+        let created_at = task.created_at;
+        let (_, entry_items) = self
+            .entry_items(&mut task, first_entries, created_at)
+            .await?;
+        let mut writes = Vec::new();
+        if let Some(key) = dedupe_key {
+            let record = DedupeRecord {
+                task_id: task.id.clone(),
+            };
+            writes.push(Write::Put {
+                item: Item {
+                    key: Key::new(format!("DEDUPE#{key}"), "DEDUPE"),
+                    version: 1,
+                    data: serde_json::to_string(&record).map_err(corrupt)?,
+                    index: None,
+                    expires_at: Some(task.created_at / 1000 + DEDUPE_TTL_SECS),
+                },
+                condition: Condition::NotExists,
+            });
+        }
+        writes.push(Write::Put {
+            item: self.task_item(&task)?,
+            condition: Condition::NotExists,
+        });
+        writes.extend(entry_items.into_iter().map(|item| Write::Put {
+            item,
+            condition: Condition::NotExists,
+        }));
+        self.count(&writes);
+        match self.table.transact(writes).await {
+            Ok(()) => Ok(Created::New(task.id.clone())),
+            Err(TableError::ConditionFailed { index: 0 }) if dedupe_key.is_some() => {
+                let key = Key::new(
+                    format!("DEDUPE#{}", dedupe_key.unwrap_or_default()),
+                    "DEDUPE",
+                );
+                let item = self
+                    .table
+                    .get(&key)
+                    .await?
+                    .ok_or_else(|| StoreError::Corrupt("dedupe key vanished".into()))?;
+                let record: DedupeRecord = serde_json::from_str(&item.data).map_err(corrupt)?;
+                Ok(Created::Duplicate(record.task_id))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        let Some(item) = self.table.get(&task_key(id)).await? else {
+            return Ok(None);
+        };
+        let mut task: Task = serde_json::from_str(&item.data).map_err(corrupt)?;
+        task.version = item.version;
+        Ok(Some(task))
+    }
+
+    /// Writes `task` (whose `version` is the one it was read at) and appends
+    /// `new_entries`, all or nothing, if nobody wrote the task since. On
+    /// success `task` carries its new version and `next_seq`.
+    pub async fn commit(
+        &self,
+        task: &mut Task,
+        new_entries: Vec<EntryKind>,
+    ) -> Result<Vec<Entry>, StoreError> {
+        let now = now_ms();
+        let mut next = task.clone();
+        next.version = task.version + 1;
+        next.updated_at = now.max(task.updated_at);
+        let (entries, items) = self.entry_items(&mut next, new_entries, now).await?;
+        let mut writes = vec![Write::Put {
+            item: self.task_item(&next)?,
+            condition: Condition::VersionIs(task.version),
+        }];
+        writes.extend(items.into_iter().map(|item| Write::Put {
+            item,
+            condition: Condition::NotExists,
+        }));
+        self.count(&writes);
+        match self.table.transact(writes).await {
+            Ok(()) => {
+                *task = next;
+                Ok(entries)
+            }
+            Err(TableError::ConditionFailed { .. }) | Err(TableError::Contention) => {
+                Err(StoreError::Conflict(task.id.clone()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Read-modify-write with optimistic concurrency: applies `change` to
+    /// the freshest task (starting from `cached`, if given, to save a read)
+    /// and commits, retrying from a fresh read on conflict. `change` decides
+    /// anew each time, so it may refuse (return an error) when the task it
+    /// sees no longer allows the change. `Ok(None)` means "nothing to write".
+    pub async fn update<F>(
+        &self,
+        id: &TaskId,
+        cached: Option<Task>,
+        mut change: F,
+    ) -> Result<(Task, Vec<Entry>), StoreError>
+    where
+        F: FnMut(&mut Task) -> Result<Option<Vec<EntryKind>>, StoreError>,
+    {
+        let mut current = cached;
+        for _ in 0..MAX_CONFLICT_RETRIES {
+            let mut task = match current.take() {
+                Some(t) => t,
+                None => self
+                    .get(id)
+                    .await?
+                    .ok_or_else(|| StoreError::NotFound(id.clone()))?,
+            };
+            let before = task.clone();
+            let Some(entries) = change(&mut task)? else {
+                return Ok((before, Vec::new()));
+            };
+            task.version = before.version;
+            match self.commit(&mut task, entries).await {
+                Ok(written) => return Ok((task, written)),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict(id.clone()))
+    }
+
+    /// Transcript entries after `after` (exclusive), in order, with
+    /// offloaded entries read back from the blob store.
+    pub async fn entries(
+        &self,
+        id: &TaskId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        let after_sk = after.map(entry_sk);
+        let items = self
+            .table
+            .query(&format!("TASK#{id}"), "E#", after_sk.as_deref(), limit)
+            .await?;
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let entry: Entry = serde_json::from_str(&item.data).map_err(corrupt)?;
+            if let EntryKind::Offloaded { blob_key, .. } = &entry.kind {
+                let bytes = self
+                    .blobs
+                    .get(blob_key)
+                    .await?
+                    .ok_or_else(|| StoreError::Corrupt(format!("missing blob {blob_key}")))?;
+                out.push(serde_json::from_slice(&bytes).map_err(corrupt)?);
+            } else {
+                out.push(entry);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The whole transcript.
+    pub async fn transcript(&self, id: &TaskId) -> Result<Vec<Entry>, StoreError> {
+        self.entries(id, None, usize::MAX).await
+    }
+
+    /// Tasks that are not terminal.
+    pub async fn active_tasks(&self, limit: usize) -> Result<Vec<Task>, StoreError> {
+        let items = self.table.query_index(ACTIVE_INDEX, limit).await?;
+        items
+            .into_iter()
+            .filter(|i| i.key.sk == "TASK")
+            .map(|i| {
+                let mut t: Task = serde_json::from_str(&i.data).map_err(corrupt)?;
+                t.version = i.version;
+                Ok(t)
+            })
+            .collect()
+    }
+
+    pub async fn thread(&self, key: &str) -> Result<Option<Thread>, StoreError> {
+        let Some(item) = self
+            .table
+            .get(&Key::new(format!("THREAD#{key}"), "THREAD"))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut thread: Thread = serde_json::from_str(&item.data).map_err(corrupt)?;
+        thread.version = item.version;
+        Ok(Some(thread))
+    }
+
+    /// Writes a thread if it is unchanged since it was read (version 0: new).
+    pub async fn put_thread(&self, thread: &Thread) -> Result<bool, StoreError> {
+        let item = Item {
+            key: Key::new(format!("THREAD#{}", thread.key), "THREAD"),
+            version: thread.version + 1,
+            data: serde_json::to_string(thread).map_err(corrupt)?,
+            index: None,
+            expires_at: None,
+        };
+        let condition = if thread.version == 0 {
+            Condition::NotExists
+        } else {
+            Condition::VersionIs(thread.version)
+        };
+        match self
+            .table
+            .transact(vec![Write::Put { item, condition }])
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(TableError::ConditionFailed { .. }) | Err(TableError::Contention) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

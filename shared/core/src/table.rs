@@ -1,0 +1,92 @@
+//! The table port: versioned items under a partition and sort key, with
+//! conditional, all-or-nothing writes.
+//!
+//! This is the narrow waist of persistence. It maps one-to-one onto a
+//! single DynamoDB table (`pk`, `sk`, a sparse index, TTL, and
+//! `TransactWriteItems`) and onto an embedded database's transactions, so
+//! each adapter is small and the task semantics ([`crate::TaskStore`]) are
+//! written once, above it.
+
+use async_trait::async_trait;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl Key {
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        Key {
+            pk: pk.into(),
+            sk: sk.into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub key: Key,
+    /// Bumped by the writer; conditions compare against it.
+    pub version: u64,
+    /// The item's body, JSON.
+    pub data: String,
+    /// A sparse secondary index: items whose `index` is `Some(name)` are
+    /// listed by [`Table::query_index`] under that name.
+    pub index: Option<String>,
+    /// When the backend may delete the item (seconds since the epoch, the
+    /// DynamoDB TTL convention). Reads do not filter on it.
+    pub expires_at: Option<i64>,
+}
+
+/// What must hold of the stored item for a write to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// No condition.
+    None,
+    /// The item must not exist.
+    NotExists,
+    /// The item must exist with exactly this version.
+    VersionIs(u64),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Write {
+    Put { item: Item, condition: Condition },
+    Delete { key: Key, condition: Condition },
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum TableError {
+    /// The condition of the write at this position in the transaction failed.
+    #[error("condition failed on write {index} of the transaction")]
+    ConditionFailed { index: usize },
+    /// Another transaction touched the same items at the same time; retry.
+    #[error("transaction conflict, retry")]
+    Contention,
+    #[error("table unavailable: {0}")]
+    Unavailable(String),
+    #[error("table data corrupt: {0}")]
+    Corrupt(String),
+}
+
+#[async_trait]
+pub trait Table: Send + Sync {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, TableError>;
+
+    /// Items of partition `pk` whose sort key starts with `sk_prefix` and is
+    /// greater than `after_sk`, in ascending sort-key order, at most `limit`.
+    async fn query(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+        after_sk: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, TableError>;
+
+    /// Items whose sparse index is `index`, at most `limit`, in no set order.
+    async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError>;
+
+    /// Applies all writes or none. At most 25 writes, no two on one key.
+    async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError>;
+}

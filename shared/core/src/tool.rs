@@ -1,0 +1,74 @@
+//! The tool port: what the agent loop needs of a tool.
+
+use crate::conversation::ToolSpec;
+use crate::ids::TaskId;
+use async_trait::async_trait;
+
+/// What a tool knows about the call it serves.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    pub task_id: TaskId,
+    /// `task_id:step:tool_call_id`: stable across retries of the same call,
+    /// so tools pass it downstream (the `Idempotency-Key` header of
+    /// `http_request`) and a side effect repeated after a crash can be
+    /// recognised by the receiver.
+    pub idempotency_key: String,
+}
+
+impl ToolContext {
+    pub fn new(task_id: TaskId, step: u32, call_id: &str) -> Self {
+        let idempotency_key = format!("{task_id}:{step}:{call_id}");
+        ToolContext {
+            task_id,
+            idempotency_key,
+        }
+    }
+}
+
+/// A tool's answer. Failures are answers too: the model reads them and may
+/// try something else, so a tool reports them here rather than erroring.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+
+    /// Whether running the tool twice is harmless. A tool that is not is
+    /// never re-run after a crash interrupted it: it gets an "interrupted —
+    /// may or may not have happened" result instead.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn idempotency_key_names_task_step_and_call() {
+        let id = crate::TaskId::generate();
+        let ctx = super::ToolContext::new(id.clone(), 3, "call_9");
+        assert_eq!(ctx.idempotency_key, format!("{id}:3:call_9"));
+    }
+}

@@ -1,0 +1,73 @@
+//! Traces: a tree of timed spans per task (task → segment → llm_call /
+//! tool_call), written to the blob store one segment at a time.
+
+use crate::clock::{now_ms, Millis};
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Span {
+    pub span_id: String,
+    pub parent_id: Option<String>,
+    pub name: String,
+    pub start_ms: Millis,
+    pub end_ms: Millis,
+    #[serde(default)]
+    pub attributes: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Collects the spans of one segment. Cheap to share between the parallel
+/// tool calls of a step.
+#[derive(Debug, Default)]
+pub struct SpanRecorder {
+    spans: Mutex<Vec<Span>>,
+}
+
+impl SpanRecorder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a finished span and returns its id.
+    pub fn record(
+        &self,
+        name: &str,
+        parent_id: Option<&str>,
+        start_ms: Millis,
+        attributes: serde_json::Map<String, serde_json::Value>,
+    ) -> String {
+        let span_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_owned();
+        let span = Span {
+            span_id: span_id.clone(),
+            parent_id: parent_id.map(str::to_owned),
+            name: name.to_owned(),
+            start_ms,
+            end_ms: now_ms(),
+            attributes,
+        };
+        if let Ok(mut spans) = self.spans.lock() {
+            spans.push(span);
+        }
+        span_id
+    }
+
+    /// Adds a span whose id was chosen up front (a parent recorded after its
+    /// children).
+    pub fn push(&self, span: Span) {
+        if let Ok(mut spans) = self.spans.lock() {
+            spans.push(span);
+        }
+    }
+
+    pub fn take(&self) -> Vec<Span> {
+        self.spans
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default()
+    }
+}
+
+/// A fresh span id.
+pub fn new_span_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..16].to_owned()
+}

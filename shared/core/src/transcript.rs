@@ -1,0 +1,205 @@
+//! The transcript: a task's append-only log.
+//!
+//! Entries are written once and never rewritten, so a checkpoint writes only
+//! what is new. The transcript is both the conversation the model sees and
+//! the progress events clients tail (`GET /tasks/{id}/events`).
+
+use crate::clock::Millis;
+use crate::conversation::{Message, ToolCall, Usage};
+use crate::task::TaskStatus;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub at: Millis,
+    #[serde(flatten)]
+    pub kind: EntryKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EntryKind {
+    /// Input from the user: the task's input, or a message that arrived
+    /// while it ran.
+    UserMessage { text: String },
+    /// Phase one of a step: the model's answer, with the tools it asked for,
+    /// written before any of them runs.
+    AssistantMessage {
+        step: u32,
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        usage: Usage,
+        model: String,
+    },
+    /// A non-idempotent tool is about to run. If its result never follows,
+    /// the call was interrupted and is not run again.
+    ToolStarted {
+        step: u32,
+        call_id: String,
+        name: String,
+    },
+    /// Phase two of a step: one tool's result, written as it completes.
+    ToolResult {
+        step: u32,
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+        /// Characters cut from the result before it was stored.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        truncated_chars: u64,
+    },
+    /// A lifecycle event (started, segment handed over, finished).
+    Status { status: TaskStatus, detail: String },
+    /// An entry too large for the table, kept in the blob store.
+    Offloaded { blob_key: String, bytes: u64 },
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl EntryKind {
+    /// The event type name clients see.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EntryKind::UserMessage { .. } => "user_message",
+            EntryKind::AssistantMessage { .. } => "assistant_message",
+            EntryKind::ToolStarted { .. } => "tool_started",
+            EntryKind::ToolResult { .. } => "tool_result",
+            EntryKind::Status { .. } => "status",
+            EntryKind::Offloaded { .. } => "offloaded",
+        }
+    }
+
+    /// The message this entry contributes to the model's context, if any.
+    pub fn to_message(&self) -> Option<Message> {
+        match self {
+            EntryKind::UserMessage { text } => Some(Message::User {
+                content: text.clone(),
+            }),
+            EntryKind::AssistantMessage {
+                text, tool_calls, ..
+            } => Some(Message::Assistant {
+                content: text.clone(),
+                tool_calls: tool_calls.clone(),
+            }),
+            EntryKind::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+                ..
+            } => Some(Message::Tool {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                content: content.clone(),
+                is_error: *is_error,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The tool calls of the last assistant message that have no result yet,
+/// with whether each was marked started. Empty when the last step is done.
+pub fn pending_tool_calls(entries: &[Entry]) -> (u32, Vec<(ToolCall, bool)>) {
+    let Some(pos) = entries
+        .iter()
+        .rposition(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }))
+    else {
+        return (0, Vec::new());
+    };
+    let EntryKind::AssistantMessage {
+        step, tool_calls, ..
+    } = &entries[pos].kind
+    else {
+        return (0, Vec::new());
+    };
+    let later = &entries[pos + 1..];
+    let pending = tool_calls
+        .iter()
+        .filter(|c| {
+            !later.iter().any(
+                |e| matches!(&e.kind, EntryKind::ToolResult { call_id, .. } if *call_id == c.id),
+            )
+        })
+        .map(|c| {
+            let started = later.iter().any(
+                |e| matches!(&e.kind, EntryKind::ToolStarted { call_id, .. } if *call_id == c.id),
+            );
+            (c.clone(), started)
+        })
+        .collect();
+    (*step, pending)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seq: u64, kind: EntryKind) -> Entry {
+        Entry { seq, at: 0, kind }
+    }
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn finds_calls_without_results() {
+        let entries = vec![
+            entry(0, EntryKind::UserMessage { text: "hi".into() }),
+            entry(
+                1,
+                EntryKind::AssistantMessage {
+                    step: 1,
+                    text: String::new(),
+                    tool_calls: vec![call("a"), call("b"), call("c")],
+                    usage: Usage::default(),
+                    model: "m".into(),
+                },
+            ),
+            entry(
+                2,
+                EntryKind::ToolResult {
+                    step: 1,
+                    call_id: "b".into(),
+                    name: "t".into(),
+                    content: "x".into(),
+                    is_error: false,
+                    truncated_chars: 0,
+                },
+            ),
+            entry(
+                3,
+                EntryKind::ToolStarted {
+                    step: 1,
+                    call_id: "c".into(),
+                    name: "t".into(),
+                },
+            ),
+        ];
+        let (step, pending) = pending_tool_calls(&entries);
+        assert_eq!(step, 1);
+        let ids: Vec<_> = pending.iter().map(|(c, s)| (c.id.as_str(), *s)).collect();
+        assert_eq!(ids, vec![("a", false), ("c", true)]);
+    }
+
+    #[test]
+    fn entry_json_is_flat_with_type() {
+        let e = entry(7, EntryKind::UserMessage { text: "hi".into() });
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"seq": 7, "at": 0, "type": "user_message", "text": "hi"})
+        );
+        assert_eq!(serde_json::from_value::<Entry>(v).unwrap(), e);
+    }
+}
