@@ -53,10 +53,12 @@ impl ToolOutput {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
 
-    /// Whether running the tool twice is harmless. A tool that is not is
+    /// Whether running this call twice is harmless. A tool that is not is
     /// never re-run after a crash interrupted it: it gets an "interrupted —
     /// may or may not have happened" result instead.
-    fn idempotent(&self) -> bool {
+    /// Decided per call: `http_request` is idempotent for GET, not POST.
+    fn idempotent(&self, arguments: &serde_json::Value) -> bool {
+        let _ = arguments;
         true
     }
 
