@@ -1,1 +1,35 @@
-//! placeholder
+//! LLM providers for Baton, implementing [`baton_core::LlmProvider`]:
+//!
+//! * [`OpenAiProvider`]: any OpenAI-compatible Chat Completions server;
+//! * [`AnthropicProvider`]: Anthropic Messages;
+//! * [`ScriptedProvider`]: a deterministic offline model for demos and
+//!   tests, driven by directives in the conversation ([`script`]);
+//! * [`Retrying`] and [`Fallback`]: retries with backoff that honours
+//!   `retry-after`, and a chain of models tried in order;
+//! * [`build_provider`]: all of the above from an [`LlmConfig`];
+//! * `mock` (feature `mock-server`): an HTTP server speaking both wire
+//!   formats, for end-to-end tests.
+//!
+//! ```
+//! use baton_llm::{build_provider, LlmConfig, RetryPolicy};
+//! let provider = build_provider(&LlmConfig::Scripted, RetryPolicy::default()).unwrap();
+//! assert_eq!(provider.name(), "scripted");
+//! ```
+
+pub mod anthropic;
+mod config;
+mod http;
+#[cfg(feature = "mock-server")]
+pub mod mock;
+pub mod openai;
+mod retry;
+pub mod script;
+mod scripted;
+mod secret;
+
+pub use anthropic::AnthropicProvider;
+pub use config::{build_provider, LlmConfig};
+pub use openai::{MaxTokensField, OpenAiProvider};
+pub use retry::{Fallback, FallbackEntry, RetryPolicy, Retrying};
+pub use scripted::ScriptedProvider;
+pub use secret::Secret;

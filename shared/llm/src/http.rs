@@ -1,0 +1,280 @@
+//! HTTP plumbing shared by the providers: sending a JSON request and mapping
+//! the provider's HTTP answer to [`LlmError`].
+
+use crate::secret::Secret;
+use baton_core::LlmError;
+use reqwest::header::HeaderMap;
+use std::time::{Duration, SystemTime};
+
+/// Longest provider error text kept in an error message.
+const MAX_ERROR_TEXT: usize = 500;
+
+/// Builds the HTTP client the providers share.
+pub(crate) fn build_client() -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {}", describe(&e))))
+}
+
+/// Checks a base URL and strips its trailing slashes.
+pub(crate) fn normalize_base_url(base: &str) -> Result<String, LlmError> {
+    let trimmed = base.trim().trim_end_matches('/');
+    let url = reqwest::Url::parse(trimmed)
+        .map_err(|e| LlmError::Config(format!("invalid base URL: {e}")))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(LlmError::Config(format!(
+            "base URL must be http or https, got {}",
+            url.scheme()
+        )));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// POSTs `body` and returns the decoded JSON answer, or the mapped error.
+/// `key` is only used to scrub the provider's error text.
+pub(crate) async fn post_json(
+    request: reqwest::RequestBuilder,
+    body: &serde_json::Value,
+    timeout: Duration,
+    key: Option<&Secret>,
+) -> Result<serde_json::Value, LlmError> {
+    let response = request
+        .timeout(timeout)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| LlmError::Transport(scrub(describe(&e), key)))?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| LlmError::Transport(scrub(describe(&e), key)))?;
+    if !(200..300).contains(&status) {
+        return Err(map_error(status, &headers, &bytes, key));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| LlmError::Decode(format!("invalid JSON: {e}")))
+}
+
+fn scrub(text: String, key: Option<&Secret>) -> String {
+    match key {
+        Some(k) => k.redact_in(&text),
+        None => text,
+    }
+}
+
+/// An error with its chain of causes, which is where reqwest puts the
+/// useful part ("connection refused", "operation timed out").
+pub(crate) fn describe(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// Maps a non-2xx answer to an [`LlmError`]. Works for both OpenAI and
+/// Anthropic error bodies (`{"error": {"type", "message"}}`).
+pub(crate) fn map_error(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    key: Option<&Secret>,
+) -> LlmError {
+    let retry_after = parse_retry_after(headers, SystemTime::now());
+    let (kind, message) = error_text(status, body);
+    let message = scrub(message, key);
+    if status == 429 {
+        LlmError::RateLimited { retry_after }
+    } else if status == 529 || kind.as_deref() == Some("overloaded_error") {
+        LlmError::Overloaded { retry_after }
+    } else if status >= 500 || status == 408 {
+        // 408 (request timeout) is transient too; the official SDKs retry it.
+        LlmError::Server {
+            status,
+            message,
+            retry_after,
+        }
+    } else {
+        LlmError::Rejected { status, message }
+    }
+}
+
+/// The error type and message from the provider's error JSON, or a short
+/// excerpt of the body when it is not JSON.
+fn error_text(status: u16, body: &[u8]) -> (Option<String>, String) {
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
+        let err = v.get("error").unwrap_or(&v);
+        let kind = err
+            .get("type")
+            .and_then(|t| t.as_str())
+            .map(str::to_string);
+        let message = err
+            .get("message")
+            .and_then(|m| m.as_str())
+            .or_else(|| err.as_str())
+            .or_else(|| v.get("message").and_then(|m| m.as_str()));
+        if let Some(m) = message {
+            return (kind, truncate(m, MAX_ERROR_TEXT));
+        }
+        if let Some(k) = &kind {
+            return (kind.clone(), k.clone());
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        (None, format!("HTTP {status} with an empty body"))
+    } else {
+        (None, truncate(text, MAX_ERROR_TEXT))
+    }
+}
+
+/// At most `max` characters of `s`, with an ellipsis when cut.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// The wait a provider asked for: `retry-after-ms` (OpenAI), else
+/// `retry-after` in seconds or as an HTTP-date.
+pub(crate) fn parse_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = value("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let raw = value("retry-after")?;
+    if let Ok(secs) = raw.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    // HTTP-date (IMF-fixdate), e.g. "Wed, 21 Oct 2015 07:28:00 GMT".
+    let date = chrono::DateTime::parse_from_rfc2822(raw).ok()?;
+    let at = SystemTime::from(date.with_timezone(&chrono::Utc));
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn retry_after_seconds_ms_and_date() {
+        let now = SystemTime::now();
+        assert_eq!(
+            parse_retry_after(&headers(&[("retry-after", "3")]), now),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            parse_retry_after(
+                &headers(&[("retry-after", "3"), ("retry-after-ms", "250")]),
+                now
+            ),
+            Some(Duration::from_millis(250))
+        );
+        let then = chrono::DateTime::parse_from_rfc2822("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        let now = SystemTime::from(then.with_timezone(&chrono::Utc)) - Duration::from_secs(7);
+        assert_eq!(
+            parse_retry_after(
+                &headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+                now
+            ),
+            Some(Duration::from_secs(7))
+        );
+        // A date in the past means "now".
+        assert_eq!(
+            parse_retry_after(
+                &headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]),
+                SystemTime::now()
+            ),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after(&headers(&[("retry-after", "soon")]), now), None);
+        assert_eq!(parse_retry_after(&headers(&[("retry-after", "-1")]), now), None);
+        assert_eq!(parse_retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn statuses_map_to_error_kinds() {
+        let h = headers(&[("retry-after", "2")]);
+        assert_eq!(
+            map_error(429, &h, b"{}", None),
+            LlmError::RateLimited {
+                retry_after: Some(Duration::from_secs(2))
+            }
+        );
+        assert_eq!(
+            map_error(529, &HeaderMap::new(), b"", None),
+            LlmError::Overloaded { retry_after: None }
+        );
+        let overloaded = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            map_error(503, &HeaderMap::new(), overloaded, None),
+            LlmError::Overloaded { retry_after: None }
+        );
+        assert_eq!(
+            map_error(500, &HeaderMap::new(), b"<html>oops</html>", None),
+            LlmError::Server {
+                status: 500,
+                message: "<html>oops</html>".into(),
+                retry_after: None
+            }
+        );
+        let bad = br#"{"error":{"message":"max_tokens is too large","type":"invalid_request_error"}}"#;
+        assert_eq!(
+            map_error(400, &HeaderMap::new(), bad, None),
+            LlmError::Rejected {
+                status: 400,
+                message: "max_tokens is too large".into()
+            }
+        );
+        assert_eq!(
+            map_error(404, &HeaderMap::new(), b"", None),
+            LlmError::Rejected {
+                status: 404,
+                message: "HTTP 404 with an empty body".into()
+            }
+        );
+    }
+
+    #[test]
+    fn error_text_never_repeats_the_key() {
+        let key = Secret::new("sk-secret-123456");
+        let body = br#"{"error":{"message":"Incorrect API key provided: sk-secret-123456"}}"#;
+        let err = map_error(401, &HeaderMap::new(), body, Some(&key));
+        assert!(!err.to_string().contains("sk-secret-123456"), "{err}");
+    }
+
+    #[test]
+    fn long_error_text_is_cut() {
+        let body = "x".repeat(2000);
+        match map_error(502, &HeaderMap::new(), body.as_bytes(), None) {
+            LlmError::Server { message, .. } => assert!(message.chars().count() <= MAX_ERROR_TEXT + 1),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! Retries of transient provider failures, and fallback to other models.
+
+use async_trait::async_trait;
+use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider};
+use rand::Rng;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a [`Retrying`] provider retries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries in all, the first included (1 = no retry).
+    pub max_attempts: u32,
+    /// The first backoff; it doubles with every retry.
+    pub base_delay: Duration,
+    /// The longest computed backoff.
+    pub max_delay: Duration,
+    /// The longest wait honoured when the provider sends `retry-after`.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(20),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy that never retries.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// The wait before retry number `retry` (1-based) after `error`: the
+    /// provider's `retry-after` when it sent one (capped), otherwise
+    /// exponential backoff with jitter in `[backoff/2, backoff]`, so that
+    /// many workers that failed together do not retry together.
+    pub fn delay(&self, retry: u32, error: &LlmError) -> Duration {
+        if let Some(wait) = error.retry_after() {
+            return wait.min(self.max_retry_after);
+        }
+        let exp = 2u32.saturating_pow(retry.saturating_sub(1));
+        let backoff = self.base_delay.saturating_mul(exp).min(self.max_delay);
+        let half = backoff / 2;
+        let jitter_ms = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
+        let jitter = if jitter_ms == 0 {
+            0
+        } else {
+            rand::rng().random_range(0..=jitter_ms)
+        };
+        half + Duration::from_millis(jitter)
+    }
+}
+
+/// Wraps a provider and retries its retryable errors
+/// ([`LlmError::is_retryable`]) according to a [`RetryPolicy`].
+pub struct Retrying<P> {
+    inner: P,
+    policy: RetryPolicy,
+}
+
+impl<P: LlmProvider> Retrying<P> {
+    /// Retries `inner` with `policy`.
+    pub fn new(inner: P, policy: RetryPolicy) -> Self {
+        Retrying { inner, policy }
+    }
+
+    /// The wrapped provider.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+}
+
+#[async_trait]
+impl<P: LlmProvider> LlmProvider for Retrying<P> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+        let attempts = self.policy.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            match self.inner.complete(request).await {
+                Ok(c) => return Ok(c),
+                Err(e) if e.is_retryable() && attempt < attempts => {
+                    let wait = self.policy.delay(attempt, &e);
+                    tracing::warn!(
+                        provider = self.inner.name(),
+                        attempt,
+                        wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        error = %e,
+                        "LLM call failed; retrying"
+                    );
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// One link of a [`Fallback`] chain.
+#[derive(Clone)]
+pub struct FallbackEntry {
+    /// The provider (normally already wrapped in [`Retrying`]).
+    pub provider: Arc<dyn LlmProvider>,
+    /// The model to ask for; `None` keeps the request's model.
+    pub model: Option<String>,
+}
+
+/// Tries providers (or models) in order: when one fails with a retryable
+/// error (after its own retries), the next one gets the request. A
+/// non-retryable error (a rejected request) ends the chain at once, since
+/// another model would most likely reject it too.
+pub struct Fallback {
+    entries: Vec<FallbackEntry>,
+    name: String,
+}
+
+impl Fallback {
+    /// A chain of `entries`, tried first to last.
+    pub fn new(entries: Vec<FallbackEntry>) -> Result<Self, LlmError> {
+        if entries.is_empty() {
+            return Err(LlmError::Config("a fallback chain needs a provider".into()));
+        }
+        let name = entries
+            .iter()
+            .map(|e| e.provider.name())
+            .collect::<Vec<_>>()
+            .join(",");
+        Ok(Fallback { entries, name })
+    }
+}
+
+#[async_trait]
+impl LlmProvider for Fallback {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+        let mut last_error = LlmError::Config("a fallback chain needs a provider".into());
+        for (i, entry) in self.entries.iter().enumerate() {
+            let result = match &entry.model {
+                Some(model) => {
+                    let mut req = request.clone();
+                    req.model = model.clone();
+                    entry.provider.complete(&req).await
+                }
+                None => entry.provider.complete(request).await,
+            };
+            match result {
+                Ok(mut completion) => {
+                    if completion.model.is_empty() {
+                        completion.model = entry.model.clone().unwrap_or_else(|| request.model.clone());
+                    }
+                    return Ok(completion);
+                }
+                Err(e) if e.is_retryable() => {
+                    if i + 1 < self.entries.len() {
+                        tracing::warn!(
+                            provider = entry.provider.name(),
+                            model = entry.model.as_deref().unwrap_or(&request.model),
+                            error = %e,
+                            "LLM call failed; falling back to the next model"
+                        );
+                    }
+                    last_error = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Mutex;
+
+    /// Answers with a scripted list of results, then succeeds.
+    struct Flaky {
+        errors: Mutex<Vec<LlmError>>,
+        calls: AtomicU32,
+        model: &'static str,
+    }
+
+    impl Flaky {
+        fn new(model: &'static str, errors: Vec<LlmError>) -> Self {
+            Flaky {
+                errors: Mutex::new(errors),
+                calls: AtomicU32::new(0),
+                model,
+            }
+        }
+    }
+
+    #[async_trait]
+    impl LlmProvider for Flaky {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+        async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let mut errors = self.errors.lock().unwrap();
+            if errors.is_empty() {
+                Ok(Completion {
+                    content: "ok".into(),
+                    model: if request.model.is_empty() {
+                        self.model.to_string()
+                    } else {
+                        request.model.clone()
+                    },
+                    ..Completion::default()
+                })
+            } else {
+                Err(errors.remove(0))
+            }
+        }
+    }
+
+    fn fast() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
+            max_retry_after: Duration::from_millis(5),
+        }
+    }
+
+    fn request() -> CompletionRequest {
+        CompletionRequest {
+            model: String::new(),
+            system: String::new(),
+            messages: vec![],
+            tools: vec![],
+            max_tokens: 10,
+        }
+    }
+
+    fn rate_limited() -> LlmError {
+        LlmError::RateLimited {
+            retry_after: Some(Duration::from_secs(3600)),
+        }
+    }
+
+    #[tokio::test]
+    async fn retries_transient_errors_until_success() {
+        let p = Retrying::new(
+            Flaky::new("m", vec![rate_limited(), LlmError::Transport("reset".into())]),
+            fast(),
+        );
+        // retry-after of an hour is capped to 5 ms by the policy.
+        let c = p.complete(&request()).await.unwrap();
+        assert_eq!(c.content, "ok");
+        assert_eq!(p.inner().calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn gives_up_after_max_attempts() {
+        let errors = (0..10).map(|_| rate_limited()).collect();
+        let p = Retrying::new(Flaky::new("m", errors), fast());
+        assert!(matches!(
+            p.complete(&request()).await,
+            Err(LlmError::RateLimited { .. })
+        ));
+        assert_eq!(p.inner().calls.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn does_not_retry_rejections() {
+        let bad = LlmError::Rejected {
+            status: 400,
+            message: "bad".into(),
+        };
+        let p = Retrying::new(Flaky::new("m", vec![bad.clone()]), fast());
+        assert_eq!(p.complete(&request()).await, Err(bad));
+        assert_eq!(p.inner().calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn delay_honours_retry_after_and_caps_backoff() {
+        let policy = RetryPolicy::default();
+        let e = LlmError::RateLimited {
+            retry_after: Some(Duration::from_secs(7)),
+        };
+        assert_eq!(policy.delay(1, &e), Duration::from_secs(7));
+        let e = LlmError::RateLimited {
+            retry_after: Some(Duration::from_secs(600)),
+        };
+        assert_eq!(policy.delay(1, &e), Duration::from_secs(60));
+        let e = LlmError::Transport("x".into());
+        for retry in 1..=3 {
+            let full = Duration::from_millis(500) * 2u32.pow(retry - 1);
+            let d = policy.delay(retry, &e);
+            assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
+        }
+        let d = policy.delay(30, &e);
+        assert!(d >= Duration::from_secs(10) && d <= Duration::from_secs(20), "{d:?}");
+    }
+
+    #[tokio::test]
+    async fn fallback_moves_on_after_retryable_failure() {
+        let primary = Arc::new(Flaky::new(
+            "primary",
+            vec![LlmError::Overloaded { retry_after: None }],
+        ));
+        let secondary = Arc::new(Flaky::new("secondary", vec![]));
+        let chain = Fallback::new(vec![
+            FallbackEntry {
+                provider: primary.clone(),
+                model: Some("big-model".into()),
+            },
+            FallbackEntry {
+                provider: secondary.clone(),
+                model: Some("small-model".into()),
+            },
+        ])
+        .unwrap();
+        let c = chain.complete(&request()).await.unwrap();
+        assert_eq!(c.model, "small-model");
+        assert_eq!(primary.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(secondary.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn fallback_stops_on_rejection_and_reports_last_error() {
+        let bad = LlmError::Rejected {
+            status: 400,
+            message: "bad".into(),
+        };
+        let primary = Arc::new(Flaky::new("p", vec![bad.clone()]));
+        let secondary = Arc::new(Flaky::new("s", vec![]));
+        let chain = Fallback::new(vec![
+            FallbackEntry {
+                provider: primary,
+                model: None,
+            },
+            FallbackEntry {
+                provider: secondary.clone(),
+                model: None,
+            },
+        ])
+        .unwrap();
+        assert_eq!(chain.complete(&request()).await, Err(bad));
+        assert_eq!(secondary.calls.load(Ordering::SeqCst), 0);
+
+        let a = Arc::new(Flaky::new("a", vec![LlmError::Transport("1".into())]));
+        let b = Arc::new(Flaky::new("b", vec![LlmError::Transport("2".into())]));
+        let chain = Fallback::new(vec![
+            FallbackEntry {
+                provider: a,
+                model: None,
+            },
+            FallbackEntry {
+                provider: b,
+                model: None,
+            },
+        ])
+        .unwrap();
+        assert_eq!(
+            chain.complete(&request()).await,
+            Err(LlmError::Transport("2".into()))
+        );
+        assert!(Fallback::new(vec![]).is_err());
+    }
+}

@@ -1,0 +1,438 @@
+//! The scripted model's directive engine: a deterministic function from a
+//! [`CompletionRequest`] to an answer. Shared by [`crate::ScriptedProvider`]
+//! and the mock HTTP server.
+//!
+//! Directives are read from the FIRST user message of the conversation;
+//! the turn number is the number of assistant messages in the request plus
+//! one, so the engine needs no state:
+//!
+//! | directive | effect |
+//! | --- | --- |
+//! | `#steps=N` (1..=1000) | turns 1..N-1 call `current_time` with `{}`; turn N answers `[scripted model] done after N steps` |
+//! | `#parallel=K` (1..=100) | with `#steps`, K calls per tool turn |
+//! | `#tool=NAME` `#args={"json":"object"}` | turn 1 calls NAME; turn 2 answers `[scripted model] tool NAME said: <result>` |
+//! | `#sleep=MS` | wait that long before every answer |
+//! | `#reply=TEXT…` (rest of the line) | the final answer is exactly TEXT, unlabelled |
+//! | `#fail_first=N` | (mock server only) the first N calls of the conversation fail |
+//!
+//! Without a directive the model echoes the latest user message, or, when
+//! it mentions the word "time", calls `current_time` and reports the result.
+
+use baton_core::{Completion, CompletionRequest, Message, ToolCall, Usage};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Every labelled answer starts with this, so nobody mistakes the scripted
+/// model for a real one.
+pub const LABEL: &str = "[scripted model] ";
+
+/// The most steps `#steps` accepts.
+pub const MAX_STEPS: u32 = 1000;
+/// The most parallel calls `#parallel` accepts.
+pub const MAX_PARALLEL: u32 = 100;
+/// The longest `#sleep` honoured.
+pub const MAX_SLEEP: Duration = Duration::from_secs(600);
+/// How much of a tool result the `#tool` answer quotes.
+pub const QUOTE_CHARS: usize = 500;
+
+/// The directives found in a message.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Directives {
+    pub steps: Option<u32>,
+    pub parallel: u32,
+    pub tool: Option<String>,
+    pub args: Option<Value>,
+    pub sleep: Duration,
+    pub reply: Option<String>,
+    pub fail_first: u32,
+    /// Directives that could not be read, explained.
+    pub errors: Vec<String>,
+}
+
+impl Directives {
+    /// Reads the `#key=value` directives of `text`.
+    pub fn parse(text: &str) -> Self {
+        let mut d = Directives {
+            parallel: 1,
+            ..Directives::default()
+        };
+        for line in text.lines() {
+            let (scan, reply) = match line.find("#reply=") {
+                Some(i) => (&line[..i], Some(&line[i + "#reply=".len()..])),
+                None => (line, None),
+            };
+            if let Some(reply) = reply {
+                d.reply = Some(reply.trim_end_matches('\r').to_string());
+            }
+            for token in scan.split_whitespace() {
+                let Some((key, value)) = token.strip_prefix('#').and_then(|t| t.split_once('='))
+                else {
+                    continue;
+                };
+                d.apply(key, value);
+            }
+        }
+        d
+    }
+
+    fn apply(&mut self, key: &str, value: &str) {
+        let number = |max: u32| -> Result<u32, String> {
+            match value.parse::<u32>() {
+                Ok(n) if (1..=max).contains(&n) => Ok(n),
+                _ => Err(format!("#{key}={value}: expected a number in 1..={max}")),
+            }
+        };
+        let result = match key {
+            "steps" => number(MAX_STEPS).map(|n| self.steps = Some(n)),
+            "parallel" => number(MAX_PARALLEL).map(|n| self.parallel = n),
+            "tool" if !value.is_empty() => {
+                self.tool = Some(value.to_string());
+                Ok(())
+            }
+            "tool" => Err("#tool=: expected a tool name".to_string()),
+            "args" => match serde_json::from_str::<Value>(value) {
+                Ok(v @ Value::Object(_)) => {
+                    self.args = Some(v);
+                    Ok(())
+                }
+                _ => Err(format!("#args={value}: expected a JSON object without spaces")),
+            },
+            "sleep" => value
+                .parse::<u64>()
+                .map(|ms| self.sleep = Duration::from_millis(ms).min(MAX_SLEEP))
+                .map_err(|_| format!("#sleep={value}: expected milliseconds")),
+            "fail_first" => value
+                .parse::<u32>()
+                .map(|n| self.fail_first = n)
+                .map_err(|_| format!("#fail_first={value}: expected a number")),
+            // Not ours (a hashtag, say): ignore.
+            _ => Ok(()),
+        };
+        if let Err(e) = result {
+            self.errors.push(e);
+        }
+    }
+}
+
+/// What the scripted model does for one request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The answer.
+    pub completion: Completion,
+    /// How long to wait before giving it (`#sleep`).
+    pub sleep: Duration,
+}
+
+/// The text of the conversation's first user message.
+pub fn first_user_message(request: &CompletionRequest) -> Option<&str> {
+    request.messages.iter().find_map(|m| match m {
+        Message::User { content } => Some(content.as_str()),
+        _ => None,
+    })
+}
+
+/// The scripted model's answer to `request`.
+pub fn respond(request: &CompletionRequest) -> Plan {
+    let first = first_user_message(request).unwrap_or_default();
+    let d = Directives::parse(first);
+    let turn = request
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::Assistant { .. }))
+        .count()
+        + 1;
+    let action = decide(request, &d, turn);
+    let (content, tool_calls) = match action {
+        Action::Answer(text) => (text, Vec::new()),
+        Action::Call(calls) => (
+            String::new(),
+            calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, (name, arguments))| ToolCall {
+                    id: format!("call_{turn}_{i}"),
+                    name,
+                    arguments,
+                })
+                .collect(),
+        ),
+    };
+    let output_chars = content.chars().count()
+        + tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.to_string().len())
+            .sum::<usize>();
+    let completion = Completion {
+        stop_reason: Some(if tool_calls.is_empty() { "end_turn" } else { "tool_use" }.into()),
+        usage: Usage {
+            input_tokens: tokens(input_chars(request)),
+            output_tokens: tokens(output_chars),
+        },
+        model: if request.model.is_empty() {
+            "scripted".into()
+        } else {
+            request.model.clone()
+        },
+        content,
+        tool_calls,
+    };
+    Plan {
+        completion,
+        sleep: d.sleep,
+    }
+}
+
+enum Action {
+    Answer(String),
+    Call(Vec<(String, Value)>),
+}
+
+fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
+    if !d.errors.is_empty() {
+        return Action::Answer(format!("{LABEL}invalid directive: {}", d.errors.join("; ")));
+    }
+    let final_answer = |default: String| Action::Answer(d.reply.clone().unwrap_or(default));
+    if let Some(steps) = d.steps {
+        return if turn < steps as usize {
+            Action::Call(
+                (0..d.parallel)
+                    .map(|_| ("current_time".to_string(), json!({})))
+                    .collect(),
+            )
+        } else {
+            final_answer(format!("{LABEL}done after {steps} steps"))
+        };
+    }
+    if let Some(tool) = &d.tool {
+        return if turn == 1 {
+            Action::Call(vec![(
+                tool.clone(),
+                d.args.clone().unwrap_or_else(|| json!({})),
+            )])
+        } else {
+            let result = last_tool_result(&request.messages).unwrap_or("(no result)");
+            final_answer(format!(
+                "{LABEL}tool {tool} said: {}",
+                result.chars().take(QUOTE_CHARS).collect::<String>()
+            ))
+        };
+    }
+    if let Some(reply) = &d.reply {
+        return Action::Answer(reply.clone());
+    }
+    // No directive: react to the latest user message, so a thread that goes
+    // on gets an answer to what was said last.
+    let last_user = request.messages.iter().rposition(|m| matches!(m, Message::User { .. }));
+    let Some(at) = last_user else {
+        return Action::Answer(format!("{LABEL}You said: "));
+    };
+    let text = match &request.messages[at] {
+        Message::User { content } => content.as_str(),
+        _ => "",
+    };
+    if let Some(result) = last_tool_result(&request.messages[at..]) {
+        return Action::Answer(format!(
+            "{LABEL}tool current_time said: {}",
+            result.chars().take(QUOTE_CHARS).collect::<String>()
+        ));
+    }
+    let mentions_time = text
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case("time"));
+    if mentions_time {
+        Action::Call(vec![("current_time".to_string(), json!({}))])
+    } else {
+        Action::Answer(format!("{LABEL}You said: {text}"))
+    }
+}
+
+fn last_tool_result(messages: &[Message]) -> Option<&str> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::Tool { content, .. } => Some(content.as_str()),
+        _ => None,
+    })
+}
+
+fn input_chars(request: &CompletionRequest) -> usize {
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::User { content } => content.chars().count(),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                content.chars().count()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.to_string().len())
+                        .sum::<usize>()
+            }
+            Message::Tool { content, .. } => content.chars().count(),
+        })
+        .sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+        .sum();
+    request.system.chars().count() + messages + tools
+}
+
+/// A rough token count: four characters a token, at least one.
+fn tokens(chars: usize) -> u64 {
+    u64::try_from(chars.div_ceil(4).max(1)).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(messages: Vec<Message>) -> CompletionRequest {
+        CompletionRequest {
+            model: String::new(),
+            system: "be brief".into(),
+            messages,
+            tools: vec![],
+            max_tokens: 100,
+        }
+    }
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            content: text.into(),
+        }
+    }
+
+    /// Plays the conversation the way the agent loop would: every tool call
+    /// gets the result `result`. Returns the final completion and the turns.
+    fn play(first: &str, result: &str) -> (Completion, Vec<Completion>) {
+        let mut messages = vec![user(first)];
+        let mut turns = Vec::new();
+        loop {
+            let plan = respond(&req(messages.clone()));
+            let c = plan.completion;
+            turns.push(c.clone());
+            if c.tool_calls.is_empty() {
+                return (c, turns);
+            }
+            messages.push(Message::Assistant {
+                content: c.content.clone(),
+                tool_calls: c.tool_calls.clone(),
+            });
+            for call in &c.tool_calls {
+                messages.push(Message::Tool {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: result.into(),
+                    is_error: false,
+                });
+            }
+            assert!(turns.len() <= 1001, "runaway conversation");
+        }
+    }
+
+    #[test]
+    fn steps_run_n_turns() {
+        let (last, turns) = play("please #steps=3", "12:00");
+        assert_eq!(turns.len(), 3);
+        assert_eq!(last.content, "[scripted model] done after 3 steps");
+        assert_eq!(turns[0].tool_calls[0].name, "current_time");
+        assert_eq!(turns[0].tool_calls[0].id, "call_1_0");
+        assert_eq!(turns[1].tool_calls[0].id, "call_2_0");
+        assert_eq!(turns[0].stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(last.stop_reason.as_deref(), Some("end_turn"));
+
+        let (last, turns) = play("#steps=1", "x");
+        assert_eq!(turns.len(), 1);
+        assert_eq!(last.content, "[scripted model] done after 1 steps");
+    }
+
+    #[test]
+    fn parallel_calls_have_distinct_ids() {
+        let (_, turns) = play("#steps=2 #parallel=3", "t");
+        let ids: Vec<_> = turns[0].tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["call_1_0", "call_1_1", "call_1_2"]);
+    }
+
+    #[test]
+    fn answers_are_deterministic() {
+        let r = req(vec![user("#steps=5 #parallel=2")]);
+        assert_eq!(respond(&r), respond(&r));
+    }
+
+    #[test]
+    fn tool_directive_calls_then_quotes() {
+        let (last, turns) = play(r#"#tool=http_request #args={"url":"http://x"}"#, &"y".repeat(900));
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[0].tool_calls[0].name, "http_request");
+        assert_eq!(turns[0].tool_calls[0].arguments, json!({"url": "http://x"}));
+        let expected = format!("[scripted model] tool http_request said: {}", "y".repeat(500));
+        assert_eq!(last.content, expected);
+    }
+
+    #[test]
+    fn reply_is_exact_and_unlabelled() {
+        let (last, _) = play("#reply=NO_REPLY", "");
+        assert_eq!(last.content, "NO_REPLY");
+        let (last, turns) = play("#steps=2 #reply=**bold** and `code`\nnext line", "");
+        assert_eq!(turns.len(), 2);
+        assert_eq!(last.content, "**bold** and `code`");
+    }
+
+    #[test]
+    fn sleep_is_reported() {
+        let plan = respond(&req(vec![user("#sleep=25 hi")]));
+        assert_eq!(plan.sleep, Duration::from_millis(25));
+        assert!(plan.completion.content.starts_with(LABEL));
+    }
+
+    #[test]
+    fn no_directive_echoes_or_tells_the_time() {
+        let (last, turns) = play("hello there", "");
+        assert_eq!(turns.len(), 1);
+        assert_eq!(last.content, "[scripted model] You said: hello there");
+
+        let (last, turns) = play("What TIME is it?", "2026-01-01T00:00:00Z");
+        assert_eq!(turns.len(), 2);
+        assert_eq!(
+            last.content,
+            "[scripted model] tool current_time said: 2026-01-01T00:00:00Z"
+        );
+        // "timeline" is not the word "time".
+        let (_, turns) = play("show the timeline", "");
+        assert_eq!(turns.len(), 1);
+    }
+
+    #[test]
+    fn invalid_directives_are_answered_plainly() {
+        for bad in ["#steps=0", "#steps=1001", "#steps=x", "#args={bad}", "#parallel=0"] {
+            let plan = respond(&req(vec![user(bad)]));
+            assert!(
+                plan.completion.content.starts_with("[scripted model] invalid directive"),
+                "{bad}: {}",
+                plan.completion.content
+            );
+        }
+    }
+
+    #[test]
+    fn usage_grows_with_the_conversation() {
+        let small = respond(&req(vec![user("hi")])).completion.usage;
+        let big = respond(&req(vec![user(&"word ".repeat(400))])).completion.usage;
+        assert!(small.input_tokens >= 1 && small.output_tokens >= 1);
+        assert!(big.input_tokens >= 500, "{big:?}");
+        assert!(big.output_tokens > small.output_tokens);
+    }
+
+    #[test]
+    fn directives_parse() {
+        let d = Directives::parse("go #steps=4 #parallel=2 #sleep=10 #fail_first=2 #hashtag");
+        assert_eq!(d.steps, Some(4));
+        assert_eq!(d.parallel, 2);
+        assert_eq!(d.sleep, Duration::from_millis(10));
+        assert_eq!(d.fail_first, 2);
+        assert!(d.errors.is_empty());
+    }
+}
