@@ -1,1 +1,28 @@
-//! placeholder
+//! The worker: runs an agent's loop in checkpointed segments.
+//!
+//! One implementation serves the `worker` Lambda (one SQS record at a time)
+//! and `baton dev` (a local pool over the embedded queue): both hand a wake
+//! message to [`Worker::handle`] with the time the segment may use, and act
+//! on the returned [`Disposition`].
+//!
+//! The protocol (see `docs/architecture.md`): read the task; take its lease
+//! with a conditional write; run steps — build context, one LLM call,
+//! the requested tools in parallel — checkpointing the assistant message
+//! before any tool runs and each tool result as it completes; when the next
+//! step may not fit the time left, release the lease, send the next wake,
+//! then acknowledge.
+
+pub mod agent;
+pub mod budget;
+pub mod context;
+pub mod reaper;
+pub mod reply;
+pub mod sanitize;
+pub mod segment;
+pub mod worker;
+
+pub use agent::{AgentConfig, Agents};
+pub use budget::SegmentBudget;
+pub use reaper::Reaper;
+pub use reply::{NoReplies, ReplyError, ReplySink, SlackReplies};
+pub use worker::{Disposition, Worker, WorkerSettings};

@@ -41,6 +41,9 @@ pub enum StoreError {
     Precondition(String),
     #[error("task {0} not found")]
     NotFound(TaskId),
+    /// The dedupe key was claimed before, by a request that acted on this task.
+    #[error("request already handled (task {0})")]
+    AlreadyClaimed(TaskId),
     #[error(transparent)]
     Table(#[from] TableError),
     #[error(transparent)]
@@ -85,6 +88,10 @@ pub struct TaskStore {
 
 fn task_key(id: &TaskId) -> Key {
     Key::new(format!("TASK#{id}"), "TASK")
+}
+
+fn dedupe_key(key: &str) -> Key {
+    Key::new(format!("DEDUPE#{key}"), "DEDUPE")
 }
 
 fn entry_sk(seq: u64) -> String {
@@ -188,6 +195,31 @@ impl TaskStore {
         self.bytes_written.fetch_add(n as u64, Ordering::Relaxed);
     }
 
+    fn dedupe_write(&self, key: &str, task_id: &TaskId, now: Millis) -> Result<Write, StoreError> {
+        let record = DedupeRecord { task_id: task_id.clone() };
+        Ok(Write::Put {
+            item: Item {
+                key: dedupe_key(key),
+                version: 1,
+                data: serde_json::to_string(&record).map_err(corrupt)?,
+                index: None,
+                expires_at: Some(now / 1000 + DEDUPE_TTL_SECS),
+            },
+            condition: Condition::NotExists,
+        })
+    }
+
+    /// The task a dedupe key was claimed for.
+    async fn claimed_by(&self, key: &str) -> Result<TaskId, StoreError> {
+        let item = self
+            .table
+            .get(&dedupe_key(key))
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("dedupe key vanished".into()))?;
+        let record: DedupeRecord = serde_json::from_str(&item.data).map_err(corrupt)?;
+        Ok(record.task_id)
+    }
+
     /// Creates a task with its first entries. With a dedupe key, the key is
     /// claimed in the same transaction: a second create with the same key
     /// writes nothing and returns the first task's id.
@@ -205,19 +237,7 @@ impl TaskStore {
             .await?;
         let mut writes = Vec::new();
         if let Some(key) = dedupe_key {
-            let record = DedupeRecord {
-                task_id: task.id.clone(),
-            };
-            writes.push(Write::Put {
-                item: Item {
-                    key: Key::new(format!("DEDUPE#{key}"), "DEDUPE"),
-                    version: 1,
-                    data: serde_json::to_string(&record).map_err(corrupt)?,
-                    index: None,
-                    expires_at: Some(task.created_at / 1000 + DEDUPE_TTL_SECS),
-                },
-                condition: Condition::NotExists,
-            });
+            writes.push(self.dedupe_write(key, &task.id, created_at)?);
         }
         writes.push(Write::Put {
             item: self.task_item(&task)?,
@@ -230,19 +250,9 @@ impl TaskStore {
         self.count(&writes);
         match self.table.transact(writes).await {
             Ok(()) => Ok(Created::New(task.id.clone())),
-            Err(TableError::ConditionFailed { index: 0 }) if dedupe_key.is_some() => {
-                let key = Key::new(
-                    format!("DEDUPE#{}", dedupe_key.unwrap_or_default()),
-                    "DEDUPE",
-                );
-                let item = self
-                    .table
-                    .get(&key)
-                    .await?
-                    .ok_or_else(|| StoreError::Corrupt("dedupe key vanished".into()))?;
-                let record: DedupeRecord = serde_json::from_str(&item.data).map_err(corrupt)?;
-                Ok(Created::Duplicate(record.task_id))
-            }
+            Err(TableError::ConditionFailed { index: 0 }) if dedupe_key.is_some() => Ok(
+                Created::Duplicate(self.claimed_by(dedupe_key.unwrap_or_default()).await?),
+            ),
             Err(e) => Err(e.into()),
         }
     }
@@ -264,6 +274,18 @@ impl TaskStore {
         task: &mut Task,
         new_entries: Vec<EntryKind>,
     ) -> Result<Vec<Entry>, StoreError> {
+        self.commit_claiming(task, new_entries, None).await
+    }
+
+    /// [`commit`](Self::commit), and in the same transaction claim a dedupe
+    /// key: if the key was claimed before, nothing is written and the result
+    /// is [`StoreError::AlreadyClaimed`].
+    pub async fn commit_claiming(
+        &self,
+        task: &mut Task,
+        new_entries: Vec<EntryKind>,
+        dedupe_key: Option<&str>,
+    ) -> Result<Vec<Entry>, StoreError> {
         let now = now_ms();
         let mut next = task.clone();
         next.version = task.version + 1;
@@ -277,11 +299,22 @@ impl TaskStore {
             item,
             condition: Condition::NotExists,
         }));
+        if let Some(key) = dedupe_key {
+            writes.push(self.dedupe_write(key, &task.id, now)?);
+        }
+        let claim_index = writes.len() - 1;
         self.count(&writes);
         match self.table.transact(writes).await {
             Ok(()) => {
                 *task = next;
                 Ok(entries)
+            }
+            Err(TableError::ConditionFailed { index })
+                if dedupe_key.is_some() && index == claim_index =>
+            {
+                Err(StoreError::AlreadyClaimed(
+                    self.claimed_by(dedupe_key.unwrap_or_default()).await?,
+                ))
             }
             Err(TableError::ConditionFailed { .. }) | Err(TableError::Contention) => {
                 Err(StoreError::Conflict(task.id.clone()))
@@ -299,6 +332,21 @@ impl TaskStore {
         &self,
         id: &TaskId,
         cached: Option<Task>,
+        change: F,
+    ) -> Result<(Task, Vec<Entry>), StoreError>
+    where
+        F: FnMut(&mut Task) -> Result<Option<Vec<EntryKind>>, StoreError>,
+    {
+        self.update_claiming(id, cached, None, change).await
+    }
+
+    /// [`update`](Self::update) that also claims a dedupe key with the
+    /// write, so a retried request changes the task only once.
+    pub async fn update_claiming<F>(
+        &self,
+        id: &TaskId,
+        cached: Option<Task>,
+        dedupe_key: Option<&str>,
         mut change: F,
     ) -> Result<(Task, Vec<Entry>), StoreError>
     where
@@ -318,7 +366,7 @@ impl TaskStore {
                 return Ok((before, Vec::new()));
             };
             task.version = before.version;
-            match self.commit(&mut task, entries).await {
+            match self.commit_claiming(&mut task, entries, dedupe_key).await {
                 Ok(written) => return Ok((task, written)),
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e),

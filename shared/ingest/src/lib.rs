@@ -1,1 +1,68 @@
-//! placeholder
+//! Baton's ingest handler: the HTTP routes of `docs/api.md`.
+//!
+//! One implementation serves the `ingest` Lambda (API Gateway HTTP API) and
+//! `baton dev`: both turn their request into an `http::Request<Bytes>` and
+//! call [`Ingest::handle`]. Every input is treated as hostile until
+//! verified; a refused request gets a 4xx with `{"error": "..."}` and
+//! changes nothing.
+
+mod auth;
+mod response;
+mod routes;
+mod slack;
+mod tasks;
+mod threads;
+
+pub use auth::ApiToken;
+pub use response::ApiError;
+
+use baton_agent::Agents;
+use baton_core::{TaskStore, WorkQueue};
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// Largest request body accepted (Slack's payloads are far smaller).
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// Slack app settings the ingest side needs.
+#[derive(Clone)]
+pub struct SlackIngest {
+    pub signing_secret: baton_slack::signature::SigningSecret,
+    /// The bot's own user id, so its own messages are never taken as input.
+    pub bot_user_id: Option<String>,
+}
+
+/// The ingest handler and what it writes to.
+#[derive(Clone)]
+pub struct Ingest {
+    store: TaskStore,
+    queue: Arc<dyn WorkQueue>,
+    agents: Agents,
+    api_token: Option<ApiToken>,
+    slack: Option<SlackIngest>,
+}
+
+impl Ingest {
+    /// Without an API token the task routes answer 401 to everyone; without
+    /// Slack settings the Slack routes answer 404.
+    pub fn new(
+        store: TaskStore,
+        queue: Arc<dyn WorkQueue>,
+        agents: Agents,
+        api_token: Option<ApiToken>,
+        slack: Option<SlackIngest>,
+    ) -> Self {
+        Ingest { store, queue, agents, api_token, slack }
+    }
+
+    /// Answers one request.
+    #[tracing::instrument(skip_all, fields(method = %request.method(), path = %request.uri().path()))]
+    pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
+        let response = match routes::route(self, request).await {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        };
+        tracing::info!(status = response.status().as_u16(), "answered");
+        response
+    }
+}

@@ -1,0 +1,79 @@
+//! Agent configurations: what a task runs with.
+
+use baton_core::Limits;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One named agent: its instructions, model, tools and limits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentConfig {
+    pub name: String,
+    pub system_prompt: String,
+    pub model: String,
+    pub max_tokens: u32,
+    /// Names of the tools it may use; `None` means every registered tool.
+    pub tools: Option<Vec<String>>,
+    /// Budgets given to each new task.
+    pub limits: Limits,
+    /// Tool results longer than this many characters are cut, with a marker.
+    pub max_tool_result_chars: usize,
+}
+
+impl AgentConfig {
+    pub fn new(name: &str, model: &str) -> Self {
+        AgentConfig {
+            name: name.to_owned(),
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+            model: model.to_owned(),
+            max_tokens: 4096,
+            tools: None,
+            limits: Limits::default(),
+            max_tool_result_chars: 16_000,
+        }
+    }
+
+    pub fn allows_tool(&self, name: &str) -> bool {
+        self.tools.as_ref().is_none_or(|t| t.iter().any(|n| n == name))
+    }
+}
+
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Baton, a helpful assistant that can call tools. \
+Answer concisely. Use tools when they help; when a tool fails, say so plainly. \
+If there is nothing worth saying, answer exactly NO_REPLY.";
+
+/// The agents this deployment knows, by name. `default` always exists.
+#[derive(Clone, Debug)]
+pub struct Agents {
+    by_name: Arc<BTreeMap<String, AgentConfig>>,
+}
+
+impl Agents {
+    /// A set with `default` as given plus any others.
+    pub fn new(default: AgentConfig, others: Vec<AgentConfig>) -> Self {
+        let mut by_name = BTreeMap::new();
+        let mut default = default;
+        default.name = "default".to_owned();
+        by_name.insert(default.name.clone(), default);
+        for a in others {
+            by_name.insert(a.name.clone(), a);
+        }
+        Agents { by_name: Arc::new(by_name) }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&AgentConfig> {
+        self.by_name.get(name)
+    }
+
+    /// The agent for `name`, falling back to `default` for tasks created by
+    /// an older configuration that named an agent since removed.
+    pub fn resolve(&self, name: &str) -> &AgentConfig {
+        self.by_name
+            .get(name)
+            .or_else(|| self.by_name.get("default"))
+            .unwrap_or_else(|| unreachable!("Agents::new always inserts default"))
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+}

@@ -1,0 +1,47 @@
+//! The reaper: a periodic sweep that re-sends the wake of any task that
+//! should be running but that no live segment holds, so a lost message can
+//! delay a task but never strand it.
+
+use baton_core::{now_ms, QueueError, StoreError, TaskStatus, TaskStore, Wake, WorkQueue};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct Reaper {
+    store: TaskStore,
+    queue: Arc<dyn WorkQueue>,
+    /// How long a task may sit without progress and without a live lease
+    /// before its wake is re-sent.
+    stale_after: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReaperError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+impl Reaper {
+    pub fn new(store: TaskStore, queue: Arc<dyn WorkQueue>, stale_after: Duration) -> Self {
+        Reaper { store, queue, stale_after }
+    }
+
+    /// One sweep; returns how many wakes it re-sent.
+    #[tracing::instrument(skip_all)]
+    pub async fn sweep(&self) -> Result<usize, ReaperError> {
+        let now = now_ms();
+        let stale = now - self.stale_after.as_millis() as i64;
+        let mut sent = 0;
+        for task in self.store.active_tasks(10_000).await? {
+            let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running);
+            let unheld = task.lease.as_ref().is_none_or(|l| !l.is_live(now));
+            if runnable && unheld && task.updated_at < stale {
+                tracing::info!(task_id = %task.id, "re-sending a lost wake");
+                self.queue.send(&Wake::new(task.id.clone(), "reaper").to_body(), Duration::ZERO).await?;
+                sent += 1;
+            }
+        }
+        Ok(sent)
+    }
+}

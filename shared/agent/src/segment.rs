@@ -1,0 +1,501 @@
+//! One segment (a *leg*) of a task: take the lease, run steps while the
+//! budget allows, then hand over, finish, or wait.
+
+use crate::budget::SegmentBudget;
+use crate::context::build_request;
+use crate::sanitize::{is_no_reply, sanitize};
+use crate::worker::Worker;
+use baton_core::lease::can_acquire;
+use baton_core::trace::new_span_id;
+use baton_core::transcript::pending_tool_calls;
+use baton_core::{
+    now_ms, Entry, EntryKind, Lease, Span, SpanRecorder, StoreError, Task, TaskId, TaskStatus, Tool,
+    ToolCall, ToolContext, ToolOutput, Wake,
+};
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How a leg ended (all of these acknowledge the wake message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LegEnd {
+    /// Checkpointed and sent the next wake.
+    HandedOver,
+    /// The task reached a terminal status.
+    Finished(TaskStatus),
+    /// Nothing to do: unknown, terminal or waiting task, or the lease is
+    /// held by a live segment (this wake is a duplicate).
+    Dropped(&'static str),
+}
+
+#[derive(Debug)]
+pub enum LegError {
+    /// Worth retrying the message (store or queue unavailable, reply not
+    /// delivered).
+    Transient(String),
+}
+
+impl From<StoreError> for LegError {
+    fn from(e: StoreError) -> Self {
+        LegError::Transient(e.to_string())
+    }
+}
+
+/// The lease was lost mid-leg: another worker owns the task now.
+const LEASE_LOST: &str = "lease lost";
+
+pub(crate) struct Leg<'w> {
+    w: &'w Worker,
+    owner: String,
+    task: Task,
+    transcript: Vec<Entry>,
+    budget: SegmentBudget,
+    spans: SpanRecorder,
+    segment_span: String,
+    segment_start: i64,
+}
+
+impl<'w> Leg<'w> {
+    pub(crate) async fn run(
+        w: &'w Worker,
+        id: &TaskId,
+        owner: String,
+        budget: SegmentBudget,
+    ) -> Result<LegEnd, LegError> {
+        let Some(task) = w.store.get(id).await? else {
+            return Ok(LegEnd::Dropped("unknown task"));
+        };
+        let segment_start = now_ms();
+        let ttl = w.settings.lease_ttl.as_millis() as i64;
+        let acquired = w
+            .store
+            .update(id, Some(task), |t| {
+                if t.status.is_terminal() || t.status == TaskStatus::Waiting {
+                    return Ok(None);
+                }
+                let now = now_ms();
+                if !can_acquire(t.lease.as_ref(), &owner, now) {
+                    return Ok(None);
+                }
+                t.lease = Some(Lease { owner: owner.clone(), expires_at: now + ttl });
+                t.status = TaskStatus::Running;
+                t.segments += 1;
+                let detail = format!("segment {} started", t.segments);
+                Ok(Some(vec![EntryKind::Status { status: TaskStatus::Running, detail }]))
+            })
+            .await?;
+        let (task, _) = acquired;
+        if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
+            return Ok(LegEnd::Dropped(if task.status.is_terminal() || task.status == TaskStatus::Waiting {
+                "task is not runnable"
+            } else {
+                "lease held by a live segment"
+            }));
+        }
+        let transcript = w.store.transcript(id).await?;
+        let mut leg = Leg {
+            w,
+            owner,
+            task,
+            transcript,
+            budget,
+            spans: SpanRecorder::new(),
+            segment_span: new_span_id(),
+            segment_start,
+        };
+        let result = leg.steps().await;
+        leg.write_trace(&result).await;
+        match result {
+            Err(LegError::Transient(reason)) if reason.contains(LEASE_LOST) => Ok(LegEnd::Dropped("lease lost")),
+            other => other,
+        }
+    }
+
+    /// Commits a change under the lease: `change` is applied to the freshest
+    /// task (re-applied after a conflict) and refused if the lease is gone.
+    /// Every commit renews the lease.
+    async fn commit<F>(&mut self, mut change: F) -> Result<(), LegError>
+    where
+        F: FnMut(&mut Task) -> Option<Vec<EntryKind>>,
+    {
+        let owner = self.owner.clone();
+        let ttl = self.w.settings.lease_ttl.as_millis() as i64;
+        let (task, written) = self
+            .w
+            .store
+            .update(&self.task.id.clone(), Some(self.task.clone()), |t| {
+                match &t.lease {
+                    Some(l) if l.owner == owner => {}
+                    _ => return Err(StoreError::Precondition(LEASE_LOST.to_owned())),
+                }
+                t.lease = Some(Lease { owner: owner.clone(), expires_at: now_ms() + ttl });
+                Ok(change(t))
+            })
+            .await?;
+        self.task = task;
+        self.transcript.extend(written);
+        Ok(())
+    }
+
+    async fn steps(&mut self) -> Result<LegEnd, LegError> {
+        if self.task.segments > self.task.limits.max_segments {
+            let msg = format!("hop budget exhausted: {} segments", self.task.limits.max_segments);
+            return self.end(TaskStatus::Failed, None, Some(msg)).await;
+        }
+        loop {
+            if self.task.cancel_requested {
+                return self.end(TaskStatus::Cancelled, None, Some("cancelled on request".into())).await;
+            }
+            if let Some(deadline) = self.task.limits.deadline_at {
+                if now_ms() >= deadline {
+                    return self.end(TaskStatus::Failed, None, Some("wall-clock deadline passed".into())).await;
+                }
+            }
+            // Phase two of an unfinished step: its missing tool results.
+            let (step, pending) = pending_tool_calls(&self.transcript);
+            if !pending.is_empty() {
+                if !self.budget.fits_another() {
+                    return self.hand_over().await;
+                }
+                self.run_tools(step, pending).await?;
+                continue;
+            }
+            // The last step was a final answer: deliver it and finish.
+            if let Some(answer) = final_answer(&self.transcript) {
+                if let Some(end) = self.deliver(answer).await? {
+                    return Ok(end);
+                }
+                continue;
+            }
+            // Steering: messages that arrived while we ran.
+            if !self.task.inbox.is_empty() {
+                self.commit(|t| {
+                    let msgs = std::mem::take(&mut t.inbox);
+                    Some(msgs.into_iter().map(|text| EntryKind::UserMessage { text }).collect())
+                })
+                .await?;
+            }
+            let limits = &self.task.limits;
+            if self.task.steps >= limits.max_steps {
+                let msg = format!("step limit reached ({} steps) before a final answer", limits.max_steps);
+                return self.end(TaskStatus::Failed, None, Some(msg)).await;
+            }
+            if limits.max_tokens > 0 && self.task.usage.total() >= limits.max_tokens {
+                let msg = format!("token budget exhausted ({} tokens)", limits.max_tokens);
+                return self.end(TaskStatus::Failed, None, Some(msg)).await;
+            }
+            if !self.budget.fits_another() {
+                return self.hand_over().await;
+            }
+            if let Some(end) = self.llm_step().await? {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// Phase one: one LLM call, checkpointed with its tool calls before any
+    /// tool runs.
+    async fn llm_step(&mut self) -> Result<Option<LegEnd>, LegError> {
+        let agent = self.w.agents.resolve(&self.task.agent).clone();
+        let specs = self
+            .w
+            .tools
+            .iter()
+            .filter(|(name, _)| agent.allows_tool(name))
+            .map(|(_, t)| t.spec())
+            .collect();
+        let request = build_request(&agent, &self.transcript, specs);
+        let started = now_ms();
+        let clock = Instant::now();
+        let result = self.w.llm.complete(&request).await;
+        self.budget.record(clock.elapsed());
+        let mut attrs = serde_json::Map::new();
+        attrs.insert("model".into(), json!(request.model));
+        attrs.insert("provider".into(), json!(self.w.llm.name()));
+        attrs.insert("step".into(), json!(self.task.steps + 1));
+        let completion = match result {
+            Ok(c) => c,
+            Err(e) => {
+                attrs.insert("error".into(), json!(true));
+                attrs.insert("error_message".into(), json!(e.to_string()));
+                self.spans.record("llm_call", Some(&self.segment_span), started, attrs);
+                let msg = format!("the model call failed: {e}");
+                return self.end(TaskStatus::Failed, None, Some(msg)).await.map(Some);
+            }
+        };
+        attrs.insert("input_tokens".into(), json!(completion.usage.input_tokens));
+        attrs.insert("output_tokens".into(), json!(completion.usage.output_tokens));
+        attrs.insert("tool_calls".into(), json!(completion.tool_calls.len()));
+        attrs.insert("error".into(), json!(false));
+        self.spans.record("llm_call", Some(&self.segment_span), started, attrs);
+        self.commit(|t| {
+            t.steps += 1;
+            t.usage.add(completion.usage);
+            Some(vec![EntryKind::AssistantMessage {
+                step: t.steps,
+                text: completion.content.clone(),
+                tool_calls: completion.tool_calls.clone(),
+                usage: completion.usage,
+                model: if completion.model.is_empty() { request.model.clone() } else { completion.model.clone() },
+            }])
+        })
+        .await?;
+        Ok(None)
+    }
+
+    /// Phase two: runs the step's missing tool calls in parallel, writing
+    /// each result as it completes. A non-idempotent call that was started
+    /// but never recorded is not run again.
+    async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Result<(), LegError> {
+        let agent = self.w.agents.resolve(&self.task.agent).clone();
+        let mut immediate = Vec::new();
+        let mut started_marks = Vec::new();
+        let mut runnable: Vec<(ToolCall, Arc<dyn Tool>)> = Vec::new();
+        for (call, was_started) in pending {
+            let tool = self.w.tools.get(&call.name).filter(|_| agent.allows_tool(&call.name)).cloned();
+            match tool {
+                None => immediate.push(result_entry(
+                    step,
+                    &call,
+                    ToolOutput::error(format!("unknown tool `{}`", call.name)),
+                    agent.max_tool_result_chars,
+                )),
+                Some(tool) => {
+                    let idempotent = tool.idempotent(&call.arguments);
+                    if was_started && !idempotent {
+                        immediate.push(result_entry(
+                            step,
+                            &call,
+                            ToolOutput::error(
+                                "interrupted: this call was started but its result was never recorded; \
+                                 it may or may not have happened. It was not run again.",
+                            ),
+                            agent.max_tool_result_chars,
+                        ));
+                    } else {
+                        if !idempotent {
+                            started_marks.push(EntryKind::ToolStarted {
+                                step,
+                                call_id: call.id.clone(),
+                                name: call.name.clone(),
+                            });
+                        }
+                        runnable.push((call, tool));
+                    }
+                }
+            }
+        }
+        immediate.extend(started_marks);
+        if !immediate.is_empty() {
+            self.commit(|_| Some(immediate.clone())).await?;
+        }
+        let batch_clock = Instant::now();
+        let timeout = self.w.settings.tool_timeout;
+        let mut running: FuturesUnordered<_> = runnable
+            .into_iter()
+            .map(|(call, tool)| {
+                let ctx = ToolContext::new(self.task.id.clone(), step, &call.id);
+                async move {
+                    let started = now_ms();
+                    let output = match tokio::time::timeout(timeout, tool.call(call.arguments.clone(), &ctx)).await {
+                        Ok(out) => out,
+                        Err(_) => ToolOutput::error(format!("timed out after {} s", timeout.as_secs())),
+                    };
+                    (call, output, started)
+                }
+            })
+            .collect();
+        while let Some((call, output, started)) = running.next().await {
+            let mut attrs = serde_json::Map::new();
+            attrs.insert("tool".into(), json!(call.name));
+            attrs.insert("call_id".into(), json!(call.id));
+            attrs.insert("step".into(), json!(step));
+            attrs.insert("error".into(), json!(output.is_error));
+            self.spans.record("tool_call", Some(&self.segment_span), started, attrs);
+            let entry = result_entry(step, &call, output, agent.max_tool_result_chars);
+            self.commit(|_| Some(vec![entry.clone()])).await?;
+        }
+        self.budget.record(batch_clock.elapsed());
+        Ok(())
+    }
+
+    /// Delivers the final answer, then finishes. `None` means a message
+    /// arrived meanwhile and the loop goes on.
+    async fn deliver(&mut self, answer: String) -> Result<Option<LegEnd>, LegError> {
+        let clean = sanitize(&answer);
+        if !is_no_reply(&clean) {
+            self.w
+                .replies
+                .answer(&self.task, &clean)
+                .await
+                .map_err(|e| LegError::Transient(e.to_string()))?;
+        }
+        let end = self.end(TaskStatus::Succeeded, Some(clean), None).await?;
+        Ok((self.task.status == TaskStatus::Succeeded).then_some(end))
+    }
+
+    /// Ends the task. Failures and cancellations are told to the user first
+    /// (at least once), then recorded. A success is not recorded while the
+    /// inbox holds unread messages: the loop answers those first.
+    async fn end(&mut self, status: TaskStatus, result: Option<String>, error: Option<String>) -> Result<LegEnd, LegError> {
+        if status != TaskStatus::Succeeded {
+            let what = if status == TaskStatus::Cancelled { "This task was cancelled" } else { "Sorry, this task failed" };
+            let reason = error.clone().unwrap_or_default();
+            if let Err(e) = self.w.replies.ended(&self.task, &format!("{what}: {reason}")).await {
+                tracing::warn!(error = %e, "could not tell the user how the task ended");
+            }
+        }
+        let detail = error.clone().or_else(|| result.clone()).unwrap_or_default();
+        let detail: String = detail.chars().take(500).collect();
+        self.commit(|t| {
+            if status == TaskStatus::Succeeded && !t.inbox.is_empty() {
+                return None;
+            }
+            t.status = status;
+            t.result = result.clone();
+            t.error = error.clone();
+            t.lease = None;
+            t.waiting_for = None;
+            Some(vec![EntryKind::Status { status, detail: detail.clone() }])
+        })
+        .await?;
+        Ok(LegEnd::Finished(status))
+    }
+
+    /// Checkpoint and release the lease, send the next wake, and only then
+    /// (by returning) acknowledge the current one: a crash in between can
+    /// duplicate a wake but never lose one.
+    async fn hand_over(&mut self) -> Result<LegEnd, LegError> {
+        let segments = self.task.segments;
+        self.commit(|t| {
+            t.lease = None;
+            Some(vec![EntryKind::Status {
+                status: TaskStatus::Running,
+                detail: format!("segment {segments} handed over"),
+            }])
+        })
+        .await?;
+        let wake = Wake::new(self.task.id.clone(), "handover");
+        self.w
+            .queue
+            .send(&wake.to_body(), Duration::ZERO)
+            .await
+            .map_err(|e| LegError::Transient(format!("could not send the next wake: {e}")))?;
+        Ok(LegEnd::HandedOver)
+    }
+
+    /// Writes this segment's spans (and the task span once it has ended) to
+    /// the blob store. Best effort: a trace is never worth failing a task.
+    async fn write_trace(&mut self, result: &Result<LegEnd, LegError>) {
+        let mut attrs = serde_json::Map::new();
+        attrs.insert("segment".into(), json!(self.task.segments));
+        attrs.insert("steps_total".into(), json!(self.task.steps));
+        attrs.insert("outcome".into(), json!(format!("{result:?}")));
+        attrs.insert("error".into(), json!(result.is_err()));
+        let task_span = task_span_id(&self.task.id);
+        let mut spans = self.spans.take();
+        spans.push(Span {
+            span_id: self.segment_span.clone(),
+            parent_id: Some(task_span.clone()),
+            name: "segment".into(),
+            start_ms: self.segment_start,
+            end_ms: now_ms(),
+            attributes: attrs,
+        });
+        let blobs = self.w.store.blobs();
+        let key = format!("traces/{}/segment-{:06}.json", self.task.id, self.task.segments);
+        if let Ok(bytes) = serde_json::to_vec(&spans) {
+            if let Err(e) = blobs.put(&key, bytes).await {
+                tracing::warn!(error = %e, "could not write the segment trace");
+            }
+        }
+        if self.task.status.is_terminal() {
+            let mut attrs = serde_json::Map::new();
+            attrs.insert("status".into(), json!(self.task.status.as_str()));
+            attrs.insert("steps".into(), json!(self.task.steps));
+            attrs.insert("segments".into(), json!(self.task.segments));
+            attrs.insert("input_tokens".into(), json!(self.task.usage.input_tokens));
+            attrs.insert("output_tokens".into(), json!(self.task.usage.output_tokens));
+            attrs.insert("error".into(), json!(self.task.status == TaskStatus::Failed));
+            let span = Span {
+                span_id: task_span,
+                parent_id: None,
+                name: "task".into(),
+                start_ms: self.task.created_at,
+                end_ms: now_ms(),
+                attributes: attrs,
+            };
+            if let Ok(bytes) = serde_json::to_vec(&vec![span]) {
+                let key = format!("traces/{}/task.json", self.task.id);
+                if let Err(e) = blobs.put(&key, bytes).await {
+                    tracing::warn!(error = %e, "could not write the task trace");
+                }
+            }
+        }
+    }
+}
+
+/// The id of a task's root span, derived so every segment can name it.
+pub fn task_span_id(id: &TaskId) -> String {
+    id.as_str().replace('-', "")[..16].to_owned()
+}
+
+/// The text of the final answer, if the conversation's last message is an
+/// assistant message without tool calls.
+fn final_answer(transcript: &[Entry]) -> Option<String> {
+    let last = transcript.iter().rev().find(|e| {
+        matches!(e.kind, EntryKind::UserMessage { .. } | EntryKind::AssistantMessage { .. } | EntryKind::ToolResult { .. })
+    })?;
+    match &last.kind {
+        EntryKind::AssistantMessage { text, tool_calls, .. } if tool_calls.is_empty() => Some(text.clone()),
+        _ => None,
+    }
+}
+
+fn result_entry(step: u32, call: &ToolCall, output: ToolOutput, max_chars: usize) -> EntryKind {
+    let (content, truncated_chars) = truncate(&output.content, max_chars, &call.name);
+    EntryKind::ToolResult {
+        step,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error: output.is_error,
+        truncated_chars,
+    }
+}
+
+/// Cuts a tool result to `max_chars`, keeping its head and tail, with a
+/// marker the model can read saying how much was cut.
+pub fn truncate(text: &str, max_chars: usize, tool: &str) -> (String, u64) {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return (text.to_owned(), 0);
+    }
+    let tail_len = max_chars / 5;
+    let head_len = max_chars - tail_len;
+    let cut = total - head_len - tail_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(total - tail_len).collect();
+    let marker = format!(
+        "\n[OUTPUT TRUNCATED: {cut} of {total} characters from {tool} were cut here; ask for a narrower result if you need them]\n"
+    );
+    (format!("{head}{marker}{tail}"), cut as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_head_and_tail_and_says_how_much() {
+        let text: String = (0..1000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let (out, cut) = truncate(&text, 100, "http_request");
+        assert_eq!(cut, 900);
+        assert!(out.starts_with(&text[..80]));
+        assert!(out.ends_with(&text[980..]));
+        assert!(out.contains("900 of 1000 characters from http_request"));
+        assert_eq!(truncate("short", 100, "t"), ("short".to_owned(), 0));
+    }
+}

@@ -1,0 +1,70 @@
+//! Bearer-token authentication of the task routes.
+
+use crate::response::ApiError;
+use http::HeaderMap;
+use std::fmt;
+
+/// The API bearer token. Its Debug output never shows it.
+#[derive(Clone)]
+pub struct ApiToken(String);
+
+impl ApiToken {
+    /// Refuses tokens too short to be secret.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.len() < 16 {
+            return Err("BATON_API_TOKEN must be at least 16 characters".into());
+        }
+        Ok(ApiToken(s.to_owned()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiToken([redacted])")
+    }
+}
+
+/// Compares in time independent of where the inputs differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub fn check_bearer(expected: Option<&ApiToken>, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(expected) = expected else {
+        return Err(ApiError::unauthorized("the task API is disabled: BATON_API_TOKEN is not set"));
+    };
+    let given = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+    if constant_time_eq(given.trim().as_bytes(), expected.0.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::unauthorized("invalid bearer token"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_bearer_tokens() {
+        let t = ApiToken::parse("0123456789abcdef").unwrap();
+        let mut h = HeaderMap::new();
+        assert!(check_bearer(Some(&t), &h).is_err());
+        h.insert("authorization", "Bearer 0123456789abcdeX".parse().unwrap());
+        assert!(check_bearer(Some(&t), &h).is_err());
+        h.insert("authorization", "Bearer 0123456789abcdef".parse().unwrap());
+        assert!(check_bearer(Some(&t), &h).is_ok());
+        assert!(check_bearer(None, &h).is_err());
+        assert!(!format!("{t:?}").contains("0123"));
+        assert!(ApiToken::parse("short").is_err());
+    }
+}

@@ -1,0 +1,47 @@
+//! JSON answers and the errors every route may give.
+
+use bytes::Bytes;
+use http::{header, Response, StatusCode};
+
+/// A refused request: a status and a message saying what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status}: {message}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError { status, message: message.into() }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+    /// The backend failed: the client may retry (with the same
+    /// Idempotency-Key, which makes the retry safe).
+    pub fn unavailable(e: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %e, "backend failure");
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "temporarily unavailable, retry later")
+    }
+
+    pub fn into_response(self) -> Response<Bytes> {
+        json(self.status, &serde_json::json!({ "error": self.message }))
+    }
+}
+
+pub fn json(status: StatusCode, body: &serde_json::Value) -> Response<Bytes> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut r = Response::new(Bytes::from(bytes));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    r
+}
+
+pub type Answer = Result<Response<Bytes>, ApiError>;
