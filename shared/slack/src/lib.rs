@@ -15,6 +15,7 @@
 
 pub mod events;
 pub mod interactivity;
+pub mod mrkdwn;
 pub mod signature;
 
 pub use events::{classify, EventError, Inbound, InboundMessage, MessageKind};
