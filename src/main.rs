@@ -1,1 +1,69 @@
-fn main() {}
+//! `baton`: the local stack (`baton dev`), AWS bootstrap, and a client of
+//! the HTTP API.
+
+mod bench;
+mod bootstrap;
+mod client;
+mod dev;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "baton", version, about = "Run AI agents on AWS Lambda — and locally")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the whole system on this machine: HTTP routes, workers, reaper
+    /// and a durable embedded store (or the AWS adapters with --backend aws).
+    Dev(dev::DevArgs),
+    /// Create (idempotently) the table, queues, bucket and schedule group
+    /// against the configured AWS endpoint, and print the environment.
+    Bootstrap(bootstrap::BootstrapArgs),
+    /// Submit, inspect, follow and cancel tasks through the HTTP API.
+    Task {
+        #[command(flatten)]
+        api: client::ApiArgs,
+        #[command(subcommand)]
+        command: client::TaskCommand,
+    },
+    /// Show a task's trace as a timeline.
+    Trace {
+        #[command(flatten)]
+        api: client::ApiArgs,
+        /// The task id.
+        id: String,
+    },
+    /// Measure orchestration overhead and bytes written per step
+    /// (see docs/performance.md).
+    Bench(bench::BenchArgs),
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Dev(args) => dev::run(args).await,
+        Command::Bootstrap(args) => bootstrap::run(args).await,
+        Command::Task { api, command } => client::run_task(api, command).await,
+        Command::Trace { api, id } => client::run_trace(api, &id).await,
+        Command::Bench(args) => bench::run(args).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The default data directory of `baton dev`, also where the CLI finds the
+/// dev API token.
+pub(crate) fn default_data_dir() -> PathBuf {
+    PathBuf::from(".baton")
+}

@@ -1,1 +1,26 @@
-//! placeholder
+//! Configuration and wiring, shared by the two Lambda functions and
+//! `baton dev`, so that all three run the same handlers built the same way.
+//!
+//! * [`Config`] reads and validates the environment once, at startup;
+//!   secrets stay wrapped.
+//! * [`Backend`] is the store, queue and blob adapters of one backend
+//!   (embedded or AWS).
+//! * [`App`] is the ingest handler, the worker and the reaper built over a
+//!   backend.
+
+mod app;
+mod backend;
+mod config;
+
+pub use app::App;
+pub use backend::{Backend, BackendError, DeadLetters};
+pub use config::{Config, ConfigError, SlackConfig};
+
+/// Installs the tracing subscriber: JSON lines in Lambda (CloudWatch), human
+/// lines locally; level from `RUST_LOG` (default `info`).
+pub fn init_tracing(json: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let _ = if json { builder.json().without_time().try_init() } else { builder.try_init() };
+}

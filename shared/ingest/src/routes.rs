@@ -1,0 +1,64 @@
+//! Dispatch by method and path.
+
+use crate::auth::check_bearer;
+use crate::response::{json, Answer, ApiError};
+use crate::{Ingest, MAX_BODY_BYTES};
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use serde_json::json;
+
+pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
+    let (parts, body) = request.into_parts();
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body is larger than {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    let path = parts.uri.path().trim_end_matches('/');
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    let method = &parts.method;
+    let headers = &parts.headers;
+    let query = parts.uri.query();
+    let authed = || check_bearer(ingest.api_token.as_ref(), headers);
+    match (method, segments.as_slice()) {
+        (&Method::GET, ["healthz"]) => Ok(json(StatusCode::OK, &json!({"ok": true}))),
+        (&Method::POST, ["slack", "events"]) => ingest.slack_events(headers, &body).await,
+        (&Method::POST, ["slack", "interactivity"]) => ingest.slack_interactivity(headers, &body).await,
+        (&Method::POST, ["tasks"]) => {
+            authed()?;
+            ingest.submit_task(headers, &body).await
+        }
+        (&Method::GET, ["tasks", id]) => {
+            authed()?;
+            ingest.get_task(id).await
+        }
+        (&Method::POST, ["tasks", id, "cancel"]) => {
+            authed()?;
+            ingest.cancel_task(id).await
+        }
+        (&Method::GET, ["tasks", id, "events"]) => {
+            authed()?;
+            ingest.task_events(id, query).await
+        }
+        (&Method::GET, ["tasks", id, "trace"]) => {
+            authed()?;
+            ingest.task_trace(id).await
+        }
+        (&Method::POST, ["tasks", id, "approvals", approval]) => {
+            authed()?;
+            ingest.decide_approval(id, approval).await
+        }
+        (_, ["healthz"])
+        | (_, ["slack", "events"])
+        | (_, ["slack", "interactivity"])
+        | (_, ["tasks"])
+        | (_, ["tasks", _])
+        | (_, ["tasks", _, "cancel" | "events" | "trace"])
+        | (_, ["tasks", _, "approvals", _]) => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not allowed on {path}"),
+        )),
+        _ => Err(ApiError::not_found(format!("no route for {method} {}", parts.uri.path()))),
+    }
+}

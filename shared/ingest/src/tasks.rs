@@ -1,0 +1,214 @@
+//! The task routes: submit, status, cancel, events, trace.
+
+use crate::response::{json, Answer, ApiError};
+use crate::threads::{request_cancel, Submission, Submitted};
+use crate::Ingest;
+use baton_core::{now_ms, rfc3339, Origin, Span, StoreError, TaskId, TaskStatus, Wake};
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+/// Longest accepted task input, in characters.
+pub const MAX_INPUT_CHARS: usize = 100_000;
+/// Most events returned by one call of the events route.
+const MAX_EVENTS: usize = 500;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitBody {
+    input: String,
+    #[serde(default)]
+    thread: Option<String>,
+    #[serde(default)]
+    agent: Option<String>,
+}
+
+fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")) {
+        Ok(())
+    } else {
+        Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"))
+    }
+}
+
+fn valid_key(s: &str, what: &str) -> Result<(), ApiError> {
+    if s.is_empty() || s.len() > 255 || !s.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(ApiError::bad_request(format!("{what} must be 1 to 255 visible ASCII characters")));
+    }
+    Ok(())
+}
+
+pub(crate) fn parse_id(raw: &str) -> Result<TaskId, ApiError> {
+    TaskId::parse(raw).map_err(|_| ApiError::bad_request(format!("`{raw}` is not a task id")))
+}
+
+impl Ingest {
+    pub(crate) async fn submit_task(&self, headers: &HeaderMap, body: &Bytes) -> Answer {
+        require_json(headers)?;
+        let req: SubmitBody =
+            serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+        if req.input.trim().is_empty() {
+            return Err(ApiError::bad_request("`input` must not be empty"));
+        }
+        if req.input.chars().count() > MAX_INPUT_CHARS {
+            return Err(ApiError::bad_request(format!("`input` is longer than {MAX_INPUT_CHARS} characters")));
+        }
+        if let Some(t) = &req.thread {
+            valid_key(t, "`thread`")?;
+        }
+        let idempotency_key = match headers.get("idempotency-key") {
+            None => None,
+            Some(v) => {
+                let k = v.to_str().map_err(|_| ApiError::bad_request("Idempotency-Key must be ASCII"))?;
+                valid_key(k, "Idempotency-Key")?;
+                Some(format!("http:{k}"))
+            }
+        };
+        let submitted = self
+            .submit(Submission {
+                text: req.input,
+                agent: req.agent.unwrap_or_else(|| "default".to_owned()),
+                origin: Origin::Http,
+                thread: req.thread.map(|t| format!("http:{t}")),
+                dedupe_key: idempotency_key,
+            })
+            .await?;
+        let task = self
+            .store
+            .get(submitted.task_id())
+            .await
+            .map_err(ApiError::unavailable)?
+            .ok_or_else(|| ApiError::unavailable("task vanished after creation"))?;
+        let mut body = json!({"task_id": task.id, "status": task.status.as_str()});
+        match submitted {
+            Submitted::Steered(_) => body["delivered_to_running_task"] = json!(true),
+            Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
+            _ => {}
+        }
+        Ok(json(StatusCode::ACCEPTED, &body))
+    }
+
+    pub(crate) async fn get_task(&self, id: &str) -> Answer {
+        let id = parse_id(id)?;
+        let task = self
+            .store
+            .get(&id)
+            .await
+            .map_err(ApiError::unavailable)?
+            .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
+        Ok(json(StatusCode::OK, &task.status_json()))
+    }
+
+    pub(crate) async fn cancel_task(&self, id: &str) -> Answer {
+        let id = parse_id(id)?;
+        let result = self
+            .store
+            .update(&id, None, |t| {
+                if t.status.is_terminal() {
+                    return Ok(None);
+                }
+                Ok(Some(request_cancel(t)))
+            })
+            .await;
+        let task = match result {
+            Ok((task, _)) => task,
+            Err(StoreError::NotFound(_)) => return Err(ApiError::not_found(format!("no task {id}"))),
+            Err(e) => return Err(ApiError::unavailable(e)),
+        };
+        if task.status.is_terminal() && task.status != TaskStatus::Cancelled {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("task already ended with status {}", task.status.as_str()),
+            ));
+        }
+        if !task.status.is_terminal() {
+            // A wake makes a queued or handed-over task end promptly.
+            self.queue
+                .send(&Wake::new(id.clone(), "cancel").to_body(), Duration::ZERO)
+                .await
+                .map_err(ApiError::unavailable)?;
+        }
+        Ok(json(StatusCode::ACCEPTED, &json!({"task_id": id, "status": task.status.as_str(), "cancel_requested": true})))
+    }
+
+    pub(crate) async fn task_events(&self, id: &str, query: Option<&str>) -> Answer {
+        let id = parse_id(id)?;
+        #[derive(Deserialize)]
+        struct Q {
+            after: Option<i64>,
+        }
+        let q: Q = serde_urlencoded::from_str(query.unwrap_or(""))
+            .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
+        if self.store.get(&id).await.map_err(ApiError::unavailable)?.is_none() {
+            return Err(ApiError::not_found(format!("no task {id}")));
+        }
+        let after = match q.after {
+            None => None,
+            Some(n) if n < 0 => None,
+            Some(n) => Some(n as u64),
+        };
+        let entries = self.store.entries(&id, after, MAX_EVENTS).await.map_err(ApiError::unavailable)?;
+        let events: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|e| {
+                let mut v = serde_json::to_value(e).unwrap_or_default();
+                v["at"] = json!(rfc3339(e.at));
+                v
+            })
+            .collect();
+        Ok(json(StatusCode::OK, &json!({"task_id": id, "events": events})))
+    }
+
+    pub(crate) async fn task_trace(&self, id: &str) -> Answer {
+        let id = parse_id(id)?;
+        let task = self
+            .store
+            .get(&id)
+            .await
+            .map_err(ApiError::unavailable)?
+            .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
+        let blobs = self.store.blobs();
+        let keys = blobs.list(&format!("traces/{id}/")).await.map_err(ApiError::unavailable)?;
+        let mut spans: Vec<Span> = Vec::new();
+        for key in keys {
+            if let Some(bytes) = blobs.get(&key).await.map_err(ApiError::unavailable)? {
+                match serde_json::from_slice::<Vec<Span>>(&bytes) {
+                    Ok(s) => spans.extend(s),
+                    Err(e) => tracing::warn!(%key, error = %e, "unreadable trace blob skipped"),
+                }
+            }
+        }
+        if !spans.iter().any(|s| s.name == "task") {
+            // Still running: the task span so far.
+            let mut attrs = serde_json::Map::new();
+            attrs.insert("status".into(), json!(task.status.as_str()));
+            attrs.insert("steps".into(), json!(task.steps));
+            attrs.insert("segments".into(), json!(task.segments));
+            attrs.insert("in_progress".into(), json!(true));
+            spans.push(Span {
+                span_id: baton_agent::segment::task_span_id(&id),
+                parent_id: None,
+                name: "task".into(),
+                start_ms: task.created_at,
+                end_ms: now_ms().max(task.updated_at),
+                attributes: attrs,
+            });
+        }
+        spans.sort_by_key(|s| (s.start_ms, s.end_ms));
+        Ok(json(StatusCode::OK, &json!({"task_id": id, "spans": spans})))
+    }
+
+    pub(crate) async fn decide_approval(&self, id: &str, approval_id: &str) -> Answer {
+        let id = parse_id(id)?;
+        let task = self
+            .store
+            .get(&id)
+            .await
+            .map_err(ApiError::unavailable)?
+            .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
+        Err(ApiError::not_found(format!("task {} has no pending approval `{approval_id}`", task.id)))
+    }
+}

@@ -1,0 +1,192 @@
+//! Submitting input: a new task, or a message for the task already running
+//! on the same conversation thread.
+//!
+//! One task runs per thread at a time. A message that arrives while one
+//! runs goes into its inbox (the loop sees it at the next step); "stop" or
+//! "cancel" cancels it. Every path claims the request's dedupe key in the
+//! same write that acts on it, so a retried request acts once.
+
+use crate::response::ApiError;
+use crate::Ingest;
+use baton_core::store::Thread;
+use baton_core::{
+    now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
+};
+use std::time::Duration;
+
+/// Input to submit.
+pub struct Submission {
+    pub text: String,
+    pub agent: String,
+    pub origin: Origin,
+    /// The conversation key (`slack:T:C:ts`, `http:...`), if any.
+    pub thread: Option<String>,
+    /// The request's natural key (Slack `event_id`, HTTP `Idempotency-Key`).
+    pub dedupe_key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Submitted {
+    Created(TaskId),
+    /// This request was handled before; this is its task.
+    Duplicate(TaskId),
+    /// Added to the inbox of the task running on the thread.
+    Steered(TaskId),
+    /// "stop" on a thread: the running task was asked to cancel.
+    CancelRequested(TaskId),
+}
+
+impl Submitted {
+    pub fn task_id(&self) -> &TaskId {
+        match self {
+            Submitted::Created(id)
+            | Submitted::Duplicate(id)
+            | Submitted::Steered(id)
+            | Submitted::CancelRequested(id) => id,
+        }
+    }
+}
+
+fn is_stop_word(text: &str) -> bool {
+    matches!(text.trim().trim_end_matches(['.', '!']).to_ascii_lowercase().as_str(), "stop" | "cancel")
+}
+
+impl Ingest {
+    pub(crate) async fn submit(&self, s: Submission) -> Result<Submitted, ApiError> {
+        if let Some(thread_key) = &s.thread {
+            if let Some(done) = self.steer(thread_key, &s).await? {
+                return Ok(done);
+            }
+        }
+        let agent = self
+            .agents
+            .get(&s.agent)
+            .ok_or_else(|| ApiError::bad_request(format!("unknown agent `{}`", s.agent)))?;
+        let now = now_ms();
+        let mut limits = agent.limits.clone();
+        if let Some(d) = limits.deadline_at {
+            // Agent configs hold a relative deadline; tasks hold an absolute one.
+            limits.deadline_at = Some(now + d);
+        }
+        let task = Task::new(TaskId::generate(), &agent.name, s.origin.clone(), s.thread.clone(), limits, now);
+        let first = vec![EntryKind::UserMessage { text: s.text.clone() }];
+        let created = self
+            .store
+            .create(&task, first, s.dedupe_key.as_deref())
+            .await
+            .map_err(ApiError::unavailable)?;
+        let outcome = match created {
+            Created::New(id) => {
+                if let Some(thread_key) = &s.thread {
+                    self.claim_thread(thread_key, &id).await?;
+                }
+                Submitted::Created(id)
+            }
+            Created::Duplicate(id) => Submitted::Duplicate(id),
+        };
+        self.wake_if_queued(outcome.task_id()).await?;
+        Ok(outcome)
+    }
+
+    /// Sends the task's wake. For a duplicate request this re-sends it if the
+    /// task is still queued: the first request may have died before sending
+    /// (a duplicate wake is harmless).
+    async fn wake_if_queued(&self, id: &TaskId) -> Result<(), ApiError> {
+        let task = self.store.get(id).await.map_err(ApiError::unavailable)?;
+        if task.is_some_and(|t| t.status == TaskStatus::Queued) {
+            self.queue
+                .send(&Wake::new(id.clone(), "created").to_body(), Duration::ZERO)
+                .await
+                .map_err(ApiError::unavailable)?;
+        }
+        Ok(())
+    }
+
+    /// If a task is live on the thread, gives it the message (or the stop).
+    async fn steer(&self, thread_key: &str, s: &Submission) -> Result<Option<Submitted>, ApiError> {
+        let Some(thread) = self.store.thread(thread_key).await.map_err(ApiError::unavailable)? else {
+            return Ok(None);
+        };
+        let Some(active) = thread.active_task else {
+            return Ok(None);
+        };
+        let stop = is_stop_word(&s.text);
+        let text = s.text.clone();
+        let result = self
+            .store
+            .update_claiming(&active, None, s.dedupe_key.as_deref(), |t| {
+                if t.status.is_terminal() {
+                    return Ok(None);
+                }
+                if stop {
+                    return Ok(Some(request_cancel(t)));
+                }
+                t.inbox.push(text.clone());
+                Ok(Some(Vec::new()))
+            })
+            .await;
+        match result {
+            // "stop" with nothing running: nothing to do, and no new task.
+            Ok((task, _)) if task.status.is_terminal() && stop => Ok(Some(Submitted::CancelRequested(task.id))),
+            Ok((task, _)) if task.status.is_terminal() => Ok(None),
+            Ok((task, _)) => {
+                if stop && task.status != TaskStatus::Cancelled {
+                    // Wake it so a queued or handed-over task ends promptly.
+                    let _ = self.queue.send(&Wake::new(task.id.clone(), "cancel").to_body(), Duration::ZERO).await;
+                }
+                Ok(Some(if stop { Submitted::CancelRequested(task.id) } else { Submitted::Steered(task.id) }))
+            }
+            Err(StoreError::AlreadyClaimed(id)) => Ok(Some(Submitted::Duplicate(id))),
+            // The thread points at a task that does not exist (a crash
+            // between claiming the thread and creating the task): free.
+            Err(StoreError::NotFound(_)) => Ok(None),
+            Err(e) => Err(ApiError::unavailable(e)),
+        }
+    }
+
+    /// Points the thread at its new task. A lost race here (two first
+    /// messages at once) leaves two tasks on the thread, both answered;
+    /// later messages go to the one the thread names.
+    async fn claim_thread(&self, key: &str, id: &TaskId) -> Result<(), ApiError> {
+        for _ in 0..5 {
+            let current = self.store.thread(key).await.map_err(ApiError::unavailable)?;
+            let mut thread =
+                current.unwrap_or(Thread { key: key.to_owned(), active_task: None, history: Vec::new(), version: 0 });
+            if let Some(prev) = thread.active_task.take() {
+                thread.history.push(prev);
+                let excess = thread.history.len().saturating_sub(20);
+                thread.history.drain(..excess);
+            }
+            thread.active_task = Some(id.clone());
+            if self.store.put_thread(&thread).await.map_err(ApiError::unavailable)? {
+                return Ok(());
+            }
+        }
+        tracing::warn!(thread = key, "could not claim the thread under contention");
+        Ok(())
+    }
+}
+
+/// Cancels a task: at once if no worker runs it (waiting), else at the
+/// next step boundary.
+pub(crate) fn request_cancel(t: &mut Task) -> Vec<EntryKind> {
+    if t.status == TaskStatus::Waiting {
+        t.status = TaskStatus::Cancelled;
+        t.waiting_for = None;
+        t.error = Some("cancelled on request".into());
+        vec![EntryKind::Status { status: TaskStatus::Cancelled, detail: "cancelled on request".into() }]
+    } else {
+        t.cancel_requested = true;
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stop_words() {
+        assert!(super::is_stop_word(" Stop! "));
+        assert!(super::is_stop_word("cancel"));
+        assert!(!super::is_stop_word("stop the war"));
+    }
+}

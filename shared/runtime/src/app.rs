@@ -1,0 +1,61 @@
+//! The handlers, built once per process over a backend.
+
+use crate::backend::Backend;
+use crate::config::Config;
+use baton_agent::{NoReplies, Reaper, ReplySink, SlackReplies, Worker, WorkerSettings};
+use baton_ingest::{Ingest, SlackIngest};
+use baton_llm::{build_provider, RetryPolicy};
+use baton_tools::Toolset;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Ingest, worker and reaper over one backend.
+#[derive(Clone)]
+pub struct App {
+    pub ingest: Ingest,
+    pub worker: Arc<Worker>,
+    pub reaper: Arc<Reaper>,
+    pub backend: Backend,
+    pub config: Config,
+}
+
+impl App {
+    pub fn new(config: Config, backend: Backend, settings: WorkerSettings) -> Result<Self, crate::ConfigError> {
+        let agents = config.agents();
+        let llm = build_provider(&config.llm, RetryPolicy::default())
+            .map_err(|e| crate::ConfigError::Invalid { name: "BATON_LLM_PROVIDER", message: e.to_string() })?;
+        let tools = Toolset::builtins(config.http_allow.clone());
+        let tools = tools.names().iter().filter_map(|n| tools.get(n)).collect();
+        let replies: Arc<dyn ReplySink> = match &config.slack {
+            Some(s) if s.bot_token.is_some() => {
+                let token = s.bot_token.clone().ok_or(crate::ConfigError::Missing("SLACK_BOT_TOKEN"))?;
+                let client = baton_slack::web::SlackClient::new(&s.api_url, token).map_err(|e| {
+                    crate::ConfigError::Invalid { name: "SLACK_API_URL", message: e.to_string() }
+                })?;
+                Arc::new(SlackReplies::new(client))
+            }
+            Some(_) => {
+                tracing::warn!("SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not: answers cannot be posted");
+                Arc::new(NoReplies)
+            }
+            None => Arc::new(NoReplies),
+        };
+        let stale_after = settings.visibility * 2;
+        let worker = Arc::new(Worker::new(
+            backend.store.clone(),
+            backend.queue.clone(),
+            llm,
+            tools,
+            agents.clone(),
+            replies,
+            settings,
+        ));
+        let slack = config.slack.as_ref().map(|s| SlackIngest {
+            signing_secret: s.signing_secret.clone(),
+            bot_user_id: s.bot_user_id.clone(),
+        });
+        let ingest = Ingest::new(backend.store.clone(), backend.queue.clone(), agents, config.api_token.clone(), slack);
+        let reaper = Arc::new(Reaper::new(backend.store.clone(), backend.queue.clone(), stale_after.max(Duration::from_secs(5))));
+        Ok(App { ingest, worker, reaper, backend, config })
+    }
+}

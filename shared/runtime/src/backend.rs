@@ -1,0 +1,110 @@
+//! The adapters of one backend, embedded or AWS.
+
+use baton_agent::Worker;
+use baton_core::{QueueError, TaskStore, WorkQueue};
+use baton_embedded::{EmbeddedBackend, EmbeddedQueue, QueueConfig};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("cannot open the embedded store: {0}")]
+    Embedded(String),
+    #[error("{0} is required for the AWS backend (run `baton bootstrap` to create the resources and print them)")]
+    MissingVar(&'static str),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+/// Where dead-lettered wake messages are found.
+#[derive(Clone)]
+pub enum DeadLetters {
+    /// The embedded queue's dead-letter table.
+    Embedded(Arc<EmbeddedQueue>),
+    /// The SQS dead-letter queue.
+    Sqs(Arc<baton_aws::SqsQueue>),
+}
+
+impl DeadLetters {
+    /// Marks the task of every dead letter failed (telling its user), then
+    /// removes the letter. Returns how many were handled.
+    pub async fn drain(&self, worker: &Worker) -> Result<usize, BackendError> {
+        let mut handled = 0;
+        match self {
+            DeadLetters::Embedded(q) => {
+                for letter in q.dead_letters().await? {
+                    match worker.dead_letter(&letter.body, letter.receive_count).await {
+                        Ok(_) => {
+                            q.remove_dead_letter(&letter.message_id).await?;
+                            handled += 1;
+                        }
+                        Err(e) => tracing::warn!(error = %e, "dead letter kept for a later try"),
+                    }
+                }
+            }
+            DeadLetters::Sqs(q) => {
+                for d in q.receive(10, Duration::ZERO).await? {
+                    match worker.dead_letter(&d.body, d.receive_count).await {
+                        Ok(_) => {
+                            q.delete(&d.receipt).await?;
+                            handled += 1;
+                        }
+                        Err(e) => tracing::warn!(error = %e, "dead letter kept for a later try"),
+                    }
+                }
+            }
+        }
+        Ok(handled)
+    }
+}
+
+/// A store, a work queue and where its dead letters go.
+#[derive(Clone)]
+pub struct Backend {
+    pub store: TaskStore,
+    pub queue: Arc<dyn WorkQueue>,
+    pub dead_letters: Option<DeadLetters>,
+    /// The embedded queue, when this backend is embedded (for `baton dev`'s
+    /// status output and tests).
+    pub embedded_queue: Option<Arc<EmbeddedQueue>>,
+}
+
+fn required(name: &'static str) -> Result<String, BackendError> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty()).ok_or(BackendError::MissingVar(name))
+}
+
+impl Backend {
+    /// The durable embedded backend under `data_dir`.
+    pub fn embedded(data_dir: &Path, queue: QueueConfig) -> Result<Self, BackendError> {
+        let b = EmbeddedBackend::open(data_dir, queue).map_err(|e| BackendError::Embedded(e.to_string()))?;
+        Ok(Backend {
+            store: TaskStore::new(b.table.clone(), b.blobs.clone()),
+            queue: b.queue.clone(),
+            dead_letters: Some(DeadLetters::Embedded(b.queue.clone())),
+            embedded_queue: Some(b.queue),
+        })
+    }
+
+    /// The AWS backend named by `BATON_TABLE`, `BATON_QUEUE_URL`,
+    /// `BATON_TRACE_BUCKET` and (optionally) `BATON_DLQ_URL`, with clients
+    /// built from the standard AWS configuration (`AWS_ENDPOINT_URL` included).
+    pub async fn aws_from_env() -> Result<Self, BackendError> {
+        let table = required("BATON_TABLE")?;
+        let queue_url = required("BATON_QUEUE_URL")?;
+        let bucket = required("BATON_TRACE_BUCKET")?;
+        let dlq_url = std::env::var("BATON_DLQ_URL").ok().filter(|v| !v.trim().is_empty());
+        let cfg = baton_aws::load_sdk_config().await;
+        let sqs = baton_aws::sqs_client(&cfg);
+        let store = TaskStore::new(
+            Arc::new(baton_aws::DynamoTable::new(baton_aws::dynamodb_client(&cfg), table)),
+            Arc::new(baton_aws::S3Blobs::new(baton_aws::s3_client(&cfg), bucket, None)),
+        );
+        Ok(Backend {
+            store,
+            queue: Arc::new(baton_aws::SqsQueue::new(sqs.clone(), queue_url)),
+            dead_letters: dlq_url.map(|u| DeadLetters::Sqs(Arc::new(baton_aws::SqsQueue::new(sqs, u)))),
+            embedded_queue: None,
+        })
+    }
+}

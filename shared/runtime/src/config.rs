@@ -1,0 +1,148 @@
+//! Typed configuration from the environment (see `docs/configuration.md`).
+
+use baton_agent::{AgentConfig, Agents};
+use baton_ingest::ApiToken;
+use baton_llm::{LlmConfig, Secret};
+use baton_slack::signature::SigningSecret;
+use baton_slack::web::BotToken;
+use baton_tools::AllowList;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name}: {message}")]
+    Invalid { name: &'static str, message: String },
+    #[error("{0} is required")]
+    Missing(&'static str),
+}
+
+fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { name, message: message.into() }
+}
+
+/// Slack app credentials.
+#[derive(Clone, Debug)]
+pub struct SlackConfig {
+    pub signing_secret: SigningSecret,
+    pub bot_token: Option<BotToken>,
+    pub api_url: String,
+    pub bot_user_id: Option<String>,
+}
+
+/// Everything Baton reads from its environment.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub llm: LlmConfig,
+    pub model: String,
+    pub api_token: Option<ApiToken>,
+    pub slack: Option<SlackConfig>,
+    /// `BATON_SEGMENT_BUDGET_MS`: overrides the time a segment may use.
+    pub segment_budget: Option<Duration>,
+    pub http_allow: AllowList,
+    /// `BATON_MAX_STEPS`: per-task step limit of the default agent.
+    pub max_steps: u32,
+    /// `BATON_MAX_SEGMENTS`: per-task hop budget.
+    pub max_segments: u32,
+    /// `BATON_SYSTEM_PROMPT`: the default agent's instructions.
+    pub system_prompt: Option<String>,
+}
+
+/// A variable's value, with unset and empty treated alike.
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+fn parse_num<T: std::str::FromStr>(name: &'static str) -> Result<Option<T>, ConfigError> {
+    var(name)
+        .map(|v| v.parse::<T>().map_err(|_| invalid(name, format!("`{v}` is not a valid number"))))
+        .transpose()
+}
+
+impl Config {
+    /// Reads the environment. Errors name the variable at fault.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let provider = var("BATON_LLM_PROVIDER").unwrap_or_else(|| "scripted".to_owned());
+        let model_var = var("BATON_LLM_MODEL");
+        let fallbacks: Vec<String> = var("BATON_LLM_FALLBACK_MODELS")
+            .map(|v| v.split(',').map(|m| m.trim().to_owned()).filter(|m| !m.is_empty()).collect())
+            .unwrap_or_default();
+        let (llm, model) = match provider.as_str() {
+            "scripted" => (LlmConfig::Scripted, model_var.unwrap_or_else(|| "scripted".to_owned())),
+            "openai" => {
+                let model = model_var.unwrap_or_else(|| "gpt-4o-mini".to_owned());
+                let llm = LlmConfig::OpenAi {
+                    base_url: var("OPENAI_BASE_URL"),
+                    api_key: var("OPENAI_API_KEY").map(Secret::new),
+                    model: model.clone(),
+                    fallback_models: fallbacks,
+                };
+                (llm, model)
+            }
+            "anthropic" => {
+                let model = model_var.unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
+                let api_key = var("ANTHROPIC_API_KEY").map(Secret::new);
+                let base_url = var("ANTHROPIC_BASE_URL");
+                if api_key.is_none() && base_url.is_none() {
+                    return Err(ConfigError::Missing("ANTHROPIC_API_KEY"));
+                }
+                let llm = LlmConfig::Anthropic { base_url, api_key, model: model.clone(), fallback_models: fallbacks };
+                (llm, model)
+            }
+            "bedrock" => {
+                return Err(invalid(
+                    "BATON_LLM_PROVIDER",
+                    "`bedrock` is not available in this release; use `anthropic`, `openai` or `scripted`",
+                ))
+            }
+            other => {
+                return Err(invalid(
+                    "BATON_LLM_PROVIDER",
+                    format!("unknown provider `{other}`; expected anthropic, openai or scripted"),
+                ))
+            }
+        };
+        let api_token =
+            var("BATON_API_TOKEN").map(|t| ApiToken::parse(&t).map_err(|m| invalid("BATON_API_TOKEN", m))).transpose()?;
+        let slack = match var("SLACK_SIGNING_SECRET") {
+            None => None,
+            Some(secret) => Some(SlackConfig {
+                signing_secret: SigningSecret::new(secret),
+                bot_token: var("SLACK_BOT_TOKEN").map(BotToken::new),
+                api_url: var("SLACK_API_URL").unwrap_or_else(|| "https://slack.com/api".to_owned()),
+                bot_user_id: var("SLACK_BOT_USER_ID"),
+            }),
+        };
+        let http_allow = match var("BATON_HTTP_ALLOW") {
+            None => AllowList::default(),
+            Some(v) => AllowList::parse(&v).map_err(|e| invalid("BATON_HTTP_ALLOW", e.to_string()))?,
+        };
+        let segment_budget = parse_num::<u64>("BATON_SEGMENT_BUDGET_MS")?.map(Duration::from_millis);
+        let max_steps = parse_num("BATON_MAX_STEPS")?.unwrap_or(50);
+        let max_segments = parse_num("BATON_MAX_SEGMENTS")?.unwrap_or(200);
+        if max_steps == 0 {
+            return Err(invalid("BATON_MAX_STEPS", "must be at least 1"));
+        }
+        Ok(Config {
+            llm,
+            model,
+            api_token,
+            slack,
+            segment_budget,
+            http_allow,
+            max_steps,
+            max_segments,
+            system_prompt: var("BATON_SYSTEM_PROMPT"),
+        })
+    }
+
+    /// The agents this configuration defines.
+    pub fn agents(&self) -> Agents {
+        let mut default = AgentConfig::new("default", &self.model);
+        default.limits.max_steps = self.max_steps;
+        default.limits.max_segments = self.max_segments;
+        if let Some(p) = &self.system_prompt {
+            default.system_prompt = p.clone();
+        }
+        Agents::new(default, Vec::new())
+    }
+}

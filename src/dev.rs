@@ -1,0 +1,206 @@
+//! `baton dev`: every AWS part played on one machine, driving the same
+//! ingest and worker handlers as the Lambda functions.
+
+use anyhow::Context;
+use baton_agent::{Disposition, SegmentBudget, Worker, WorkerSettings};
+use baton_core::WorkQueue;
+use baton_embedded::QueueConfig;
+use baton_runtime::{App, Backend, Config};
+use bytes::Bytes;
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendKind {
+    /// Durable embedded store under --data-dir (no cloud account needed).
+    Embedded,
+    /// The AWS adapters (`AWS_ENDPOINT_URL` for moto/LocalStack, or real AWS).
+    Aws,
+}
+
+#[derive(Args)]
+pub struct DevArgs {
+    /// Address of the HTTP routes.
+    #[arg(long, default_value = "127.0.0.1:3000", env = "BATON_LISTEN")]
+    listen: SocketAddr,
+    /// Where the embedded backend keeps its data.
+    #[arg(long, default_value = ".baton", env = "BATON_DATA_DIR")]
+    data_dir: PathBuf,
+    #[arg(long, value_enum, default_value = "embedded")]
+    backend: BackendKind,
+    /// Segments run at the same time.
+    #[arg(long, default_value_t = 8, env = "BATON_WORKERS")]
+    workers: usize,
+    /// Queue visibility timeout; leases last two thirds of it.
+    #[arg(long, default_value_t = 30_000, env = "BATON_VISIBILITY_TIMEOUT_MS")]
+    visibility_timeout_ms: u64,
+    /// Receives before a message is dead-lettered (SQS maxReceiveCount).
+    #[arg(long, default_value_t = 5, env = "BATON_MAX_RECEIVE_COUNT")]
+    max_receive_count: u32,
+}
+
+/// The segment budget locally, unless `BATON_SEGMENT_BUDGET_MS` says otherwise.
+const LOCAL_SEGMENT_BUDGET: Duration = Duration::from_secs(600);
+
+pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+    baton_runtime::init_tracing(false);
+    let mut config = Config::from_env().context("invalid configuration")?;
+    let visibility = Duration::from_millis(args.visibility_timeout_ms.max(300));
+    let backend = match args.backend {
+        BackendKind::Embedded => {
+            let queue = QueueConfig { visibility_timeout: visibility, max_receive_count: args.max_receive_count };
+            Backend::embedded(&args.data_dir, queue).context("opening the embedded backend")?
+        }
+        BackendKind::Aws => Backend::aws_from_env().await?,
+    };
+    if config.api_token.is_none() {
+        config.api_token = Some(dev_token(&args.data_dir)?);
+    }
+    let settings = WorkerSettings {
+        lease_ttl: visibility * 2 / 3,
+        heartbeat_every: visibility / 4,
+        visibility,
+        retry_delay: Duration::from_secs(1).min(visibility),
+        ..WorkerSettings::default()
+    };
+    let budget = config.segment_budget.unwrap_or(LOCAL_SEGMENT_BUDGET);
+    let app = App::new(config, backend, settings).context("invalid configuration")?;
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, backend = ?args.backend, data_dir = %args.data_dir.display(), "baton dev is up");
+    println!("baton dev listening on http://{addr} ({:?} backend)", args.backend);
+
+    tokio::spawn(worker_pool(app.worker.clone(), app.backend.queue.clone(), args.workers.max(1), budget));
+    tokio::spawn(background_loops(app.clone(), visibility));
+    let router = axum::Router::new().fallback(move |req: axum::extract::Request| {
+        let ingest = app.ingest.clone();
+        async move { serve_one(ingest, req).await }
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// Hands one HTTP request to the ingest handler, the way API Gateway hands
+/// it to the Lambda: the body in full, then the handler.
+async fn serve_one(ingest: baton_ingest::Ingest, req: axum::extract::Request) -> axum::response::Response {
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, baton_ingest::MAX_BODY_BYTES + 1).await {
+        Ok(b) => b,
+        Err(_) => {
+            let r = baton_ingest::ApiError::new(
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body is larger than {} bytes", baton_ingest::MAX_BODY_BYTES),
+            );
+            return r.into_response().map(axum::body::Body::from);
+        }
+    };
+    let response = ingest.handle(http::Request::from_parts(parts, Bytes::from(bytes))).await;
+    response.map(axum::body::Body::from)
+}
+
+/// The event source mapping, played locally: receive wakes, run a segment
+/// for each (at most `slots` at once), and act on the disposition.
+async fn worker_pool(worker: Arc<Worker>, queue: Arc<dyn WorkQueue>, slots: usize, budget: Duration) {
+    let permits = Arc::new(Semaphore::new(slots));
+    loop {
+        let free = permits.available_permits().max(1);
+        let deliveries = match queue.receive(free.min(10), Duration::from_secs(1)).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, "receive failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        for delivery in deliveries {
+            let Ok(permit) = permits.clone().acquire_owned().await else { return };
+            let worker = worker.clone();
+            let queue = queue.clone();
+            tokio::spawn(async move {
+                let disposition = worker.handle(&delivery, SegmentBudget::new(budget)).await;
+                let result = match &disposition {
+                    Disposition::Ack => queue.delete(&delivery.receipt).await,
+                    Disposition::Retry { after, .. } => queue.extend(&delivery.receipt, *after).await,
+                    // Left to be redelivered until the queue dead-letters it.
+                    Disposition::Poison { .. } => queue.extend(&delivery.receipt, Duration::ZERO).await,
+                };
+                if let Err(e) = result {
+                    tracing::warn!(error = %e, ?disposition, "could not settle the message");
+                }
+                drop(permit);
+            });
+        }
+    }
+}
+
+/// The dead-letter handler and the reaper, on timers (EventBridge
+/// Scheduler's job on AWS).
+async fn background_loops(app: App, visibility: Duration) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let reaper_every = (visibility * 2).max(Duration::from_secs(2));
+    let mut last_reap = tokio::time::Instant::now();
+    loop {
+        tick.tick().await;
+        if let Some(dl) = &app.backend.dead_letters {
+            match dl.drain(&app.worker).await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!(count = n, "dead-lettered tasks marked failed"),
+                Err(e) => tracing::warn!(error = %e, "dead-letter check failed"),
+            }
+        }
+        if last_reap.elapsed() >= reaper_every {
+            last_reap = tokio::time::Instant::now();
+            match app.reaper.sweep().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(count = n, "reaper re-sent wakes"),
+                Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
+            }
+        }
+    }
+}
+
+/// The API token of the dev server when `BATON_API_TOKEN` is not set: made
+/// once, kept in the data dir (readable by the owner only) so the CLI and
+/// curl can use it.
+fn dev_token(data_dir: &Path) -> anyhow::Result<baton_ingest::ApiToken> {
+    let path = data_dir.join("api-token");
+    let token = match std::fs::read_to_string(&path) {
+        Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
+        _ => {
+            std::fs::create_dir_all(data_dir)?;
+            let t = format!("dev-{}", uuid_like());
+            write_private(&path, &t)?;
+            t
+        }
+    };
+    println!("API token in {} (export BATON_API_TOKEN to choose your own)", path.display());
+    baton_ingest::ApiToken::parse(&token).map_err(anyhow::Error::msg)
+}
+
+/// 128 random bits from the OS (a v4 UUID), as hex.
+fn uuid_like() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)?.write_all(contents.as_bytes())
+}
