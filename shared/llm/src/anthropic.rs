@@ -121,7 +121,9 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
             ..
         } => (
             "user",
-            vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error})],
+            vec![
+                json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+            ],
         ),
     }
 }
@@ -270,7 +272,10 @@ pub fn decode_request(body: &Value) -> Result<CompletionRequest, String> {
         .ok_or("missing messages")?;
     let mut messages = Vec::new();
     for m in raw {
-        let role = m.get("role").and_then(Value::as_str).ok_or("message without role")?;
+        let role = m
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or("message without role")?;
         let blocks: Vec<Value> = match m.get("content") {
             Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
             Some(Value::Array(a)) => a.clone(),
@@ -295,7 +300,10 @@ pub fn decode_request(body: &Value) -> Result<CompletionRequest, String> {
                                 call_id,
                                 name,
                                 content: text_of(b.get("content")),
-                                is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                                is_error: b
+                                    .get("is_error")
+                                    .and_then(Value::as_bool)
+                                    .unwrap_or(false),
                             });
                         }
                         _ => {}
@@ -389,9 +397,12 @@ fn find_call_name(messages: &[Message], call_id: &str) -> String {
 /// [`decode_response`]; used by the mock server).
 pub fn encode_response(completion: &Completion, id: &str) -> Value {
     let mut content = text_block(&completion.content);
-    content.extend(completion.tool_calls.iter().map(|c| {
-        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})
-    }));
+    content.extend(
+        completion
+            .tool_calls
+            .iter()
+            .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})),
+    );
     let stop_reason = match completion.stop_reason.as_deref() {
         Some("tool_use") | Some("tool_calls") => "tool_use",
         Some("max_tokens") | Some("length") => "max_tokens",
@@ -407,4 +418,278 @@ pub fn encode_response(completion: &Completion, id: &str) -> Value {
         "stop_sequence": null,
         "usage": {"input_tokens": completion.usage.input_tokens, "output_tokens": completion.usage.output_tokens},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RetryPolicy, Retrying};
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    const KEY: &str = "sk-ant-test-0123456789";
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "current_time".into(),
+            arguments: json!({}),
+        }
+    }
+
+    fn conversation() -> CompletionRequest {
+        CompletionRequest {
+            model: String::new(),
+            system: "You are terse.".into(),
+            messages: vec![
+                Message::User {
+                    content: "time twice?".into(),
+                },
+                Message::Assistant {
+                    content: "Checking.".into(),
+                    tool_calls: vec![call("toolu_1"), call("toolu_2")],
+                },
+                Message::Tool {
+                    call_id: "toolu_1".into(),
+                    name: "current_time".into(),
+                    content: "12:00".into(),
+                    is_error: false,
+                },
+                Message::Tool {
+                    call_id: "toolu_2".into(),
+                    name: "current_time".into(),
+                    content: "bad zone".into(),
+                    is_error: true,
+                },
+                // A steer message arriving between steps.
+                Message::User {
+                    content: "hurry".into(),
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "current_time".into(),
+                description: "The time".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            max_tokens: 0,
+        }
+    }
+
+    fn answer() -> Value {
+        json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-1",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "x"},
+                {"type": "text", "text": "It is "},
+                {"type": "tool_use", "id": "toolu_9", "name": "lookup", "input": {"q": "x"}},
+                {"type": "text", "text": "noon."}
+            ],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 30, "cache_read_input_tokens": 10, "output_tokens": 5}
+        })
+    }
+
+    async fn provider(server: &MockServer) -> AnthropicProvider {
+        AnthropicProvider::new(Some(&server.uri()), Some(Secret::new(KEY)), "claude-test").unwrap()
+    }
+
+    #[tokio::test]
+    async fn sends_the_messages_shape_and_reads_the_answer() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .and(header("x-api-key", KEY))
+            .and(header("anthropic-version", "2023-06-01"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let c = provider(&server)
+            .await
+            .complete(&conversation())
+            .await
+            .unwrap();
+
+        let received = server.received_requests().await.unwrap();
+        assert!(received[0].headers.get("authorization").is_none());
+        let body: Value = serde_json::from_slice(&received[0].body).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "claude-test",
+                "max_tokens": DEFAULT_MAX_TOKENS,
+                "system": "You are terse.",
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "time twice?"}]},
+                    {"role": "assistant", "content": [
+                        {"type": "text", "text": "Checking."},
+                        {"type": "tool_use", "id": "toolu_1", "name": "current_time", "input": {}},
+                        {"type": "tool_use", "id": "toolu_2", "name": "current_time", "input": {}}
+                    ]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "12:00", "is_error": false},
+                        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "bad zone", "is_error": true},
+                        {"type": "text", "text": "hurry"}
+                    ]}
+                ],
+                "tools": [{"name": "current_time", "description": "The time", "input_schema": {"type": "object"}}]
+            })
+        );
+
+        assert_eq!(c.content, "It is noon.");
+        assert_eq!(
+            c.tool_calls,
+            vec![ToolCall {
+                id: "toolu_9".into(),
+                name: "lookup".into(),
+                arguments: json!({"q": "x"})
+            }]
+        );
+        assert_eq!(
+            c.usage,
+            Usage {
+                input_tokens: 40,
+                output_tokens: 5
+            }
+        );
+        assert_eq!(c.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(c.model, "claude-test-1");
+    }
+
+    #[tokio::test]
+    async fn maps_errors_without_leaking_the_key() {
+        let server = MockServer::start().await;
+        let p = provider(&server).await;
+        let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        let cases = [
+            (
+                ResponseTemplate::new(529).set_body_json(overloaded.clone()),
+                LlmError::Overloaded { retry_after: None },
+            ),
+            (
+                ResponseTemplate::new(503).set_body_json(overloaded),
+                LlmError::Overloaded { retry_after: None },
+            ),
+            (
+                ResponseTemplate::new(429)
+                    .insert_header("retry-after", "2")
+                    .set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})),
+                LlmError::RateLimited { retry_after: Some(Duration::from_secs(2)) },
+            ),
+            (
+                ResponseTemplate::new(500).set_body_json(json!({"type": "error", "error": {"type": "api_error", "message": "Internal"}})),
+                LlmError::Server { status: 500, message: "Internal".into(), retry_after: None },
+            ),
+            (
+                ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "messages: roles must alternate"}})),
+                LlmError::Rejected { status: 400, message: "messages: roles must alternate".into() },
+            ),
+            (
+                ResponseTemplate::new(200).set_body_json(json!({"type": "message"})),
+                LlmError::Decode("response has no content array".into()),
+            ),
+        ];
+        for (template, expected) in cases {
+            server.reset().await;
+            Mock::given(method("POST"))
+                .respond_with(template)
+                .mount(&server)
+                .await;
+            let err = p.complete(&conversation()).await.unwrap_err();
+            assert_eq!(err, expected);
+            assert!(!format!("{err} {err:?}").contains(KEY));
+        }
+        assert!(!format!("{p:?}").contains(KEY));
+    }
+
+    #[tokio::test]
+    async fn retries_overload_then_succeeds() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(529).insert_header("retry-after", "0"))
+            .up_to_n_times(3)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .mount(&server)
+            .await;
+        let p = Retrying::new(provider(&server).await, RetryPolicy::default());
+        let c = p.complete(&conversation()).await.unwrap();
+        assert_eq!(c.model, "claude-test-1");
+        assert_eq!(server.received_requests().await.unwrap().len(), 4);
+    }
+
+    #[tokio::test]
+    async fn gives_up_after_the_policy_attempts() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(500).insert_header("retry-after", "0"))
+            .mount(&server)
+            .await;
+        let policy = RetryPolicy {
+            max_attempts: 3,
+            ..RetryPolicy::default()
+        };
+        let p = Retrying::new(provider(&server).await, policy);
+        assert!(matches!(
+            p.complete(&conversation()).await,
+            Err(LlmError::Server { status: 500, .. })
+        ));
+        assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    }
+
+    #[test]
+    fn request_decoder_inverts_the_encoder() {
+        let mut req = conversation();
+        req.model = "m".into();
+        req.max_tokens = 100;
+        let decoded = decode_request(&encode_request(&req, "m")).unwrap();
+        assert_eq!(decoded, req);
+    }
+
+    #[test]
+    fn response_decoder_inverts_the_encoder() {
+        let c = Completion {
+            content: "see".into(),
+            tool_calls: vec![call("toolu_5")],
+            usage: Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+            },
+            stop_reason: Some("tool_use".into()),
+            model: "m".into(),
+        };
+        assert_eq!(decode_response(&encode_response(&c, "id")).unwrap(), c);
+    }
+
+    #[test]
+    fn empty_messages_are_skipped_so_roles_still_alternate() {
+        let req = CompletionRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![
+                Message::User {
+                    content: "a".into(),
+                },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![],
+                },
+                Message::User {
+                    content: "b".into(),
+                },
+            ],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        let body = encode_request(&req, "m");
+        assert!(body.get("system").is_none());
+        assert!(body.get("tools").is_none());
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}])
+        );
+    }
 }

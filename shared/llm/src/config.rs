@@ -48,7 +48,11 @@ pub fn build_provider(
             fallback_models,
         } => {
             let p = OpenAiProvider::new(base_url.as_deref(), api_key.clone(), model.clone())?;
-            Ok(chain(Arc::new(Retrying::new(p, policy)), model, fallback_models))
+            Ok(chain(
+                Arc::new(Retrying::new(p, policy)),
+                model,
+                fallback_models,
+            ))
         }
         LlmConfig::Anthropic {
             base_url,
@@ -57,7 +61,11 @@ pub fn build_provider(
             fallback_models,
         } => {
             let p = AnthropicProvider::new(base_url.as_deref(), api_key.clone(), model.clone())?;
-            Ok(chain(Arc::new(Retrying::new(p, policy)), model, fallback_models))
+            Ok(chain(
+                Arc::new(Retrying::new(p, policy)),
+                model,
+                fallback_models,
+            ))
         }
     }
 }

@@ -112,10 +112,7 @@ pub(crate) fn map_error(
 fn error_text(status: u16, body: &[u8]) -> (Option<String>, String) {
     if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
         let err = v.get("error").unwrap_or(&v);
-        let kind = err
-            .get("type")
-            .and_then(|t| t.as_str())
-            .map(str::to_string);
+        let kind = err.get("type").and_then(|t| t.as_str()).map(str::to_string);
         let message = err
             .get("message")
             .and_then(|m| m.as_str())
@@ -213,8 +210,14 @@ mod tests {
             ),
             Some(Duration::ZERO)
         );
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "soon")]), now), None);
-        assert_eq!(parse_retry_after(&headers(&[("retry-after", "-1")]), now), None);
+        assert_eq!(
+            parse_retry_after(&headers(&[("retry-after", "soon")]), now),
+            None
+        );
+        assert_eq!(
+            parse_retry_after(&headers(&[("retry-after", "-1")]), now),
+            None
+        );
         assert_eq!(parse_retry_after(&HeaderMap::new(), now), None);
     }
 
@@ -231,7 +234,8 @@ mod tests {
             map_error(529, &HeaderMap::new(), b"", None),
             LlmError::Overloaded { retry_after: None }
         );
-        let overloaded = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let overloaded =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         assert_eq!(
             map_error(503, &HeaderMap::new(), overloaded, None),
             LlmError::Overloaded { retry_after: None }
@@ -244,7 +248,8 @@ mod tests {
                 retry_after: None
             }
         );
-        let bad = br#"{"error":{"message":"max_tokens is too large","type":"invalid_request_error"}}"#;
+        let bad =
+            br#"{"error":{"message":"max_tokens is too large","type":"invalid_request_error"}}"#;
         assert_eq!(
             map_error(400, &HeaderMap::new(), bad, None),
             LlmError::Rejected {
@@ -273,7 +278,9 @@ mod tests {
     fn long_error_text_is_cut() {
         let body = "x".repeat(2000);
         match map_error(502, &HeaderMap::new(), body.as_bytes(), None) {
-            LlmError::Server { message, .. } => assert!(message.chars().count() <= MAX_ERROR_TEXT + 1),
+            LlmError::Server { message, .. } => {
+                assert!(message.chars().count() <= MAX_ERROR_TEXT + 1)
+            }
             other => panic!("unexpected {other:?}"),
         }
     }

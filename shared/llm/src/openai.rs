@@ -292,7 +292,10 @@ pub fn decode_request(body: &Value) -> Result<CompletionRequest, String> {
     let mut system = Vec::new();
     let mut messages = Vec::new();
     for (i, m) in raw_messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).ok_or("message without role")?;
+        let role = m
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or("message without role")?;
         let content = content_text(m.get("content"));
         match role {
             "system" | "developer" => system.push(content),
@@ -407,4 +410,275 @@ pub fn encode_response(completion: &Completion, id: &str) -> Value {
             "total_tokens": completion.usage.total(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RetryPolicy, Retrying};
+    use baton_core::ToolSpec;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    const KEY: &str = "sk-test-openai-0123456789";
+
+    fn conversation() -> CompletionRequest {
+        CompletionRequest {
+            model: String::new(),
+            system: "You are terse.".into(),
+            messages: vec![
+                Message::User {
+                    content: "what time is it?".into(),
+                },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        name: "current_time".into(),
+                        arguments: json!({"timezone": "UTC"}),
+                    }],
+                },
+                Message::Tool {
+                    call_id: "call_1".into(),
+                    name: "current_time".into(),
+                    content: "12:00".into(),
+                    is_error: false,
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "current_time".into(),
+                description: "The time".into(),
+                input_schema: json!({"type": "object", "properties": {"timezone": {"type": "string"}}}),
+            }],
+            max_tokens: 256,
+        }
+    }
+
+    fn answer() -> Value {
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-test-0613",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Checking.",
+                "tool_calls": [
+                    {"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\":\"x\"}"}},
+                    {"id": "call_b", "type": "function", "function": {"name": "lookup", "arguments": "{not json"}}
+                ]}}],
+            "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
+        })
+    }
+
+    async fn provider(server: &MockServer) -> OpenAiProvider {
+        OpenAiProvider::new(
+            Some(&format!("{}/v1/", server.uri())),
+            Some(Secret::new(KEY)),
+            "gpt-test",
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn sends_the_chat_completions_shape_and_reads_the_answer() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let c = provider(&server)
+            .await
+            .complete(&conversation())
+            .await
+            .unwrap();
+
+        let received = server.received_requests().await.unwrap();
+        let req = &received[0];
+        assert_eq!(
+            req.headers.get("authorization").unwrap().to_str().unwrap(),
+            format!("Bearer {KEY}")
+        );
+        assert!(req
+            .headers
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("application/json"));
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "gpt-test",
+                "messages": [
+                    {"role": "system", "content": "You are terse."},
+                    {"role": "user", "content": "what time is it?"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "current_time", "arguments": "{\"timezone\":\"UTC\"}"}}
+                    ]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "12:00"}
+                ],
+                "tools": [{"type": "function", "function": {
+                    "name": "current_time", "description": "The time",
+                    "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}}}}}],
+                "max_tokens": 256
+            })
+        );
+
+        assert_eq!(c.content, "Checking.");
+        assert_eq!(c.tool_calls.len(), 2);
+        assert_eq!(c.tool_calls[0].arguments, json!({"q": "x"}));
+        // Invalid JSON arguments survive as a string for the tool to report.
+        assert_eq!(c.tool_calls[1].arguments, json!("{not json"));
+        assert_eq!(
+            c.usage,
+            Usage {
+                input_tokens: 42,
+                output_tokens: 7
+            }
+        );
+        assert_eq!(c.stop_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(c.model, "gpt-test-0613");
+    }
+
+    #[tokio::test]
+    async fn request_model_overrides_default_and_no_key_sends_no_header() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]
+            })))
+            .mount(&server)
+            .await;
+        let p = OpenAiProvider::new(Some(&format!("{}/v1", server.uri())), None, "default")
+            .unwrap()
+            .with_max_tokens_field(MaxTokensField::MaxCompletionTokens);
+        let mut req = conversation();
+        req.model = "other".into();
+        let c = p.complete(&req).await.unwrap();
+        assert_eq!(c.model, "other", "falls back to the asked model");
+        assert_eq!(c.usage, Usage::default());
+        let received = server.received_requests().await.unwrap();
+        assert!(received[0].headers.get("authorization").is_none());
+        let body: Value = serde_json::from_slice(&received[0].body).unwrap();
+        assert_eq!(body["model"], "other");
+        assert_eq!(body["max_completion_tokens"], 256);
+        assert!(body.get("max_tokens").is_none());
+    }
+
+    #[tokio::test]
+    async fn maps_errors_without_leaking_the_key() {
+        let server = MockServer::start().await;
+        let p = provider(&server).await;
+        let cases = [
+            (
+                ResponseTemplate::new(429).insert_header("retry-after", "7"),
+                LlmError::RateLimited {
+                    retry_after: Some(Duration::from_secs(7)),
+                },
+            ),
+            (
+                ResponseTemplate::new(500)
+                    .set_body_json(json!({"error": {"message": "boom", "type": "server_error"}})),
+                LlmError::Server {
+                    status: 500,
+                    message: "boom".into(),
+                    retry_after: None,
+                },
+            ),
+            (
+                ResponseTemplate::new(401).set_body_json(
+                    json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}),
+                ),
+                LlmError::Rejected {
+                    status: 401,
+                    message: "Incorrect API key provided: [redacted]".into(),
+                },
+            ),
+            (
+                ResponseTemplate::new(200).set_body_string("not json"),
+                LlmError::Decode("invalid JSON: expected ident at line 1 column 2".into()),
+            ),
+        ];
+        for (template, expected) in cases {
+            server.reset().await;
+            Mock::given(method("POST"))
+                .respond_with(template)
+                .mount(&server)
+                .await;
+            let err = p.complete(&conversation()).await.unwrap_err();
+            assert_eq!(err, expected);
+            assert!(!format!("{err} {err:?}").contains(KEY));
+        }
+        assert!(!format!("{p:?}").contains(KEY));
+    }
+
+    #[tokio::test]
+    async fn unreachable_server_is_a_transport_error() {
+        // Port 9 (discard) on loopback is closed in test environments.
+        let p = OpenAiProvider::new(Some("http://127.0.0.1:9/v1"), Some(Secret::new(KEY)), "m")
+            .unwrap();
+        let err = p.complete(&conversation()).await.unwrap_err();
+        assert!(matches!(err, LlmError::Transport(_)), "{err:?}");
+        assert!(!err.to_string().contains(KEY));
+    }
+
+    #[tokio::test]
+    async fn retries_honour_retry_after() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(429).insert_header("retry-after-ms", "1"))
+            .up_to_n_times(2)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .mount(&server)
+            .await;
+        // A backoff of an hour: only honouring retry-after lets this finish.
+        let policy = RetryPolicy {
+            base_delay: Duration::from_secs(3600),
+            max_delay: Duration::from_secs(3600),
+            ..RetryPolicy::default()
+        };
+        let p = Retrying::new(provider(&server).await, policy);
+        let c = tokio::time::timeout(Duration::from_secs(30), p.complete(&conversation()))
+            .await
+            .expect("retry-after was not honoured")
+            .unwrap();
+        assert_eq!(c.content, "Checking.");
+        assert_eq!(server.received_requests().await.unwrap().len(), 3);
+    }
+
+    #[test]
+    fn request_decoder_inverts_the_encoder() {
+        let mut req = conversation();
+        req.model = "m".into();
+        let decoded =
+            decode_request(&encode_request(&req, "m", MaxTokensField::MaxTokens)).unwrap();
+        assert_eq!(decoded, req);
+    }
+
+    #[test]
+    fn response_decoder_inverts_the_encoder() {
+        let c = Completion {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "t".into(),
+                arguments: json!({"a": 1}),
+            }],
+            usage: Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+            },
+            stop_reason: Some("tool_calls".into()),
+            model: "m".into(),
+        };
+        assert_eq!(decode_response(&encode_response(&c, "id")).unwrap(), c);
+        assert!(matches!(
+            decode_response(&json!({"choices": []})),
+            Err(LlmError::Decode(_))
+        ));
+    }
 }

@@ -162,7 +162,8 @@ impl LlmProvider for Fallback {
             match result {
                 Ok(mut completion) => {
                     if completion.model.is_empty() {
-                        completion.model = entry.model.clone().unwrap_or_else(|| request.model.clone());
+                        completion.model =
+                            entry.model.clone().unwrap_or_else(|| request.model.clone());
                     }
                     return Ok(completion);
                 }
@@ -259,7 +260,10 @@ mod tests {
     #[tokio::test]
     async fn retries_transient_errors_until_success() {
         let p = Retrying::new(
-            Flaky::new("m", vec![rate_limited(), LlmError::Transport("reset".into())]),
+            Flaky::new(
+                "m",
+                vec![rate_limited(), LlmError::Transport("reset".into())],
+            ),
             fast(),
         );
         // retry-after of an hour is capped to 5 ms by the policy.
@@ -308,7 +312,10 @@ mod tests {
             assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
         }
         let d = policy.delay(30, &e);
-        assert!(d >= Duration::from_secs(10) && d <= Duration::from_secs(20), "{d:?}");
+        assert!(
+            d >= Duration::from_secs(10) && d <= Duration::from_secs(20),
+            "{d:?}"
+        );
     }
 
     #[tokio::test]

@@ -95,7 +95,9 @@ impl Directives {
                     self.args = Some(v);
                     Ok(())
                 }
-                _ => Err(format!("#args={value}: expected a JSON object without spaces")),
+                _ => Err(format!(
+                    "#args={value}: expected a JSON object without spaces"
+                )),
             },
             "sleep" => value
                 .parse::<u64>()
@@ -163,7 +165,14 @@ pub fn respond(request: &CompletionRequest) -> Plan {
             .map(|c| c.name.len() + c.arguments.to_string().len())
             .sum::<usize>();
     let completion = Completion {
-        stop_reason: Some(if tool_calls.is_empty() { "end_turn" } else { "tool_use" }.into()),
+        stop_reason: Some(
+            if tool_calls.is_empty() {
+                "end_turn"
+            } else {
+                "tool_use"
+            }
+            .into(),
+        ),
         usage: Usage {
             input_tokens: tokens(input_chars(request)),
             output_tokens: tokens(output_chars),
@@ -222,7 +231,10 @@ fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
     }
     // No directive: react to the latest user message, so a thread that goes
     // on gets an answer to what was said last.
-    let last_user = request.messages.iter().rposition(|m| matches!(m, Message::User { .. }));
+    let last_user = request
+        .messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }));
     let Some(at) = last_user else {
         return Action::Answer(format!("{LABEL}You said: "));
     };
@@ -364,11 +376,17 @@ mod tests {
 
     #[test]
     fn tool_directive_calls_then_quotes() {
-        let (last, turns) = play(r#"#tool=http_request #args={"url":"http://x"}"#, &"y".repeat(900));
+        let (last, turns) = play(
+            r#"#tool=http_request #args={"url":"http://x"}"#,
+            &"y".repeat(900),
+        );
         assert_eq!(turns.len(), 2);
         assert_eq!(turns[0].tool_calls[0].name, "http_request");
         assert_eq!(turns[0].tool_calls[0].arguments, json!({"url": "http://x"}));
-        let expected = format!("[scripted model] tool http_request said: {}", "y".repeat(500));
+        let expected = format!(
+            "[scripted model] tool http_request said: {}",
+            "y".repeat(500)
+        );
         assert_eq!(last.content, expected);
     }
 
@@ -407,10 +425,18 @@ mod tests {
 
     #[test]
     fn invalid_directives_are_answered_plainly() {
-        for bad in ["#steps=0", "#steps=1001", "#steps=x", "#args={bad}", "#parallel=0"] {
+        for bad in [
+            "#steps=0",
+            "#steps=1001",
+            "#steps=x",
+            "#args={bad}",
+            "#parallel=0",
+        ] {
             let plan = respond(&req(vec![user(bad)]));
             assert!(
-                plan.completion.content.starts_with("[scripted model] invalid directive"),
+                plan.completion
+                    .content
+                    .starts_with("[scripted model] invalid directive"),
                 "{bad}: {}",
                 plan.completion.content
             );
@@ -420,7 +446,9 @@ mod tests {
     #[test]
     fn usage_grows_with_the_conversation() {
         let small = respond(&req(vec![user("hi")])).completion.usage;
-        let big = respond(&req(vec![user(&"word ".repeat(400))])).completion.usage;
+        let big = respond(&req(vec![user(&"word ".repeat(400))]))
+            .completion
+            .usage;
         assert!(small.input_tokens >= 1 && small.output_tokens >= 1);
         assert!(big.input_tokens >= 500, "{big:?}");
         assert!(big.output_tokens > small.output_tokens);

@@ -1,0 +1,229 @@
+//! Both providers against the mock server, over real HTTP and both wire
+//! formats: the scripted engine drives a multi-step tool conversation, and
+//! `#fail_first` proves retries work end to end.
+
+use baton_core::{CompletionRequest, LlmError, LlmProvider, Message, ToolSpec};
+use baton_llm::mock::MockLlmServer;
+use baton_llm::{build_provider, LlmConfig, RetryPolicy, Secret};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn fast_policy() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 4,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+        max_retry_after: Duration::from_millis(5),
+    }
+}
+
+fn configs(server: &MockLlmServer, key: Option<&str>) -> Vec<LlmConfig> {
+    vec![
+        LlmConfig::OpenAi {
+            base_url: Some(server.openai_base_url()),
+            api_key: key.map(Secret::new),
+            model: "mock-gpt".into(),
+            fallback_models: vec![],
+        },
+        LlmConfig::Anthropic {
+            base_url: Some(server.anthropic_base_url()),
+            api_key: key.map(Secret::new),
+            model: "mock-claude".into(),
+            fallback_models: vec![],
+        },
+    ]
+}
+
+/// Runs the conversation like the agent loop: every tool call answered.
+async fn run(provider: &Arc<dyn LlmProvider>, input: &str) -> (String, usize, String) {
+    let mut request = CompletionRequest {
+        model: String::new(),
+        system: "You are a test.".into(),
+        messages: vec![Message::User {
+            content: input.into(),
+        }],
+        tools: vec![ToolSpec {
+            name: "current_time".into(),
+            description: "The current time".into(),
+            input_schema: json!({"type": "object", "properties": {}}),
+        }],
+        max_tokens: 512,
+    };
+    let mut turns = 0;
+    loop {
+        let c = provider.complete(&request).await.unwrap();
+        turns += 1;
+        assert!(c.usage.input_tokens > 0 && c.usage.output_tokens > 0);
+        if c.tool_calls.is_empty() {
+            return (c.content, turns, c.model);
+        }
+        request.messages.push(Message::Assistant {
+            content: c.content.clone(),
+            tool_calls: c.tool_calls.clone(),
+        });
+        for call in &c.tool_calls {
+            request.messages.push(Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: format!("12:0{turns} for {}", call.id),
+                is_error: false,
+            });
+        }
+    }
+}
+
+#[tokio::test]
+async fn both_wire_formats_round_trip_with_injected_failures() {
+    let server = MockLlmServer::start().await;
+    for (i, config) in configs(&server, Some("test-key-123456")).iter().enumerate() {
+        let before = server.request_count();
+        let provider = build_provider(config, fast_policy()).unwrap();
+        // A distinct first message per provider: failures are per conversation.
+        let input = format!("go #steps=3 #parallel=2 #fail_first=2 run{i}");
+        let (answer, turns, model) = run(&provider, &input).await;
+        assert_eq!(answer, "[scripted model] done after 3 steps");
+        assert_eq!(turns, 3);
+        assert!(model.starts_with("mock-"), "{model}");
+        // Two injected failures, then one request per turn.
+        assert_eq!(server.request_count() - before, 5, "{config:?}");
+    }
+
+    // The server decoded what the providers encoded: system, tools, and
+    // tool results with their names recovered from the calls.
+    let received = server.received();
+    let last = received.last().unwrap();
+    assert_eq!(last.system, "You are a test.");
+    assert_eq!(last.tools[0].name, "current_time");
+    assert_eq!(last.model, "mock-claude");
+    let tool_results: Vec<_> = last
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { name, call_id, .. } => Some((name.as_str(), call_id.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tool_results,
+        [
+            ("current_time", "call_1_0"),
+            ("current_time", "call_1_1"),
+            ("current_time", "call_2_0"),
+            ("current_time", "call_2_1")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn tool_directive_quotes_the_result_over_both_formats() {
+    let server = MockLlmServer::start().await;
+    for config in configs(&server, Some("test-key-123456")) {
+        let provider = build_provider(&config, fast_policy()).unwrap();
+        let (answer, turns, _) =
+            run(&provider, r#"#tool=current_time #args={"timezone":"UTC"}"#).await;
+        assert_eq!(turns, 2);
+        assert_eq!(
+            answer,
+            "[scripted model] tool current_time said: 12:01 for call_1_0"
+        );
+        let (answer, _, _) = run(&provider, "#reply=NO_REPLY").await;
+        assert_eq!(answer, "NO_REPLY");
+    }
+}
+
+#[tokio::test]
+async fn missing_key_is_rejected_with_401() {
+    let server = MockLlmServer::start().await;
+    for config in configs(&server, None) {
+        let provider = build_provider(&config, fast_policy()).unwrap();
+        let request = CompletionRequest {
+            model: String::new(),
+            system: String::new(),
+            messages: vec![Message::User {
+                content: "hi".into(),
+            }],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        match provider.complete(&request).await {
+            Err(LlmError::Rejected { status: 401, .. }) => {}
+            other => panic!("expected 401, got {other:?}"),
+        }
+    }
+    // Not retried: one request per provider.
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn failures_beyond_the_retries_surface() {
+    let server = MockLlmServer::start().await;
+    let policy = RetryPolicy {
+        max_attempts: 2,
+        ..fast_policy()
+    };
+    let config = &configs(&server, Some("test-key-123456"))[1];
+    let provider = build_provider(config, policy).unwrap();
+    let request = CompletionRequest {
+        model: String::new(),
+        system: String::new(),
+        messages: vec![Message::User {
+            content: "#fail_first=3 hi".into(),
+        }],
+        tools: vec![],
+        max_tokens: 10,
+    };
+    let err = provider.complete(&request).await.unwrap_err();
+    assert!(matches!(err, LlmError::Overloaded { .. }), "{err:?}");
+    // The next call uses up the third failure, then succeeds.
+    let c = provider.complete(&request).await.unwrap();
+    assert_eq!(c.content, "[scripted model] You said: #fail_first=3 hi");
+    assert_eq!(server.request_count(), 4);
+}
+
+#[tokio::test]
+async fn fallback_models_answer_when_the_first_keeps_failing() {
+    let server = MockLlmServer::start().await;
+    let config = LlmConfig::OpenAi {
+        base_url: Some(server.openai_base_url()),
+        api_key: Some(Secret::new("test-key-123456")),
+        model: "primary".into(),
+        fallback_models: vec!["secondary".into()],
+    };
+    let policy = RetryPolicy {
+        max_attempts: 2,
+        ..fast_policy()
+    };
+    let provider = build_provider(&config, policy).unwrap();
+    let request = CompletionRequest {
+        model: String::new(),
+        system: String::new(),
+        messages: vec![Message::User {
+            content: "#fail_first=2 hello".into(),
+        }],
+        tools: vec![],
+        max_tokens: 10,
+    };
+    let c = provider.complete(&request).await.unwrap();
+    assert_eq!(c.model, "secondary");
+    assert_eq!(server.request_count(), 3);
+    let models: Vec<_> = server.received().into_iter().map(|r| r.model).collect();
+    assert_eq!(models, ["primary", "primary", "secondary"]);
+}
+
+#[tokio::test]
+async fn server_stops_on_drop() {
+    let server = MockLlmServer::start().await;
+    let addr = server.addr();
+    drop(server);
+    // Give the graceful shutdown a moment to close the listener.
+    let mut refused = false;
+    for _ in 0..50 {
+        if tokio::net::TcpStream::connect(addr).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "mock server still accepts connections after drop");
+}
