@@ -1,1 +1,49 @@
-//! placeholder
+//! Baton's built-in tools and the registry the agent loop calls them through.
+//!
+//! - [`HttpRequestTool`] (`http_request`): one HTTP(S) request. Only http and
+//!   https; every address the host resolves to must be public (no private,
+//!   loopback, link-local/metadata, CGNAT, multicast, documentation or
+//!   reserved ranges, in IPv4 or any IPv6 form) unless the operator listed its
+//!   `host:port` in `BATON_HTTP_ALLOW` ([`AllowList`]). The connection is
+//!   pinned to the checked addresses, redirects (at most 5) are checked hop by
+//!   hop, the body is cut at 256 KiB with a marker, and every request carries
+//!   the call's `Idempotency-Key`. Only GET and HEAD calls are idempotent.
+//! - [`CurrentTimeTool`] (`current_time`): the time in an IANA zone.
+//! - [`Toolset`]: name → tool, with [`Toolset::builtins`].
+//! - [`truncate_output`]: cuts any tool result to size with a marker.
+//!
+//! Tools never fail with a Rust error: bad arguments, refusals and transport
+//! failures come back as [`baton_core::ToolOutput::error`] text that the
+//! model can read and act on. Argument types derive their JSON Schema
+//! (`schemars`), so the schema the model sees and the parser agree.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), baton_tools::AllowListError> {
+//! use baton_core::{TaskId, ToolContext};
+//! use baton_tools::{AllowList, Toolset};
+//!
+//! let tools = Toolset::builtins(AllowList::from_env()?);
+//! let ctx = ToolContext::new(TaskId::generate(), 1, "call_1");
+//! if let Some(tool) = tools.get("current_time") {
+//!     let out = tool.call(serde_json::json!({"timezone": "Europe/Berlin"}), &ctx).await;
+//!     let (text, _cut) = baton_tools::truncate_output(&out.content, 20_000);
+//!     println!("{text}");
+//! }
+//! # Ok(()) }
+//! ```
+
+mod args;
+mod guard;
+mod http;
+mod redact;
+mod time;
+mod toolset;
+mod truncate;
+
+pub use args::{input_schema, parse_args};
+pub use guard::{blocked_reason, AllowList, AllowListError, Refusal, ALLOW_ENV};
+pub use http::{HttpConfig, HttpMethod, HttpRequestArgs, HttpRequestTool, HTTP_REQUEST};
+pub use redact::{is_sensitive_name, redact_url};
+pub use time::{CurrentTimeArgs, CurrentTimeTool, CURRENT_TIME};
+pub use toolset::Toolset;
+pub use truncate::truncate_output;

@@ -1,0 +1,35 @@
+//! Tool arguments: parsed from the model's JSON with errors that name the
+//! offending field, and described by a schema derived from the same type.
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+/// The JSON Schema of `T`, as a tool's `input_schema`.
+pub fn input_schema<T: JsonSchema>() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(T);
+    // The meta-schema URI is noise to a model and costs tokens on every call.
+    schema.remove("$schema");
+    schema.to_value()
+}
+
+/// Deserialises a tool's arguments; the error says which field is wrong, in
+/// words the model can act on. `null` counts as `{}`: models omit arguments
+/// for tools whose fields are all optional.
+pub fn parse_args<T: DeserializeOwned>(
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Result<T, String> {
+    let arguments = match arguments {
+        serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
+        other => other,
+    };
+    serde_path_to_error::deserialize(arguments).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            format!("invalid arguments for {tool}: {inner}")
+        } else {
+            format!("invalid arguments for {tool}: field `{path}`: {inner}")
+        }
+    })
+}
