@@ -106,10 +106,12 @@ impl AllowList {
         }
     }
 
+    /// Whether nothing is listed.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// Number of listed pairs.
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -63,6 +63,7 @@ impl HttpMethod {
         matches!(self, HttpMethod::Get | HttpMethod::Head)
     }
 
+    /// The method as sent on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             HttpMethod::Get => "GET",
@@ -203,10 +204,12 @@ impl HttpRequestTool {
         })
     }
 
+    /// The tool with explicit limits.
     pub fn with_config(config: HttpConfig) -> Self {
         HttpRequestTool { config }
     }
 
+    /// The limits in force.
     pub fn config(&self) -> &HttpConfig {
         &self.config
     }

@@ -48,6 +48,7 @@ impl Toolset {
         self.tools.get(name).cloned()
     }
 
+    /// Whether a tool called `name` is registered.
     pub fn contains(&self, name: &str) -> bool {
         self.tools.contains_key(name)
     }
@@ -62,10 +63,12 @@ impl Toolset {
         self.tools.keys().cloned().collect()
     }
 
+    /// Number of tools.
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
+    /// Whether there are no tools.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
