@@ -119,12 +119,15 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
             content,
             is_error,
             ..
-        } => (
-            "user",
-            vec![
-                json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
-            ],
-        ),
+        } => {
+            let mut block =
+                json!({"type": "tool_result", "tool_use_id": call_id, "is_error": is_error});
+            // An empty result goes without content: empty text is refused.
+            if !content.is_empty() {
+                block["content"] = json!(content);
+            }
+            ("user", vec![block])
+        }
     }
 }
 
@@ -662,6 +665,37 @@ mod tests {
             model: "m".into(),
         };
         assert_eq!(decode_response(&encode_response(&c, "id")).unwrap(), c);
+    }
+
+    #[test]
+    fn empty_tool_result_has_no_content() {
+        let req = CompletionRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![
+                Message::User {
+                    content: "a".into(),
+                },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("t1")],
+                },
+                Message::Tool {
+                    call_id: "t1".into(),
+                    name: "current_time".into(),
+                    content: String::new(),
+                    is_error: false,
+                },
+            ],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        let body = encode_request(&req, "m");
+        assert_eq!(
+            body["messages"][2]["content"],
+            json!([{"type": "tool_result", "tool_use_id": "t1", "is_error": false}])
+        );
+        assert_eq!(decode_request(&body).unwrap(), req);
     }
 
     #[test]
