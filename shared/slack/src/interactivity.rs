@@ -35,8 +35,9 @@ pub struct BlockAction {
 /// A parsed interactivity request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Interaction {
-    /// A `block_actions` payload; Slack sends one action per click.
-    BlockAction(BlockAction),
+    /// A `block_actions` payload; Slack sends one action per click. Boxed
+    /// to keep the enum small.
+    BlockAction(Box<BlockAction>),
     /// Any other payload type (`view_submission`, `shortcut`, ...).
     Unsupported {
         /// The payload's `type`.
@@ -175,7 +176,7 @@ pub fn parse_payload(json: &str) -> Result<Interaction, InteractivityError> {
         Some(m) => (m.ts, m.thread_ts),
         None => (None, None),
     };
-    Ok(Interaction::BlockAction(BlockAction {
+    Ok(Interaction::BlockAction(Box::new(BlockAction {
         user_id: raw.user.id,
         team_id,
         channel: raw.channel.map(|c| c.id).or(container.channel_id),
@@ -188,7 +189,7 @@ pub fn parse_payload(json: &str) -> Result<Interaction, InteractivityError> {
             .or_else(|| action.selected_option.and_then(|o| o.value)),
         response_url: raw.response_url,
         trigger_id: raw.trigger_id,
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -209,7 +210,7 @@ mod tests {
         let got = parse(&form(BLOCK_ACTIONS));
         assert_eq!(
             got,
-            Ok(Interaction::BlockAction(BlockAction {
+            Ok(Interaction::BlockAction(Box::new(BlockAction {
                 user_id: "U061F7AUR".into(),
                 team_id: "T061EG9R6".into(),
                 channel: Some("C0LAN2Q65".into()),
@@ -225,7 +226,7 @@ mod tests {
                 trigger_id: Some(
                     "6131645371313.6018497463.3b4f1c7c1c8f3b0d6c2b7a1e9f0d2c3b".into()
                 ),
-            }))
+            })))
         );
     }
 

@@ -17,6 +17,10 @@ pub mod events;
 pub mod interactivity;
 pub mod mrkdwn;
 pub mod signature;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod web;
 
 pub use events::{classify, EventError, Inbound, InboundMessage, MessageKind};
 pub use signature::{sign, verify, SignatureError, SigningSecret};
+pub use web::{BotToken, SlackClient, SlackError};

@@ -200,7 +200,7 @@ fn is_inline(node: &Node<'_>) -> bool {
 fn render_blocks(nodes: &[Node<'_>], tight: bool) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut run_start: Option<usize> = None;
-    let mut add = |lines: &mut Vec<String>, block: Vec<String>| {
+    let add = |lines: &mut Vec<String>, block: Vec<String>| {
         if block.is_empty() {
             return;
         }

@@ -1,0 +1,675 @@
+//! A small Slack Web API client: the three calls Baton makes.
+//!
+//! Requests are JSON (`Content-Type: application/json; charset=utf-8`) with
+//! the bot token as `Authorization: Bearer`. Slack answers HTTP 200 with
+//! `{"ok": false, "error": "..."}` for most failures ([`SlackError::Api`]) and
+//! HTTP 429 with `Retry-After` when rate limiting; a 429 means the call was
+//! not processed, so it is safe to retry.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+/// Default Web API base (`SLACK_API_URL` overrides it).
+pub const DEFAULT_API_URL: &str = "https://slack.com/api";
+/// Slack truncates `text` longer than this many characters; Baton truncates
+/// first so the cut is visible.
+pub const MAX_TEXT_CHARS: usize = 40_000;
+/// Appended to a text cut to [`MAX_TEXT_CHARS`].
+pub const TRUNCATION_MARKER: &str = "\n… _(message truncated)_";
+/// How many times a rate-limited call is retried by default.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The longest single wait for `Retry-After` by default.
+pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+
+const JSON_UTF8: &str = "application/json; charset=utf-8";
+/// When a 429 carries no usable `Retry-After`.
+const FALLBACK_RETRY_AFTER: Duration = Duration::from_secs(1);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A Slack bot token (`xoxb-...`). Its `Debug` never shows the value.
+#[derive(Clone)]
+pub struct BotToken(String);
+
+impl BotToken {
+    /// Wraps a bot token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+
+    /// Reads `SLACK_BOT_TOKEN`; `None` if unset or empty.
+    pub fn from_env() -> Option<Self> {
+        std::env::var("SLACK_BOT_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(Self)
+    }
+
+    /// The raw token, for code that must send it elsewhere. Do not log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for BotToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BotToken(<redacted>)")
+    }
+}
+
+/// A failed Web API call. Never contains the token.
+#[derive(Debug, thiserror::Error)]
+pub enum SlackError {
+    /// The client could not be set up (bad base URL, unusable token, ...).
+    #[error("Slack client configuration: {0}")]
+    Config(String),
+    /// The request did not complete (connection, timeout, TLS).
+    #[error("Slack {method} request failed: {source}")]
+    Transport {
+        /// Web API method.
+        method: String,
+        /// The underlying error (its URL holds no credentials).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// An HTTP status other than 200 or 429.
+    #[error("Slack {method} answered HTTP {status}")]
+    Status {
+        /// Web API method.
+        method: String,
+        /// HTTP status code.
+        status: u16,
+    },
+    /// `{"ok": false, "error": code}`, e.g. `channel_not_found`, `not_authed`.
+    #[error("Slack API error: {0}")]
+    Api(String),
+    /// Still rate limited after the allowed retries.
+    #[error("Slack rate limited the call (retry after {retry_after:?})")]
+    RateLimited {
+        /// Slack's last `Retry-After`, if it sent one.
+        retry_after: Option<Duration>,
+    },
+    /// The answer was not the JSON Slack sends.
+    #[error("Slack {method} answered with an unexpected body: {message}")]
+    Decode {
+        /// Web API method.
+        method: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// Client for `chat.postMessage`, `chat.update` and
+/// `assistant.threads.setStatus`. Cheap to clone.
+#[derive(Clone)]
+pub struct SlackClient {
+    http: reqwest::Client,
+    base_url: String,
+    auth: HeaderValue,
+    max_retries: u32,
+    max_retry_wait: Duration,
+}
+
+impl fmt::Debug for SlackClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlackClient")
+            .field("base_url", &self.base_url)
+            .field("token", &"<redacted>")
+            .field("max_retries", &self.max_retries)
+            .field("max_retry_wait", &self.max_retry_wait)
+            .finish()
+    }
+}
+
+impl SlackClient {
+    /// A client for the Web API at `base_url` (e.g. [`DEFAULT_API_URL`] or a
+    /// fake's address), authenticating with `bot_token`.
+    pub fn new(base_url: &str, bot_token: BotToken) -> Result<Self, SlackError> {
+        let base_url = base_url.trim().trim_end_matches('/').to_string();
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(SlackError::Config(format!(
+                "API base URL must be http(s), got {base_url:?}"
+            )));
+        }
+        let mut auth =
+            HeaderValue::from_str(&format!("Bearer {}", bot_token.expose())).map_err(|_| {
+                SlackError::Config("bot token contains characters not allowed in a header".into())
+            })?;
+        // Keeps the token out of reqwest's and http's Debug output.
+        auth.set_sensitive(true);
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| SlackError::Config(format!("HTTP client: {e}")))?;
+        Ok(Self {
+            http,
+            base_url,
+            auth,
+            max_retries: DEFAULT_MAX_RETRIES,
+            max_retry_wait: DEFAULT_MAX_RETRY_WAIT,
+        })
+    }
+
+    /// A client from `SLACK_API_URL` (default [`DEFAULT_API_URL`]) and
+    /// `SLACK_BOT_TOKEN` (required).
+    pub fn from_env() -> Result<Self, SlackError> {
+        let token = BotToken::from_env()
+            .ok_or_else(|| SlackError::Config("SLACK_BOT_TOKEN is not set".into()))?;
+        let base = std::env::var("SLACK_API_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_API_URL.to_string());
+        Self::new(&base, token)
+    }
+
+    /// Retries of a rate-limited call, and the cap on each wait.
+    pub fn with_retry_policy(mut self, max_retries: u32, max_wait: Duration) -> Self {
+        self.max_retries = max_retries;
+        self.max_retry_wait = max_wait;
+        self
+    }
+
+    /// Uses the given HTTP client (shared connection pool, custom timeouts).
+    pub fn with_http_client(mut self, http: reqwest::Client) -> Self {
+        self.http = http;
+        self
+    }
+
+    /// The Web API base URL in use.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Posts a message (in a thread when `thread_ts` is set) and returns its
+    /// `ts`. `text` is the message, or the notification fallback when
+    /// `blocks` are given; it is truncated to [`MAX_TEXT_CHARS`] with
+    /// [`TRUNCATION_MARKER`].
+    pub async fn post_message(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+        blocks: Option<Value>,
+    ) -> Result<String, SlackError> {
+        let mut body = json!({ "channel": channel, "text": truncate_text(text) });
+        if let Some(ts) = thread_ts {
+            body["thread_ts"] = json!(ts);
+        }
+        if let Some(blocks) = blocks {
+            body["blocks"] = blocks;
+        }
+        let answer = self.call("chat.postMessage", &body).await?;
+        answer
+            .get("ts")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| SlackError::Decode {
+                method: "chat.postMessage".into(),
+                message: "no `ts` in the answer".into(),
+            })
+    }
+
+    /// Replaces the text (and blocks, when given) of the message `ts`.
+    pub async fn update_message(
+        &self,
+        channel: &str,
+        ts: &str,
+        text: &str,
+        blocks: Option<Value>,
+    ) -> Result<(), SlackError> {
+        let mut body = json!({ "channel": channel, "ts": ts, "text": truncate_text(text) });
+        if let Some(blocks) = blocks {
+            body["blocks"] = blocks;
+        }
+        self.call("chat.update", &body).await.map(drop)
+    }
+
+    /// Shows `status` (e.g. "is thinking…") under the bot in an assistant
+    /// thread; `""` clears it. Slack clears it by itself after two minutes or
+    /// when the bot replies.
+    pub async fn set_thread_status(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        status: &str,
+    ) -> Result<(), SlackError> {
+        let body = json!({ "channel_id": channel, "thread_ts": thread_ts, "status": status });
+        self.call("assistant.threads.setStatus", &body)
+            .await
+            .map(drop)
+    }
+
+    /// Calls any Web API `method` with a JSON body and returns the answer
+    /// (`ok: true` already checked), retrying on HTTP 429.
+    pub async fn call(&self, method: &str, body: &Value) -> Result<Value, SlackError> {
+        let url = format!("{}/{}", self.base_url, method);
+        let payload = serde_json::to_vec(body).map_err(|e| SlackError::Decode {
+            method: method.to_string(),
+            message: format!("request body: {e}"),
+        })?;
+        let mut attempt = 0u32;
+        loop {
+            tracing::debug!(method, attempt, "slack web api call");
+            let response = self
+                .http
+                .post(&url)
+                .header(AUTHORIZATION, self.auth.clone())
+                .header(CONTENT_TYPE, JSON_UTF8)
+                .body(payload.clone())
+                .send()
+                .await
+                .map_err(|source| SlackError::Transport {
+                    method: method.to_string(),
+                    source: source.without_url(),
+                })?;
+            let status = response.status();
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                let retry_after = parse_retry_after(response.headers().get(RETRY_AFTER));
+                if attempt >= self.max_retries {
+                    tracing::warn!(
+                        method,
+                        attempts = attempt + 1,
+                        "slack rate limited, giving up"
+                    );
+                    return Err(SlackError::RateLimited { retry_after });
+                }
+                let wait = retry_after
+                    .unwrap_or(FALLBACK_RETRY_AFTER)
+                    .min(self.max_retry_wait);
+                tracing::info!(
+                    method,
+                    wait_ms = wait.as_millis() as u64,
+                    "slack rate limited, retrying"
+                );
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(SlackError::Status {
+                    method: method.to_string(),
+                    status: status.as_u16(),
+                });
+            }
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|source| SlackError::Transport {
+                    method: method.to_string(),
+                    source: source.without_url(),
+                })?;
+            let answer: Value = serde_json::from_slice(&bytes).map_err(|e| SlackError::Decode {
+                method: method.to_string(),
+                message: e.to_string(),
+            })?;
+            return match answer.get("ok").and_then(Value::as_bool) {
+                Some(true) => Ok(answer),
+                Some(false) => {
+                    let code = answer
+                        .get("error")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown_error")
+                        .to_string();
+                    tracing::warn!(method, error = %code, "slack api error");
+                    Err(SlackError::Api(code))
+                }
+                None => Err(SlackError::Decode {
+                    method: method.to_string(),
+                    message: "no boolean `ok` field".into(),
+                }),
+            };
+        }
+    }
+}
+
+/// `Retry-After` in whole seconds (Slack's form); `None` if absent or not a
+/// number.
+fn parse_retry_after(value: Option<&HeaderValue>) -> Option<Duration> {
+    let secs: u64 = value?.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(secs))
+}
+
+/// Cuts `text` to at most [`MAX_TEXT_CHARS`] characters, marker included.
+/// The cut backs off so it does not split an `&amp;`-style entity or a
+/// `<url|label>` link, which Slack would show garbled.
+pub fn truncate_text(text: &str) -> Cow<'_, str> {
+    truncate_to(text, MAX_TEXT_CHARS)
+}
+
+fn truncate_to(text: &str, max_chars: usize) -> Cow<'_, str> {
+    if text.chars().count() <= max_chars {
+        return Cow::Borrowed(text);
+    }
+    let keep = max_chars.saturating_sub(TRUNCATION_MARKER.chars().count());
+    let end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    let mut head = &text[..end];
+    // An entity is at most `&amp;`-sized; a link is bounded only loosely, so
+    // look back a limited distance for an unclosed `<`.
+    if let Some(amp) = head.rfind('&') {
+        if head.len() - amp < 8 && !head[amp..].contains(';') {
+            head = &head[..amp];
+        }
+    }
+    if let Some(lt) = head.rfind('<') {
+        if !head[lt..].contains('>') && head.len() - lt < 2048 {
+            head = &head[..lt];
+        }
+    }
+    let mut out = String::with_capacity(head.len() + TRUNCATION_MARKER.len());
+    out.push_str(head);
+    out.push_str(TRUNCATION_MARKER);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::FakeSlack;
+    use wiremock::matchers::{body_partial_json, header, method, path};
+    use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+
+    const TOKEN: &str = "xoxb-test-secret-token";
+
+    fn client(base: &str) -> SlackClient {
+        SlackClient::new(base, BotToken::new(TOKEN))
+            .expect("client")
+            .with_retry_policy(3, Duration::from_millis(50))
+    }
+
+    #[test]
+    fn token_is_redacted_in_debug() {
+        let c = client("http://127.0.0.1:1");
+        let dbg = format!("{c:?} {:?}", BotToken::new(TOKEN));
+        assert!(!dbg.contains(TOKEN), "{dbg}");
+        assert!(dbg.contains("redacted"));
+    }
+
+    #[test]
+    fn bad_config_is_rejected_without_echoing_the_token() {
+        let err = SlackClient::new("ftp://x", BotToken::new(TOKEN)).expect_err("bad url");
+        assert!(matches!(err, SlackError::Config(_)));
+        let err = SlackClient::new("https://slack.com/api", BotToken::new("xoxb-bad\ntoken"))
+            .expect_err("bad token");
+        assert!(!err.to_string().contains("xoxb-bad"), "{err}");
+    }
+
+    #[test]
+    fn short_texts_are_untouched() {
+        assert!(matches!(truncate_text("hello"), Cow::Borrowed("hello")));
+        let exact = "x".repeat(MAX_TEXT_CHARS);
+        assert!(matches!(truncate_text(&exact), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn long_texts_are_truncated_with_a_marker() {
+        let long = "é".repeat(MAX_TEXT_CHARS + 10);
+        let cut = truncate_text(&long);
+        assert_eq!(cut.chars().count(), MAX_TEXT_CHARS);
+        assert!(cut.ends_with(TRUNCATION_MARKER));
+    }
+
+    #[test]
+    fn truncation_does_not_split_entities_or_links() {
+        let marker = TRUNCATION_MARKER.chars().count();
+        // The cut would land inside `&amp;`.
+        let text = format!("{}&amp;{}", "a".repeat(10), "t".repeat(100));
+        let cut = truncate_to(&text, 12 + marker);
+        assert_eq!(cut, format!("{}{TRUNCATION_MARKER}", "a".repeat(10)));
+        // ... and inside `<https://...|label>`.
+        let text = format!("ab <https://example.com|site> {}", "z".repeat(50));
+        let cut = truncate_to(&text, 15 + marker);
+        assert_eq!(cut, format!("ab {TRUNCATION_MARKER}"));
+    }
+
+    #[tokio::test]
+    async fn post_update_and_status_against_fake_slack() {
+        let fake = FakeSlack::start().await;
+        let c = fake.client();
+        let ts = c
+            .post_message("C1", None, "hello *world*", None)
+            .await
+            .expect("post");
+        let reply = c
+            .post_message(
+                "C1",
+                Some(&ts),
+                "in thread",
+                Some(json!([{"type": "section", "text": {"type": "mrkdwn", "text": "hi"}}])),
+            )
+            .await
+            .expect("reply");
+        assert_ne!(ts, reply);
+        c.update_message("C1", &reply, "edited", None)
+            .await
+            .expect("update");
+        c.set_thread_status("C1", &ts, "is thinking…")
+            .await
+            .expect("status");
+
+        let posted = fake.posted();
+        assert_eq!(posted.len(), 2);
+        assert_eq!(posted[0].channel, "C1");
+        assert_eq!(posted[0].text, "hello *world*");
+        assert_eq!(posted[0].thread_ts, None);
+        assert_eq!(posted[1].thread_ts.as_deref(), Some(ts.as_str()));
+        assert_eq!(
+            posted[1].blocks.as_ref().map(|b| b[0]["type"].clone()),
+            Some(json!("section"))
+        );
+        let updates = fake.calls("chat.update");
+        assert_eq!(updates.len(), 1);
+        assert_eq!(updates[0]["text"], "edited");
+        assert_eq!(
+            fake.message("C1", &reply).map(|m| m.text),
+            Some("edited".into())
+        );
+        let status = fake.calls("assistant.threads.setStatus");
+        assert_eq!(status[0]["channel_id"], "C1");
+        assert_eq!(status[0]["thread_ts"], json!(ts));
+        assert_eq!(status[0]["status"], "is thinking…");
+    }
+
+    #[tokio::test]
+    async fn wrong_token_is_not_authed_error_from_fake() {
+        let fake = FakeSlack::start().await;
+        let c = SlackClient::new(&fake.base_url(), BotToken::new("xoxb-wrong")).expect("client");
+        let err = c
+            .post_message("C1", None, "x", None)
+            .await
+            .expect_err("auth");
+        assert!(
+            matches!(&err, SlackError::Api(code) if code == "invalid_auth"),
+            "{err}"
+        );
+        assert!(fake.posted().is_empty());
+    }
+
+    #[tokio::test]
+    async fn fake_errors_surface_as_api_errors() {
+        let fake = FakeSlack::start().await;
+        let c = fake.client();
+        fake.fail_next("chat.postMessage", "channel_not_found");
+        let err = c
+            .post_message("C404", None, "x", None)
+            .await
+            .expect_err("fail");
+        assert!(matches!(&err, SlackError::Api(code) if code == "channel_not_found"));
+        // Only the next call fails.
+        c.post_message("C1", None, "x", None).await.expect("ok");
+        let err = c
+            .update_message("C1", "1.2", "x", None)
+            .await
+            .expect_err("unknown ts");
+        assert!(matches!(&err, SlackError::Api(code) if code == "message_not_found"));
+    }
+
+    #[tokio::test]
+    async fn fake_rate_limit_is_retried() {
+        let fake = FakeSlack::start().await;
+        let c = fake.client();
+        fake.rate_limit_next("chat.postMessage", 0);
+        fake.rate_limit_next("chat.postMessage", 0);
+        c.post_message("C1", None, "after retries", None)
+            .await
+            .expect("post");
+        assert_eq!(fake.posted().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn sends_bearer_token_and_json_charset() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/chat.postMessage"))
+            .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+            .and(header("content-type", "application/json; charset=utf-8"))
+            .and(body_partial_json(
+                json!({"channel": "C9", "thread_ts": "1.1", "text": "hi"}),
+            ))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"ok": true, "channel": "C9", "ts": "1700.0001"})),
+            )
+            .expect(1)
+            .mount(&server)
+            .await;
+        let ts = client(&server.uri())
+            .post_message("C9", Some("1.1"), "hi", None)
+            .await
+            .expect("post");
+        assert_eq!(ts, "1700.0001");
+    }
+
+    #[tokio::test]
+    async fn ok_false_is_an_api_error() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/chat.update"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"ok": false, "error": "cant_update_message"})),
+            )
+            .mount(&server)
+            .await;
+        let err = client(&server.uri())
+            .update_message("C1", "1.1", "x", None)
+            .await
+            .expect_err("api error");
+        assert!(matches!(&err, SlackError::Api(code) if code == "cant_update_message"));
+        assert!(!err.to_string().contains(TOKEN));
+    }
+
+    /// 429 with `Retry-After: 0` for the first `n` requests, then success.
+    struct RateLimitThenOk {
+        remaining: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Respond for RateLimitThenOk {
+        fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+            use std::sync::atomic::Ordering;
+            let left = self.remaining.load(Ordering::SeqCst);
+            if left > 0 {
+                self.remaining.store(left - 1, Ordering::SeqCst);
+                ResponseTemplate::new(429).insert_header("Retry-After", "0")
+            } else {
+                ResponseTemplate::new(200).set_body_json(json!({"ok": true, "ts": "9.9"}))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn rate_limit_is_retried_then_succeeds() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/chat.postMessage"))
+            .respond_with(RateLimitThenOk {
+                remaining: 3.into(),
+            })
+            .expect(4)
+            .mount(&server)
+            .await;
+        let ts = client(&server.uri())
+            .post_message("C1", None, "x", None)
+            .await
+            .expect("succeeds on the 4th attempt");
+        assert_eq!(ts, "9.9");
+    }
+
+    #[tokio::test]
+    async fn persistent_rate_limit_gives_up_after_three_retries() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/chat.postMessage"))
+            .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "7"))
+            .expect(4)
+            .mount(&server)
+            .await;
+        let started = std::time::Instant::now();
+        let err = client(&server.uri())
+            .post_message("C1", None, "x", None)
+            .await
+            .expect_err("rate limited");
+        assert!(
+            matches!(err, SlackError::RateLimited { retry_after: Some(d) } if d == Duration::from_secs(7))
+        );
+        // Each 7 s wait was capped at the configured 50 ms.
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn other_statuses_and_bodies_are_errors() {
+        let server = MockServer::start().await;
+        Mock::given(path("/chat.postMessage"))
+            .respond_with(ResponseTemplate::new(500))
+            .mount(&server)
+            .await;
+        Mock::given(path("/chat.update"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("<html>"))
+            .mount(&server)
+            .await;
+        Mock::given(path("/assistant.threads.setStatus"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ts": "1"})))
+            .mount(&server)
+            .await;
+        let c = client(&server.uri());
+        assert!(matches!(
+            c.post_message("C1", None, "x", None).await,
+            Err(SlackError::Status { status: 500, .. })
+        ));
+        assert!(matches!(
+            c.update_message("C1", "1", "x", None).await,
+            Err(SlackError::Decode { .. })
+        ));
+        assert!(matches!(
+            c.set_thread_status("C1", "1", "x").await,
+            Err(SlackError::Decode { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn long_text_is_truncated_on_the_wire() {
+        let fake = FakeSlack::start().await;
+        let long = "y".repeat(MAX_TEXT_CHARS * 2);
+        fake.client()
+            .post_message("C1", None, &long, None)
+            .await
+            .expect("post");
+        let posted = fake.posted();
+        assert_eq!(posted[0].text.chars().count(), MAX_TEXT_CHARS);
+        assert!(posted[0].text.ends_with(TRUNCATION_MARKER));
+    }
+
+    #[tokio::test]
+    async fn transport_errors_do_not_leak_the_token() {
+        // Nothing listens on port 1.
+        let err = client("http://127.0.0.1:1")
+            .post_message("C1", None, "x", None)
+            .await
+            .expect_err("no server");
+        assert!(matches!(err, SlackError::Transport { .. }));
+        assert!(!format!("{err} {err:?}").contains(TOKEN));
+    }
+}
