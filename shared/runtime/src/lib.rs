@@ -24,3 +24,19 @@ pub fn init_tracing(json: bool) {
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     let _ = if json { builder.json().without_time().try_init() } else { builder.try_init() };
 }
+
+/// The app of a Lambda function: configuration from the environment, the
+/// AWS backend, and worker timings fit for SQS with a visibility timeout
+/// longer than the function's. Called once per process, at startup.
+pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
+    let config = Config::from_env()?;
+    let backend = Backend::aws_from_env().await?;
+    let settings = baton_agent::WorkerSettings {
+        lease_ttl: std::time::Duration::from_secs(60),
+        heartbeat_every: std::time::Duration::from_secs(20),
+        visibility: std::time::Duration::from_secs(90),
+        retry_delay: std::time::Duration::from_secs(10),
+        ..baton_agent::WorkerSettings::default()
+    };
+    Ok(App::new(config, backend, settings)?)
+}

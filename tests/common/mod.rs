@@ -1,0 +1,240 @@
+//! The test harness: the real `baton` binary, started as a user would
+//! (`baton dev`), against a mock LLM server speaking the real wire formats
+//! and a fake Slack Web API, both real HTTP servers on loopback.
+#![allow(dead_code)]
+
+use baton_llm::mock::MockLlmServer;
+use baton_slack::signature::SigningSecret;
+use baton_slack::testing::FakeSlack;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const TOKEN: &str = "test-token-0123456789abcdef";
+pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+
+#[derive(Clone, Copy, Debug)]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+pub struct Options {
+    pub wire: Wire,
+    pub segment_budget_ms: Option<u64>,
+    pub visibility_ms: u64,
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { wire: Wire::OpenAi, segment_budget_ms: None, visibility_ms: 3000, extra_env: Vec::new() }
+    }
+}
+
+/// A running `baton dev` and the servers it talks to.
+pub struct TestApp {
+    pub url: String,
+    pub llm: MockLlmServer,
+    pub slack: FakeSlack,
+    pub http: reqwest::Client,
+    child: Option<Child>,
+    data_dir: tempfile::TempDir,
+    options: Options,
+    log_path: PathBuf,
+}
+
+impl TestApp {
+    pub async fn spawn(options: Options) -> TestApp {
+        let llm = MockLlmServer::start().await;
+        let slack = FakeSlack::start().await;
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        let log_path = data_dir.path().join("baton.log");
+        let mut app = TestApp {
+            url: String::new(),
+            llm,
+            slack,
+            http: reqwest::Client::new(),
+            child: None,
+            data_dir,
+            options,
+            log_path,
+        };
+        app.start();
+        app
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.data_dir.path()
+    }
+
+    /// Starts the binary and waits for its "listening" line.
+    fn start(&mut self) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+        cmd.arg("dev")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(self.data_dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "info")
+            .env("BATON_API_TOKEN", TOKEN)
+            .env("BATON_VISIBILITY_TIMEOUT_MS", self.options.visibility_ms.to_string())
+            .env("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            .env("SLACK_BOT_TOKEN", self.slack.bot_token().expose())
+            .env("SLACK_API_URL", self.slack.base_url());
+        match self.options.wire {
+            Wire::OpenAi => cmd
+                .env("BATON_LLM_PROVIDER", "openai")
+                .env("OPENAI_BASE_URL", self.llm.openai_base_url())
+                .env("OPENAI_API_KEY", "sk-test-openai"),
+            Wire::Anthropic => cmd
+                .env("BATON_LLM_PROVIDER", "anthropic")
+                .env("ANTHROPIC_BASE_URL", self.llm.anthropic_base_url())
+                .env("ANTHROPIC_API_KEY", "sk-ant-test"),
+        };
+        if let Some(b) = self.options.segment_budget_ms {
+            cmd.env("BATON_SEGMENT_BUDGET_MS", b.to_string());
+        }
+        for (k, v) in &self.options.extra_env {
+            cmd.env(k, v);
+        }
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log_path).expect("log file");
+        cmd.stdout(Stdio::piped()).stderr(log);
+        let mut child = cmd.spawn().expect("spawn baton dev");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let started = Instant::now();
+        loop {
+            line.clear();
+            let n = reader.read_line(&mut line).expect("read stdout");
+            assert!(n > 0, "baton dev exited before listening; log:\n{}", self.log());
+            if let Some(rest) = line.strip_prefix("baton dev listening on ") {
+                self.url = rest.split_whitespace().next().unwrap_or_default().to_owned();
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "baton dev did not start");
+        }
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        self.child = Some(child);
+    }
+
+    /// SIGKILL, no goodbye: what a crash looks like.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().expect("kill -9");
+            let _ = c.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.kill9();
+        self.start();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub async fn submit(&self, input: &str, key: Option<&str>) -> reqwest::Response {
+        let mut req = self.http.post(format!("{}/tasks", self.url)).bearer_auth(TOKEN).json(&json!({"input": input}));
+        if let Some(k) = key {
+            req = req.header("Idempotency-Key", k);
+        }
+        req.send().await.expect("POST /tasks")
+    }
+
+    pub async fn submit_ok(&self, input: &str) -> String {
+        let r = self.submit(input, None).await;
+        assert_eq!(r.status(), 202);
+        let v: Value = r.json().await.expect("json");
+        v["task_id"].as_str().expect("task_id").to_owned()
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.http.get(format!("{}{path}", self.url)).bearer_auth(TOKEN).send().await.expect("GET");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn task(&self, id: &str) -> Value {
+        let (status, v) = self.get(&format!("/tasks/{id}")).await;
+        assert_eq!(status, 200, "GET /tasks/{id}: {v}");
+        v
+    }
+
+    pub async fn events(&self, id: &str) -> Vec<Value> {
+        let mut all = Vec::new();
+        let mut after: Option<u64> = None;
+        loop {
+            let q = after.map(|n| format!("?after={n}")).unwrap_or_default();
+            let (_, v) = self.get(&format!("/tasks/{id}/events{q}")).await;
+            let page = v["events"].as_array().cloned().unwrap_or_default();
+            if page.is_empty() {
+                return all;
+            }
+            after = page.last().and_then(|e| e["seq"].as_u64());
+            all.extend(page);
+        }
+    }
+
+    /// Polls until the task reaches a terminal status.
+    pub async fn wait_done(&self, id: &str, within: Duration) -> Value {
+        let started = Instant::now();
+        loop {
+            let t = self.task(id).await;
+            if matches!(t["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+                return t;
+            }
+            assert!(started.elapsed() < within, "task {id} did not finish: {t}\nlog:\n{}", self.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A Slack-signed request with a current timestamp.
+    pub async fn slack_post(&self, path: &str, body: &[u8], content_type: &str, extra: &[(&str, &str)]) -> reqwest::Response {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64;
+        let secret = SigningSecret::new(SIGNING_SECRET);
+        let mut req = self.http.post(format!("{}{path}", self.url)).header("content-type", content_type).body(body.to_vec());
+        for (k, v) in baton_slack::testing::signed_headers(&secret, body, now) {
+            req = req.header(k, v);
+        }
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        req.send().await.expect("POST slack")
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Checks a finished task's transcript: steps numbered 1..=n once each,
+/// every tool call answered exactly once.
+pub fn assert_clean_transcript(events: &[Value], steps: u64) {
+    let assistant_steps: Vec<u64> =
+        events.iter().filter(|e| e["type"] == "assistant_message").filter_map(|e| e["step"].as_u64()).collect();
+    assert_eq!(assistant_steps, (1..=steps).collect::<Vec<_>>(), "each step applied exactly once");
+    let calls: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant_message")
+        .flat_map(|e| e["tool_calls"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["id"].as_str().map(str::to_owned))
+        .collect();
+    let mut results: Vec<String> =
+        events.iter().filter(|e| e["type"] == "tool_result").filter_map(|e| e["call_id"].as_str().map(str::to_owned)).collect();
+    results.sort();
+    let mut expected = calls.clone();
+    expected.sort();
+    assert_eq!(results, expected, "every tool call has exactly one result");
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "transcript is gap-free and append-only");
+}

@@ -1,0 +1,204 @@
+//! End to end on one machine: the real `baton dev` binary over the
+//! embedded backend, a mock LLM speaking both wire formats, a fake Slack.
+
+mod common;
+
+use common::{assert_clean_transcript, Options, TestApp, Wire, TOKEN};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(60);
+
+async fn multi_segment_task(wire: Wire) {
+    let app = TestApp::spawn(Options { wire, segment_budget_ms: Some(1), ..Options::default() }).await;
+    let id = app.submit_ok("#steps=6").await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert_eq!(task["steps"], 6);
+    assert!(task["segments"].as_u64().unwrap() >= 5, "expected at least 5 segments: {task}");
+    assert_eq!(task["result"], "[scripted model] done after 6 steps");
+    assert!(task["usage"]["input_tokens"].as_u64().unwrap() > 0);
+    let events = app.events(&id).await;
+    assert_clean_transcript(&events, 6);
+    let handovers = events.iter().filter(|e| e["detail"].as_str().is_some_and(|d| d.ends_with("handed over"))).count();
+    assert!(handovers >= 4, "segments hand over: {handovers}");
+    // The trace has the task, its segments, and every call.
+    let (status, trace) = app.get(&format!("/tasks/{id}/trace")).await;
+    assert_eq!(status, 200);
+    let spans = trace["spans"].as_array().unwrap();
+    let count = |name: &str| spans.iter().filter(|s| s["name"] == name).count();
+    assert_eq!(count("task"), 1);
+    assert_eq!(count("segment") as u64, task["segments"].as_u64().unwrap());
+    assert_eq!(count("llm_call"), 6);
+    assert_eq!(count("tool_call"), 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn task_spans_many_segments_openai_wire() {
+    multi_segment_task(Wire::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn task_spans_many_segments_anthropic_wire() {
+    multi_segment_task(Wire::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idempotency_key_gives_one_task() {
+    let app = TestApp::spawn(Options::default()).await;
+    let a: Value = app.submit("hello there", Some("key-1")).await.json().await.unwrap();
+    let b: Value = app.submit("hello there", Some("key-1")).await.json().await.unwrap();
+    assert_eq!(a["task_id"], b["task_id"]);
+    let task = app.wait_done(a["task_id"].as_str().unwrap(), LONG).await;
+    assert_eq!(task["result"], "[scripted model] You said: hello there");
+    assert_eq!(app.llm.request_count(), 1, "one task, one model call");
+}
+
+fn mention_event(event_id: &str, ts: &str, text: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "token": "ignored",
+        "team_id": "T1",
+        "api_app_id": "A1",
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": 1_700_000_000,
+        "event": {
+            "type": "app_mention",
+            "user": "U1",
+            "text": format!("<@UBOT> {text}"),
+            "ts": ts,
+            "channel": "C1",
+            "event_ts": ts
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slack_event_delivered_four_times_gives_one_answer() {
+    let app = TestApp::spawn(Options::default()).await;
+    let body = mention_event("Ev1", "1700000000.000100", "say **hello**  #reply=**hello** from Baton");
+    for retry in 0..4 {
+        let retry_num = retry.to_string();
+        let extra: Vec<(&str, &str)> =
+            if retry == 0 { vec![] } else { vec![("x-slack-retry-num", &retry_num), ("x-slack-retry-reason", "http_timeout")] };
+        let r = app.slack_post("/slack/events", &body, "application/json", &extra).await;
+        assert_eq!(r.status(), 200);
+    }
+    let posts = app.slack.wait_for_posts(1, LONG).await;
+    assert_eq!(posts.len(), 1);
+    assert_eq!(posts[0].channel, "C1");
+    assert_eq!(posts[0].thread_ts.as_deref(), Some("1700000000.000100"), "answered in the mention's thread");
+    assert_eq!(posts[0].text, "*hello* from Baton", "Markdown converted to mrkdwn");
+    // Give duplicates every chance to show up before counting.
+    let more = app.slack.wait_for_posts(2, Duration::from_secs(3)).await;
+    assert_eq!(more.len(), 1, "duplicates must not answer again");
+    assert_eq!(app.llm.request_count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slack_url_verification_and_ignored_events() {
+    let app = TestApp::spawn(Options::default()).await;
+    let body = serde_json::to_vec(&json!({"token": "x", "challenge": "abc123", "type": "url_verification"})).unwrap();
+    let r = app.slack_post("/slack/events", &body, "application/json", &[]).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["challenge"], "abc123");
+    let bot = serde_json::to_vec(&json!({
+        "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "Ev2", "event_time": 1,
+        "event": {"type": "message", "subtype": "bot_message", "bot_id": "B1", "text": "hi", "ts": "1.2", "channel": "D1", "channel_type": "im"}
+    }))
+    .unwrap();
+    let r = app.slack_post("/slack/events", &bot, "application/json", &[]).await;
+    assert_eq!(r.status(), 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(app.llm.request_count(), 0, "bot messages are not answered");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_nine_while_ten_tasks_run_loses_nothing() {
+    let mut app = TestApp::spawn(Options {
+        segment_budget_ms: Some(1),
+        visibility_ms: 1500,
+        ..Options::default()
+    })
+    .await;
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        ids.push(app.submit_ok(&format!("#steps=5 #sleep=150 task {i}")).await);
+    }
+    // Let them get going, then crash in the middle.
+    let started = std::time::Instant::now();
+    loop {
+        let mut progressed = 0;
+        let mut midway = 0;
+        for id in &ids {
+            let steps = app.task(id).await["steps"].as_u64().unwrap_or(0);
+            progressed += usize::from(steps >= 1);
+            midway += usize::from((1..5).contains(&steps));
+        }
+        if progressed >= 3 && midway >= 1 {
+            break;
+        }
+        assert!(started.elapsed() < LONG, "tasks never started:\n{}", app.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.kill9();
+    app.restart();
+    for id in &ids {
+        let task = app.wait_done(id, Duration::from_secs(120)).await;
+        assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
+        assert_eq!(task["steps"], 5);
+        assert_clean_transcript(&app.events(id).await, 5);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_ends_a_running_task() {
+    let app = TestApp::spawn(Options::default()).await;
+    let id = app.submit_ok("#steps=40 #sleep=100").await;
+    let r = app.http.post(format!("{}/tasks/{id}/cancel", app.url)).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "cancelled");
+    assert!(task["steps"].as_u64().unwrap() < 40);
+    let r = app.http.post(format!("{}/tasks/{id}/cancel", app.url)).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(r.status(), 202, "cancelling a cancelled task is idempotent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn step_limit_fails_the_task_with_a_reason() {
+    let app = TestApp::spawn(Options {
+        extra_env: vec![("BATON_MAX_STEPS".into(), "3".into())],
+        ..Options::default()
+    })
+    .await;
+    let id = app.submit_ok("#steps=10").await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "failed");
+    assert_eq!(task["steps"], 3);
+    assert!(task["error"].as_str().unwrap().contains("step limit"), "{task}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("GET"))
+        .and(wiremock::matchers::path("/status"))
+        .and(wiremock::matchers::header_exists("idempotency-key"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("all systems nominal"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let addr = server.address().to_string();
+    let app = TestApp::spawn(Options {
+        extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
+        ..Options::default()
+    })
+    .await;
+    let id = app.submit_ok(&format!("#tool=http_request #args={{\"url\":\"http://{addr}/status\"}}")).await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert!(task["result"].as_str().unwrap().contains("all systems nominal"), "{task}");
+    let key = &server.received_requests().await.unwrap()[0].headers["idempotency-key"];
+    assert!(key.to_str().unwrap().starts_with(&format!("{id}:1:")), "key is task_id:step:call_id");
+}
