@@ -12,6 +12,38 @@
 //!
 //! This crate does not depend on `baton-core`; the ingest and agent crates
 //! adapt its types to the domain.
+//!
+//! # Handling `POST /slack/events`
+//!
+//! ```
+//! use baton_slack::{classify, sign, verify, Inbound, SigningSecret};
+//!
+//! let secret = SigningSecret::new("test-secret");
+//! let body = br#"{"type":"url_verification","challenge":"abc"}"#;
+//! let now = 1_700_000_000;
+//! // What Slack would send in X-Slack-Request-Timestamp / X-Slack-Signature:
+//! let (ts_header, sig_header) = (now.to_string(), sign(&secret, now, body));
+//!
+//! // Bad, missing or stale signature: answer 401 and queue nothing.
+//! verify(&secret, &ts_header, &sig_header, body, now).expect("401 otherwise");
+//! match classify(body, Some("U0BOT")).expect("400 otherwise") {
+//!     Inbound::UrlVerification { challenge } => assert_eq!(challenge, "abc"),
+//!     Inbound::Message(msg) => { /* dedupe on msg.event_id, queue a task */ }
+//!     Inbound::Ignored { reason } => { /* 200, nothing to do */ let _ = reason; }
+//! }
+//! ```
+//!
+//! # Replying
+//!
+//! ```no_run
+//! # async fn reply() -> Result<(), baton_slack::SlackError> {
+//! use baton_slack::{mrkdwn, SlackClient};
+//! let slack = SlackClient::from_env()?; // SLACK_API_URL, SLACK_BOT_TOKEN
+//! slack.set_thread_status("C123", "1700000000.000100", "is thinking…").await?;
+//! let text = mrkdwn::from_markdown("**Done**: see [the run](https://example.com/r/1)");
+//! let ts = slack.post_message("C123", Some("1700000000.000100"), &text, None).await?;
+//! # let _ = ts; Ok(()) }
+//! ```
 
 pub mod events;
 pub mod interactivity;
