@@ -309,12 +309,7 @@ fn parse_special(field: CronField, item: &str) -> Result<Option<Parsed>, Express
                 let w = number(field, w)?;
                 let k_num: u32 = k.parse().unwrap_or(u32::MAX);
                 if !(1..=5).contains(&k_num) {
-                    return Err(ExpressionError::OutOfRange {
-                        field,
-                        value: snippet(item),
-                        min: 1,
-                        max: 5,
-                    });
+                    return Err(ExpressionError::NthOutOfRange(snippet(item)));
                 }
                 return Ok(Some(Parsed::DowNth(w, k_num)));
             }
@@ -397,10 +392,7 @@ fn value(field: CronField, tok: &str, item: &str) -> Result<u32, ExpressionError
                     return Err(not_allowed(field, wc));
                 }
             }
-            return Err(ExpressionError::MustStandAlone {
-                field,
-                token: snippet(item),
-            });
+            return Err(misplaced(field, tok, item));
         }
         return Err(match field {
             CronField::Month => ExpressionError::UnknownMonth(snippet(tok)),
@@ -411,11 +403,7 @@ fn value(field: CronField, tok: &str, item: &str) -> Result<u32, ExpressionError
     for wc in ['?', '#', 'L', 'W'] {
         if tok.contains(wc) || tok.contains(wc.to_ascii_lowercase()) {
             return Err(if field.wildcards().contains(wc) {
-                // Allowed in the field, but not inside a list, range or step.
-                ExpressionError::MustStandAlone {
-                    field,
-                    token: snippet(item),
-                }
+                misplaced(field, tok, item)
             } else {
                 not_allowed(field, wc)
             });
@@ -434,6 +422,20 @@ fn number(field: CronField, digits: &str) -> Result<u32, ExpressionError> {
             min: field.min(),
             max: field.max(),
         }),
+    }
+}
+
+/// A wildcard the field allows, but in a form it does not: inside a range
+/// or step (`1-L`, `15W/2`) it must stand alone; on its own (`W`, `5L` in
+/// day-of-month) the form itself is wrong.
+fn misplaced(field: CronField, tok: &str, item: &str) -> ExpressionError {
+    if tok == item {
+        invalid(field, item)
+    } else {
+        ExpressionError::MustStandAlone {
+            field,
+            token: snippet(tok),
+        }
     }
 }
 

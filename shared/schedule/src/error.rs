@@ -171,6 +171,11 @@ pub enum ExpressionError {
         /// The special token.
         token: String,
     },
+    /// `n#k` with `k` outside 1-5.
+    #[error(
+        "day-of-week '{0}': the number after # must be 1-5 (the 1st to 5th such day of the month)"
+    )]
+    NthOutOfRange(String),
     /// Both day fields have a value or `*`.
     #[error("day-of-month and day-of-week cannot both be specified; use ? in one of them")]
     BothDaysSpecified,
