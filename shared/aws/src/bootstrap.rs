@@ -105,19 +105,33 @@ fn check(
 /// Why bootstrapping failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum BootstrapError {
+    /// A resource name breaks its service's naming rules.
     #[error("invalid {resource} name {name:?}: {rule}")]
     InvalidName {
+        /// Which [`ResourceNames`] field.
         resource: &'static str,
+        /// The offending name.
         name: String,
+        /// The rule it breaks.
         rule: String,
     },
     /// A call to AWS failed.
     #[error("{op}: {message}")]
-    Aws { op: &'static str, message: String },
+    Aws {
+        /// The operation, e.g. `SQS CreateQueue`.
+        op: &'static str,
+        /// The SDK's error with its causes.
+        message: String,
+    },
     /// The resource exists but is not set up the way Baton needs, and this
     /// cannot be fixed in place.
     #[error("{resource} exists but does not match: {detail}")]
-    Mismatch { resource: String, detail: String },
+    Mismatch {
+        /// The resource, e.g. `table baton-dev`.
+        resource: String,
+        /// What differs.
+        detail: String,
+    },
 }
 
 fn aws<E: std::error::Error + 'static>(op: &'static str, e: E) -> BootstrapError {
@@ -131,11 +145,17 @@ fn aws<E: std::error::Error + 'static>(op: &'static str, e: E) -> BootstrapError
 /// binaries read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Environment {
+    /// `BATON_TABLE`: the DynamoDB table name.
     pub table: String,
+    /// `BATON_QUEUE_URL`: the work queue's URL.
     pub queue_url: String,
+    /// `BATON_QUEUE_ARN`: the work queue's ARN (schedules target it).
     pub queue_arn: String,
+    /// `BATON_DLQ_URL`: the dead-letter queue's URL.
     pub dlq_url: String,
+    /// `BATON_TRACE_BUCKET`: the S3 bucket for traces and offloaded entries.
     pub trace_bucket: String,
+    /// `BATON_SCHEDULE_GROUP`: the EventBridge Scheduler group.
     pub schedule_group: String,
 }
 

@@ -18,6 +18,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod blob;
 pub mod bootstrap;
 pub mod queue;

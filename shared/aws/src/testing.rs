@@ -17,6 +17,7 @@
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::Credentials;
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -37,19 +38,40 @@ const ATTEMPTS: usize = 3;
 /// Why a moto server could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum MotoError {
+    /// No `moto_server` anywhere; the message says how to install it.
     #[error("moto_server not found (looked at ${MOTO_ENV}, {looked}, and PATH); {INSTALL_HINT}")]
-    NotFound { looked: String },
+    NotFound {
+        /// The workspace paths that were tried.
+        looked: String,
+    },
+    /// `BATON_MOTO_SERVER` names a file that does not exist.
     #[error("{MOTO_ENV}={0} does not exist; {INSTALL_HINT}")]
     BadEnv(String),
+    /// The executable could not be run.
     #[error("could not start {path}: {source}")]
     Spawn {
+        /// The executable.
         path: String,
+        /// Why it did not start.
         source: std::io::Error,
     },
+    /// The server started but did not answer in time.
     #[error("moto_server did not answer within {secs} s (log: {log})")]
-    NotReady { secs: u64, log: String },
+    NotReady {
+        /// The time allowed.
+        secs: u64,
+        /// The end of its log (the file is removed).
+        log: String,
+    },
+    /// The server exited before answering (every attempt).
     #[error("moto_server exited at startup ({status}); log: {log}")]
-    Exited { status: String, log: String },
+    Exited {
+        /// Its exit status.
+        status: String,
+        /// The end of its log (the file is removed).
+        log: String,
+    },
+    /// Picking a port or creating the log file failed.
     #[error("moto setup: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -64,14 +86,6 @@ pub struct MotoServer {
 
 /// Finds the `moto_server` executable.
 pub fn find_moto() -> Result<PathBuf, MotoError> {
-    if let Some(p) = std::env::var_os(MOTO_ENV).filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(MotoError::BadEnv(p.display().to_string()))
-        };
-    }
     let mut starts: Vec<PathBuf> = Vec::new();
     if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
         starts.push(dir.into());
@@ -80,8 +94,30 @@ pub fn find_moto() -> Result<PathBuf, MotoError> {
     if let Ok(dir) = std::env::current_dir() {
         starts.push(dir);
     }
+    locate(
+        std::env::var_os(MOTO_ENV),
+        &starts,
+        std::env::var_os("PATH"),
+    )
+}
+
+/// [`find_moto`] with its inputs explicit: the `BATON_MOTO_SERVER` value,
+/// directories to search upwards from for the workspace, and `PATH`.
+fn locate(
+    env: Option<OsString>,
+    starts: &[PathBuf],
+    path: Option<OsString>,
+) -> Result<PathBuf, MotoError> {
+    if let Some(p) = env.filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(MotoError::BadEnv(p.display().to_string()))
+        };
+    }
     let mut looked = Vec::new();
-    for start in &starts {
+    for start in starts {
         if let Some(root) = workspace_root(start) {
             let candidate = root.join(".venv").join("bin").join("moto_server");
             if candidate.is_file() {
@@ -90,7 +126,7 @@ pub fn find_moto() -> Result<PathBuf, MotoError> {
             looked.push(candidate.display().to_string());
         }
     }
-    if let Some(path) = std::env::var_os("PATH") {
+    if let Some(path) = path {
         for dir in std::env::split_paths(&path) {
             let candidate = dir.join("moto_server");
             if candidate.is_file() {
@@ -106,6 +142,18 @@ pub fn find_moto() -> Result<PathBuf, MotoError> {
             looked.join(", ")
         },
     })
+}
+
+/// The last part of the server's log, for startup errors.
+fn log_tail(log: &Path) -> String {
+    const TAIL: usize = 2000;
+    match std::fs::read(log) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(TAIL)..]);
+            format!("...{}", text.trim())
+        }
+        Err(e) => format!("unreadable: {e}"),
+    }
 }
 
 /// The outermost ancestor of `start` holding a `Cargo.toml` with a
@@ -177,9 +225,12 @@ impl MotoServer {
             .stdout(out)
             .stderr(err)
             .spawn()
-            .map_err(|source| MotoError::Spawn {
-                path: exe.display().to_string(),
-                source,
+            .map_err(|source| {
+                let _ = std::fs::remove_file(&log);
+                MotoError::Spawn {
+                    path: exe.display().to_string(),
+                    source,
+                }
             })?;
         // From here on, Drop kills the child on every early return.
         let mut server = MotoServer { child, port, log };
@@ -188,7 +239,7 @@ impl MotoServer {
             if let Some(status) = server.child.try_wait()? {
                 return Err(MotoError::Exited {
                     status: status.to_string(),
-                    log: server.log.display().to_string(),
+                    log: log_tail(&server.log),
                 });
             }
             if answers(port) {
@@ -197,7 +248,7 @@ impl MotoServer {
             if Instant::now() >= deadline {
                 return Err(MotoError::NotReady {
                     secs: START_TIMEOUT.as_secs(),
-                    log: server.log.display().to_string(),
+                    log: log_tail(&server.log),
                 });
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -244,6 +295,25 @@ mod tests {
         let root = workspace_root(Path::new(env!("CARGO_MANIFEST_DIR")));
         let root = root.expect("this crate lives in a workspace");
         assert!(root.join("shared").join("aws").is_dir(), "{root:?}");
+    }
+
+    #[test]
+    fn missing_moto_is_an_error_that_says_how_to_install() {
+        let nowhere = std::env::temp_dir().join("baton-no-moto-here");
+        let e = locate(Some(nowhere.clone().into()), &[], None).unwrap_err();
+        assert!(matches!(&e, MotoError::BadEnv(p) if *p == nowhere.display().to_string()));
+        assert!(e.to_string().contains("pip install 'moto[server]'"), "{e}");
+        // No env var, no workspace, empty PATH.
+        let e = locate(None, std::slice::from_ref(&nowhere), Some(nowhere.into())).unwrap_err();
+        assert!(matches!(e, MotoError::NotFound { .. }));
+        assert!(e.to_string().contains("python3 -m venv .venv"), "{e}");
+    }
+
+    #[test]
+    fn locates_the_workspace_venv() {
+        let found = locate(None, &[PathBuf::from(env!("CARGO_MANIFEST_DIR"))], None)
+            .expect("moto must be installed in <workspace>/.venv");
+        assert!(found.ends_with(".venv/bin/moto_server"), "{found:?}");
     }
 
     #[test]
