@@ -78,7 +78,7 @@ impl fmt::Display for CronField {
 /// Why a schedule expression was refused.
 ///
 /// Every message says what is wrong and how to fix it. Echoed user input is
-/// shortened (see [`snippet`]) so a huge body cannot make a huge error.
+/// shortened to 64 characters so a huge body cannot make a huge error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpressionError {
     /// Nothing but white space.
