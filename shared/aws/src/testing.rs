@@ -304,7 +304,12 @@ mod tests {
         assert!(matches!(&e, MotoError::BadEnv(p) if *p == nowhere.display().to_string()));
         assert!(e.to_string().contains("pip install 'moto[server]'"), "{e}");
         // No env var, no workspace, empty PATH.
-        let e = locate(None, std::slice::from_ref(&nowhere), Some(nowhere.into())).unwrap_err();
+        let e = locate(
+            None,
+            std::slice::from_ref(&nowhere),
+            Some(nowhere.clone().into()),
+        )
+        .unwrap_err();
         assert!(matches!(e, MotoError::NotFound { .. }));
         assert!(e.to_string().contains("python3 -m venv .venv"), "{e}");
     }
