@@ -182,7 +182,12 @@ impl Root {
 fn walk(dir: &Path, base: &str, prefix: &str, out: &mut Vec<String>) -> Result<(), BlobError> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
             return Ok(())
         }
         Err(e) => return Err(unavailable("listing blobs", e)),
@@ -249,7 +254,12 @@ mod tests {
 
     #[test]
     fn keys_are_validated() {
-        for ok in ["a", "tasks/x/entries/0000000001.json", "a-b_c.d/e", "..a/b.."] {
+        for ok in [
+            "a",
+            "tasks/x/entries/0000000001.json",
+            "a-b_c.d/e",
+            "..a/b..",
+        ] {
             assert!(validate_key(ok).is_ok(), "{ok}");
         }
         for bad in [

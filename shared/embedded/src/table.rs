@@ -124,7 +124,8 @@ fn apply(conn: &mut Connection, writes: &[Write]) -> Result<(), TxError> {
     // waits on the busy timeout instead of failing mid-transaction).
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     {
-        let mut current = tx.prepare_cached("SELECT version FROM items WHERE pk = ?1 AND sk = ?2")?;
+        let mut current =
+            tx.prepare_cached("SELECT version FROM items WHERE pk = ?1 AND sk = ?2")?;
         for (index, w) in writes.iter().enumerate() {
             let (key, condition) = match w {
                 Write::Put { item, condition } => (&item.key, condition),
@@ -276,7 +277,8 @@ impl Table for EmbeddedTable {
                 // Four shapes of one range query; kept as distinct statements
                 // (rather than `?3 IS NULL OR ...`) so SQLite can use the
                 // primary key for both bounds.
-                let mut sql = format!("SELECT {ITEM_COLUMNS} FROM items WHERE pk = ?1 AND sk >= ?2");
+                let mut sql =
+                    format!("SELECT {ITEM_COLUMNS} FROM items WHERE pk = ?1 AND sk >= ?2");
                 if upper.is_some() {
                     sql.push_str(" AND sk < ?3");
                 }
@@ -369,7 +371,10 @@ mod tests {
             ("a\u{10FFFF}", "a\u{10FFFF}\u{10FFFF}", "b"),
         ] {
             let s = prefix_successor(p).unwrap();
-            assert!(inside >= p && inside < s.as_str(), "{inside:?} in [{p:?}, {s:?})");
+            assert!(
+                inside >= p && inside < s.as_str(),
+                "{inside:?} in [{p:?}, {s:?})"
+            );
             assert!(outside >= s.as_str(), "{outside:?} outside [{p:?}, {s:?})");
         }
     }

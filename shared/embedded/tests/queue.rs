@@ -93,8 +93,16 @@ async fn unacknowledged_messages_come_back_with_a_higher_count() {
     q.send("m", NOW).await.unwrap();
     let first = q.receive(1, NOW).await.unwrap().remove(0);
     assert_eq!(first.receive_count, 1);
-    assert!(q.receive(1, Duration::from_millis(50)).await.unwrap().is_empty());
-    let second = q.receive(1, Duration::from_secs(5)).await.unwrap().remove(0);
+    assert!(q
+        .receive(1, Duration::from_millis(50))
+        .await
+        .unwrap()
+        .is_empty());
+    let second = q
+        .receive(1, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .remove(0);
     assert_eq!(second.message_id, first.message_id);
     assert_eq!(second.receive_count, 2);
     assert_ne!(second.receipt, first.receipt);
@@ -105,7 +113,11 @@ async fn a_stale_receipt_neither_deletes_nor_extends() {
     let (_dir, q) = open(config(100, 0));
     q.send("m", NOW).await.unwrap();
     let first = q.receive(1, NOW).await.unwrap().remove(0);
-    let second = q.receive(1, Duration::from_secs(5)).await.unwrap().remove(0);
+    let second = q
+        .receive(1, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .remove(0);
     assert_eq!(second.receive_count, 2);
 
     assert!(!q.extend_checked(&first.receipt, NOW).await.unwrap());
@@ -129,7 +141,11 @@ async fn extend_keeps_a_message_invisible_and_zero_releases_it() {
     let d = q.receive(1, NOW).await.unwrap().remove(0);
     q.extend(&d.receipt, Duration::from_secs(60)).await.unwrap();
     // Well past the original 150 ms, still invisible.
-    assert!(q.receive(1, Duration::from_millis(500)).await.unwrap().is_empty());
+    assert!(q
+        .receive(1, Duration::from_millis(500))
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(q.in_flight().await.unwrap(), 1);
     // Visibility 0 hands it back at once, waking a waiting receiver.
     let q = Arc::new(q);
@@ -153,7 +169,11 @@ async fn poison_messages_go_to_dead_letters() {
     q.send("fine", Duration::from_millis(1000)).await.unwrap();
     let mut counts = Vec::new();
     for _ in 0..3 {
-        let d = q.receive(1, Duration::from_secs(1)).await.unwrap().remove(0);
+        let d = q
+            .receive(1, Duration::from_secs(1))
+            .await
+            .unwrap()
+            .remove(0);
         assert_eq!(d.body, "poison");
         counts.push(d.receive_count);
         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -76,12 +76,18 @@ async fn version_is_condition() {
     let got = t.get(&Key::new("p", "s")).await.unwrap().unwrap();
     assert_eq!((got.version, got.data.as_str()), (2, "b"));
     // Versions beyond i64::MAX round-trip too.
-    t.transact(vec![put(item("p", "s", u64::MAX, "c"), Condition::VersionIs(2))])
-        .await
-        .unwrap();
-    t.transact(vec![put(item("p", "s", 5, "d"), Condition::VersionIs(u64::MAX))])
-        .await
-        .unwrap();
+    t.transact(vec![put(
+        item("p", "s", u64::MAX, "c"),
+        Condition::VersionIs(2),
+    )])
+    .await
+    .unwrap();
+    t.transact(vec![put(
+        item("p", "s", 5, "d"),
+        Condition::VersionIs(u64::MAX),
+    )])
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -162,7 +168,11 @@ async fn a_failing_third_write_leaves_nothing_written() {
     assert_eq!(t.get(&Key::new("p", "a")).await.unwrap(), None);
     assert!(t.get(&Key::new("p", "gone")).await.unwrap().is_some());
     assert_eq!(
-        t.get(&Key::new("p", "existing")).await.unwrap().unwrap().data,
+        t.get(&Key::new("p", "existing"))
+            .await
+            .unwrap()
+            .unwrap()
+            .data,
         "old"
     );
     assert_eq!(t.get(&Key::new("p", "b")).await.unwrap(), None);
@@ -225,7 +235,15 @@ async fn query_prefix_after_limit_and_order() {
     seed(
         &t,
         "TASK#1",
-        &["E#0000000002", "E#0000000000", "E#0000000001", "TASK", "E$", "E", "F#0"],
+        &[
+            "E#0000000002",
+            "E#0000000000",
+            "E#0000000001",
+            "TASK",
+            "E$",
+            "E",
+            "F#0",
+        ],
     )
     .await;
     seed(&t, "TASK#2", &["E#0000000000"]).await;
@@ -247,7 +265,15 @@ async fn query_prefix_after_limit_and_order() {
     let whole = t.query("TASK#1", "", None, 100).await.unwrap();
     assert_eq!(
         sks(&whole),
-        ["E", "E#0000000000", "E#0000000001", "E#0000000002", "E$", "F#0", "TASK"]
+        [
+            "E",
+            "E#0000000000",
+            "E#0000000001",
+            "E#0000000002",
+            "E$",
+            "F#0",
+            "TASK"
+        ]
     );
     assert!(t.query("TASK#3", "", None, 100).await.unwrap().is_empty());
 }
@@ -255,9 +281,17 @@ async fn query_prefix_after_limit_and_order() {
 #[tokio::test]
 async fn query_prefix_has_no_wildcards() {
     let (_dir, t) = open();
-    seed(&t, "p", &["a%b", "axb", "a_c", "abc", "A_C", "a_", "a\u{10FFFF}z"]).await;
+    seed(
+        &t,
+        "p",
+        &["a%b", "axb", "a_c", "abc", "A_C", "a_", "a\u{10FFFF}z"],
+    )
+    .await;
     assert_eq!(sks(&t.query("p", "a%", None, 10).await.unwrap()), ["a%b"]);
-    assert_eq!(sks(&t.query("p", "a_", None, 10).await.unwrap()), ["a_", "a_c"]);
+    assert_eq!(
+        sks(&t.query("p", "a_", None, 10).await.unwrap()),
+        ["a_", "a_c"]
+    );
     assert_eq!(
         sks(&t.query("p", "a\u{10FFFF}", None, 10).await.unwrap()),
         ["a\u{10FFFF}z"]
@@ -369,9 +403,12 @@ async fn concurrent_read_modify_write_loses_no_update() {
     let (_dir, t) = open();
     let t = Arc::new(t);
     let key = Key::new("counter", "C");
-    t.transact(vec![put(item("counter", "C", 0, "0"), Condition::NotExists)])
-        .await
-        .unwrap();
+    t.transact(vec![put(
+        item("counter", "C", 0, "0"),
+        Condition::NotExists,
+    )])
+    .await
+    .unwrap();
     const TASKS: u64 = 8;
     const EACH: u64 = 25;
     let mut handles = Vec::new();
