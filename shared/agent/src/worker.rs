@@ -4,10 +4,10 @@
 use crate::agent::Agents;
 use crate::budget::SegmentBudget;
 use crate::reply::ReplySink;
-use crate::segment::{Leg, LegEnd, LegError};
+use crate::segment::{Leg, LegError};
 use baton_core::{
     now_ms, Delivery, LlmProvider, StoreError, Task, TaskId, TaskStatus, TaskStore, Tool,
-    Wake, WorkQueue,
+    ScheduleFire, WorkMessage, WorkQueue,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -94,11 +94,13 @@ impl Worker {
     /// Runs one segment for the task named by `delivery`.
     #[tracing::instrument(skip_all, fields(message_id = %delivery.message_id, receive_count = delivery.receive_count))]
     pub async fn handle(&self, delivery: &Delivery, budget: SegmentBudget) -> Disposition {
-        let wake = match Wake::parse(&delivery.body) {
-            Ok(w) => w,
+        let wake = match WorkMessage::parse(&delivery.body) {
+            Ok(WorkMessage::Wake(w)) => w,
+            Ok(WorkMessage::Reap) => return self.reap().await,
+            Ok(WorkMessage::Schedule(fire)) => return self.fire_schedule(&fire).await,
             Err(e) => {
-                tracing::error!(error = %e, "not a wake message");
-                return Disposition::Poison { reason: format!("not a wake message: {e}") };
+                tracing::error!(error = %e, "not a work message");
+                return Disposition::Poison { reason: format!("not a work message: {e}") };
             }
         };
         let owner = format!("{}-{}", self.settings.instance_id, &uuid::Uuid::new_v4().simple().to_string()[..8]);
@@ -116,6 +118,28 @@ impl Worker {
                 Disposition::Retry { reason, after: self.settings.retry_delay }
             }
         }
+    }
+
+    /// One reaper sweep (the reaper schedule's message).
+    async fn reap(&self) -> Disposition {
+        let reaper = crate::Reaper::new(self.store.clone(), self.queue.clone(), self.settings.visibility * 2);
+        match reaper.sweep().await {
+            Ok(n) => {
+                tracing::info!(resent = n, "reaper sweep done");
+                Disposition::Ack
+            }
+            // The next sweep will try again; no need to retry this one.
+            Err(e) => {
+                tracing::warn!(error = %e, "reaper sweep failed");
+                Disposition::Ack
+            }
+        }
+    }
+
+    /// A schedule fired. Schedules are handled by `crate::schedules` when
+    /// configured; without them the firing cannot be processed.
+    async fn fire_schedule(&self, fire: &ScheduleFire) -> Disposition {
+        Disposition::Poison { reason: format!("schedule {} fired, but schedules are not enabled", fire.schedule_id) }
     }
 
     /// Renews the lease and the message's visibility while a segment runs.

@@ -39,4 +39,4 @@ pub use task::{Limits, Origin, Task, TaskStatus, WaitingFor};
 pub use tool::{Tool, ToolContext, ToolOutput};
 pub use trace::{Span, SpanRecorder};
 pub use transcript::{Entry, EntryKind};
-pub use wake::Wake;
+pub use wake::{ScheduleFire, Wake, WorkMessage};

@@ -53,6 +53,10 @@ pub enum EntryKind {
     },
     /// A lifecycle event (started, segment handed over, finished).
     Status { status: TaskStatus, detail: String },
+    /// Compaction: a summary standing in for every conversational entry up
+    /// to and including `through_seq`. The entries stay in the log; the
+    /// context builder shows the summary instead of them.
+    Summary { text: String, through_seq: u64 },
     /// An entry too large for the table, kept in the blob store.
     Offloaded { blob_key: String, bytes: u64 },
 }
@@ -70,6 +74,7 @@ impl EntryKind {
             EntryKind::ToolStarted { .. } => "tool_started",
             EntryKind::ToolResult { .. } => "tool_result",
             EntryKind::Status { .. } => "status",
+            EntryKind::Summary { .. } => "summary",
             EntryKind::Offloaded { .. } => "offloaded",
         }
     }
