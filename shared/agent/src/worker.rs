@@ -7,7 +7,7 @@ use crate::reply::ReplySink;
 use crate::segment::{Leg, LegError};
 use baton_core::{
     now_ms, Delivery, LlmProvider, StoreError, Task, TaskId, TaskStatus, TaskStore, Tool,
-    ScheduleFire, WorkMessage, WorkQueue,
+    ScheduleFire, Wake, WorkMessage, WorkQueue,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
