@@ -55,12 +55,14 @@ pub fn scheduler_client(cfg: &SdkConfig) -> aws_sdk_scheduler::Client {
     aws_sdk_scheduler::Client::new(cfg)
 }
 
-/// An S3 client for `cfg`. With a custom endpoint (`AWS_ENDPOINT_URL`, e.g.
-/// moto or MinIO) it uses path-style addressing, because virtual-host
-/// buckets (`bucket.127.0.0.1`) do not resolve there.
+/// An S3 client for `cfg`. With a custom endpoint (`AWS_ENDPOINT_URL` or
+/// `AWS_ENDPOINT_URL_S3`, e.g. moto or MinIO) it uses path-style addressing,
+/// because virtual-host buckets (`bucket.127.0.0.1`) do not resolve there.
 pub fn s3_client(cfg: &SdkConfig) -> aws_sdk_s3::Client {
+    let custom_endpoint =
+        cfg.endpoint_url().is_some() || std::env::var_os("AWS_ENDPOINT_URL_S3").is_some();
     let conf = aws_sdk_s3::config::Builder::from(cfg)
-        .force_path_style(cfg.endpoint_url().is_some())
+        .force_path_style(custom_endpoint)
         .build();
     aws_sdk_s3::Client::from_conf(conf)
 }

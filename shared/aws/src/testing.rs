@@ -35,8 +35,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// Spawn attempts (a freshly picked port can be taken before moto binds it).
 const ATTEMPTS: usize = 3;
 
-/// Why a moto server could not be started.
-#[derive(Debug, thiserror::Error)]
+/// Why a moto server could not be started. Its `Debug` is its message, so
+/// `MotoServer::start().expect(..)` in a test shows how to install moto.
+#[derive(thiserror::Error)]
 pub enum MotoError {
     /// No `moto_server` anywhere; the message says how to install it.
     #[error("moto_server not found (looked at ${MOTO_ENV}, {looked}, and PATH); {INSTALL_HINT}")]
@@ -74,6 +75,12 @@ pub enum MotoError {
     /// Picking a port or creating the log file failed.
     #[error("moto setup: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl std::fmt::Debug for MotoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// A running moto server on a loopback port, killed when dropped.
