@@ -2,7 +2,7 @@
 
 use crate::response::{json, Answer, ApiError};
 use crate::tasks::parse_id;
-use crate::threads::{Submission, Submitted};
+use crate::threads::Submission;
 use crate::{Ingest, SlackIngest};
 use baton_core::Origin;
 use baton_slack::events::{Inbound, InboundMessage};

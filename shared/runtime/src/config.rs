@@ -6,6 +6,7 @@ use baton_llm::{LlmConfig, Secret};
 use baton_slack::signature::SigningSecret;
 use baton_slack::web::BotToken;
 use baton_tools::AllowList;
+use std::collections::HashMap;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,20 +48,41 @@ pub struct Config {
     pub system_prompt: Option<String>,
 }
 
-/// A variable's value, with unset and empty treated alike.
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+/// Where configuration values come from: the process environment, with
+/// secrets loaded from SSM Parameter Store layered underneath.
+struct Source<'a> {
+    secrets: &'a HashMap<String, String>,
 }
 
-fn parse_num<T: std::str::FromStr>(name: &'static str) -> Result<Option<T>, ConfigError> {
-    var(name)
-        .map(|v| v.parse::<T>().map_err(|_| invalid(name, format!("`{v}` is not a valid number"))))
-        .transpose()
+impl Source<'_> {
+    /// A variable's value, with unset and empty treated alike. The process
+    /// environment wins over a stored secret of the same name.
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name)
+            .ok()
+            .or_else(|| self.secrets.get(name).cloned())
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn num<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, ConfigError> {
+        self.var(name)
+            .map(|v| v.parse::<T>().map_err(|_| invalid(name, format!("`{v}` is not a valid number"))))
+            .transpose()
+    }
 }
 
 impl Config {
     /// Reads the environment. Errors name the variable at fault.
     pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_env_and_secrets(&HashMap::new())
+    }
+
+    /// Reads the environment, falling back to `secrets` (name → value, as
+    /// loaded by [`crate::secrets::load`]) for variables it does not set.
+    pub fn from_env_and_secrets(secrets: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let src = Source { secrets };
+        let var = |name: &str| src.var(name);
         let provider = var("BATON_LLM_PROVIDER").unwrap_or_else(|| "scripted".to_owned());
         let model_var = var("BATON_LLM_MODEL");
         let fallbacks: Vec<String> = var("BATON_LLM_FALLBACK_MODELS")
@@ -113,9 +135,9 @@ impl Config {
             None => AllowList::default(),
             Some(v) => AllowList::parse(&v).map_err(|e| invalid("BATON_HTTP_ALLOW", e.to_string()))?,
         };
-        let segment_budget = parse_num::<u64>("BATON_SEGMENT_BUDGET_MS")?.map(Duration::from_millis);
-        let max_steps = parse_num("BATON_MAX_STEPS")?.unwrap_or(50);
-        let max_segments = parse_num("BATON_MAX_SEGMENTS")?.unwrap_or(200);
+        let segment_budget = src.num::<u64>("BATON_SEGMENT_BUDGET_MS")?.map(Duration::from_millis);
+        let max_steps = src.num("BATON_MAX_STEPS")?.unwrap_or(50);
+        let max_segments = src.num("BATON_MAX_SEGMENTS")?.unwrap_or(200);
         if max_steps == 0 {
             return Err(invalid("BATON_MAX_STEPS", "must be at least 1"));
         }

@@ -11,6 +11,7 @@
 mod app;
 mod backend;
 mod config;
+pub mod secrets;
 
 pub use app::App;
 pub use backend::{Backend, BackendError, DeadLetters};
@@ -29,7 +30,11 @@ pub fn init_tracing(json: bool) {
 /// AWS backend, and worker timings fit for SQS with a visibility timeout
 /// longer than the function's. Called once per process, at startup.
 pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
-    let config = Config::from_env()?;
+    let secrets = match std::env::var("BATON_SECRETS_PATH").ok().filter(|p| !p.trim().is_empty()) {
+        Some(path) => secrets::load(&baton_aws::load_sdk_config().await, &path).await?,
+        None => Default::default(),
+    };
+    let config = Config::from_env_and_secrets(&secrets)?;
     let backend = Backend::aws_from_env().await?;
     let settings = baton_agent::WorkerSettings {
         lease_ttl: std::time::Duration::from_secs(60),

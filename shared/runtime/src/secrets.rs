@@ -1,0 +1,90 @@
+//! Secrets from SSM Parameter Store.
+//!
+//! In Lambda, secrets are never plain template parameters or environment
+//! values: the template gives the functions `BATON_SECRETS_PATH` (e.g.
+//! `/baton/prod/`), and each SecureString parameter under it provides the
+//! variable named by its last path segment (`/baton/prod/SLACK_BOT_TOKEN`
+//! provides `SLACK_BOT_TOKEN`). They are read once, at start-up.
+
+use std::collections::HashMap;
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read secrets under {path} from SSM Parameter Store: {message}")]
+pub struct SecretsError {
+    path: String,
+    message: String,
+}
+
+/// The variable names a secrets path may provide; anything else under the
+/// path is ignored, so a stray parameter cannot reconfigure Baton.
+pub const SECRET_NAMES: &[&str] = &[
+    "SLACK_SIGNING_SECRET",
+    "SLACK_BOT_TOKEN",
+    "BATON_API_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+];
+
+/// Loads the secrets under `path` (recursively, decrypted).
+pub async fn load(cfg: &aws_config::SdkConfig, path: &str) -> Result<HashMap<String, String>, SecretsError> {
+    let client = aws_sdk_ssm::Client::new(cfg);
+    let err = |e: String| SecretsError { path: path.to_owned(), message: e };
+    let mut out = HashMap::new();
+    let mut next: Option<String> = None;
+    loop {
+        let page = client
+            .get_parameters_by_path()
+            .path(path)
+            .recursive(true)
+            .with_decryption(true)
+            .set_next_token(next.take())
+            .send()
+            .await
+            .map_err(|e| err(aws_sdk_ssm::error::DisplayErrorContext(e).to_string()))?;
+        for p in page.parameters() {
+            let (Some(name), Some(value)) = (p.name(), p.value()) else { continue };
+            let var = name.rsplit('/').next().unwrap_or_default();
+            if SECRET_NAMES.contains(&var) {
+                out.insert(var.to_owned(), value.to_owned());
+            } else {
+                tracing::warn!(parameter = name, "ignoring a parameter that names no known secret");
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => next = Some(t.to_owned()),
+            _ => break,
+        }
+    }
+    tracing::info!(path, count = out.len(), "secrets loaded");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_aws::testing::MotoServer;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn loads_known_secrets_under_the_path_only() {
+        let moto = MotoServer::start().expect("moto");
+        let cfg = moto.sdk_config().await;
+        let ssm = aws_sdk_ssm::Client::new(&cfg);
+        for (name, value) in [
+            ("/baton/test/SLACK_BOT_TOKEN", "xoxb-secret"),
+            ("/baton/test/BATON_API_TOKEN", "token-0123456789abcdef"),
+            ("/baton/test/SOMETHING_ELSE", "ignored"),
+            ("/baton/other/OPENAI_API_KEY", "not-this-path"),
+        ] {
+            ssm.put_parameter()
+                .name(name)
+                .value(value)
+                .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+                .send()
+                .await
+                .expect("put parameter");
+        }
+        let secrets = super::load(&cfg, "/baton/test/").await.expect("load");
+        assert_eq!(secrets.len(), 2, "{:?}", secrets.keys());
+        assert_eq!(secrets["SLACK_BOT_TOKEN"], "xoxb-secret");
+        assert_eq!(secrets["BATON_API_TOKEN"], "token-0123456789abcdef");
+    }
+}
