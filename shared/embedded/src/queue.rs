@@ -25,7 +25,7 @@ const POLL_INTERVAL: Duration = Duration::from_secs(2);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueConfig {
     /// How long a received message stays invisible before it is delivered
-    /// again, unless deleted or extended.
+    /// again, unless deleted or extended (at least 1 ms).
     pub visibility_timeout: Duration,
     /// A message already received this many times is moved to the
     /// dead-letter table instead of being delivered again (SQS's
@@ -279,6 +279,9 @@ impl EmbeddedQueue {
 
     /// Makes the message invisible for `visibility` from now if `receipt`
     /// is from its latest delivery; `Ok(false)` when the receipt is stale.
+    /// A receipt stays current until the message is delivered again, even
+    /// after its visibility timeout passed. `Duration::ZERO` hands the
+    /// message back at once.
     pub async fn extend_checked(
         &self,
         receipt: &str,
@@ -336,7 +339,8 @@ impl WorkQueue for EmbeddedQueue {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let deadline = Instant::now() + wait;
+        // `Instant + Duration::MAX` would overflow; a year is forever here.
+        let deadline = Instant::now() + wait.min(Duration::from_secs(365 * 24 * 3600));
         loop {
             // Registered before looking, so a send between the look and the
             // sleep still wakes us.
