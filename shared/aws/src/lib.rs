@@ -23,6 +23,7 @@
 pub mod blob;
 pub mod bootstrap;
 pub mod queue;
+pub mod scheduler;
 pub mod table;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -30,6 +31,7 @@ pub mod testing;
 pub use blob::S3Blobs;
 pub use bootstrap::{bootstrap, BootstrapError, Environment, ResourceNames};
 pub use queue::SqsQueue;
+pub use scheduler::EventBridgeScheduler;
 pub use table::DynamoTable;
 
 use aws_config::{BehaviorVersion, SdkConfig};

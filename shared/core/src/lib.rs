@@ -17,6 +17,7 @@ pub mod conversation;
 pub mod ids;
 pub mod lease;
 pub mod queue;
+pub mod schedule;
 pub mod store;
 pub mod table;
 pub mod task;
@@ -33,6 +34,10 @@ pub use conversation::{
 pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use queue::{Delivery, QueueError, WorkQueue};
+pub use schedule::{
+    Schedule, ScheduleError, ScheduleKind, SchedulePlan, ScheduleService, ScheduleState, ScheduleStore,
+    ScheduleTarget, Scheduler, SchedulerError,
+};
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{Limits, Origin, Task, TaskStatus, WaitingFor};
