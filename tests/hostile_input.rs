@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Options, TestApp, SIGNING_SECRET, TOKEN};
+use common::{Backend, Options, TestApp, SIGNING_SECRET, TOKEN};
 use serde_json::{json, Value};
 
 async fn expect_error(resp: reqwest::Response, status: u16, what: &str) {
@@ -13,8 +13,17 @@ async fn expect_error(resp: reqwest::Response, status: u16, what: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn bad_requests_are_refused_and_change_nothing() {
-    let mut app = TestApp::spawn(Options::default()).await;
+async fn bad_requests_are_refused_and_change_nothing_embedded() {
+    bad_requests_are_refused_and_change_nothing(Backend::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_requests_are_refused_and_change_nothing_aws() {
+    bad_requests_are_refused_and_change_nothing(Backend::Aws).await;
+}
+
+async fn bad_requests_are_refused_and_change_nothing(backend: Backend) {
+    let mut app = TestApp::spawn(Options { backend, ..Options::default() }).await;
     let url = app.url.clone();
     let http = app.http.clone();
     let tasks = format!("{url}/tasks");
@@ -123,8 +132,11 @@ async fn bad_requests_are_refused_and_change_nothing() {
     assert_eq!(app.llm.request_count(), 0, "no model call");
     assert!(app.slack.posted().is_empty(), "no Slack post");
     app.kill9();
-    let backend = baton_embedded::EmbeddedBackend::open(app.data_dir(), Default::default()).unwrap();
-    let store = baton_core::TaskStore::new(backend.table.clone(), backend.blobs.clone());
+    let store = app.store().await;
     assert!(store.active_tasks(100).await.unwrap().is_empty(), "no task written");
-    assert_eq!(backend.queue.len().await.unwrap(), 0, "nothing queued");
+    assert!(store.thread("slack:T1:C1:1.1").await.unwrap().is_none(), "no thread written");
+    if backend == Backend::Embedded {
+        let b = baton_embedded::EmbeddedBackend::open(app.data_dir(), Default::default()).unwrap();
+        assert_eq!(b.queue.len().await.unwrap(), 0, "nothing queued");
+    }
 }

@@ -3,14 +3,14 @@
 
 mod common;
 
-use common::{assert_clean_transcript, Options, TestApp, Wire, TOKEN};
+use common::{assert_clean_transcript, Backend, Options, TestApp, Wire, TOKEN};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
 
-async fn multi_segment_task(wire: Wire) {
-    let app = TestApp::spawn(Options { wire, segment_budget_ms: Some(1), ..Options::default() }).await;
+async fn multi_segment_task(backend: Backend, wire: Wire) {
+    let app = TestApp::spawn(Options { backend, wire, segment_budget_ms: Some(1), ..Options::default() }).await;
     let id = app.submit_ok("#steps=6").await;
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}");
@@ -33,19 +33,16 @@ async fn multi_segment_task(wire: Wire) {
     assert_eq!(count("tool_call"), 5);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn task_spans_many_segments_openai_wire() {
-    multi_segment_task(Wire::OpenAi).await;
+async fn task_spans_many_segments_openai_wire(backend: Backend) {
+    multi_segment_task(backend, Wire::OpenAi).await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn task_spans_many_segments_anthropic_wire() {
-    multi_segment_task(Wire::Anthropic).await;
+async fn task_spans_many_segments_anthropic_wire(backend: Backend) {
+    multi_segment_task(backend, Wire::Anthropic).await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn idempotency_key_gives_one_task() {
-    let app = TestApp::spawn(Options::default()).await;
+async fn idempotency_key_gives_one_task(backend: Backend) {
+    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
     let a: Value = app.submit("hello there", Some("key-1")).await.json().await.unwrap();
     let b: Value = app.submit("hello there", Some("key-1")).await.json().await.unwrap();
     assert_eq!(a["task_id"], b["task_id"]);
@@ -74,9 +71,8 @@ fn mention_event(event_id: &str, ts: &str, text: &str) -> Vec<u8> {
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn slack_event_delivered_four_times_gives_one_answer() {
-    let app = TestApp::spawn(Options::default()).await;
+async fn slack_event_delivered_four_times_gives_one_answer(backend: Backend) {
+    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
     let body = mention_event("Ev1", "1700000000.000100", "say **hello**  #reply=**hello** from Baton");
     for retry in 0..4 {
         let retry_num = retry.to_string();
@@ -96,9 +92,8 @@ async fn slack_event_delivered_four_times_gives_one_answer() {
     assert_eq!(app.llm.request_count(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn slack_url_verification_and_ignored_events() {
-    let app = TestApp::spawn(Options::default()).await;
+async fn slack_url_verification_and_ignored_events(backend: Backend) {
+    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
     let body = serde_json::to_vec(&json!({"token": "x", "challenge": "abc123", "type": "url_verification"})).unwrap();
     let r = app.slack_post("/slack/events", &body, "application/json", &[]).await;
     assert_eq!(r.status(), 200);
@@ -114,9 +109,9 @@ async fn slack_url_verification_and_ignored_events() {
     assert_eq!(app.llm.request_count(), 0, "bot messages are not answered");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn kill_nine_while_ten_tasks_run_loses_nothing() {
+async fn kill_nine_while_ten_tasks_run_loses_nothing(backend: Backend) {
     let mut app = TestApp::spawn(Options {
+        backend,
         segment_budget_ms: Some(1),
         visibility_ms: 1500,
         ..Options::default()
@@ -152,9 +147,8 @@ async fn kill_nine_while_ten_tasks_run_loses_nothing() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn cancel_ends_a_running_task() {
-    let app = TestApp::spawn(Options::default()).await;
+async fn cancel_ends_a_running_task(backend: Backend) {
+    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
     let id = app.submit_ok("#steps=40 #sleep=100").await;
     let r = app.http.post(format!("{}/tasks/{id}/cancel", app.url)).bearer_auth(TOKEN).send().await.unwrap();
     assert_eq!(r.status(), 202);
@@ -165,9 +159,9 @@ async fn cancel_ends_a_running_task() {
     assert_eq!(r.status(), 202, "cancelling a cancelled task is idempotent");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn step_limit_fails_the_task_with_a_reason() {
+async fn step_limit_fails_the_task_with_a_reason(backend: Backend) {
     let app = TestApp::spawn(Options {
+        backend,
         extra_env: vec![("BATON_MAX_STEPS".into(), "3".into())],
         ..Options::default()
     })
@@ -179,8 +173,7 @@ async fn step_limit_fails_the_task_with_a_reason() {
     assert!(task["error"].as_str().unwrap().contains("step limit"), "{task}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
+async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key(backend: Backend) {
     let server = wiremock::MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("GET"))
         .and(wiremock::matchers::path("/status"))
@@ -191,6 +184,7 @@ async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
         .await;
     let addr = server.address().to_string();
     let app = TestApp::spawn(Options {
+        backend,
         extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
         ..Options::default()
     })
@@ -201,4 +195,170 @@ async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
     assert!(task["result"].as_str().unwrap().contains("all systems nominal"), "{task}");
     let key = &server.received_requests().await.unwrap()[0].headers["idempotency-key"];
     assert!(key.to_str().unwrap().starts_with(&format!("{id}:1:")), "key is task_id:step:call_id");
+}
+
+/// A reply that can never be delivered (Slack unreachable) makes every
+/// segment fail; after maxReceiveCount the wake is dead-lettered, and the
+/// task is marked failed with the reason.
+async fn poison_message_ends_in_the_dlq_and_fails_its_task(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        visibility_ms: 1000,
+        extra_env: vec![
+            ("BATON_MAX_RECEIVE_COUNT".into(), "2".into()),
+            ("SLACK_API_URL".into(), "http://127.0.0.1:9/api".into()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let body = mention_event("EvPoison", "1700000001.000100", "hello");
+    assert_eq!(app.slack_post("/slack/events", &body, "application/json", &[]).await.status(), 200);
+    // The event's thread names its task.
+    let store = app.store().await;
+    let started = std::time::Instant::now();
+    let id = loop {
+        if let Some(t) = store.thread("slack:T1:C1:1700000001.000100").await.unwrap() {
+            break t.active_task.expect("task on thread");
+        }
+        assert!(started.elapsed() < LONG, "no task created:\n{}", app.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let task = app.wait_done(id.as_str(), LONG).await;
+    assert_eq!(task["status"], "failed", "{task}");
+    let error = task["error"].as_str().unwrap();
+    assert!(error.contains("gave up after") && error.contains("could not deliver the reply"), "{error}");
+}
+
+/// A transcript far larger than one DynamoDB item, with a single entry
+/// larger than the offload threshold.
+async fn task_larger_than_one_item_completes(backend: Backend) {
+    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
+    let big = "lorem ipsum ".repeat(8_000); // ~96 KB: offloaded to the blob store
+    let id = app.submit_ok(&format!("#steps=8 {big}")).await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    let events = app.events(&id).await;
+    assert_clean_transcript(&events, 8);
+    let first = events.iter().find(|e| e["type"] == "user_message").unwrap();
+    assert_eq!(first["text"].as_str().unwrap().len(), big.len() + "#steps=8 ".len(), "offloaded entry read back whole");
+    let input_tokens = task["usage"]["input_tokens"].as_u64().unwrap();
+    assert!(input_tokens > 8 * 20_000, "every step saw the big input: {input_tokens}");
+}
+
+mod embedded {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn task_spans_many_segments_openai_wire() {
+        super::task_spans_many_segments_openai_wire(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn task_spans_many_segments_anthropic_wire() {
+        super::task_spans_many_segments_anthropic_wire(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn idempotency_key_gives_one_task() {
+        super::idempotency_key_gives_one_task(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn slack_event_delivered_four_times_gives_one_answer() {
+        super::slack_event_delivered_four_times_gives_one_answer(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn slack_url_verification_and_ignored_events() {
+        super::slack_url_verification_and_ignored_events(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn kill_nine_while_ten_tasks_run_loses_nothing() {
+        super::kill_nine_while_ten_tasks_run_loses_nothing(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn cancel_ends_a_running_task() {
+        super::cancel_ends_a_running_task(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn step_limit_fails_the_task_with_a_reason() {
+        super::step_limit_fails_the_task_with_a_reason(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
+        super::http_request_tool_reaches_an_allowed_server_with_idempotency_key(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn task_larger_than_one_item_completes() {
+        super::task_larger_than_one_item_completes(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn poison_message_ends_in_the_dlq_and_fails_its_task() {
+        super::poison_message_ends_in_the_dlq_and_fails_its_task(Backend::Embedded).await;
+    }
+}
+
+mod aws {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn task_spans_many_segments_openai_wire() {
+        super::task_spans_many_segments_openai_wire(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn task_spans_many_segments_anthropic_wire() {
+        super::task_spans_many_segments_anthropic_wire(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn idempotency_key_gives_one_task() {
+        super::idempotency_key_gives_one_task(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn slack_event_delivered_four_times_gives_one_answer() {
+        super::slack_event_delivered_four_times_gives_one_answer(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn slack_url_verification_and_ignored_events() {
+        super::slack_url_verification_and_ignored_events(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn kill_nine_while_ten_tasks_run_loses_nothing() {
+        super::kill_nine_while_ten_tasks_run_loses_nothing(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn cancel_ends_a_running_task() {
+        super::cancel_ends_a_running_task(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn step_limit_fails_the_task_with_a_reason() {
+        super::step_limit_fails_the_task_with_a_reason(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
+        super::http_request_tool_reaches_an_allowed_server_with_idempotency_key(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn task_larger_than_one_item_completes() {
+        super::task_larger_than_one_item_completes(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn poison_message_ends_in_the_dlq_and_fails_its_task() {
+        super::poison_message_ends_in_the_dlq_and_fails_its_task(Backend::Aws).await;
+    }
 }

@@ -15,6 +15,14 @@ use std::time::{Duration, Instant};
 pub const TOKEN: &str = "test-token-0123456789abcdef";
 pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 
+/// Which adapters `baton dev` runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    /// The AWS adapters against a moto server started for the test.
+    Aws,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Wire {
     OpenAi,
@@ -22,6 +30,7 @@ pub enum Wire {
 }
 
 pub struct Options {
+    pub backend: Backend,
     pub wire: Wire,
     pub segment_budget_ms: Option<u64>,
     pub visibility_ms: u64,
@@ -30,7 +39,13 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { wire: Wire::OpenAi, segment_budget_ms: None, visibility_ms: 3000, extra_env: Vec::new() }
+        Options {
+            backend: Backend::Embedded,
+            wire: Wire::OpenAi,
+            segment_budget_ms: None,
+            visibility_ms: 3000,
+            extra_env: Vec::new(),
+        }
     }
 }
 
@@ -42,6 +57,8 @@ pub struct TestApp {
     pub http: reqwest::Client,
     child: Option<Child>,
     data_dir: tempfile::TempDir,
+    /// The moto server and the resources bootstrapped on it (AWS backend).
+    pub aws: Option<(baton_aws::testing::MotoServer, baton_aws::Environment)>,
     options: Options,
     log_path: PathBuf,
 }
@@ -52,6 +69,23 @@ impl TestApp {
         let slack = FakeSlack::start().await;
         let data_dir = tempfile::tempdir().expect("tempdir");
         let log_path = data_dir.path().join("baton.log");
+        let aws = match options.backend {
+            Backend::Embedded => None,
+            Backend::Aws => {
+                let moto = baton_aws::testing::MotoServer::start().expect("moto server (run ./scripts/test.sh to install it)");
+                let cfg = moto.sdk_config().await;
+                let names = baton_aws::ResourceNames::for_stack("baton-e2e");
+                let visibility = (options.visibility_ms / 1000).max(1) as u32;
+                let max_receive = options
+                    .extra_env
+                    .iter()
+                    .find(|(k, _)| k == "BATON_MAX_RECEIVE_COUNT")
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(5);
+                let env = baton_aws::bootstrap(&cfg, &names, max_receive, visibility).await.expect("bootstrap");
+                Some((moto, env))
+            }
+        };
         let mut app = TestApp {
             url: String::new(),
             llm,
@@ -59,6 +93,7 @@ impl TestApp {
             http: reqwest::Client::new(),
             child: None,
             data_dir,
+            aws,
             options,
             log_path,
         };
@@ -96,6 +131,13 @@ impl TestApp {
                 .env("ANTHROPIC_BASE_URL", self.llm.anthropic_base_url())
                 .env("ANTHROPIC_API_KEY", "sk-ant-test"),
         };
+        if let Some((moto, env)) = &self.aws {
+            cmd.arg("--backend").arg("aws").env("AWS_ENDPOINT_URL", moto.endpoint());
+            cmd.env("AWS_ACCESS_KEY_ID", "testing").env("AWS_SECRET_ACCESS_KEY", "testing").env("AWS_REGION", "us-east-1");
+            for (k, v) in env.vars() {
+                cmd.env(k, v);
+            }
+        }
         if let Some(b) = self.options.segment_budget_ms {
             cmd.env("BATON_SEGMENT_BUDGET_MS", b.to_string());
         }
@@ -208,6 +250,25 @@ impl TestApp {
             req = req.header(*k, *v);
         }
         req.send().await.expect("POST slack")
+    }
+}
+
+impl TestApp {
+    /// The task store the running app writes to, opened beside it.
+    pub async fn store(&self) -> baton_core::TaskStore {
+        match &self.aws {
+            Some((moto, env)) => {
+                let cfg = moto.sdk_config().await;
+                baton_core::TaskStore::new(
+                    std::sync::Arc::new(baton_aws::DynamoTable::new(baton_aws::dynamodb_client(&cfg), env.table.clone())),
+                    std::sync::Arc::new(baton_aws::S3Blobs::new(baton_aws::s3_client(&cfg), env.trace_bucket.clone(), None)),
+                )
+            }
+            None => {
+                let b = baton_embedded::EmbeddedBackend::open(self.data_dir(), Default::default()).expect("open store");
+                baton_core::TaskStore::new(b.table.clone(), b.blobs.clone())
+            }
+        }
     }
 }
 

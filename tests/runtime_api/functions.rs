@@ -1,0 +1,223 @@
+//! The `ingest` and `worker` binaries as processes in a Lambda-like
+//! environment.
+//!
+//! Cargo sets `CARGO_BIN_EXE_<name>` only for the binaries of the package
+//! whose tests are being built; `ingest` and `worker` are binaries of other
+//! workspace members (and binary-only crates cannot be dev-dependencies).
+//! So [`binaries`] builds them once per test process with
+//! `cargo build -p ingest -p worker` into the same target directory and
+//! profile as the running test (or bench), and takes their paths from
+//! cargo's JSON messages. Set `BATON_LAMBDA_BIN_DIR` to use prebuilt
+//! binaries from a directory instead (e.g. the output of `cargo lambda`).
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Paths of the two function binaries.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    /// `functions/ingest`.
+    pub ingest: PathBuf,
+    /// `functions/worker`.
+    pub worker: PathBuf,
+}
+
+/// The function binaries, built once per process (see the module docs).
+/// Blocks while cargo builds.
+pub fn binaries() -> Result<Binaries, String> {
+    static BUILT: OnceLock<Result<Binaries, String>> = OnceLock::new();
+    BUILT.get_or_init(locate_or_build).clone()
+}
+
+fn locate_or_build() -> Result<Binaries, String> {
+    if let Some(dir) = std::env::var_os("BATON_LAMBDA_BIN_DIR").filter(|d| !d.is_empty()) {
+        let dir = PathBuf::from(dir);
+        let b = Binaries { ingest: dir.join("ingest"), worker: dir.join("worker") };
+        for p in [&b.ingest, &b.worker] {
+            if !p.is_file() {
+                return Err(format!("BATON_LAMBDA_BIN_DIR: {} does not exist", p.display()));
+            }
+        }
+        return Ok(b);
+    }
+    build()
+}
+
+/// Where the running test executable was built: `(target dir, target
+/// triple if cross-building, profile name)`. The executable lives in
+/// `<target>[/<triple>]/<profile dir>/deps/`; the target dir is the one
+/// holding cargo's `CACHEDIR.TAG`.
+fn build_location() -> Result<(PathBuf, Option<String>, String), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| format!("unexpected test executable location {}", exe.display()))?;
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev".to_owned(),
+        Some(name) => name.to_owned(),
+        None => return Err(format!("no profile directory above {}", exe.display())),
+    };
+    let parent = profile_dir.parent().ok_or("profile directory has no parent")?;
+    if parent.join("CACHEDIR.TAG").is_file() {
+        return Ok((parent.to_path_buf(), None, profile));
+    }
+    let target = parent.parent().filter(|t| t.join("CACHEDIR.TAG").is_file()).ok_or_else(|| {
+        format!("cannot find the cargo target directory above {}", profile_dir.display())
+    })?;
+    let triple = parent.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+    Ok((target.to_path_buf(), triple, profile))
+}
+
+fn build() -> Result<Binaries, String> {
+    let (target_dir, triple, profile) = build_location()?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace)
+        .args(["build", "--quiet", "-p", "ingest", "-p", "worker", "--message-format=json-render-diagnostics"])
+        .args(["--profile", &profile])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if let Some(t) = &triple {
+        cmd.args(["--target", t]);
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run cargo: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no cargo stdout")?;
+    let (mut ingest, mut worker) = (None, None);
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| format!("reading cargo output: {e}"))?;
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if msg["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let Some(exe) = msg["executable"].as_str() else { continue };
+        match msg["target"]["name"].as_str() {
+            Some("ingest") => ingest = Some(PathBuf::from(exe)),
+            Some("worker") => worker = Some(PathBuf::from(exe)),
+            _ => {}
+        }
+    }
+    let status = child.wait().map_err(|e| format!("waiting for cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("`cargo build -p ingest -p worker --profile {profile}` failed: {status}"));
+    }
+    eprintln!("built the function binaries ({profile}) in {:.1?}", started.elapsed());
+    match (ingest, worker) {
+        (Some(ingest), Some(worker)) => Ok(Binaries { ingest, worker }),
+        _ => Err("cargo built but did not name the ingest and worker executables".into()),
+    }
+}
+
+/// A function binary running as Lambda would run it: a fresh process whose
+/// environment is what Lambda sets (runtime API address, function metadata,
+/// region, credentials) plus the function's own variables, and nothing
+/// inherited from the test. Killed when dropped.
+pub struct FunctionProcess {
+    child: Child,
+    /// When the process was spawned (cold start begins).
+    pub spawned: Instant,
+    log: PathBuf,
+    name: String,
+}
+
+impl FunctionProcess {
+    /// Starts `exe` against the Runtime API at `runtime_api` (`host:port`)
+    /// with the function variables `vars`. stdout and stderr (the JSON log
+    /// lines) go to a temporary file, see [`FunctionProcess::log`].
+    pub fn spawn(exe: &Path, runtime_api: &str, vars: &[(String, String)]) -> std::io::Result<Self> {
+        let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("function").to_owned();
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = std::env::temp_dir().join(format!("baton-lambda-{name}-{}-{seq}.log", std::process::id()));
+        let out = std::fs::File::create(&log)?;
+        let err = out.try_clone()?;
+        let mut cmd = Command::new(exe);
+        cmd.env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("TZ", ":UTC")
+            .env("AWS_LAMBDA_RUNTIME_API", runtime_api)
+            .env("AWS_LAMBDA_FUNCTION_NAME", format!("baton-test-{name}"))
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/baton-test-{name}"))
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/01/01/[$LATEST]test")
+            .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
+            .env("AWS_EXECUTION_ENV", "AWS_Lambda_provided.al2023")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_SESSION_TOKEN", "testing")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let spawned = Instant::now();
+        let child = cmd.spawn()?;
+        Ok(FunctionProcess { child, spawned, log, name })
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Peak resident set size so far, in KiB (`VmHWM` of
+    /// `/proc/<pid>/status`); `None` once the process is gone or off Linux.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    /// What the function logged so far (stdout and stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits at most `timeout` for the process to exit by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The exit status, if the process has already exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// A context line for assertion messages: the name and the log tail.
+    pub fn describe(&self) -> String {
+        let log = self.log();
+        let tail: String = log.chars().rev().take(4000).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("{} (pid {}) log:\n{tail}", self.name, self.child.id())
+    }
+}
+
+impl Drop for FunctionProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::env::var_os("BATON_KEEP_LAMBDA_LOGS").is_none() {
+            let _ = std::fs::remove_file(&self.log);
+        }
+    }
+}
