@@ -26,12 +26,13 @@
 //! everywhere. SQLite (bundled, via `rusqlite`) gives all of it, its
 //! crash-safety is among the best-tested code there is, and the file can be
 //! opened with the `sqlite3` shell to see what a task did. Pure-Rust
-//! alternatives were weighed: `redb` is sound and simple but has no
-//! secondary indexes or SQL, so the index and queue ordering would be
-//! hand-built tables; `sled` is unmaintained in its stable line and its
-//! durability guarantees have been weaker than advertised; `fjall` (an
-//! LSM tree) targets write-heavy workloads far beyond a dev server and
-//! adds compaction behaviour to reason about. None would be less code.
+//! stores were weighed: `redb` is sound and simple, but it is a key-value
+//! store, so the secondary index, the queue's visibility ordering and the
+//! dead-letter move would all be hand-maintained tables; `sled`'s released
+//! line is old, self-described beta, with an unfinished rewrite; `fjall`
+//! (an LSM tree) is built for write volumes far beyond a dev server and
+//! brings compaction to reason about. None would be less code or better
+//! tested against crashes.
 //!
 //! # Durability
 //!
@@ -49,7 +50,9 @@
 //!
 //! Blocking SQLite calls run on tokio's blocking pool behind one
 //! connection and a mutex: SQLite serialises writers anyway, and a
-//! single-row transaction takes tens of microseconds, well below what a
+//! single-item transaction takes about 90 µs end to end with
+//! [`Durability::Process`] (about 1.4 ms with `Full`, the fsync), a get
+//! about 25 µs, on a 2-core VM (`tests/throughput.rs`) — far more than a
 //! dev server needs.
 //!
 //! [`Table`]: baton_core::Table
@@ -59,7 +62,6 @@
 mod blob;
 mod db;
 mod queue;
-pub mod scheduler;
 mod table;
 
 use std::path::Path;
@@ -68,7 +70,6 @@ use std::sync::Arc;
 pub use blob::{validate_key, FileBlobStore};
 pub use db::{Database, DbError, Durability, OpenError, DB_FILE};
 pub use queue::{DeadLetter, EmbeddedQueue, QueueConfig, MAX_BODY_BYTES};
-pub use scheduler::EmbeddedScheduler;
 pub use table::{EmbeddedTable, MAX_TRANSACTION_WRITES};
 
 /// The blob directory inside the data directory.
