@@ -62,6 +62,7 @@
 mod blob;
 mod db;
 mod queue;
+pub mod scheduler;
 mod table;
 
 use std::path::Path;
@@ -70,6 +71,7 @@ use std::sync::Arc;
 pub use blob::{validate_key, FileBlobStore};
 pub use db::{Database, DbError, Durability, OpenError, DB_FILE};
 pub use queue::{DeadLetter, EmbeddedQueue, QueueConfig, MAX_BODY_BYTES};
+pub use scheduler::EmbeddedScheduler;
 pub use table::{EmbeddedTable, MAX_TRANSACTION_WRITES};
 
 /// The blob directory inside the data directory.
