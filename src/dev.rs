@@ -79,6 +79,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
     tokio::spawn(worker_pool(app.worker.clone(), app.backend.queue.clone(), args.workers.max(1), budget));
     tokio::spawn(background_loops(app.clone(), visibility));
+    if let Some(scheduler) = app.backend.embedded_scheduler.clone() {
+        // EventBridge Scheduler's job: send each due firing to the queue.
+        tokio::spawn(async move { scheduler.run().await });
+    }
     let router = axum::Router::new().fallback(move |req: axum::extract::Request| {
         let ingest = app.ingest.clone();
         async move { serve_one(ingest, req).await }
@@ -165,6 +169,13 @@ async fn background_loops(app: App, visibility: Duration) {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(count = n, "reaper re-sent wakes"),
                 Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
+            }
+            if let Some(schedules) = &app.schedules {
+                match schedules.repair(baton_core::now_ms()).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(count = n, "half-done schedules repaired"),
+                    Err(e) => tracing::warn!(error = %e, "schedule repair failed"),
+                }
             }
         }
     }

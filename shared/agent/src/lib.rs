@@ -18,6 +18,7 @@ pub mod context;
 pub mod reaper;
 pub mod reply;
 pub mod sanitize;
+pub mod schedules;
 pub mod segment;
 pub mod worker;
 
@@ -25,4 +26,5 @@ pub use agent::{AgentConfig, Agents};
 pub use budget::SegmentBudget;
 pub use reaper::Reaper;
 pub use reply::{NoReplies, ReplyError, ReplySink, SlackReplies};
+pub use schedules::{HeartbeatReplies, DEFAULT_REPEAT_WINDOW};
 pub use worker::{Disposition, Worker, WorkerSettings};

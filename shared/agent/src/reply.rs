@@ -46,7 +46,8 @@ impl SlackReplies {
         };
         let mrkdwn = baton_slack::mrkdwn::from_markdown(text);
         self.client
-            .post_message(channel, Some(thread_ts), &mrkdwn, None)
+            // An empty thread_ts (a scheduled post to a channel) starts a new message.
+            .post_message(channel, Some(thread_ts.as_str()).filter(|t| !t.is_empty()), &mrkdwn, None)
             .await
             .map(|_| ())
             .map_err(|e| ReplyError(e.to_string()))

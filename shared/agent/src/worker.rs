@@ -67,6 +67,8 @@ pub struct Worker {
     pub(crate) agents: Agents,
     pub(crate) replies: Arc<dyn ReplySink>,
     pub(crate) settings: WorkerSettings,
+    /// Schedule firings, when enabled ([`Worker::with_schedules`]).
+    pub(crate) schedules: Option<crate::schedules::WorkerSchedules>,
 }
 
 impl Worker {
@@ -80,7 +82,7 @@ impl Worker {
         settings: WorkerSettings,
     ) -> Self {
         let tools = tools.into_iter().map(|t| (t.spec().name, t)).collect();
-        Worker { store, queue, llm, tools: Arc::new(tools), agents, replies, settings }
+        Worker { store, queue, llm, tools: Arc::new(tools), agents, replies, settings, schedules: None }
     }
 
     pub fn store(&self) -> &TaskStore {
@@ -123,6 +125,7 @@ impl Worker {
     /// One reaper sweep (the reaper schedule's message).
     async fn reap(&self) -> Disposition {
         let reaper = crate::Reaper::new(self.store.clone(), self.queue.clone(), self.settings.visibility * 2);
+        self.repair_schedules().await;
         match reaper.sweep().await {
             Ok(n) => {
                 tracing::info!(resent = n, "reaper sweep done");
@@ -139,7 +142,7 @@ impl Worker {
     /// A schedule fired. Schedules are handled by `crate::schedules` when
     /// configured; without them the firing cannot be processed.
     async fn fire_schedule(&self, fire: &ScheduleFire) -> Disposition {
-        Disposition::Poison { reason: format!("schedule {} fired, but schedules are not enabled", fire.schedule_id) }
+        self.fire(fire).await
     }
 
     /// Renews the lease and the message's visibility while a segment runs.

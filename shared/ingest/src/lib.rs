@@ -9,6 +9,7 @@
 mod auth;
 mod response;
 mod routes;
+mod schedules;
 mod slack;
 mod tasks;
 mod threads;
@@ -40,6 +41,9 @@ pub struct Ingest {
     agents: Agents,
     api_token: Option<ApiToken>,
     slack: Option<SlackIngest>,
+    /// The schedule routes' service ([`Ingest::with_scheduler`]); without
+    /// it they answer 501.
+    schedules: Option<baton_core::ScheduleService>,
 }
 
 impl Ingest {
@@ -52,7 +56,7 @@ impl Ingest {
         api_token: Option<ApiToken>,
         slack: Option<SlackIngest>,
     ) -> Self {
-        Ingest { store, queue, agents, api_token, slack }
+        Ingest { store, queue, agents, api_token, slack, schedules: None }
     }
 
     /// Answers one request.

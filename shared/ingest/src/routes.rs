@@ -49,6 +49,26 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
             authed()?;
             ingest.decide_approval(id, approval).await
         }
+        (&Method::POST, ["schedules"]) => {
+            authed()?;
+            ingest.create_schedule(headers, &body).await
+        }
+        (&Method::GET, ["schedules"]) => {
+            authed()?;
+            ingest.list_schedules().await
+        }
+        (&Method::GET, ["schedules", id]) => {
+            authed()?;
+            ingest.get_schedule(id).await
+        }
+        (&Method::DELETE, ["schedules", id]) => {
+            authed()?;
+            ingest.delete_schedule(id).await
+        }
+        (_, ["schedules"]) | (_, ["schedules", _]) => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not allowed on {path}"),
+        )),
         (_, ["healthz"])
         | (_, ["slack", "events"])
         | (_, ["slack", "interactivity"])

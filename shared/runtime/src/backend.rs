@@ -68,6 +68,10 @@ pub struct Backend {
     /// The embedded queue, when this backend is embedded (for `baton dev`'s
     /// status output and tests).
     pub embedded_queue: Option<Arc<EmbeddedQueue>>,
+    /// The schedules' scheduler (see [`crate::scheduling`]).
+    pub scheduler: Option<Arc<dyn baton_core::Scheduler>>,
+    /// The embedded scheduler, when that is the scheduler: `baton dev` runs its loop.
+    pub embedded_scheduler: Option<Arc<baton_embedded::EmbeddedScheduler>>,
 }
 
 fn required(name: &'static str) -> Result<String, BackendError> {
@@ -78,7 +82,10 @@ impl Backend {
     /// The durable embedded backend under `data_dir`.
     pub fn embedded(data_dir: &Path, queue: QueueConfig) -> Result<Self, BackendError> {
         let b = EmbeddedBackend::open(data_dir, queue).map_err(|e| BackendError::Embedded(e.to_string()))?;
+        let scheduling = crate::scheduling::embedded(b.table.clone(), b.queue.clone());
         Ok(Backend {
+            scheduler: Some(scheduling.scheduler),
+            embedded_scheduler: scheduling.embedded,
             store: TaskStore::new(b.table.clone(), b.blobs.clone()),
             queue: b.queue.clone(),
             dead_letters: Some(DeadLetters::Embedded(b.queue.clone())),
@@ -100,9 +107,13 @@ impl Backend {
             Arc::new(baton_aws::DynamoTable::new(baton_aws::dynamodb_client(&cfg), table)),
             Arc::new(baton_aws::S3Blobs::new(baton_aws::s3_client(&cfg), bucket, None)),
         );
+        let queue: Arc<dyn WorkQueue> = Arc::new(baton_aws::SqsQueue::new(sqs.clone(), queue_url));
+        let scheduling = crate::scheduling::for_aws(&cfg, store.table().clone(), queue.clone());
         Ok(Backend {
             store,
-            queue: Arc::new(baton_aws::SqsQueue::new(sqs.clone(), queue_url)),
+            queue,
+            scheduler: Some(scheduling.scheduler),
+            embedded_scheduler: scheduling.embedded,
             dead_letters: dlq_url.map(|u| DeadLetters::Sqs(Arc::new(baton_aws::SqsQueue::new(sqs, u)))),
             embedded_queue: None,
         })

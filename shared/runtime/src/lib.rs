@@ -11,6 +11,7 @@
 mod app;
 mod backend;
 mod config;
+pub mod scheduling;
 pub mod secrets;
 
 pub use app::App;
