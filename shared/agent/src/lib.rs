@@ -14,12 +14,14 @@
 
 pub mod agent;
 pub mod budget;
+pub mod compaction;
 pub mod context;
 pub mod reaper;
 pub mod reply;
 pub mod sanitize;
 pub mod schedules;
 pub mod segment;
+pub mod tokens;
 pub mod worker;
 
 pub use agent::{AgentConfig, Agents};
