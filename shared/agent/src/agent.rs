@@ -1,5 +1,6 @@
 //! Agent configurations: what a task runs with.
 
+use crate::config_file::{ApprovalRules, ContextSettings, Escalation};
 use baton_core::Limits;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,10 +14,29 @@ pub struct AgentConfig {
     pub max_tokens: u32,
     /// Names of the tools it may use; `None` means every registered tool.
     pub tools: Option<Vec<String>>,
-    /// Budgets given to each new task.
+    /// Budgets given to each new task. `deadline_at` is relative here
+    /// (milliseconds after the task's creation); ingest makes it absolute.
     pub limits: Limits,
     /// Tool results longer than this many characters are cut, with a marker.
     pub max_tool_result_chars: usize,
+    /// What it is for: shown to a parent choosing whom to delegate to.
+    pub description: Option<String>,
+    /// Models tried in order when `model` is overloaded or keeps failing.
+    pub fallback_models: Vec<String>,
+    /// A stronger model to switch to after repeated tool errors.
+    pub escalation: Option<Escalation>,
+    /// Per-task caps on the calls of one tool, by tool name.
+    pub tool_call_caps: BTreeMap<String, u32>,
+    /// The same call (tool and arguments) this many times ends the task.
+    pub max_identical_calls: u32,
+    /// Per-task cost budget in US dollars; `None`: none.
+    pub max_cost_usd: Option<f64>,
+    /// Which tool calls wait for a human decision.
+    pub approval: ApprovalRules,
+    /// The context pipeline's thresholds.
+    pub context: ContextSettings,
+    /// Named agents its `delegate` calls may start.
+    pub delegates: Vec<String>,
 }
 
 impl AgentConfig {
@@ -29,6 +49,15 @@ impl AgentConfig {
             tools: None,
             limits: Limits::default(),
             max_tool_result_chars: 16_000,
+            description: None,
+            fallback_models: Vec::new(),
+            escalation: None,
+            tool_call_caps: BTreeMap::new(),
+            max_identical_calls: 3,
+            max_cost_usd: None,
+            approval: ApprovalRules::default(),
+            context: ContextSettings::default(),
+            delegates: Vec::new(),
         }
     }
 

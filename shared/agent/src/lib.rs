@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod budget;
 pub mod compaction;
+pub mod config_file;
 pub mod context;
 pub mod reaper;
 pub mod reply;
