@@ -272,7 +272,7 @@ impl EmbeddedScheduler {
 impl Scheduler for EmbeddedScheduler {
     async fn upsert(&self, plan: &SchedulePlan) -> Result<(), SchedulerError> {
         let (expr, tz) = parse(&plan.expression, &plan.timezone)?;
-        if plan.one_time != (!expr.is_recurring()) {
+        if plan.one_time == expr.is_recurring() {
             return Err(SchedulerError::Invalid(
                 "one_time must be set exactly for at(...) expressions".into(),
             ));
