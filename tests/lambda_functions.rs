@@ -45,7 +45,9 @@ impl Stack {
             .expect("moto must be installed for these tests");
         let cfg = moto.sdk_config().await;
         let names = ResourceNames::for_stack(name);
-        let env = baton_aws::bootstrap(&cfg, &names, 3, 30).await.expect("bootstrap the stack in moto");
+        let env = baton_aws::bootstrap(&cfg, &names, 3, 30)
+            .await
+            .expect("bootstrap the stack in moto");
         // Same account and region as the work queue's ARN.
         let dlq_arn = match env.queue_arn.rsplit_once(':') {
             Some((prefix, _)) => format!("{prefix}:{}", names.dlq),
@@ -54,10 +56,23 @@ impl Stack {
         let sqs = baton_aws::sqs_client(&cfg);
         let queue = SqsQueue::new(sqs, env.queue_url.clone());
         let store = TaskStore::new(
-            Arc::new(DynamoTable::new(baton_aws::dynamodb_client(&cfg), env.table.clone())),
-            Arc::new(S3Blobs::new(baton_aws::s3_client(&cfg), env.trace_bucket.clone(), None)),
+            Arc::new(DynamoTable::new(
+                baton_aws::dynamodb_client(&cfg),
+                env.table.clone(),
+            )),
+            Arc::new(S3Blobs::new(
+                baton_aws::s3_client(&cfg),
+                env.trace_bucket.clone(),
+                None,
+            )),
         );
-        Stack { moto, env, dlq_arn, queue, store }
+        Stack {
+            moto,
+            env,
+            dlq_arn,
+            queue,
+            store,
+        }
     }
 
     /// The function's own environment, as the SAM template would set it.
@@ -69,13 +84,20 @@ impl Stack {
             ("BATON_QUEUE_ARN".into(), self.env.queue_arn.clone()),
             ("BATON_DLQ_URL".into(), self.env.dlq_url.clone()),
             ("BATON_TRACE_BUCKET".into(), self.env.trace_bucket.clone()),
-            ("BATON_SCHEDULE_GROUP".into(), self.env.schedule_group.clone()),
+            (
+                "BATON_SCHEDULE_GROUP".into(),
+                self.env.schedule_group.clone(),
+            ),
             ("BATON_LLM_PROVIDER".into(), "scripted".into()),
             ("BATON_API_TOKEN".into(), API_TOKEN.into()),
             ("SLACK_SIGNING_SECRET".into(), SLACK_SECRET.into()),
             ("RUST_LOG".into(), "info".into()),
         ];
-        v.extend(extra.iter().map(|(k, val)| (k.to_string(), val.to_string())));
+        v.extend(
+            extra
+                .iter()
+                .map(|(k, val)| (k.to_string(), val.to_string())),
+        );
         v
     }
 
@@ -83,19 +105,30 @@ impl Stack {
     async fn drain(&self) -> Vec<Delivery> {
         let mut all = Vec::new();
         loop {
-            let got = self.queue.receive(10, Duration::ZERO).await.expect("receive from moto");
+            let got = self
+                .queue
+                .receive(10, Duration::ZERO)
+                .await
+                .expect("receive from moto");
             if got.is_empty() {
                 return all;
             }
             for d in &got {
-                self.queue.delete(&d.receipt).await.expect("delete from moto");
+                self.queue
+                    .delete(&d.receipt)
+                    .await
+                    .expect("delete from moto");
             }
             all.extend(got);
         }
     }
 
     async fn task(&self, id: &TaskId) -> Task {
-        self.store.get(id).await.expect("read the task from moto").expect("the task exists")
+        self.store
+            .get(id)
+            .await
+            .expect("read the task from moto")
+            .expect("the task exists")
     }
 }
 
@@ -106,13 +139,22 @@ fn sample(name: &str) -> Value {
 }
 
 fn now_secs() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs() as i64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs() as i64
 }
 
 /// An API Gateway HTTP API (payload 2.0) event, shaped like
 /// `events/apigw_http_post_tasks.json`. `base64` sends the body the way API
 /// Gateway sends non-text content types.
-fn apigw(method: &str, path: &str, headers: &[(&str, String)], body: Option<&[u8]>, base64: bool) -> Value {
+fn apigw(
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: Option<&[u8]>,
+    base64: bool,
+) -> Value {
     let mut e = sample("apigw_http_post_tasks.json");
     let route = format!("{method} {path}");
     e["routeKey"] = json!(route);
@@ -121,7 +163,12 @@ fn apigw(method: &str, path: &str, headers: &[(&str, String)], body: Option<&[u8
     e["requestContext"]["http"]["method"] = json!(method);
     e["requestContext"]["http"]["path"] = json!(path);
     let h = e["headers"].as_object_mut().expect("sample headers");
-    for k in ["authorization", "content-type", "content-length", "idempotency-key"] {
+    for k in [
+        "authorization",
+        "content-type",
+        "content-length",
+        "idempotency-key",
+    ] {
         h.remove(k);
     }
     for (k, v) in headers {
@@ -148,16 +195,24 @@ fn apigw(method: &str, path: &str, headers: &[(&str, String)], body: Option<&[u8
 /// The status and JSON body of an API Gateway (payload 2.0) response.
 fn http(outcome: &Outcome) -> (u16, Value) {
     let r = outcome.json_response().expect("the function answered");
-    let status = r["statusCode"].as_u64().unwrap_or_else(|| panic!("no statusCode in {r}")) as u16;
+    let status = r["statusCode"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no statusCode in {r}")) as u16;
     let text = match (r["body"].as_str(), r["isBase64Encoded"].as_bool()) {
         (None, _) => String::new(),
         (Some(b), Some(true)) => String::from_utf8(
-            base64::engine::general_purpose::STANDARD.decode(b).expect("base64 response body"),
+            base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .expect("base64 response body"),
         )
         .expect("UTF-8 response body"),
         (Some(b), _) => b.to_owned(),
     };
-    let body = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(json!(text)) };
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(json!(text))
+    };
     (status, body)
 }
 
@@ -167,7 +222,9 @@ fn bearer() -> (&'static str, String) {
 
 fn slack_headers(body: &[u8], content_type: &str, secret: &str) -> Vec<(&'static str, String)> {
     let mut h: Vec<(&'static str, String)> = vec![("content-type", content_type.to_owned())];
-    for (k, v) in baton_slack::testing::signed_headers(&SigningSecret::new(secret), body, now_secs()) {
+    for (k, v) in
+        baton_slack::testing::signed_headers(&SigningSecret::new(secret), body, now_secs())
+    {
         let k: &'static str = if k.eq_ignore_ascii_case("x-slack-signature") {
             "x-slack-signature"
         } else {
@@ -201,8 +258,17 @@ fn sqs_event(deliveries: &[Delivery], source_arn: &str) -> Value {
 /// `batchItemFailures` item identifiers of a worker response.
 fn failures(outcome: &Outcome) -> Vec<String> {
     let r = outcome.json_response().expect("the worker answered");
-    let list = r["batchItemFailures"].as_array().unwrap_or_else(|| panic!("no batchItemFailures in {r}"));
-    list.iter().map(|f| f["itemIdentifier"].as_str().expect("itemIdentifier").to_owned()).collect()
+    let list = r["batchItemFailures"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no batchItemFailures in {r}"));
+    list.iter()
+        .map(|f| {
+            f["itemIdentifier"]
+                .as_str()
+                .expect("itemIdentifier")
+                .to_owned()
+        })
+        .collect()
 }
 
 async fn invoke(api: &RuntimeApi, f: &FunctionProcess, event: &Value) -> Outcome {
@@ -233,22 +299,39 @@ async fn submit(api: &RuntimeApi, ingest: &FunctionProcess, input: &str) -> Task
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
-    let bins = tokio::task::spawn_blocking(binaries).await.expect("build task").expect("function binaries");
+    let bins = tokio::task::spawn_blocking(binaries)
+        .await
+        .expect("build task")
+        .expect("function binaries");
     let stack = Stack::start("lambda-ingest").await;
     let api = RuntimeApi::start().await;
     let ingest = spawn(&bins.ingest, &api, &stack.vars(&[]));
 
     // The runtime is up and polling before any event exists.
-    assert!(api.wait_for_poll(1, INVOKE_TIMEOUT).await.is_some(), "never polled; {}", ingest.describe());
+    assert!(
+        api.wait_for_poll(1, INVOKE_TIMEOUT).await.is_some(),
+        "never polled; {}",
+        ingest.describe()
+    );
 
-    let (status, body) = http(&invoke(&api, &ingest, &apigw("GET", "/healthz", &[], None, false)).await);
+    let (status, body) =
+        http(&invoke(&api, &ingest, &apigw("GET", "/healthz", &[], None, false)).await);
     assert_eq!((status, body), (200, json!({"ok": true})));
 
     // Slack's URL verification: signed JSON, answered with the challenge.
     let verify = sample("slack_url_verification.json");
-    let challenge = verify["challenge"].as_str().expect("sample challenge").to_owned();
+    let challenge = verify["challenge"]
+        .as_str()
+        .expect("sample challenge")
+        .to_owned();
     let raw = verify.to_string().into_bytes();
-    let event = apigw("POST", "/slack/events", &slack_headers(&raw, "application/json", SLACK_SECRET), Some(&raw), false);
+    let event = apigw(
+        "POST",
+        "/slack/events",
+        &slack_headers(&raw, "application/json", SLACK_SECRET),
+        Some(&raw),
+        false,
+    );
     let (status, body) = http(&invoke(&api, &ingest, &event).await);
     assert_eq!((status, body), (200, json!({ "challenge": challenge })));
 
@@ -256,18 +339,42 @@ async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
     let mut mention = sample("slack_app_mention.json");
     mention["event_id"] = json!(format!("EvLambda{}", now_secs()));
     let raw = mention.to_string().into_bytes();
-    let forged = apigw("POST", "/slack/events", &slack_headers(&raw, "application/json", "not-the-secret"), Some(&raw), false);
+    let forged = apigw(
+        "POST",
+        "/slack/events",
+        &slack_headers(&raw, "application/json", "not-the-secret"),
+        Some(&raw),
+        false,
+    );
     let (status, body) = http(&invoke(&api, &ingest, &forged).await);
     assert_eq!(status, 401, "{body}");
-    assert!(body["error"].as_str().is_some_and(|e| e.contains("signature")), "{body}");
-    assert!(stack.drain().await.is_empty(), "a refused request queued work");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("signature")),
+        "{body}"
+    );
+    assert!(
+        stack.drain().await.is_empty(),
+        "a refused request queued work"
+    );
 
     // A signed mention is verified, deduped and queued; Slack's retry of the
     // same event queues nothing more.
-    let signed = apigw("POST", "/slack/events", &slack_headers(&raw, "application/json", SLACK_SECRET), Some(&raw), false);
+    let signed = apigw(
+        "POST",
+        "/slack/events",
+        &slack_headers(&raw, "application/json", SLACK_SECRET),
+        Some(&raw),
+        false,
+    );
     for attempt in 0..2 {
         let (status, body) = http(&invoke(&api, &ingest, &signed).await);
-        assert_eq!((status, &body), (200, &json!({"ok": true})), "attempt {attempt}");
+        assert_eq!(
+            (status, &body),
+            (200, &json!({"ok": true})),
+            "attempt {attempt}"
+        );
     }
     let wakes = stack.drain().await;
     assert_eq!(wakes.len(), 1, "one wake for one Slack event: {wakes:?}");
@@ -276,13 +383,28 @@ async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
 
     // POST /tasks with the bearer token: 202, a task id, and its wake is
     // really in SQS.
-    let unauthorised = apigw("POST", "/tasks", &[("content-type", "application/json".into())], Some(b"{\"input\":\"x\"}"), false);
+    let unauthorised = apigw(
+        "POST",
+        "/tasks",
+        &[("content-type", "application/json".into())],
+        Some(b"{\"input\":\"x\"}"),
+        false,
+    );
     assert_eq!(http(&invoke(&api, &ingest, &unauthorised).await).0, 401);
     let task_id = submit(&api, &ingest, "#steps=2 hello from Lambda").await;
     let wakes = stack.drain().await;
     assert_eq!(wakes.len(), 1, "{wakes:?}");
-    assert_eq!(Wake::parse(&wakes[0].body).expect("a wake").task_id, task_id);
-    let get = apigw("GET", &format!("/tasks/{task_id}"), &[bearer()], None, false);
+    assert_eq!(
+        Wake::parse(&wakes[0].body).expect("a wake").task_id,
+        task_id
+    );
+    let get = apigw(
+        "GET",
+        &format!("/tasks/{task_id}"),
+        &[bearer()],
+        None,
+        false,
+    );
     let (status, body) = http(&invoke(&api, &ingest, &get).await);
     assert_eq!((status, &body["status"]), (200, &json!("queued")), "{body}");
 
@@ -299,12 +421,32 @@ async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
         f
     };
     let mut headers = slack_headers(&form, form_type, SLACK_SECRET);
-    let bad = apigw("POST", "/slack/interactivity", &headers, Some(&tampered_form), true);
-    assert_eq!(http(&invoke(&api, &ingest, &bad).await).0, 401, "a body that is not the signed one");
+    let bad = apigw(
+        "POST",
+        "/slack/interactivity",
+        &headers,
+        Some(&tampered_form),
+        true,
+    );
+    assert_eq!(
+        http(&invoke(&api, &ingest, &bad).await).0,
+        401,
+        "a body that is not the signed one"
+    );
     assert!(!stack.task(&task_id).await.cancel_requested);
-    let (status, body) = http(&invoke(&api, &ingest, &apigw("POST", "/slack/interactivity", &headers, Some(&form), true)).await);
+    let (status, body) = http(
+        &invoke(
+            &api,
+            &ingest,
+            &apigw("POST", "/slack/interactivity", &headers, Some(&form), true),
+        )
+        .await,
+    );
     assert_eq!((status, &body), (200, &json!({"ok": true})));
-    assert!(stack.task(&task_id).await.cancel_requested, "the cancel button reached the task");
+    assert!(
+        stack.task(&task_id).await.cancel_requested,
+        "the cancel button reached the task"
+    );
     assert_eq!(stack.drain().await.len(), 1, "the cancel wake");
     // A stale timestamp is refused too.
     headers.retain(|(k, _)| *k != "x-slack-request-timestamp");
@@ -313,7 +455,8 @@ async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
     assert_eq!(http(&invoke(&api, &ingest, &stale).await).0, 401);
 
     // Unknown routes and malformed input get a JSON 4xx.
-    let (status, body) = http(&invoke(&api, &ingest, &apigw("GET", "/nope", &[], None, false)).await);
+    let (status, body) =
+        http(&invoke(&api, &ingest, &apigw("GET", "/nope", &[], None, false)).await);
     assert_eq!(status, 404, "{body}");
     assert!(body["error"].is_string(), "{body}");
 
@@ -321,21 +464,33 @@ async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
     // function keeps serving.
     match api.invoke(&json!({"hello": "world"}), INVOKE_TIMEOUT).await {
         Ok(Outcome::Error { .. }) => {}
-        other => panic!("expected an invocation error, got {other:?}; {}", ingest.describe()),
+        other => panic!(
+            "expected an invocation error, got {other:?}; {}",
+            ingest.describe()
+        ),
     }
-    let (status, _) = http(&invoke(&api, &ingest, &apigw("GET", "/healthz", &[], None, false)).await);
+    let (status, _) =
+        http(&invoke(&api, &ingest, &apigw("GET", "/healthz", &[], None, false)).await);
     assert_eq!(status, 200);
 
     assert!(api.init_errors().is_empty(), "{:?}", api.init_errors());
     assert!(api.violations().is_empty(), "{:?}", api.violations());
     // Secrets never reach the logs.
     let log = ingest.log();
-    assert!(!log.contains(API_TOKEN) && !log.contains(SLACK_SECRET), "a secret was logged");
+    assert!(
+        !log.contains(API_TOKEN) && !log.contains(SLACK_SECRET),
+        "a secret was logged"
+    );
 }
 
 /// Feeds every queued message to the worker, as an event source mapping
 /// with batch size 10 would, until the task ends. Returns the batches run.
-async fn run_until_done(stack: &Stack, api: &RuntimeApi, worker: &FunctionProcess, task: &TaskId) -> usize {
+async fn run_until_done(
+    stack: &Stack,
+    api: &RuntimeApi,
+    worker: &FunctionProcess,
+    task: &TaskId,
+) -> usize {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut batches = 0;
     loop {
@@ -343,17 +498,34 @@ async fn run_until_done(stack: &Stack, api: &RuntimeApi, worker: &FunctionProces
         if t.status.is_terminal() {
             return batches;
         }
-        assert!(Instant::now() < deadline, "task still {:?} after 60 s; {}", t.status, worker.describe());
-        let got = stack.queue.receive(10, Duration::from_secs(1)).await.expect("receive from moto");
+        assert!(
+            Instant::now() < deadline,
+            "task still {:?} after 60 s; {}",
+            t.status,
+            worker.describe()
+        );
+        let got = stack
+            .queue
+            .receive(10, Duration::from_secs(1))
+            .await
+            .expect("receive from moto");
         if got.is_empty() {
             continue;
         }
         let outcome = invoke(api, worker, &sqs_event(&got, &stack.env.queue_arn)).await;
         let failed = failures(&outcome);
-        assert!(failed.is_empty(), "batch {batches} failed {failed:?}; {}", worker.describe());
+        assert!(
+            failed.is_empty(),
+            "batch {batches} failed {failed:?}; {}",
+            worker.describe()
+        );
         // The event source mapping deletes what the batch did not fail.
         for d in &got {
-            stack.queue.delete(&d.receipt).await.expect("delete from moto");
+            stack
+                .queue
+                .delete(&d.receipt)
+                .await
+                .expect("delete from moto");
         }
         batches += 1;
     }
@@ -361,53 +533,118 @@ async fn run_until_done(stack: &Stack, api: &RuntimeApi, worker: &FunctionProces
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_runs_a_task_to_success_across_segments() {
-    let bins = tokio::task::spawn_blocking(binaries).await.expect("build task").expect("function binaries");
+    let bins = tokio::task::spawn_blocking(binaries)
+        .await
+        .expect("build task")
+        .expect("function binaries");
     let stack = Stack::start("lambda-worker").await;
     let api = RuntimeApi::start().await;
     let ingest_api = RuntimeApi::start().await;
     let ingest = spawn(&bins.ingest, &ingest_api, &stack.vars(&[]));
     // A 1 ms segment budget: every segment does one unit of work and hands
     // over through SQS, so the task needs several invocations.
-    let worker = spawn(&bins.worker, &api, &stack.vars(&[("BATON_SEGMENT_BUDGET_MS", "1")]));
+    let worker = spawn(
+        &bins.worker,
+        &api,
+        &stack.vars(&[("BATON_SEGMENT_BUDGET_MS", "1")]),
+    );
 
     let task_id = submit(&ingest_api, &ingest, "#steps=2 what time is it?").await;
     let batches = run_until_done(&stack, &api, &worker, &task_id).await;
 
     let task = stack.task(&task_id).await;
-    assert_eq!(task.status, TaskStatus::Succeeded, "{:?}; {}", task.error, worker.describe());
+    assert_eq!(
+        task.status,
+        TaskStatus::Succeeded,
+        "{:?}; {}",
+        task.error,
+        worker.describe()
+    );
     assert_eq!(task.steps, 2);
-    assert!(task.segments >= 2, "handed over between segments: {} segments", task.segments);
+    assert!(
+        task.segments >= 2,
+        "handed over between segments: {} segments",
+        task.segments
+    );
     assert!(batches >= 2, "{batches} batches");
-    assert!(task.result.as_deref().is_some_and(|r| r.contains("done after 2 steps")), "{:?}", task.result);
+    assert!(
+        task.result
+            .as_deref()
+            .is_some_and(|r| r.contains("done after 2 steps")),
+        "{:?}",
+        task.result
+    );
     assert!(stack.drain().await.is_empty(), "no wake left behind");
     // The trace reached S3.
-    let traces = stack.store.blobs().list(&format!("traces/{task_id}/")).await.expect("list traces");
+    let traces = stack
+        .store
+        .blobs()
+        .list(&format!("traces/{task_id}/"))
+        .await
+        .expect("list traces");
     assert!(!traces.is_empty(), "no trace written");
     assert!(api.violations().is_empty(), "{:?}", api.violations());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_reports_poison_records_and_fails_dead_lettered_tasks() {
-    let bins = tokio::task::spawn_blocking(binaries).await.expect("build task").expect("function binaries");
+    let bins = tokio::task::spawn_blocking(binaries)
+        .await
+        .expect("build task")
+        .expect("function binaries");
     let stack = Stack::start("lambda-dlq").await;
     let api = RuntimeApi::start().await;
     let ingest_api = RuntimeApi::start().await;
     let ingest = spawn(&bins.ingest, &ingest_api, &stack.vars(&[]));
-    let worker = spawn(&bins.worker, &api, &stack.vars(&[("BATON_DLQ_ARN", &stack.dlq_arn)]));
+    let worker = spawn(
+        &bins.worker,
+        &api,
+        &stack.vars(&[("BATON_DLQ_ARN", &stack.dlq_arn)]),
+    );
 
     let task_id = submit(&ingest_api, &ingest, "#steps=1 never run").await;
     let wake = stack.drain().await.pop().expect("the task's wake");
 
     // A poison record beside a good one: only the poison one is reported,
     // so SQS retries just it (and finally moves it to the DLQ).
-    stack.queue.send("not json", Duration::ZERO).await.expect("send to moto");
-    let poison = stack.queue.receive(1, Duration::from_secs(2)).await.expect("receive").pop().expect("the poison message");
+    stack
+        .queue
+        .send("not json", Duration::ZERO)
+        .await
+        .expect("send to moto");
+    let poison = stack
+        .queue
+        .receive(1, Duration::from_secs(2))
+        .await
+        .expect("receive")
+        .pop()
+        .expect("the poison message");
     let reap = {
-        stack.queue.send(r#"{"kind":"reap"}"#, Duration::ZERO).await.expect("send to moto");
-        stack.queue.receive(1, Duration::from_secs(2)).await.expect("receive").pop().expect("the reap message")
+        stack
+            .queue
+            .send(r#"{"kind":"reap"}"#, Duration::ZERO)
+            .await
+            .expect("send to moto");
+        stack
+            .queue
+            .receive(1, Duration::from_secs(2))
+            .await
+            .expect("receive")
+            .pop()
+            .expect("the reap message")
     };
-    let outcome = invoke(&api, &worker, &sqs_event(&[poison.clone(), reap], &stack.env.queue_arn)).await;
-    assert_eq!(failures(&outcome), vec![poison.message_id.clone()], "{}", worker.describe());
+    let outcome = invoke(
+        &api,
+        &worker,
+        &sqs_event(&[poison.clone(), reap], &stack.env.queue_arn),
+    )
+    .await;
+    assert_eq!(
+        failures(&outcome),
+        vec![poison.message_id.clone()],
+        "{}",
+        worker.describe()
+    );
 
     // The task's wake, delivered from the dead-letter queue after three
     // failed attempts: the task ends failed with a reason.
@@ -428,16 +665,29 @@ async fn worker_reports_poison_records_and_fails_dead_lettered_tasks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_function_that_cannot_start_exits_and_says_why() {
-    let bins = tokio::task::spawn_blocking(binaries).await.expect("build task").expect("function binaries");
+    let bins = tokio::task::spawn_blocking(binaries)
+        .await
+        .expect("build task")
+        .expect("function binaries");
     let api = RuntimeApi::start().await;
     // No BATON_TABLE: the AWS backend cannot be built.
     let vars = vec![("BATON_LLM_PROVIDER".to_owned(), "scripted".to_owned())];
     for exe in [&bins.ingest, &bins.worker] {
         let mut f = spawn(exe, &api, &vars);
         let status = tokio::task::block_in_place(|| f.wait_exit(Duration::from_secs(20)));
-        let status = status.unwrap_or_else(|| panic!("still running without its configuration; {}", f.describe()));
+        let status = status
+            .unwrap_or_else(|| panic!("still running without its configuration; {}", f.describe()));
         assert!(!status.success(), "exited successfully; {}", f.describe());
-        assert!(f.log().contains("BATON_TABLE"), "the error names the variable; {}", f.describe());
+        assert!(
+            f.log().contains("BATON_TABLE"),
+            "the error names the variable; {}",
+            f.describe()
+        );
     }
-    assert!(api.wait_for_poll(1, Duration::from_millis(10)).await.is_none(), "polled for events without an app");
+    assert!(
+        api.wait_for_poll(1, Duration::from_millis(10))
+            .await
+            .is_none(),
+        "polled for events without an app"
+    );
 }

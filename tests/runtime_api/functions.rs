@@ -35,10 +35,16 @@ pub fn binaries() -> Result<Binaries, String> {
 fn locate_or_build() -> Result<Binaries, String> {
     if let Some(dir) = std::env::var_os("BATON_LAMBDA_BIN_DIR").filter(|d| !d.is_empty()) {
         let dir = PathBuf::from(dir);
-        let b = Binaries { ingest: dir.join("ingest"), worker: dir.join("worker") };
+        let b = Binaries {
+            ingest: dir.join("ingest"),
+            worker: dir.join("worker"),
+        };
         for p in [&b.ingest, &b.worker] {
             if !p.is_file() {
-                return Err(format!("BATON_LAMBDA_BIN_DIR: {} does not exist", p.display()));
+                return Err(format!(
+                    "BATON_LAMBDA_BIN_DIR: {} does not exist",
+                    p.display()
+                ));
             }
         }
         return Ok(b);
@@ -48,8 +54,7 @@ fn locate_or_build() -> Result<Binaries, String> {
 
 /// Where the running test executable was built: `(target dir, target
 /// triple if cross-building, profile name)`. The executable lives in
-/// `<target>[/<triple>]/<profile dir>/deps/`; the target dir is the one
-/// holding cargo's `CACHEDIR.TAG`.
+/// `<target>[/<triple>]/<profile dir>/deps/`.
 fn build_location() -> Result<(PathBuf, Option<String>, String), String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let profile_dir = exe
@@ -61,15 +66,23 @@ fn build_location() -> Result<(PathBuf, Option<String>, String), String> {
         Some(name) => name.to_owned(),
         None => return Err(format!("no profile directory above {}", exe.display())),
     };
-    let parent = profile_dir.parent().ok_or("profile directory has no parent")?;
-    if parent.join("CACHEDIR.TAG").is_file() {
-        return Ok((parent.to_path_buf(), None, profile));
+    let parent = profile_dir
+        .parent()
+        .ok_or("profile directory has no parent")?;
+    // Cargo keeps `.rustc_info.json` (and `CACHEDIR.TAG`) at the top of the
+    // target directory; one level further up means a `--target` triple.
+    let is_target =
+        |d: &Path| d.join(".rustc_info.json").is_file() || d.join("CACHEDIR.TAG").is_file();
+    match parent.parent() {
+        Some(up) if !is_target(parent) && is_target(up) => {
+            let triple = parent
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_owned);
+            Ok((up.to_path_buf(), triple, profile))
+        }
+        _ => Ok((parent.to_path_buf(), None, profile)),
     }
-    let target = parent.parent().filter(|t| t.join("CACHEDIR.TAG").is_file()).ok_or_else(|| {
-        format!("cannot find the cargo target directory above {}", profile_dir.display())
-    })?;
-    let triple = parent.file_name().and_then(|n| n.to_str()).map(str::to_owned);
-    Ok((target.to_path_buf(), triple, profile))
 }
 
 fn build() -> Result<Binaries, String> {
@@ -78,7 +91,15 @@ fn build() -> Result<Binaries, String> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
-        .args(["build", "--quiet", "-p", "ingest", "-p", "worker", "--message-format=json-render-diagnostics"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "ingest",
+            "-p",
+            "worker",
+            "--message-format=json-render-diagnostics",
+        ])
         .args(["--profile", &profile])
         .env("CARGO_TARGET_DIR", &target_dir)
         .stdout(Stdio::piped())
@@ -86,28 +107,63 @@ fn build() -> Result<Binaries, String> {
     if let Some(t) = &triple {
         cmd.args(["--target", t]);
     }
+    // Cargo gives the running test its own package's CARGO_MANIFEST_DIR,
+    // CARGO_PKG_* and so on. Passed on, build scripts that watch them (ring's
+    // does) would rerun and rebuild half the dependency tree on every test
+    // run, so the nested build gets a clean cargo environment.
+    for (key, _) in std::env::vars_os() {
+        let Some(k) = key.to_str() else { continue };
+        let keep = [
+            "CARGO_HOME",
+            "CARGO_BUILD_",
+            "CARGO_PROFILE_",
+            "CARGO_REGISTRIES_",
+            "CARGO_NET_",
+            "CARGO_HTTP_",
+        ]
+        .iter()
+        .any(|p| k.starts_with(p))
+            || matches!(
+                k,
+                "CARGO_TERM_COLOR" | "CARGO_INCREMENTAL" | "CARGO_TARGET_DIR"
+            );
+        if (k.starts_with("CARGO_") && !keep) || k == "OUT_DIR" {
+            cmd.env_remove(k);
+        }
+    }
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("cannot run cargo: {e}"))?;
     let stdout = child.stdout.take().ok_or("no cargo stdout")?;
     let (mut ingest, mut worker) = (None, None);
     for line in std::io::BufReader::new(stdout).lines() {
         let line = line.map_err(|e| format!("reading cargo output: {e}"))?;
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
         if msg["reason"] != "compiler-artifact" {
             continue;
         }
-        let Some(exe) = msg["executable"].as_str() else { continue };
+        let Some(exe) = msg["executable"].as_str() else {
+            continue;
+        };
         match msg["target"]["name"].as_str() {
             Some("ingest") => ingest = Some(PathBuf::from(exe)),
             Some("worker") => worker = Some(PathBuf::from(exe)),
             _ => {}
         }
     }
-    let status = child.wait().map_err(|e| format!("waiting for cargo: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo: {e}"))?;
     if !status.success() {
-        return Err(format!("`cargo build -p ingest -p worker --profile {profile}` failed: {status}"));
+        return Err(format!(
+            "`cargo build -p ingest -p worker --profile {profile}` failed: {status}"
+        ));
     }
-    eprintln!("built the function binaries ({profile}) in {:.1?}", started.elapsed());
+    eprintln!(
+        "built the function binaries ({profile}) in {:.1?}",
+        started.elapsed()
+    );
     match (ingest, worker) {
         (Some(ingest), Some(worker)) => Ok(Binaries { ingest, worker }),
         _ => Err("cargo built but did not name the ingest and worker executables".into()),
@@ -130,11 +186,22 @@ impl FunctionProcess {
     /// Starts `exe` against the Runtime API at `runtime_api` (`host:port`)
     /// with the function variables `vars`. stdout and stderr (the JSON log
     /// lines) go to a temporary file, see [`FunctionProcess::log`].
-    pub fn spawn(exe: &Path, runtime_api: &str, vars: &[(String, String)]) -> std::io::Result<Self> {
-        let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("function").to_owned();
+    pub fn spawn(
+        exe: &Path,
+        runtime_api: &str,
+        vars: &[(String, String)],
+    ) -> std::io::Result<Self> {
+        let name = exe
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("function")
+            .to_owned();
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let log = std::env::temp_dir().join(format!("baton-lambda-{name}-{}-{seq}.log", std::process::id()));
+        let log = std::env::temp_dir().join(format!(
+            "baton-lambda-{name}-{}-{seq}.log",
+            std::process::id()
+        ));
         let out = std::fs::File::create(&log)?;
         let err = out.try_clone()?;
         let mut cmd = Command::new(exe);
@@ -145,7 +212,10 @@ impl FunctionProcess {
             .env("AWS_LAMBDA_FUNCTION_NAME", format!("baton-test-{name}"))
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
             .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/baton-test-{name}"))
+            .env(
+                "AWS_LAMBDA_LOG_GROUP_NAME",
+                format!("/aws/lambda/baton-test-{name}"),
+            )
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/01/01/[$LATEST]test")
             .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
             .env("AWS_EXECUTION_ENV", "AWS_Lambda_provided.al2023")
@@ -162,7 +232,12 @@ impl FunctionProcess {
         }
         let spawned = Instant::now();
         let child = cmd.spawn()?;
-        Ok(FunctionProcess { child, spawned, log, name })
+        Ok(FunctionProcess {
+            child,
+            spawned,
+            log,
+            name,
+        })
     }
 
     /// The process id.
@@ -207,7 +282,14 @@ impl FunctionProcess {
     /// A context line for assertion messages: the name and the log tail.
     pub fn describe(&self) -> String {
         let log = self.log();
-        let tail: String = log.chars().rev().take(4000).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = log
+            .chars()
+            .rev()
+            .take(4000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         format!("{} (pid {}) log:\n{tail}", self.name, self.child.id())
     }
 }

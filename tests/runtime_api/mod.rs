@@ -75,9 +75,15 @@ impl Outcome {
     /// The response body as JSON; an error outcome is an `Err` naming it.
     pub fn json_response(&self) -> Result<serde_json::Value, String> {
         match self {
-            Outcome::Response { body, .. } => serde_json::from_slice(body)
-                .map_err(|e| format!("response is not JSON ({e}): {}", String::from_utf8_lossy(body))),
-            Outcome::Error { error_type, body, .. } => Err(format!(
+            Outcome::Response { body, .. } => serde_json::from_slice(body).map_err(|e| {
+                format!(
+                    "response is not JSON ({e}): {}",
+                    String::from_utf8_lossy(body)
+                )
+            }),
+            Outcome::Error {
+                error_type, body, ..
+            } => Err(format!(
                 "invocation failed ({error_type:?}): {}",
                 String::from_utf8_lossy(body)
             )),
@@ -96,7 +102,10 @@ impl Outcome {
 #[derive(Debug)]
 pub enum WaitError {
     /// No outcome within the time allowed.
-    Timeout { request_id: String, waited: Duration },
+    Timeout {
+        request_id: String,
+        waited: Duration,
+    },
     /// The server stopped before an outcome arrived.
     Gone { request_id: String },
 }
@@ -105,9 +114,15 @@ impl std::fmt::Display for WaitError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WaitError::Timeout { request_id, waited } => {
-                write!(f, "no response to invocation {request_id} within {waited:?}")
+                write!(
+                    f,
+                    "no response to invocation {request_id} within {waited:?}"
+                )
             }
-            WaitError::Gone { request_id } => write!(f, "runtime API stopped before invocation {request_id} ended"),
+            WaitError::Gone { request_id } => write!(
+                f,
+                "runtime API stopped before invocation {request_id} ended"
+            ),
         }
     }
 }
@@ -128,7 +143,10 @@ impl Pending {
         match tokio::time::timeout(timeout, self.rx).await {
             Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(_)) => Err(WaitError::Gone { request_id }),
-            Err(_) => Err(WaitError::Timeout { request_id, waited: timeout }),
+            Err(_) => Err(WaitError::Timeout {
+                request_id,
+                waited: timeout,
+            }),
         }
     }
 }
@@ -183,7 +201,10 @@ impl RuntimeApi {
         });
         let app = Router::new()
             .route("/2018-06-01/runtime/invocation/next", get(next))
-            .route("/2018-06-01/runtime/invocation/{id}/response", post(response))
+            .route(
+                "/2018-06-01/runtime/invocation/{id}/response",
+                post(response),
+            )
             .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
             .route("/2018-06-01/runtime/init/error", post(init_error))
             .fallback(unknown)
@@ -200,7 +221,13 @@ impl RuntimeApi {
                 })
                 .await;
         });
-        RuntimeApi { addr, shared, tx, next_id: AtomicU64::new(1), shutdown: Some(stop) }
+        RuntimeApi {
+            addr,
+            shared,
+            tx,
+            next_id: AtomicU64::new(1),
+            shutdown: Some(stop),
+        }
     }
 
     /// `host:port`, the value of `AWS_LAMBDA_RUNTIME_API`.
@@ -220,18 +247,34 @@ impl RuntimeApi {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request_id = format!("00000000-0000-4000-8000-{n:012}");
         let deadline = SystemTime::now() + timeout;
-        let deadline_ms = deadline.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let deadline_ms = deadline
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
         let (otx, orx) = oneshot::channel();
         lock(&self.shared.waiting).insert(request_id.clone(), otx);
         // The receiver lives in `shared`, as long as `self`.
-        let _ = self.tx.send(Invocation { request_id: request_id.clone(), event, deadline_ms });
-        Pending { request_id, rx: orx }
+        let _ = self.tx.send(Invocation {
+            request_id: request_id.clone(),
+            event,
+            deadline_ms,
+        });
+        Pending {
+            request_id,
+            rx: orx,
+        }
     }
 
     /// Queues `event` (function timeout 60 s) and waits at most `timeout`
     /// for its outcome.
-    pub async fn invoke(&self, event: &serde_json::Value, timeout: Duration) -> Result<Outcome, WaitError> {
-        self.enqueue(event, Duration::from_secs(60)).wait(timeout).await
+    pub async fn invoke(
+        &self,
+        event: &serde_json::Value,
+        timeout: Duration,
+    ) -> Result<Outcome, WaitError> {
+        self.enqueue(event, Duration::from_secs(60))
+            .wait(timeout)
+            .await
     }
 
     /// Waits until `next` has been called at least `n` times in all (the
@@ -271,7 +314,9 @@ impl Drop for RuntimeApi {
 }
 
 fn invalid_request_id(shared: &Shared, what: &str, id: &str) -> Response {
-    lock(&shared.violations).push(format!("{what} for unknown or already answered invocation {id}"));
+    lock(&shared.violations).push(format!(
+        "{what} for unknown or already answered invocation {id}"
+    ));
     let body = serde_json::json!({"errorMessage": format!("invalid request id {id}"), "errorType": "InvalidRequestID"});
     (StatusCode::BAD_REQUEST, body.to_string()).into_response()
 }
@@ -286,7 +331,11 @@ async fn next(State(shared): State<Arc<Shared>>) -> Response {
         queue.recv().await
     };
     let Some(inv) = invocation else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "runtime API shutting down").into_response();
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "runtime API shutting down",
+        )
+            .into_response();
     };
     let mut response = (StatusCode::OK, inv.event).into_response();
     let headers = response.headers_mut();
@@ -297,22 +346,38 @@ async fn next(State(shared): State<Arc<Shared>>) -> Response {
     };
     set("lambda-runtime-aws-request-id", inv.request_id.clone());
     set("lambda-runtime-deadline-ms", inv.deadline_ms.to_string());
-    set("lambda-runtime-invoked-function-arn", FUNCTION_ARN.to_owned());
-    set("lambda-runtime-trace-id", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0".to_owned());
+    set(
+        "lambda-runtime-invoked-function-arn",
+        FUNCTION_ARN.to_owned(),
+    );
+    set(
+        "lambda-runtime-trace-id",
+        "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0".to_owned(),
+    );
     set("content-type", "application/json".to_owned());
     response
 }
 
-async fn response(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes) -> Response {
+async fn response(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
     let Some(tx) = lock(&shared.waiting).remove(&id) else {
         return invalid_request_id(&shared, "response", &id);
     };
-    let _ = tx.send(Outcome::Response { body: body.to_vec(), at: Instant::now() });
+    let _ = tx.send(Outcome::Response {
+        body: body.to_vec(),
+        at: Instant::now(),
+    });
     (StatusCode::ACCEPTED, r#"{"status":"OK"}"#).into_response()
 }
 
 fn error_type(headers: &HeaderMap) -> Option<String> {
-    headers.get("lambda-runtime-function-error-type").and_then(|v| v.to_str().ok()).map(str::to_owned)
+    headers
+        .get("lambda-runtime-function-error-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 async fn error(
@@ -324,12 +389,23 @@ async fn error(
     let Some(tx) = lock(&shared.waiting).remove(&id) else {
         return invalid_request_id(&shared, "error", &id);
     };
-    let _ = tx.send(Outcome::Error { error_type: error_type(&headers), body: body.to_vec(), at: Instant::now() });
+    let _ = tx.send(Outcome::Error {
+        error_type: error_type(&headers),
+        body: body.to_vec(),
+        at: Instant::now(),
+    });
     (StatusCode::ACCEPTED, r#"{"status":"OK"}"#).into_response()
 }
 
-async fn init_error(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    lock(&shared.init_errors).push(InitError { error_type: error_type(&headers), body: body.to_vec() });
+async fn init_error(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    lock(&shared.init_errors).push(InitError {
+        error_type: error_type(&headers),
+        body: body.to_vec(),
+    });
     (StatusCode::ACCEPTED, r#"{"status":"OK"}"#).into_response()
 }
 
