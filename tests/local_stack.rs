@@ -142,7 +142,7 @@ async fn kill_nine_while_ten_tasks_run_loses_nothing(backend: Backend) {
     for id in &ids {
         let task = app.wait_done(id, Duration::from_secs(120)).await;
         assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
-        assert_eq!(task["steps"], 5);
+        assert_eq!(task["steps"], 5, "{task}\n{}", app.log().lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect::<Vec<_>>().join("\n"));
         assert_clean_transcript(&app.events(id).await, 5);
     }
 }

@@ -193,8 +193,9 @@ impl TestApp {
 
     pub async fn submit_ok(&self, input: &str) -> String {
         let r = self.submit(input, None).await;
-        assert_eq!(r.status(), 202);
-        let v: Value = r.json().await.expect("json");
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert_eq!(status, 202, "POST /tasks answered {v}; log:\n{}", self.log());
         v["task_id"].as_str().expect("task_id").to_owned()
     }
 
@@ -297,5 +298,14 @@ pub fn assert_clean_transcript(events: &[Value], steps: u64) {
     expected.sort();
     assert_eq!(results, expected, "every tool call has exactly one result");
     let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
-    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "transcript is gap-free and append-only");
+    let summary: Vec<String> = events
+        .iter()
+        .map(|e| format!("{} {} {}", e["seq"], e["type"], e["detail"].as_str().or(e["call_id"].as_str()).unwrap_or("")))
+        .collect();
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "transcript is gap-free and append-only:\n{}",
+        summary.join("\n")
+    );
 }

@@ -200,6 +200,25 @@ fn answers(port: u16) -> bool {
     stream.read_exact(&mut buf).is_ok() && &buf == b"HTTP/"
 }
 
+/// The wrapper that serialises moto's DynamoDB requests (see
+/// `moto_serialized.py`: moto's conditional writes are not atomic under
+/// concurrent requests, DynamoDB's are). Run by the Python interpreter
+/// beside `moto_server`; plain `moto_server` when there is none.
+const SERIALISED_WRAPPER: &str = include_str!("moto_serialized.py");
+
+fn serialised_command(exe: &Path) -> Command {
+    let python = exe.parent().map(|bin| bin.join("python3")).filter(|p| p.exists());
+    let script = std::env::temp_dir().join(format!("baton-moto-serialized-{}.py", std::process::id()));
+    match python {
+        Some(python) if std::fs::write(&script, SERIALISED_WRAPPER).is_ok() => {
+            let mut c = Command::new(python);
+            c.arg(script);
+            c
+        }
+        _ => Command::new(exe),
+    }
+}
+
 impl MotoServer {
     /// Starts moto on a free loopback port and waits (up to 20 s) until it
     /// answers. Blocks the calling thread meanwhile.
@@ -226,7 +245,8 @@ impl MotoServer {
             std::env::temp_dir().join(format!("baton-moto-{}-{port}.log", std::process::id()));
         let out = std::fs::File::create(&log)?;
         let err = out.try_clone()?;
-        let child = Command::new(exe)
+        let mut command = serialised_command(exe);
+        let child = command
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(out)

@@ -290,6 +290,8 @@ impl TaskStore {
         let mut next = task.clone();
         next.version = task.version + 1;
         next.updated_at = now.max(task.updated_at);
+        let commit_id = uuid::Uuid::new_v4().simple().to_string();
+        next.last_commit = Some(commit_id.clone());
         let (entries, items) = self.entry_items(&mut next, new_entries, now).await?;
         let mut writes = vec![Write::Put {
             item: self.task_item(&next)?,
@@ -317,7 +319,15 @@ impl TaskStore {
                 ))
             }
             Err(TableError::ConditionFailed { .. }) | Err(TableError::Contention) => {
-                Err(StoreError::Conflict(task.id.clone()))
+                // A retried write that had in fact applied fails its own
+                // condition: the stored commit id tells.
+                match self.get(&task.id).await? {
+                    Some(stored) if stored.last_commit.as_deref() == Some(commit_id.as_str()) => {
+                        *task = stored;
+                        Ok(entries)
+                    }
+                    _ => Err(StoreError::Conflict(task.id.clone())),
+                }
             }
             Err(e) => Err(e.into()),
         }
@@ -460,5 +470,159 @@ impl TaskStore {
             Err(TableError::ConditionFailed { .. }) | Err(TableError::Contention) => Ok(false),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{Limits, Origin};
+    use async_trait::async_trait;
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Mutex;
+
+    /// An in-memory table that can pretend a successful write failed, as an
+    /// SDK retry of a write that had in fact applied does.
+    #[derive(Default)]
+    struct FlakyTable {
+        items: Mutex<BTreeMap<Key, Item>>,
+        lie_after_next_write: AtomicBool,
+    }
+
+    #[async_trait]
+    impl Table for FlakyTable {
+        async fn get(&self, key: &Key) -> Result<Option<Item>, TableError> {
+            Ok(self.items.lock().unwrap().get(key).cloned())
+        }
+        async fn query(&self, pk: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<Item>, TableError> {
+            let items = self.items.lock().unwrap();
+            Ok(items
+                .values()
+                .filter(|i| i.key.pk == pk && i.key.sk.starts_with(prefix) && after.is_none_or(|a| i.key.sk.as_str() > a))
+                .take(limit)
+                .cloned()
+                .collect())
+        }
+        async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError> {
+            let items = self.items.lock().unwrap();
+            Ok(items.values().filter(|i| i.index.as_deref() == Some(index)).take(limit).cloned().collect())
+        }
+        async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
+            let mut items = self.items.lock().unwrap();
+            for (index, w) in writes.iter().enumerate() {
+                let (key, condition) = match w {
+                    Write::Put { item, condition } => (&item.key, condition),
+                    Write::Delete { key, condition } => (key, condition),
+                };
+                let ok = match condition {
+                    Condition::None => true,
+                    Condition::NotExists => !items.contains_key(key),
+                    Condition::VersionIs(v) => items.get(key).is_some_and(|i| i.version == *v),
+                };
+                if !ok {
+                    return Err(TableError::ConditionFailed { index });
+                }
+            }
+            for w in writes {
+                match w {
+                    Write::Put { item, .. } => {
+                        items.insert(item.key.clone(), item);
+                    }
+                    Write::Delete { key, .. } => {
+                        items.remove(&key);
+                    }
+                }
+            }
+            if self.lie_after_next_write.swap(false, Ordering::SeqCst) {
+                return Err(TableError::ConditionFailed { index: 0 });
+            }
+            Ok(())
+        }
+    }
+
+    struct NoBlobs;
+
+    #[async_trait]
+    impl BlobStore for NoBlobs {
+        async fn put(&self, _: &str, _: Vec<u8>) -> Result<(), BlobError> {
+            Err(BlobError::Unavailable("no blobs in this test".into()))
+        }
+        async fn get(&self, _: &str) -> Result<Option<Vec<u8>>, BlobError> {
+            Ok(None)
+        }
+        async fn list(&self, _: &str) -> Result<Vec<String>, BlobError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn store() -> (TaskStore, Arc<FlakyTable>) {
+        let table = Arc::new(FlakyTable::default());
+        (TaskStore::new(table.clone(), Arc::new(NoBlobs)), table)
+    }
+
+    fn new_task() -> Task {
+        Task::new(TaskId::generate(), "default", Origin::Http, None, Limits::default(), now_ms())
+    }
+
+    #[tokio::test]
+    async fn an_applied_commit_reported_as_failed_is_recognised_not_repeated() {
+        let (store, table) = store();
+        let task = new_task();
+        store.create(&task, vec![EntryKind::UserMessage { text: "hi".into() }], None).await.unwrap();
+        let mut current = store.get(&task.id).await.unwrap().unwrap();
+        table.lie_after_next_write.store(true, Ordering::SeqCst);
+        current.steps += 1;
+        let written = store
+            .commit(&mut current, vec![EntryKind::UserMessage { text: "once".into() }])
+            .await
+            .expect("the commit applied, so it must be reported as applied");
+        assert_eq!(written.len(), 1);
+        let transcript = store.transcript(&task.id).await.unwrap();
+        assert_eq!(transcript.len(), 2, "applied exactly once");
+        assert_eq!(current.version, 2);
+        assert_eq!(store.get(&task.id).await.unwrap().unwrap().steps, 1);
+    }
+
+    #[tokio::test]
+    async fn a_stale_commit_conflicts_and_update_reapplies_on_fresh_state() {
+        let (store, _) = store();
+        let task = new_task();
+        store.create(&task, Vec::new(), None).await.unwrap();
+        let mut stale = store.get(&task.id).await.unwrap().unwrap();
+        store.update(&task.id, None, |t| {
+            t.inbox.push("steer".into());
+            Ok(Some(Vec::new()))
+        })
+        .await
+        .unwrap();
+        assert!(matches!(store.commit(&mut stale, Vec::new()).await, Err(StoreError::Conflict(_))));
+        let (fresh, _) = store
+            .update(&task.id, Some(stale), |t| {
+                t.steps += 1;
+                Ok(Some(Vec::new()))
+            })
+            .await
+            .unwrap();
+        assert_eq!(fresh.inbox, vec!["steer".to_owned()], "the concurrent write survives");
+        assert_eq!(fresh.steps, 1);
+    }
+
+    #[tokio::test]
+    async fn dedupe_claims_act_once() {
+        let (store, _) = store();
+        let task = new_task();
+        assert_eq!(store.create(&task, Vec::new(), Some("k")).await.unwrap(), Created::New(task.id.clone()));
+        let other = new_task();
+        assert_eq!(store.create(&other, Vec::new(), Some("k")).await.unwrap(), Created::Duplicate(task.id.clone()));
+        assert!(store.get(&other.id).await.unwrap().is_none(), "the duplicate wrote nothing");
+        let steer = |t: &mut Task| {
+            t.inbox.push("x".into());
+            Ok(Some(Vec::new()))
+        };
+        store.update_claiming(&task.id, None, Some("s"), steer).await.unwrap();
+        let again = store.update_claiming(&task.id, None, Some("s"), steer).await;
+        assert!(matches!(again, Err(StoreError::AlreadyClaimed(_))));
+        assert_eq!(store.get(&task.id).await.unwrap().unwrap().inbox.len(), 1);
     }
 }

@@ -142,6 +142,11 @@ pub struct Task {
     /// into the transcript at the next step boundary.
     #[serde(default)]
     pub inbox: Vec<String>,
+    /// Id of the commit that wrote this version. A writer whose commit
+    /// failed ambiguously (a timeout, or an SDK retry of a write that had in
+    /// fact succeeded) reads it back to learn whether its commit applied.
+    #[serde(default)]
+    pub last_commit: Option<String>,
 }
 
 impl Task {
@@ -173,6 +178,7 @@ impl Task {
             waiting_for: None,
             cancel_requested: false,
             inbox: Vec::new(),
+            last_commit: None,
         }
     }
 
