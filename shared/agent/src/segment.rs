@@ -2,6 +2,7 @@
 //! budget allows, then hand over, finish, or wait.
 
 use crate::budget::SegmentBudget;
+use crate::compaction::{self, CompactionError};
 use crate::context::build_request;
 use crate::sanitize::{is_no_reply, sanitize};
 use crate::worker::Worker;
@@ -55,6 +56,10 @@ pub(crate) struct Leg<'w> {
     spans: SpanRecorder,
     segment_span: String,
     segment_start: i64,
+    /// At most one compaction attempt per leg, so a failing summariser
+    /// cannot eat the budget.
+    compaction_tried: bool,
+    compaction_ran: bool,
 }
 
 impl<'w> Leg<'w> {
@@ -104,6 +109,8 @@ impl<'w> Leg<'w> {
             spans: SpanRecorder::new(),
             segment_span: new_span_id(),
             segment_start,
+            compaction_tried: false,
+            compaction_ran: false,
         };
         let result = leg.steps().await;
         leg.write_trace(&result).await;
@@ -167,16 +174,12 @@ impl<'w> Leg<'w> {
                 if let Some(end) = self.deliver(answer).await? {
                     return Ok(end);
                 }
+                // A message arrived while answering: it is the new input.
+                self.drain_inbox().await?;
                 continue;
             }
             // Steering: messages that arrived while we ran.
-            if !self.task.inbox.is_empty() {
-                self.commit(|t| {
-                    let msgs = std::mem::take(&mut t.inbox);
-                    Some(msgs.into_iter().map(|text| EntryKind::UserMessage { text }).collect())
-                })
-                .await?;
-            }
+            self.drain_inbox().await?;
             let limits = &self.task.limits;
             if self.task.steps >= limits.max_steps {
                 let msg = format!("step limit reached ({} steps) before a final answer", limits.max_steps);
@@ -189,10 +192,109 @@ impl<'w> Leg<'w> {
             if !self.budget.fits_another() {
                 return self.hand_over().await;
             }
+            if let Some(end) = self.maybe_compact().await? {
+                return Ok(end);
+            }
+            if self.compaction_ran {
+                // Compaction used this unit of time: check the budget again.
+                self.compaction_ran = false;
+                continue;
+            }
             if let Some(end) = self.llm_step().await? {
                 return Ok(end);
             }
         }
+    }
+
+    /// Compaction, when the context is large or `/compact` was asked for:
+    /// older turns are summarised by the model into a summary entry; if
+    /// summarising fails the history stays as it is. A bare `/compact`
+    /// answers and ends the task.
+    async fn maybe_compact(&mut self) -> Result<Option<LegEnd>, LegError> {
+        let agent = self.w.agents.resolve(&self.task.agent).clone();
+        let forced = compaction::compact_requested(&self.transcript);
+        if self.compaction_tried || !(forced || compaction::needs_compaction(&agent, &self.transcript)) {
+            return Ok(None);
+        }
+        self.compaction_tried = true;
+        self.compaction_ran = true;
+        let started = now_ms();
+        let clock = Instant::now();
+        let outcome = compaction::compact(&agent, &self.transcript, self.w.llm.as_ref()).await;
+        self.budget.record(clock.elapsed());
+        let mut attrs = serde_json::Map::new();
+        attrs.insert("error".into(), json!(outcome.is_err()));
+        self.spans.record("compaction", Some(&self.segment_span), started, attrs);
+        match &outcome {
+            Ok(done) => {
+                let (entry, usage) = (done.entry.clone(), done.usage);
+                self.commit(|t| {
+                    t.usage.add(usage);
+                    Some(vec![entry.clone()])
+                })
+                .await?;
+            }
+            Err(CompactionError::EmptySummary { usage }) => {
+                let usage = *usage;
+                self.commit(|t| {
+                    t.usage.add(usage);
+                    Some(Vec::new())
+                })
+                .await?;
+            }
+            Err(e) => tracing::warn!(error = %e, "compaction failed; history kept"),
+        }
+        if forced && !compaction::answer_needed(&self.transcript) {
+            let msg = match &outcome {
+                Ok(d) => format!("Compacted: {} earlier messages are now a summary.", d.summarised_messages),
+                Err(CompactionError::NothingToCompact) => "Nothing to compact yet.".to_owned(),
+                Err(e) => format!("Could not compact ({e}); the history is unchanged."),
+            };
+            self.w.replies.answer(&self.task, &msg).await.map_err(|e| LegError::Transient(e.to_string()))?;
+            return self.end(TaskStatus::Succeeded, Some(msg), None).await.map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Loop detection: the same tool call (name and arguments) requested
+    /// `max_identical_calls` times means the model is stuck.
+    fn repeated_call(&self, max_identical: u32) -> Option<String> {
+        let mut seen: std::collections::HashMap<(String, String), u32> = std::collections::HashMap::new();
+        for e in &self.transcript {
+            if let EntryKind::AssistantMessage { tool_calls, .. } = &e.kind {
+                for c in tool_calls {
+                    let n = seen.entry((c.name.clone(), c.arguments.to_string())).or_default();
+                    *n += 1;
+                    if *n >= max_identical.max(2) {
+                        return Some(c.name.clone());
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// How many calls of `tool` the task has made so far.
+    fn calls_of(&self, tool: &str) -> u32 {
+        self.transcript
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::AssistantMessage { tool_calls, .. } => Some(tool_calls.iter().filter(|c| c.name == tool).count() as u32),
+                _ => None,
+            })
+            .sum()
+    }
+
+    /// Moves messages that arrived while the task ran into the transcript.
+    async fn drain_inbox(&mut self) -> Result<(), LegError> {
+        if self.task.inbox.is_empty() {
+            return Ok(());
+        }
+        self.commit(|t| {
+            let msgs = std::mem::take(&mut t.inbox);
+            Some(msgs.into_iter().map(|text| EntryKind::UserMessage { text }).collect())
+        })
+        .await
     }
 
     /// Phase one: one LLM call, checkpointed with its tool calls before any
@@ -242,6 +344,14 @@ impl<'w> Leg<'w> {
             }])
         })
         .await?;
+        if let Some(tool) = self.repeated_call(agent.max_identical_calls) {
+            let msg = format!(
+                "stopped: the model asked for the same `{tool}` call with the same arguments {} times, \
+                 so it is not making progress",
+                agent.max_identical_calls.max(2)
+            );
+            return self.end(TaskStatus::Failed, None, Some(msg)).await.map(Some);
+        }
         Ok(None)
     }
 
@@ -262,6 +372,18 @@ impl<'w> Leg<'w> {
                     ToolOutput::error(format!("unknown tool `{}`", call.name)),
                     agent.max_tool_result_chars,
                 )),
+                Some(_) if agent.tool_call_caps.get(&call.name).is_some_and(|cap| self.calls_of(&call.name) > *cap) => {
+                    let cap = agent.tool_call_caps.get(&call.name).copied().unwrap_or_default();
+                    immediate.push(result_entry(
+                        step,
+                        &call,
+                        ToolOutput::error(format!(
+                            "refused: `{}` may be called at most {cap} times per task, and that is used up",
+                            call.name
+                        )),
+                        agent.max_tool_result_chars,
+                    ));
+                }
                 Some(tool) => {
                     let idempotent = tool.idempotent(&call.arguments);
                     if was_started && !idempotent {

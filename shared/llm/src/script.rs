@@ -8,7 +8,7 @@
 //!
 //! | directive | effect |
 //! | --- | --- |
-//! | `#steps=N` (1..=1000) | turns 1..N-1 call `current_time` with `{}`; turn N answers `[scripted model] done after N steps` |
+//! | `#steps=N` (1..=1000) | turns 1..N-1 call `current_time` (a different `timezone` each call); turn N answers `[scripted model] done after N steps` |
 //! | `#parallel=K` (1..=100) | with `#steps`, K calls per tool turn |
 //! | `#tool=NAME` `#args={"json":"object"}` | turn 1 calls NAME; turn 2 answers `[scripted model] tool NAME said: <result>` |
 //! | `#sleep=MS` | wait that long before every answer |
@@ -196,6 +196,18 @@ enum Action {
     Call(Vec<(String, Value)>),
 }
 
+/// Zones the `#steps` calls of `current_time` cycle through.
+const ZONES: [&str; 40] = [
+    "UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "Europe/London",
+    "America/Los_Angeles", "Asia/Kolkata", "Africa/Cairo", "America/Sao_Paulo", "Europe/Paris",
+    "Asia/Shanghai", "America/Chicago", "Europe/Madrid", "Asia/Singapore", "Pacific/Auckland",
+    "Europe/Rome", "America/Denver", "Asia/Dubai", "Africa/Johannesburg", "Europe/Moscow",
+    "America/Toronto", "Asia/Seoul", "Europe/Amsterdam", "America/Mexico_City", "Asia/Jakarta",
+    "Europe/Stockholm", "America/Bogota", "Asia/Bangkok", "Europe/Vienna", "America/Lima",
+    "Asia/Manila", "Europe/Warsaw", "America/Halifax", "Asia/Karachi", "Europe/Athens",
+    "America/Anchorage", "Asia/Tehran", "Europe/Lisbon", "Pacific/Honolulu",
+];
+
 fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
     if !d.errors.is_empty() {
         return Action::Answer(format!("{LABEL}invalid directive: {}", d.errors.join("; ")));
@@ -203,9 +215,14 @@ fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
     let final_answer = |default: String| Action::Answer(d.reply.clone().unwrap_or(default));
     if let Some(steps) = d.steps {
         return if turn < steps as usize {
+            // A different zone each call, so a long run is not mistaken for
+            // a stuck loop (the same call with the same arguments).
             Action::Call(
-                (0..d.parallel)
-                    .map(|_| ("current_time".to_string(), json!({})))
+                (0..d.parallel as usize)
+                    .map(|i| {
+                        let zone = ZONES[(turn * d.parallel as usize + i) % ZONES.len()];
+                        ("current_time".to_string(), json!({ "timezone": zone }))
+                    })
                     .collect(),
             )
         } else {

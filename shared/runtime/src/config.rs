@@ -1,5 +1,6 @@
 //! Typed configuration from the environment (see `docs/configuration.md`).
 
+use baton_agent::config_file::{AgentsConfig, AgentsSource, ConfigFileError, GlobalSettings};
 use baton_agent::{AgentConfig, Agents};
 use baton_ingest::ApiToken;
 use baton_llm::{LlmConfig, Secret};
@@ -15,6 +16,8 @@ pub enum ConfigError {
     Invalid { name: &'static str, message: String },
     #[error("{0} is required")]
     Missing(&'static str),
+    #[error("agents file: {0}")]
+    Agents(#[from] ConfigFileError),
 }
 
 fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
@@ -46,7 +49,16 @@ pub struct Config {
     pub max_segments: u32,
     /// `BATON_SYSTEM_PROMPT`: the default agent's instructions.
     pub system_prompt: Option<String>,
+    /// The agents: from the agents file (`BATON_AGENTS_TOML`,
+    /// `BATON_AGENTS_FILE` or `./baton.toml`) over the settings above.
+    pub agents: Agents,
+    /// The agents file's global settings (input guard, monthly budgets).
+    pub settings: GlobalSettings,
 }
+
+/// Tool names an agents file may name.
+pub const KNOWN_TOOLS: &[&str] =
+    &["http_request", "current_time", "schedule_create", "schedule_list", "schedule_delete"];
 
 /// Where configuration values come from: the process environment, with
 /// secrets loaded from SSM Parameter Store layered underneath.
@@ -85,7 +97,7 @@ impl Config {
         let var = |name: &str| src.var(name);
         let provider = var("BATON_LLM_PROVIDER").unwrap_or_else(|| "scripted".to_owned());
         let model_var = var("BATON_LLM_MODEL");
-        let fallbacks: Vec<String> = var("BATON_LLM_FALLBACK_MODELS")
+        let fallback_models: Vec<String> = var("BATON_LLM_FALLBACK_MODELS")
             .map(|v| v.split(',').map(|m| m.trim().to_owned()).filter(|m| !m.is_empty()).collect())
             .unwrap_or_default();
         let (llm, model) = match provider.as_str() {
@@ -96,7 +108,7 @@ impl Config {
                     base_url: var("OPENAI_BASE_URL"),
                     api_key: var("OPENAI_API_KEY").map(Secret::new),
                     model: model.clone(),
-                    fallback_models: fallbacks,
+                    fallback_models: fallback_models.clone(),
                 };
                 (llm, model)
             }
@@ -104,7 +116,7 @@ impl Config {
                 let model = model_var.unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
                 let api_key = var("ANTHROPIC_API_KEY").map(Secret::new);
                 let base_url = var("ANTHROPIC_BASE_URL");
-                let llm = LlmConfig::Anthropic { base_url, api_key, model: model.clone(), fallback_models: fallbacks };
+                let llm = LlmConfig::Anthropic { base_url, api_key, model: model.clone(), fallback_models: fallback_models.clone() };
                 (llm, model)
             }
             "bedrock" => {
@@ -141,7 +153,22 @@ impl Config {
         if max_steps == 0 {
             return Err(invalid("BATON_MAX_STEPS", "must be at least 1"));
         }
+        let system_prompt = var("BATON_SYSTEM_PROMPT");
+        let mut base = AgentConfig::new("default", &model);
+        base.limits.max_steps = max_steps;
+        base.limits.max_segments = max_segments;
+        base.fallback_models = fallback_models;
+        if let Some(p) = &system_prompt {
+            base.system_prompt = p.clone();
+        }
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let loaded = match AgentsSource::locate(|n| src.var(n), &cwd)? {
+            Some(source) => source.load(&base, KNOWN_TOOLS)?,
+            None => AgentsConfig::from_base(base),
+        };
         Ok(Config {
+            agents: loaded.agents,
+            settings: loaded.settings,
             llm,
             model,
             api_token,
@@ -150,18 +177,12 @@ impl Config {
             http_allow,
             max_steps,
             max_segments,
-            system_prompt: var("BATON_SYSTEM_PROMPT"),
+            system_prompt,
         })
     }
 
     /// The agents this configuration defines.
     pub fn agents(&self) -> Agents {
-        let mut default = AgentConfig::new("default", &self.model);
-        default.limits.max_steps = self.max_steps;
-        default.limits.max_segments = self.max_segments;
-        if let Some(p) = &self.system_prompt {
-            default.system_prompt = p.clone();
-        }
-        Agents::new(default, Vec::new())
+        self.agents.clone()
     }
 }
