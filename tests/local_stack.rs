@@ -229,6 +229,26 @@ async fn poison_message_ends_in_the_dlq_and_fails_its_task(backend: Backend) {
     assert!(error.contains("gave up after") && error.contains("could not deliver the reply"), "{error}");
 }
 
+/// `sleep` puts the task in `waiting` with no worker, and a timer wakes it.
+async fn sleep_waits_at_zero_compute_then_continues(backend: Backend) {
+    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
+    let id = app.submit_ok(r#"#tool=sleep #args={"seconds":2}"#).await;
+    let started = std::time::Instant::now();
+    let waiting = loop {
+        let t = app.task(&id).await;
+        if t["status"] == "waiting" {
+            break t;
+        }
+        assert!(started.elapsed() < LONG, "never waited: {t}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(waiting["waiting_for"]["kind"], "timer", "{waiting}");
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert!(task["result"].as_str().unwrap().contains("waited until"), "{task}");
+    assert_eq!(app.llm.request_count(), 2, "no model call while waiting");
+}
+
 /// A transcript far larger than one DynamoDB item, with a single entry
 /// larger than the offload threshold.
 async fn task_larger_than_one_item_completes(backend: Backend) {
@@ -247,6 +267,11 @@ async fn task_larger_than_one_item_completes(backend: Backend) {
 
 mod embedded {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn sleep_waits_at_zero_compute_then_continues() {
+        super::sleep_waits_at_zero_compute_then_continues(Backend::Embedded).await;
+    }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn task_spans_many_segments_openai_wire() {
@@ -306,6 +331,11 @@ mod embedded {
 
 mod aws {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn sleep_waits_at_zero_compute_then_continues() {
+        super::sleep_waits_at_zero_compute_then_continues(Backend::Aws).await;
+    }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn task_spans_many_segments_openai_wire() {

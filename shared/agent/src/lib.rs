@@ -23,6 +23,7 @@ pub mod sanitize;
 pub mod schedules;
 pub mod segment;
 pub mod tokens;
+pub mod wake;
 pub mod worker;
 
 pub use agent::{AgentConfig, Agents};

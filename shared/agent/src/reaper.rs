@@ -34,7 +34,11 @@ impl Reaper {
         let stale = now - self.stale_after.as_millis() as i64;
         let mut sent = 0;
         for task in self.store.active_tasks(10_000).await? {
-            let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running);
+            // A waiting task whose timer passed long ago lost its wake too.
+            let timer_over = task.status == TaskStatus::Waiting
+                && matches!(&task.waiting_for, Some(baton_core::WaitingFor::Timer { until })
+                    if chrono::DateTime::parse_from_rfc3339(until).is_ok_and(|u| u.timestamp_millis() < stale));
+            let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running) || timer_over;
             let unheld = task.lease.as_ref().is_none_or(|l| !l.is_live(now));
             if runnable && unheld && task.updated_at < stale {
                 tracing::info!(task_id = %task.id, "re-sending a lost wake");

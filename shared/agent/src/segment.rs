@@ -10,7 +10,7 @@ use baton_core::lease::can_acquire;
 use baton_core::trace::new_span_id;
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{
-    now_ms, Entry, EntryKind, Lease, Span, SpanRecorder, StoreError, Task, TaskId, TaskStatus, Tool,
+    now_ms, rfc3339, Entry, EntryKind, Lease, WaitingFor, Span, SpanRecorder, StoreError, Task, TaskId, TaskStatus, Tool,
     ToolCall, ToolContext, ToolOutput, Wake,
 };
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -26,6 +26,8 @@ pub enum LegEnd {
     HandedOver,
     /// The task reached a terminal status.
     Finished(TaskStatus),
+    /// The task waits (a timer), with no worker running.
+    Waiting,
     /// Nothing to do: unknown, terminal or waiting task, or the lease is
     /// held by a live segment (this wake is a duplicate).
     Dropped(&'static str),
@@ -77,10 +79,13 @@ impl<'w> Leg<'w> {
         let acquired = w
             .store
             .update(id, Some(task), |t| {
-                if t.status.is_terminal() || t.status == TaskStatus::Waiting {
+                let now = now_ms();
+                if t.status == TaskStatus::Waiting && timer_due(t, now) {
+                    // The timer is up: the wait is over.
+                    t.waiting_for = None;
+                } else if t.status.is_terminal() || t.status == TaskStatus::Waiting {
                     return Ok(None);
                 }
-                let now = now_ms();
                 if !can_acquire(t.lease.as_ref(), &owner, now) {
                     return Ok(None);
                 }
@@ -92,6 +97,12 @@ impl<'w> Leg<'w> {
             })
             .await?;
         let (task, _) = acquired;
+        if let Some(until) = pending_timer(&task) {
+            // Woken early (a duplicate, or a 15-minute hop): wait on.
+            let scheduler = w.schedules.as_ref().map(|s| s.service.scheduler().as_ref());
+            crate::wake::arm(w.queue.as_ref(), scheduler, &task.id, until).await.map_err(LegError::Transient)?;
+            return Ok(LegEnd::Dropped("timer not due yet; re-armed"));
+        }
         if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
             return Ok(LegEnd::Dropped(if task.status.is_terminal() || task.status == TaskStatus::Waiting {
                 "task is not runnable"
@@ -166,7 +177,9 @@ impl<'w> Leg<'w> {
                 if !self.budget.fits_another() {
                     return self.hand_over().await;
                 }
-                self.run_tools(step, pending).await?;
+                if let Some(end) = self.run_tools(step, pending).await? {
+                    return Ok(end);
+                }
                 continue;
             }
             // The last step was a final answer: deliver it and finish.
@@ -307,6 +320,7 @@ impl<'w> Leg<'w> {
             .iter()
             .filter(|(name, _)| agent.allows_tool(name))
             .map(|(_, t)| t.spec())
+            .chain(agent.allows_tool(crate::wake::SLEEP).then(crate::wake::sleep_spec))
             .collect();
         let request = build_request(&agent, &self.transcript, specs);
         let started = now_ms();
@@ -358,12 +372,17 @@ impl<'w> Leg<'w> {
     /// Phase two: runs the step's missing tool calls in parallel, writing
     /// each result as it completes. A non-idempotent call that was started
     /// but never recorded is not run again.
-    async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Result<(), LegError> {
+    async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Result<Option<LegEnd>, LegError> {
         let agent = self.w.agents.resolve(&self.task.agent).clone();
         let mut immediate = Vec::new();
         let mut started_marks = Vec::new();
         let mut runnable: Vec<(ToolCall, Arc<dyn Tool>)> = Vec::new();
+        let mut sleep_call = None;
         for (call, was_started) in pending {
+            if call.name == crate::wake::SLEEP && agent.allows_tool(crate::wake::SLEEP) {
+                sleep_call = Some(call);
+                continue;
+            }
             let tool = self.w.tools.get(&call.name).filter(|_| agent.allows_tool(&call.name)).cloned();
             match tool {
                 None => immediate.push(result_entry(
@@ -440,7 +459,45 @@ impl<'w> Leg<'w> {
             self.commit(|_| Some(vec![entry.clone()])).await?;
         }
         self.budget.record(batch_clock.elapsed());
-        Ok(())
+        match sleep_call {
+            Some(call) => self.start_wait(step, &call, agent.max_tool_result_chars).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The `sleep` tool: records its result and the wait in one checkpoint,
+    /// releases the lease, then arranges the wake.
+    async fn start_wait(&mut self, step: u32, call: &ToolCall, max_chars: usize) -> Result<Option<LegEnd>, LegError> {
+        let now = now_ms();
+        let until = match crate::wake::wake_time(&call.arguments, now) {
+            Ok(u) if u > now + 1000 => u,
+            Ok(_) => {
+                let entry = result_entry(step, call, ToolOutput::ok("no wait needed: that time has passed"), max_chars);
+                self.commit(|_| Some(vec![entry.clone()])).await?;
+                return Ok(None);
+            }
+            Err(e) => {
+                let entry = result_entry(step, call, ToolOutput::error(e), max_chars);
+                self.commit(|_| Some(vec![entry.clone()])).await?;
+                return Ok(None);
+            }
+        };
+        let entry = result_entry(step, call, ToolOutput::ok(format!("waited until {}", rfc3339(until))), max_chars);
+        self.commit(|t| {
+            t.status = TaskStatus::Waiting;
+            t.waiting_for = Some(WaitingFor::Timer { until: rfc3339(until) });
+            t.lease = None;
+            Some(vec![
+                entry.clone(),
+                EntryKind::Status { status: TaskStatus::Waiting, detail: format!("waiting until {}", rfc3339(until)) },
+            ])
+        })
+        .await?;
+        let scheduler = self.w.schedules.as_ref().map(|s| s.service.scheduler().as_ref());
+        crate::wake::arm(self.w.queue.as_ref(), scheduler, &self.task.id, until)
+            .await
+            .map_err(LegError::Transient)?;
+        Ok(Some(LegEnd::Waiting))
     }
 
     /// Delivers the final answer, then finishes. `None` means a message
@@ -556,6 +613,30 @@ impl<'w> Leg<'w> {
                 }
             }
         }
+    }
+}
+
+/// Whether a waiting task's timer is up.
+fn timer_due(t: &Task, now: i64) -> bool {
+    match &t.waiting_for {
+        Some(WaitingFor::Timer { until }) => {
+            chrono::DateTime::parse_from_rfc3339(until).map(|u| u.timestamp_millis() <= now).unwrap_or(true)
+        }
+        _ => false,
+    }
+}
+
+/// The time a waiting task's timer is set for, if it is not up yet.
+fn pending_timer(t: &Task) -> Option<i64> {
+    if t.status != TaskStatus::Waiting {
+        return None;
+    }
+    match &t.waiting_for {
+        Some(WaitingFor::Timer { until }) => chrono::DateTime::parse_from_rfc3339(until)
+            .ok()
+            .map(|u| u.timestamp_millis())
+            .filter(|u| *u > now_ms()),
+        _ => None,
     }
 }
 

@@ -58,7 +58,7 @@ pub struct Config {
 
 /// Tool names an agents file may name.
 pub const KNOWN_TOOLS: &[&str] =
-    &["http_request", "current_time", "schedule_create", "schedule_list", "schedule_delete"];
+    &["http_request", "current_time", "sleep", "schedule_create", "schedule_list", "schedule_delete"];
 
 /// Where configuration values come from: the process environment, with
 /// secrets loaded from SSM Parameter Store layered underneath.

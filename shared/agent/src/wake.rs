@@ -1,0 +1,166 @@
+//! Waiting at zero compute: the `sleep` tool.
+//!
+//! A task that must wait does not keep a worker: the step records the
+//! call's result and puts the task in `waiting` (with `waiting_for` a
+//! timer) in one checkpoint, and a wake is arranged for the time — a
+//! delayed queue message when it is at most 15 minutes away, else a
+//! one-time schedule. A wake that arrives early (a duplicate, or the
+//! 15-minute hops used when no scheduler is configured) re-arms the timer.
+
+use baton_core::queue::MAX_DELAY;
+use baton_core::schedule::SchedulePlan;
+use baton_core::{now_ms, rfc3339, Millis, TaskId, ToolSpec, Wake, WorkQueue};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// The tool's name.
+pub const SLEEP: &str = "sleep";
+/// The longest wait accepted.
+pub const MAX_SLEEP: Duration = Duration::from_secs(30 * 24 * 3600);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SleepArgs {
+    #[serde(default)]
+    seconds: Option<u64>,
+    #[serde(default)]
+    until: Option<String>,
+}
+
+pub fn sleep_spec() -> ToolSpec {
+    ToolSpec {
+        name: SLEEP.to_owned(),
+        description: "Pause this task until a time, without using any compute, then continue. \
+Give either `seconds` (how long to wait) or `until` (an RFC 3339 time). At most 30 days."
+            .to_owned(),
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "seconds": {"type": "integer", "minimum": 1, "description": "how long to wait"},
+                "until": {"type": "string", "format": "date-time", "description": "when to continue (RFC 3339)"}
+            },
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// When a `sleep` call asks to wake, or why its arguments are wrong.
+pub fn wake_time(arguments: &serde_json::Value, now: Millis) -> Result<Millis, String> {
+    let args: SleepArgs = serde_json::from_value(if arguments.is_null() { serde_json::json!({}) } else { arguments.clone() })
+        .map_err(|e| format!("invalid arguments: {e}"))?;
+    let until = match (args.seconds, args.until) {
+        (Some(s), None) => now.saturating_add((s.min(MAX_SLEEP.as_secs()) * 1000) as i64),
+        (None, Some(t)) => chrono::DateTime::parse_from_rfc3339(&t)
+            .map_err(|_| format!("`until` is not an RFC 3339 time: {t}"))?
+            .timestamp_millis(),
+        _ => return Err("give exactly one of `seconds` or `until`".to_owned()),
+    };
+    if until - now > MAX_SLEEP.as_millis() as i64 {
+        return Err("a wait may last at most 30 days".to_owned());
+    }
+    Ok(until)
+}
+
+/// Arranges the wake of a task waiting until `until`.
+pub async fn arm(
+    queue: &dyn WorkQueue,
+    scheduler: Option<&dyn baton_core::schedule::Scheduler>,
+    id: &TaskId,
+    until: Millis,
+) -> Result<(), String> {
+    let wake = Wake::new(id.clone(), "timer").to_body();
+    let left = Duration::from_millis((until - now_ms()).max(0) as u64);
+    match scheduler {
+        Some(s) if left > MAX_DELAY => {
+            let at = chrono::DateTime::from_timestamp_millis(until)
+                .unwrap_or_default()
+                .format("at(%Y-%m-%dT%H:%M:%S)")
+                .to_string();
+            let plan = SchedulePlan {
+                name: format!("wake-{}", id.as_str().replace('-', "")),
+                expression: at,
+                timezone: "UTC".to_owned(),
+                body: wake,
+                one_time: true,
+            };
+            s.upsert(&plan).await.map_err(|e| format!("could not schedule the wake-up for {}: {e}", rfc3339(until)))
+        }
+        // Without a scheduler, hop in 15-minute steps: each early wake re-arms.
+        _ => queue.send(&wake, left.min(MAX_DELAY)).await.map_err(|e| format!("could not queue the wake-up: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_seconds_and_until() {
+        assert_eq!(wake_time(&serde_json::json!({"seconds": 60}), 1_000), Ok(61_000));
+        assert_eq!(
+            wake_time(&serde_json::json!({"until": "1970-01-01T00:01:00Z"}), 0),
+            Ok(60_000)
+        );
+        assert!(wake_time(&serde_json::json!({}), 0).is_err());
+        assert!(wake_time(&serde_json::json!({"seconds": 1, "until": "x"}), 0).is_err());
+        assert!(wake_time(&serde_json::json!({"until": "2999-01-01T00:00:00Z"}), 0).is_err());
+        assert!(wake_time(&serde_json::json!({"minutes": 3}), 0).is_err());
+    }
+
+    use async_trait::async_trait;
+    use baton_core::schedule::{Scheduler, SchedulerError};
+    use baton_core::{Delivery, QueueError};
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Recorder {
+        plans: Mutex<Vec<SchedulePlan>>,
+        sends: Mutex<Vec<(String, Duration)>>,
+    }
+
+    #[async_trait]
+    impl Scheduler for Recorder {
+        async fn upsert(&self, plan: &SchedulePlan) -> Result<(), SchedulerError> {
+            self.plans.lock().unwrap().push(plan.clone());
+            Ok(())
+        }
+        async fn delete(&self, _: &str) -> Result<(), SchedulerError> {
+            Ok(())
+        }
+    }
+
+    #[async_trait]
+    impl WorkQueue for Recorder {
+        async fn send(&self, body: &str, delay: Duration) -> Result<(), QueueError> {
+            self.sends.lock().unwrap().push((body.to_owned(), delay));
+            Ok(())
+        }
+        async fn receive(&self, _: usize, _: Duration) -> Result<Vec<Delivery>, QueueError> {
+            Ok(Vec::new())
+        }
+        async fn delete(&self, _: &str) -> Result<(), QueueError> {
+            Ok(())
+        }
+        async fn extend(&self, _: &str, _: Duration) -> Result<(), QueueError> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn short_waits_use_a_delayed_message_long_ones_a_one_time_schedule() {
+        let r = Recorder::default();
+        let id = TaskId::generate();
+        arm(&r, Some(&r), &id, now_ms() + 60_000).await.unwrap();
+        assert_eq!(r.sends.lock().unwrap().len(), 1);
+        assert!(r.plans.lock().unwrap().is_empty());
+        arm(&r, Some(&r), &id, now_ms() + 3 * 3600 * 1000).await.unwrap();
+        let plans = r.plans.lock().unwrap();
+        assert_eq!(plans.len(), 1);
+        assert!(plans[0].one_time && plans[0].expression.starts_with("at("));
+        assert!(plans[0].body.contains(id.as_str()));
+        drop(plans);
+        // Without a scheduler: a 15-minute hop.
+        arm(&r, None, &id, now_ms() + 3 * 3600 * 1000).await.unwrap();
+        assert_eq!(r.sends.lock().unwrap().last().unwrap().1, MAX_DELAY);
+    }
+}
