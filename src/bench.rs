@@ -6,8 +6,9 @@ use anyhow::Context;
 use async_trait::async_trait;
 use baton_agent::{AgentConfig, Agents, NoReplies, SegmentBudget, Worker, WorkerSettings};
 use baton_core::{
-    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, Message, Origin, Task, TaskId,
-    TaskStatus, TaskStore, Tool, ToolCall, ToolContext, ToolOutput, ToolSpec, Usage, Wake,
+    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, Message, Origin,
+    Task, TaskId, TaskStatus, TaskStore, Tool, ToolCall, ToolContext, ToolOutput, ToolSpec, Usage,
+    Wake,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use clap::Args;
@@ -40,16 +41,32 @@ impl LlmProvider for InstantModel {
         "bench"
     }
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
-        let turn = request.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count() as u32 + 1;
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count() as u32
+            + 1;
         let tool_calls = if turn < self.steps {
-            vec![ToolCall { id: format!("call_{turn}"), name: "payload".into(), arguments: serde_json::json!({}) }]
+            vec![ToolCall {
+                id: format!("call_{turn}"),
+                name: "payload".into(),
+                arguments: serde_json::json!({}),
+            }]
         } else {
             Vec::new()
         };
         Ok(Completion {
-            content: if tool_calls.is_empty() { "done".into() } else { String::new() },
+            content: if tool_calls.is_empty() {
+                "done".into()
+            } else {
+                String::new()
+            },
             tool_calls,
-            usage: Usage { input_tokens: 10, output_tokens: 10 },
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 10,
+            },
             stop_reason: None,
             model: "bench".into(),
         })
@@ -91,7 +108,8 @@ mod tempfile_dir {
 
 fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
     let dir = std::env::temp_dir().join(format!("baton-bench-{}", uuid::Uuid::new_v4().simple()));
-    let backend = EmbeddedBackend::open(&dir, QueueConfig::default()).context("opening the embedded backend")?;
+    let backend = EmbeddedBackend::open(&dir, QueueConfig::default())
+        .context("opening the embedded backend")?;
     let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
     let mut agent = AgentConfig::new("default", "bench");
     agent.limits.max_steps = steps + 1;
@@ -106,25 +124,55 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
         Arc::new(NoReplies),
         WorkerSettings::default(),
     );
-    Ok(Rig { worker, store, _dir: tempfile_dir::TempDir(dir) })
+    Ok(Rig {
+        worker,
+        store,
+        _dir: tempfile_dir::TempDir(dir),
+    })
 }
 
 /// Runs one task to the end in one segment; returns its id.
 async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
     let mut limits = baton_core::Limits::default();
     limits.max_steps = steps + 1;
-    let task = Task::new(TaskId::generate(), "default", Origin::Http, None, limits, baton_core::now_ms());
-    rig.store.create(&task, vec![EntryKind::UserMessage { text: "benchmark".into() }], None).await?;
+    let task = Task::new(
+        TaskId::generate(),
+        "default",
+        Origin::Http,
+        None,
+        limits,
+        baton_core::now_ms(),
+    );
+    rig.store
+        .create(
+            &task,
+            vec![EntryKind::UserMessage {
+                text: "benchmark".into(),
+            }],
+            None,
+        )
+        .await?;
     let delivery = Delivery {
         message_id: "bench".into(),
         receipt: "bench".into(),
         body: Wake::new(task.id.clone(), "bench").to_body(),
         receive_count: 1,
     };
-    rig.worker.handle(&delivery, SegmentBudget::new(Duration::from_secs(3600))).await;
+    rig.worker
+        .handle(&delivery, SegmentBudget::new(Duration::from_secs(3600)))
+        .await;
     let done = rig.store.get(&task.id).await?.context("task vanished")?;
-    anyhow::ensure!(done.status == TaskStatus::Succeeded, "bench task ended {:?}: {:?}", done.status, done.error);
-    anyhow::ensure!(done.steps == steps, "expected {steps} steps, got {}", done.steps);
+    anyhow::ensure!(
+        done.status == TaskStatus::Succeeded,
+        "bench task ended {:?}: {:?}",
+        done.status,
+        done.error
+    );
+    anyhow::ensure!(
+        done.steps == steps,
+        "expected {steps} steps, got {}",
+        done.steps
+    );
     Ok(task.id)
 }
 
@@ -139,18 +187,34 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     let elapsed = started.elapsed();
     let per_step = elapsed / (args.tasks * args.steps);
-    println!("orchestration overhead: {:.3} ms per step ({} tasks x {} steps in {:.2} s)", per_step.as_secs_f64() * 1000.0, args.tasks, args.steps, elapsed.as_secs_f64());
+    println!(
+        "orchestration overhead: {:.3} ms per step ({} tasks x {} steps in {:.2} s)",
+        per_step.as_secs_f64() * 1000.0,
+        args.tasks,
+        args.steps,
+        elapsed.as_secs_f64()
+    );
 
     // Bytes written vs. final transcript size.
-    println!("\n| steps | transcript bytes | bytes written | ratio |\n| ---: | ---: | ---: | ---: |");
+    println!(
+        "\n| steps | transcript bytes | bytes written | ratio |\n| ---: | ---: | ---: | ---: |"
+    );
     for steps in [10u32, 50, 200] {
         let rig_b = rig(steps, args.result_bytes)?;
         let before = rig_b.store.bytes_written();
         let id = run_task(&rig_b, steps).await?;
         let written = rig_b.store.bytes_written() - before;
-        let transcript: usize =
-            rig_b.store.transcript(&id).await?.iter().map(|e| serde_json::to_string(e).map(|s| s.len()).unwrap_or(0)).sum();
-        println!("| {steps} | {transcript} | {written} | {:.2} |", written as f64 / transcript as f64);
+        let transcript: usize = rig_b
+            .store
+            .transcript(&id)
+            .await?
+            .iter()
+            .map(|e| serde_json::to_string(e).map(|s| s.len()).unwrap_or(0))
+            .sum();
+        println!(
+            "| {steps} | {transcript} | {written} | {:.2} |",
+            written as f64 / transcript as f64
+        );
     }
     Ok(())
 }

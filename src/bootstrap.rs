@@ -20,9 +20,14 @@ pub struct BootstrapArgs {
 pub async fn run(args: BootstrapArgs) -> anyhow::Result<()> {
     let cfg = baton_aws::load_sdk_config().await;
     let names = baton_aws::ResourceNames::for_stack(&args.prefix);
-    let env = baton_aws::bootstrap(&cfg, &names, args.max_receive_count, args.visibility_timeout)
-        .await
-        .context("bootstrap failed")?;
+    let env = baton_aws::bootstrap(
+        &cfg,
+        &names,
+        args.max_receive_count,
+        args.visibility_timeout,
+    )
+    .await
+    .context("bootstrap failed")?;
     eprintln!("# resources ready; use them with:");
     println!("{}", env.exports());
     Ok(())

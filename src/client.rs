@@ -8,7 +8,12 @@ use std::time::Duration;
 #[derive(Args, Clone)]
 pub struct ApiArgs {
     /// Base URL of the Baton HTTP API.
-    #[arg(long, global = true, default_value = "http://127.0.0.1:3000", env = "BATON_URL")]
+    #[arg(
+        long,
+        global = true,
+        default_value = "http://127.0.0.1:3000",
+        env = "BATON_URL"
+    )]
     url: String,
 }
 
@@ -46,7 +51,9 @@ fn token() -> anyhow::Result<String> {
             return Ok(t.trim().to_owned());
         }
     }
-    let dir = std::env::var("BATON_DATA_DIR").map(Into::into).unwrap_or_else(|_| crate::default_data_dir());
+    let dir = std::env::var("BATON_DATA_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|_| crate::default_data_dir());
     let path = dir.join("api-token");
     std::fs::read_to_string(&path)
         .map(|t| t.trim().to_owned())
@@ -61,23 +68,44 @@ struct Api {
 
 impl Api {
     fn new(args: &ApiArgs) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
-        Ok(Api { http, base: args.url.trim_end_matches('/').to_owned(), token: token()? })
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Api {
+            http,
+            base: args.url.trim_end_matches('/').to_owned(),
+            token: token()?,
+        })
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>, key: Option<&str>) -> anyhow::Result<Value> {
-        let mut req = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(&self.token);
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        key: Option<&str>,
+    ) -> anyhow::Result<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
         if let Some(b) = body {
             req = req.json(&b);
         }
         if let Some(k) = key {
             req = req.header("Idempotency-Key", k);
         }
-        let resp = req.send().await.with_context(|| format!("cannot reach {}", self.base))?;
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach {}", self.base))?;
         let status = resp.status();
         let value: Value = resp.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
-            let msg = value.get("error").and_then(Value::as_str).unwrap_or("no error message");
+            let msg = value
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("no error message");
             bail!("HTTP {status}: {msg}");
         }
         Ok(value)
@@ -87,7 +115,13 @@ impl Api {
 pub async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Result<()> {
     let api = Api::new(&args)?;
     match command {
-        TaskCommand::Submit { text, thread, agent, idempotency_key, wait } => {
+        TaskCommand::Submit {
+            text,
+            thread,
+            agent,
+            idempotency_key,
+            wait,
+        } => {
             let mut body = serde_json::json!({ "input": text });
             if let Some(t) = thread {
                 body["thread"] = t.into();
@@ -95,7 +129,14 @@ pub async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Result<()>
             if let Some(a) = agent {
                 body["agent"] = a.into();
             }
-            let v = api.call(reqwest::Method::POST, "/tasks", Some(body), idempotency_key.as_deref()).await?;
+            let v = api
+                .call(
+                    reqwest::Method::POST,
+                    "/tasks",
+                    Some(body),
+                    idempotency_key.as_deref(),
+                )
+                .await?;
             let id = v["task_id"].as_str().unwrap_or_default().to_owned();
             if wait {
                 eprintln!("task {id}");
@@ -106,13 +147,22 @@ pub async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Result<()>
             }
         }
         TaskCommand::Get { id } => {
-            let v = api.call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None).await?;
+            let v = api
+                .call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None)
+                .await?;
             println!("{}", serde_json::to_string_pretty(&v)?);
             Ok(())
         }
         TaskCommand::Tail { id } => tail(&api, &id).await,
         TaskCommand::Cancel { id } => {
-            let v = api.call(reqwest::Method::POST, &format!("/tasks/{id}/cancel"), None, None).await?;
+            let v = api
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/tasks/{id}/cancel"),
+                    None,
+                    None,
+                )
+                .await?;
             println!("{}", serde_json::to_string_pretty(&v)?);
             Ok(())
         }
@@ -124,17 +174,33 @@ async fn tail(api: &Api, id: &str) -> anyhow::Result<()> {
     let mut after: Option<u64> = None;
     loop {
         let q = after.map(|n| format!("?after={n}")).unwrap_or_default();
-        let v = api.call(reqwest::Method::GET, &format!("/tasks/{id}/events{q}"), None, None).await?;
+        let v = api
+            .call(
+                reqwest::Method::GET,
+                &format!("/tasks/{id}/events{q}"),
+                None,
+                None,
+            )
+            .await?;
         for e in v["events"].as_array().into_iter().flatten() {
             after = e["seq"].as_u64().or(after);
             println!("{}", describe_event(e));
         }
-        let task = api.call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None).await?;
+        let task = api
+            .call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None)
+            .await?;
         let status = task["status"].as_str().unwrap_or("?");
         if matches!(status, "succeeded" | "failed" | "cancelled") {
             // One more read so no event written just before the end is missed.
             let q = after.map(|n| format!("?after={n}")).unwrap_or_default();
-            let v = api.call(reqwest::Method::GET, &format!("/tasks/{id}/events{q}"), None, None).await?;
+            let v = api
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/tasks/{id}/events{q}"),
+                    None,
+                    None,
+                )
+                .await?;
             for e in v["events"].as_array().into_iter().flatten() {
                 println!("{}", describe_event(e));
             }
@@ -154,8 +220,12 @@ fn describe_event(e: &Value) -> String {
     let what = match e["type"].as_str().unwrap_or("") {
         "user_message" => format!("user: {}", short(e["text"].as_str().unwrap_or(""))),
         "assistant_message" => {
-            let calls: Vec<&str> =
-                e["tool_calls"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str()).collect();
+            let calls: Vec<&str> = e["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["name"].as_str())
+                .collect();
             if calls.is_empty() {
                 format!("assistant: {}", short(e["text"].as_str().unwrap_or("")))
             } else {
@@ -166,10 +236,18 @@ fn describe_event(e: &Value) -> String {
         "tool_result" => format!(
             "tool {}{}: {}",
             e["name"].as_str().unwrap_or(""),
-            if e["is_error"].as_bool() == Some(true) { " failed" } else { "" },
+            if e["is_error"].as_bool() == Some(true) {
+                " failed"
+            } else {
+                ""
+            },
             short(e["content"].as_str().unwrap_or(""))
         ),
-        "status" => format!("[{}] {}", e["status"].as_str().unwrap_or(""), e["detail"].as_str().unwrap_or("")),
+        "status" => format!(
+            "[{}] {}",
+            e["status"].as_str().unwrap_or(""),
+            e["detail"].as_str().unwrap_or("")
+        ),
         other => other.to_owned(),
     };
     format!("{seq:>4} {at} {what}")
@@ -187,7 +265,14 @@ fn short(s: &str) -> String {
 /// `baton trace ID`: spans as an indented timeline with bars.
 pub async fn run_trace(args: ApiArgs, id: &str) -> anyhow::Result<()> {
     let api = Api::new(&args)?;
-    let v = api.call(reqwest::Method::GET, &format!("/tasks/{id}/trace"), None, None).await?;
+    let v = api
+        .call(
+            reqwest::Method::GET,
+            &format!("/tasks/{id}/trace"),
+            None,
+            None,
+        )
+        .await?;
     print!("{}", render_trace(&v));
     Ok(())
 }
@@ -198,8 +283,17 @@ pub fn render_trace(v: &Value) -> String {
     if spans.is_empty() {
         return "no spans\n".to_owned();
     }
-    let start = spans.iter().filter_map(|s| s["start_ms"].as_i64()).min().unwrap_or(0);
-    let end = spans.iter().filter_map(|s| s["end_ms"].as_i64()).max().unwrap_or(start).max(start + 1);
+    let start = spans
+        .iter()
+        .filter_map(|s| s["start_ms"].as_i64())
+        .min()
+        .unwrap_or(0);
+    let end = spans
+        .iter()
+        .filter_map(|s| s["end_ms"].as_i64())
+        .max()
+        .unwrap_or(start)
+        .max(start + 1);
     let width = 40.0;
     let scale = width / (end - start) as f64;
     let depth = |s: &Value| -> usize {
@@ -210,13 +304,19 @@ pub fn render_trace(v: &Value) -> String {
             if d > 8 {
                 break;
             }
-            parent = spans.iter().find(|x| x["span_id"].as_str() == Some(&p)).and_then(|x| x["parent_id"].as_str().map(str::to_owned));
+            parent = spans
+                .iter()
+                .find(|x| x["span_id"].as_str() == Some(&p))
+                .and_then(|x| x["parent_id"].as_str().map(str::to_owned));
         }
         d
     };
     let mut out = String::new();
     for s in &spans {
-        let (a, b) = (s["start_ms"].as_i64().unwrap_or(start), s["end_ms"].as_i64().unwrap_or(start));
+        let (a, b) = (
+            s["start_ms"].as_i64().unwrap_or(start),
+            s["end_ms"].as_i64().unwrap_or(start),
+        );
         let from = ((a - start) as f64 * scale) as usize;
         let len = (((b - a) as f64 * scale) as usize).max(1);
         let bar: String = " ".repeat(from.min(40)) + &"█".repeat(len.min(40 - from.min(39)));
@@ -224,14 +324,24 @@ pub fn render_trace(v: &Value) -> String {
         let mut label = s["name"].as_str().unwrap_or("?").to_owned();
         for key in ["segment", "tool", "model", "status"] {
             if let Some(x) = attrs.get(key).filter(|x| !x.is_null()) {
-                label.push_str(&format!(" {key}={}", x.as_str().map(str::to_owned).unwrap_or_else(|| x.to_string())));
+                label.push_str(&format!(
+                    " {key}={}",
+                    x.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| x.to_string())
+                ));
             }
         }
         if attrs["error"].as_bool() == Some(true) {
             label.push_str(" ERROR");
         }
         let indent = "  ".repeat(depth(s));
-        out.push_str(&format!("{:>8}ms {:<41}|{indent}{label} ({} ms)\n", a - start, bar, b - a));
+        out.push_str(&format!(
+            "{:>8}ms {:<41}|{indent}{label} ({} ms)\n",
+            a - start,
+            bar,
+            b - a
+        ));
     }
     out
 }

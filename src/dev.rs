@@ -52,7 +52,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let visibility = Duration::from_millis(args.visibility_timeout_ms.max(300));
     let backend = match args.backend {
         BackendKind::Embedded => {
-            let queue = QueueConfig { visibility_timeout: visibility, max_receive_count: args.max_receive_count };
+            let queue = QueueConfig {
+                visibility_timeout: visibility,
+                max_receive_count: args.max_receive_count,
+            };
             Backend::embedded(&args.data_dir, queue).context("opening the embedded backend")?
         }
         BackendKind::Aws => Backend::aws_from_env().await?,
@@ -75,9 +78,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, backend = ?args.backend, data_dir = %args.data_dir.display(), "baton dev is up");
-    println!("baton dev listening on http://{addr} ({:?} backend)", args.backend);
+    println!(
+        "baton dev listening on http://{addr} ({:?} backend)",
+        args.backend
+    );
 
-    tokio::spawn(worker_pool(app.worker.clone(), app.backend.queue.clone(), args.workers.max(1), budget));
+    tokio::spawn(worker_pool(
+        app.worker.clone(),
+        app.backend.queue.clone(),
+        args.workers.max(1),
+        budget,
+    ));
     tokio::spawn(background_loops(app.clone(), visibility));
     if let Some(scheduler) = app.backend.embedded_scheduler.clone() {
         // EventBridge Scheduler's job: send each due firing to the queue.
@@ -97,25 +108,38 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
 /// Hands one HTTP request to the ingest handler, the way API Gateway hands
 /// it to the Lambda: the body in full, then the handler.
-async fn serve_one(ingest: baton_ingest::Ingest, req: axum::extract::Request) -> axum::response::Response {
+async fn serve_one(
+    ingest: baton_ingest::Ingest,
+    req: axum::extract::Request,
+) -> axum::response::Response {
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, baton_ingest::MAX_BODY_BYTES + 1).await {
         Ok(b) => b,
         Err(_) => {
             let r = baton_ingest::ApiError::new(
                 http::StatusCode::PAYLOAD_TOO_LARGE,
-                format!("request body is larger than {} bytes", baton_ingest::MAX_BODY_BYTES),
+                format!(
+                    "request body is larger than {} bytes",
+                    baton_ingest::MAX_BODY_BYTES
+                ),
             );
             return r.into_response().map(axum::body::Body::from);
         }
     };
-    let response = ingest.handle(http::Request::from_parts(parts, Bytes::from(bytes))).await;
+    let response = ingest
+        .handle(http::Request::from_parts(parts, Bytes::from(bytes)))
+        .await;
     response.map(axum::body::Body::from)
 }
 
 /// The event source mapping, played locally: receive wakes, run a segment
 /// for each (at most `slots` at once), and act on the disposition.
-async fn worker_pool(worker: Arc<Worker>, queue: Arc<dyn WorkQueue>, slots: usize, budget: Duration) {
+async fn worker_pool(
+    worker: Arc<Worker>,
+    queue: Arc<dyn WorkQueue>,
+    slots: usize,
+    budget: Duration,
+) {
     let permits = Arc::new(Semaphore::new(slots));
     loop {
         let free = permits.available_permits().max(1);
@@ -128,16 +152,22 @@ async fn worker_pool(worker: Arc<Worker>, queue: Arc<dyn WorkQueue>, slots: usiz
             }
         };
         for delivery in deliveries {
-            let Ok(permit) = permits.clone().acquire_owned().await else { return };
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
             let worker = worker.clone();
             let queue = queue.clone();
             tokio::spawn(async move {
                 let disposition = worker.handle(&delivery, SegmentBudget::new(budget)).await;
                 let result = match &disposition {
                     Disposition::Ack => queue.delete(&delivery.receipt).await,
-                    Disposition::Retry { after, .. } => queue.extend(&delivery.receipt, *after).await,
+                    Disposition::Retry { after, .. } => {
+                        queue.extend(&delivery.receipt, *after).await
+                    }
                     // Left to be redelivered until the queue dead-letters it.
-                    Disposition::Poison { .. } => queue.extend(&delivery.receipt, Duration::ZERO).await,
+                    Disposition::Poison { .. } => {
+                        queue.extend(&delivery.receipt, Duration::ZERO).await
+                    }
                 };
                 if let Err(e) = result {
                     tracing::warn!(error = %e, ?disposition, "could not settle the message");
@@ -195,7 +225,10 @@ fn dev_token(data_dir: &Path) -> anyhow::Result<baton_ingest::ApiToken> {
             t
         }
     };
-    println!("API token in {} (export BATON_API_TOKEN to choose your own)", path.display());
+    println!(
+        "API token in {} (export BATON_API_TOKEN to choose your own)",
+        path.display()
+    );
     baton_ingest::ApiToken::parse(&token).map_err(anyhow::Error::msg)
 }
 

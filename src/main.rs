@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "baton", version, about = "Run AI agents on AWS Lambda — and locally")]
+#[command(
+    name = "baton",
+    version,
+    about = "Run AI agents on AWS Lambda — and locally"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -14,12 +14,18 @@ fn a_bad_agents_file_stops_start_up_naming_the_field() {
         .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .env_clear()
-        .env("BATON_AGENTS_TOML", "[agents.default.limits]\nmax_steps = 0\n")
+        .env(
+            "BATON_AGENTS_TOML",
+            "[agents.default.limits]\nmax_steps = 0\n",
+        )
         .output()
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("agents.default.limits.max_steps"), "{stderr}");
+    assert!(
+        stderr.contains("agents.default.limits.max_steps"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -46,7 +52,9 @@ async fn agents_from_the_file_apply_to_tasks() {
         .unwrap();
     assert_eq!(r.status(), 202);
     let id: serde_json::Value = r.json().await.unwrap();
-    let task = app.wait_done(id["task_id"].as_str().unwrap(), Duration::from_secs(60)).await;
+    let task = app
+        .wait_done(id["task_id"].as_str().unwrap(), Duration::from_secs(60))
+        .await;
     assert_eq!(task["status"], "succeeded");
     let sent = app.llm.received();
     assert_eq!(sent.last().unwrap().system, "Be terse.");

@@ -10,17 +10,33 @@ use std::time::Duration;
 const LONG: Duration = Duration::from_secs(60);
 
 async fn multi_segment_task(backend: Backend, wire: Wire) {
-    let app = TestApp::spawn(Options { backend, wire, segment_budget_ms: Some(1), ..Options::default() }).await;
+    let app = TestApp::spawn(Options {
+        backend,
+        wire,
+        segment_budget_ms: Some(1),
+        ..Options::default()
+    })
+    .await;
     let id = app.submit_ok("#steps=6").await;
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}");
     assert_eq!(task["steps"], 6);
-    assert!(task["segments"].as_u64().unwrap() >= 5, "expected at least 5 segments: {task}");
+    assert!(
+        task["segments"].as_u64().unwrap() >= 5,
+        "expected at least 5 segments: {task}"
+    );
     assert_eq!(task["result"], "[scripted model] done after 6 steps");
     assert!(task["usage"]["input_tokens"].as_u64().unwrap() > 0);
     let events = app.events(&id).await;
     assert_clean_transcript(&events, 6);
-    let handovers = events.iter().filter(|e| e["detail"].as_str().is_some_and(|d| d.ends_with("handed over"))).count();
+    let handovers = events
+        .iter()
+        .filter(|e| {
+            e["detail"]
+                .as_str()
+                .is_some_and(|d| d.ends_with("handed over"))
+        })
+        .count();
     assert!(handovers >= 4, "segments hand over: {handovers}");
     // The trace has the task, its segments, and every call.
     let (status, trace) = app.get(&format!("/tasks/{id}/trace")).await;
@@ -42,9 +58,23 @@ async fn task_spans_many_segments_anthropic_wire(backend: Backend) {
 }
 
 async fn idempotency_key_gives_one_task(backend: Backend) {
-    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
-    let a: Value = app.submit("hello there", Some("key-1")).await.json().await.unwrap();
-    let b: Value = app.submit("hello there", Some("key-1")).await.json().await.unwrap();
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let a: Value = app
+        .submit("hello there", Some("key-1"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let b: Value = app
+        .submit("hello there", Some("key-1"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(a["task_id"], b["task_id"]);
     let task = app.wait_done(a["task_id"].as_str().unwrap(), LONG).await;
     assert_eq!(task["result"], "[scripted model] You said: hello there");
@@ -72,20 +102,43 @@ fn mention_event(event_id: &str, ts: &str, text: &str) -> Vec<u8> {
 }
 
 async fn slack_event_delivered_four_times_gives_one_answer(backend: Backend) {
-    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
-    let body = mention_event("Ev1", "1700000000.000100", "say **hello**  #reply=**hello** from Baton");
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let body = mention_event(
+        "Ev1",
+        "1700000000.000100",
+        "say **hello**  #reply=**hello** from Baton",
+    );
     for retry in 0..4 {
         let retry_num = retry.to_string();
-        let extra: Vec<(&str, &str)> =
-            if retry == 0 { vec![] } else { vec![("x-slack-retry-num", &retry_num), ("x-slack-retry-reason", "http_timeout")] };
-        let r = app.slack_post("/slack/events", &body, "application/json", &extra).await;
+        let extra: Vec<(&str, &str)> = if retry == 0 {
+            vec![]
+        } else {
+            vec![
+                ("x-slack-retry-num", &retry_num),
+                ("x-slack-retry-reason", "http_timeout"),
+            ]
+        };
+        let r = app
+            .slack_post("/slack/events", &body, "application/json", &extra)
+            .await;
         assert_eq!(r.status(), 200);
     }
     let posts = app.slack.wait_for_posts(1, LONG).await;
     assert_eq!(posts.len(), 1);
     assert_eq!(posts[0].channel, "C1");
-    assert_eq!(posts[0].thread_ts.as_deref(), Some("1700000000.000100"), "answered in the mention's thread");
-    assert_eq!(posts[0].text, "*hello* from Baton", "Markdown converted to mrkdwn");
+    assert_eq!(
+        posts[0].thread_ts.as_deref(),
+        Some("1700000000.000100"),
+        "answered in the mention's thread"
+    );
+    assert_eq!(
+        posts[0].text, "*hello* from Baton",
+        "Markdown converted to mrkdwn"
+    );
     // Give duplicates every chance to show up before counting.
     let more = app.slack.wait_for_posts(2, Duration::from_secs(3)).await;
     assert_eq!(more.len(), 1, "duplicates must not answer again");
@@ -93,9 +146,18 @@ async fn slack_event_delivered_four_times_gives_one_answer(backend: Backend) {
 }
 
 async fn slack_url_verification_and_ignored_events(backend: Backend) {
-    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
-    let body = serde_json::to_vec(&json!({"token": "x", "challenge": "abc123", "type": "url_verification"})).unwrap();
-    let r = app.slack_post("/slack/events", &body, "application/json", &[]).await;
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let body = serde_json::to_vec(
+        &json!({"token": "x", "challenge": "abc123", "type": "url_verification"}),
+    )
+    .unwrap();
+    let r = app
+        .slack_post("/slack/events", &body, "application/json", &[])
+        .await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.json::<Value>().await.unwrap()["challenge"], "abc123");
     let bot = serde_json::to_vec(&json!({
@@ -103,7 +165,9 @@ async fn slack_url_verification_and_ignored_events(backend: Backend) {
         "event": {"type": "message", "subtype": "bot_message", "bot_id": "B1", "text": "hi", "ts": "1.2", "channel": "D1", "channel_type": "im"}
     }))
     .unwrap();
-    let r = app.slack_post("/slack/events", &bot, "application/json", &[]).await;
+    let r = app
+        .slack_post("/slack/events", &bot, "application/json", &[])
+        .await;
     assert_eq!(r.status(), 200);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(app.llm.request_count(), 0, "bot messages are not answered");
@@ -119,7 +183,10 @@ async fn kill_nine_while_ten_tasks_run_loses_nothing(backend: Backend) {
     .await;
     let mut ids = Vec::new();
     for i in 0..10 {
-        ids.push(app.submit_ok(&format!("#steps=5 #sleep=150 task {i}")).await);
+        ids.push(
+            app.submit_ok(&format!("#steps=5 #sleep=150 task {i}"))
+                .await,
+        );
     }
     // Let them get going, then crash in the middle.
     let started = std::time::Instant::now();
@@ -134,7 +201,11 @@ async fn kill_nine_while_ten_tasks_run_loses_nothing(backend: Backend) {
         if progressed >= 3 && midway >= 1 {
             break;
         }
-        assert!(started.elapsed() < LONG, "tasks never started:\n{}", app.log());
+        assert!(
+            started.elapsed() < LONG,
+            "tasks never started:\n{}",
+            app.log()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     app.kill9();
@@ -142,20 +213,45 @@ async fn kill_nine_while_ten_tasks_run_loses_nothing(backend: Backend) {
     for id in &ids {
         let task = app.wait_done(id, Duration::from_secs(120)).await;
         assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
-        assert_eq!(task["steps"], 5, "{task}\n{}", app.log().lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect::<Vec<_>>().join("\n"));
+        assert_eq!(
+            task["steps"],
+            5,
+            "{task}\n{}",
+            app.log()
+                .lines()
+                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
         assert_clean_transcript(&app.events(id).await, 5);
     }
 }
 
 async fn cancel_ends_a_running_task(backend: Backend) {
-    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
     let id = app.submit_ok("#steps=40 #sleep=100").await;
-    let r = app.http.post(format!("{}/tasks/{id}/cancel", app.url)).bearer_auth(TOKEN).send().await.unwrap();
+    let r = app
+        .http
+        .post(format!("{}/tasks/{id}/cancel", app.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 202);
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "cancelled");
     assert!(task["steps"].as_u64().unwrap() < 40);
-    let r = app.http.post(format!("{}/tasks/{id}/cancel", app.url)).bearer_auth(TOKEN).send().await.unwrap();
+    let r = app
+        .http
+        .post(format!("{}/tasks/{id}/cancel", app.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 202, "cancelling a cancelled task is idempotent");
 }
 
@@ -170,7 +266,10 @@ async fn step_limit_fails_the_task_with_a_reason(backend: Backend) {
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "failed");
     assert_eq!(task["steps"], 3);
-    assert!(task["error"].as_str().unwrap().contains("step limit"), "{task}");
+    assert!(
+        task["error"].as_str().unwrap().contains("step limit"),
+        "{task}"
+    );
 }
 
 async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key(backend: Backend) {
@@ -189,12 +288,25 @@ async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key(backen
         ..Options::default()
     })
     .await;
-    let id = app.submit_ok(&format!("#tool=http_request #args={{\"url\":\"http://{addr}/status\"}}")).await;
+    let id = app
+        .submit_ok(&format!(
+            "#tool=http_request #args={{\"url\":\"http://{addr}/status\"}}"
+        ))
+        .await;
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}");
-    assert!(task["result"].as_str().unwrap().contains("all systems nominal"), "{task}");
+    assert!(
+        task["result"]
+            .as_str()
+            .unwrap()
+            .contains("all systems nominal"),
+        "{task}"
+    );
     let key = &server.received_requests().await.unwrap()[0].headers["idempotency-key"];
-    assert!(key.to_str().unwrap().starts_with(&format!("{id}:1:")), "key is task_id:step:call_id");
+    assert!(
+        key.to_str().unwrap().starts_with(&format!("{id}:1:")),
+        "key is task_id:step:call_id"
+    );
 }
 
 /// A reply that can never be delivered (Slack unreachable) makes every
@@ -212,7 +324,12 @@ async fn poison_message_ends_in_the_dlq_and_fails_its_task(backend: Backend) {
     })
     .await;
     let body = mention_event("EvPoison", "1700000001.000100", "hello");
-    assert_eq!(app.slack_post("/slack/events", &body, "application/json", &[]).await.status(), 200);
+    assert_eq!(
+        app.slack_post("/slack/events", &body, "application/json", &[])
+            .await
+            .status(),
+        200
+    );
     // The event's thread names its task.
     let store = app.store().await;
     let started = std::time::Instant::now();
@@ -226,12 +343,19 @@ async fn poison_message_ends_in_the_dlq_and_fails_its_task(backend: Backend) {
     let task = app.wait_done(id.as_str(), LONG).await;
     assert_eq!(task["status"], "failed", "{task}");
     let error = task["error"].as_str().unwrap();
-    assert!(error.contains("gave up after") && error.contains("could not deliver the reply"), "{error}");
+    assert!(
+        error.contains("gave up after") && error.contains("could not deliver the reply"),
+        "{error}"
+    );
 }
 
 /// `sleep` puts the task in `waiting` with no worker, and a timer wakes it.
 async fn sleep_waits_at_zero_compute_then_continues(backend: Backend) {
-    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
     let id = app.submit_ok(r#"#tool=sleep #args={"seconds":2}"#).await;
     let started = std::time::Instant::now();
     let waiting = loop {
@@ -245,14 +369,21 @@ async fn sleep_waits_at_zero_compute_then_continues(backend: Backend) {
     assert_eq!(waiting["waiting_for"]["kind"], "timer", "{waiting}");
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}");
-    assert!(task["result"].as_str().unwrap().contains("waited until"), "{task}");
+    assert!(
+        task["result"].as_str().unwrap().contains("waited until"),
+        "{task}"
+    );
     assert_eq!(app.llm.request_count(), 2, "no model call while waiting");
 }
 
 /// A transcript far larger than one DynamoDB item, with a single entry
 /// larger than the offload threshold.
 async fn task_larger_than_one_item_completes(backend: Backend) {
-    let app = TestApp::spawn(Options { backend, ..Options::default() }).await;
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
     let big = "lorem ipsum ".repeat(8_000); // ~96 KB: offloaded to the blob store
     let id = app.submit_ok(&format!("#steps=8 {big}")).await;
     let task = app.wait_done(&id, LONG).await;
@@ -260,9 +391,16 @@ async fn task_larger_than_one_item_completes(backend: Backend) {
     let events = app.events(&id).await;
     assert_clean_transcript(&events, 8);
     let first = events.iter().find(|e| e["type"] == "user_message").unwrap();
-    assert_eq!(first["text"].as_str().unwrap().len(), big.len() + "#steps=8 ".len(), "offloaded entry read back whole");
+    assert_eq!(
+        first["text"].as_str().unwrap().len(),
+        big.len() + "#steps=8 ".len(),
+        "offloaded entry read back whole"
+    );
     let input_tokens = task["usage"]["input_tokens"].as_u64().unwrap();
-    assert!(input_tokens > 8 * 20_000, "every step saw the big input: {input_tokens}");
+    assert!(
+        input_tokens > 8 * 20_000,
+        "every step saw the big input: {input_tokens}"
+    );
 }
 
 mod embedded {
@@ -315,7 +453,8 @@ mod embedded {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
-        super::http_request_tool_reaches_an_allowed_server_with_idempotency_key(Backend::Embedded).await;
+        super::http_request_tool_reaches_an_allowed_server_with_idempotency_key(Backend::Embedded)
+            .await;
     }
 
     #[tokio::test(flavor = "multi_thread")]

@@ -72,7 +72,8 @@ impl TestApp {
         let aws = match options.backend {
             Backend::Embedded => None,
             Backend::Aws => {
-                let moto = baton_aws::testing::MotoServer::start().expect("moto server (run ./scripts/test.sh to install it)");
+                let moto = baton_aws::testing::MotoServer::start()
+                    .expect("moto server (run ./scripts/test.sh to install it)");
                 let cfg = moto.sdk_config().await;
                 let names = baton_aws::ResourceNames::for_stack("baton-e2e");
                 let visibility = (options.visibility_ms / 1000).max(1) as u32;
@@ -82,7 +83,9 @@ impl TestApp {
                     .find(|(k, _)| k == "BATON_MAX_RECEIVE_COUNT")
                     .and_then(|(_, v)| v.parse().ok())
                     .unwrap_or(5);
-                let env = baton_aws::bootstrap(&cfg, &names, max_receive, visibility).await.expect("bootstrap");
+                let env = baton_aws::bootstrap(&cfg, &names, max_receive, visibility)
+                    .await
+                    .expect("bootstrap");
                 Some((moto, env))
             }
         };
@@ -117,7 +120,10 @@ impl TestApp {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("RUST_LOG", "info")
             .env("BATON_API_TOKEN", TOKEN)
-            .env("BATON_VISIBILITY_TIMEOUT_MS", self.options.visibility_ms.to_string())
+            .env(
+                "BATON_VISIBILITY_TIMEOUT_MS",
+                self.options.visibility_ms.to_string(),
+            )
             .env("SLACK_SIGNING_SECRET", SIGNING_SECRET)
             .env("SLACK_BOT_TOKEN", self.slack.bot_token().expose())
             .env("SLACK_API_URL", self.slack.base_url());
@@ -132,8 +138,12 @@ impl TestApp {
                 .env("ANTHROPIC_API_KEY", "sk-ant-test"),
         };
         if let Some((moto, env)) = &self.aws {
-            cmd.arg("--backend").arg("aws").env("AWS_ENDPOINT_URL", moto.endpoint());
-            cmd.env("AWS_ACCESS_KEY_ID", "testing").env("AWS_SECRET_ACCESS_KEY", "testing").env("AWS_REGION", "us-east-1");
+            cmd.arg("--backend")
+                .arg("aws")
+                .env("AWS_ENDPOINT_URL", moto.endpoint());
+            cmd.env("AWS_ACCESS_KEY_ID", "testing")
+                .env("AWS_SECRET_ACCESS_KEY", "testing")
+                .env("AWS_REGION", "us-east-1");
             for (k, v) in env.vars() {
                 cmd.env(k, v);
             }
@@ -144,7 +154,11 @@ impl TestApp {
         for (k, v) in &self.options.extra_env {
             cmd.env(k, v);
         }
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log_path).expect("log file");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("log file");
         cmd.stdout(Stdio::piped()).stderr(log);
         let mut child = cmd.spawn().expect("spawn baton dev");
         let stdout = child.stdout.take().expect("stdout");
@@ -154,12 +168,23 @@ impl TestApp {
         loop {
             line.clear();
             let n = reader.read_line(&mut line).expect("read stdout");
-            assert!(n > 0, "baton dev exited before listening; log:\n{}", self.log());
+            assert!(
+                n > 0,
+                "baton dev exited before listening; log:\n{}",
+                self.log()
+            );
             if let Some(rest) = line.strip_prefix("baton dev listening on ") {
-                self.url = rest.split_whitespace().next().unwrap_or_default().to_owned();
+                self.url = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
                 break;
             }
-            assert!(started.elapsed() < Duration::from_secs(30), "baton dev did not start");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "baton dev did not start"
+            );
         }
         // Keep draining stdout so the child never blocks on a full pipe.
         std::thread::spawn(move || for _ in reader.lines() {});
@@ -184,7 +209,11 @@ impl TestApp {
     }
 
     pub async fn submit(&self, input: &str, key: Option<&str>) -> reqwest::Response {
-        let mut req = self.http.post(format!("{}/tasks", self.url)).bearer_auth(TOKEN).json(&json!({"input": input}));
+        let mut req = self
+            .http
+            .post(format!("{}/tasks", self.url))
+            .bearer_auth(TOKEN)
+            .json(&json!({"input": input}));
         if let Some(k) = key {
             req = req.header("Idempotency-Key", k);
         }
@@ -195,12 +224,23 @@ impl TestApp {
         let r = self.submit(input, None).await;
         let status = r.status();
         let v: Value = r.json().await.unwrap_or(Value::Null);
-        assert_eq!(status, 202, "POST /tasks answered {v}; log:\n{}", self.log());
+        assert_eq!(
+            status,
+            202,
+            "POST /tasks answered {v}; log:\n{}",
+            self.log()
+        );
         v["task_id"].as_str().expect("task_id").to_owned()
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let r = self.http.get(format!("{}{path}", self.url)).bearer_auth(TOKEN).send().await.expect("GET");
+        let r = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("GET");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
@@ -231,19 +271,39 @@ impl TestApp {
         let started = Instant::now();
         loop {
             let t = self.task(id).await;
-            if matches!(t["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+            if matches!(
+                t["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            ) {
                 return t;
             }
-            assert!(started.elapsed() < within, "task {id} did not finish: {t}\nlog:\n{}", self.log());
+            assert!(
+                started.elapsed() < within,
+                "task {id} did not finish: {t}\nlog:\n{}",
+                self.log()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
     /// A Slack-signed request with a current timestamp.
-    pub async fn slack_post(&self, path: &str, body: &[u8], content_type: &str, extra: &[(&str, &str)]) -> reqwest::Response {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64;
+    pub async fn slack_post(
+        &self,
+        path: &str,
+        body: &[u8],
+        content_type: &str,
+        extra: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as i64;
         let secret = SigningSecret::new(SIGNING_SECRET);
-        let mut req = self.http.post(format!("{}{path}", self.url)).header("content-type", content_type).body(body.to_vec());
+        let mut req = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .header("content-type", content_type)
+            .body(body.to_vec());
         for (k, v) in baton_slack::testing::signed_headers(&secret, body, now) {
             req = req.header(k, v);
         }
@@ -261,12 +321,20 @@ impl TestApp {
             Some((moto, env)) => {
                 let cfg = moto.sdk_config().await;
                 baton_core::TaskStore::new(
-                    std::sync::Arc::new(baton_aws::DynamoTable::new(baton_aws::dynamodb_client(&cfg), env.table.clone())),
-                    std::sync::Arc::new(baton_aws::S3Blobs::new(baton_aws::s3_client(&cfg), env.trace_bucket.clone(), None)),
+                    std::sync::Arc::new(baton_aws::DynamoTable::new(
+                        baton_aws::dynamodb_client(&cfg),
+                        env.table.clone(),
+                    )),
+                    std::sync::Arc::new(baton_aws::S3Blobs::new(
+                        baton_aws::s3_client(&cfg),
+                        env.trace_bucket.clone(),
+                        None,
+                    )),
                 )
             }
             None => {
-                let b = baton_embedded::EmbeddedBackend::open(self.data_dir(), Default::default()).expect("open store");
+                let b = baton_embedded::EmbeddedBackend::open(self.data_dir(), Default::default())
+                    .expect("open store");
                 baton_core::TaskStore::new(b.table.clone(), b.blobs.clone())
             }
         }
@@ -282,17 +350,27 @@ impl Drop for TestApp {
 /// Checks a finished task's transcript: steps numbered 1..=n once each,
 /// every tool call answered exactly once.
 pub fn assert_clean_transcript(events: &[Value], steps: u64) {
-    let assistant_steps: Vec<u64> =
-        events.iter().filter(|e| e["type"] == "assistant_message").filter_map(|e| e["step"].as_u64()).collect();
-    assert_eq!(assistant_steps, (1..=steps).collect::<Vec<_>>(), "each step applied exactly once");
+    let assistant_steps: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "assistant_message")
+        .filter_map(|e| e["step"].as_u64())
+        .collect();
+    assert_eq!(
+        assistant_steps,
+        (1..=steps).collect::<Vec<_>>(),
+        "each step applied exactly once"
+    );
     let calls: Vec<String> = events
         .iter()
         .filter(|e| e["type"] == "assistant_message")
         .flat_map(|e| e["tool_calls"].as_array().cloned().unwrap_or_default())
         .filter_map(|c| c["id"].as_str().map(str::to_owned))
         .collect();
-    let mut results: Vec<String> =
-        events.iter().filter(|e| e["type"] == "tool_result").filter_map(|e| e["call_id"].as_str().map(str::to_owned)).collect();
+    let mut results: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .filter_map(|e| e["call_id"].as_str().map(str::to_owned))
+        .collect();
     results.sort();
     let mut expected = calls.clone();
     expected.sort();
@@ -300,7 +378,14 @@ pub fn assert_clean_transcript(events: &[Value], steps: u64) {
     let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
     let summary: Vec<String> = events
         .iter()
-        .map(|e| format!("{} {} {}", e["seq"], e["type"], e["detail"].as_str().or(e["call_id"].as_str()).unwrap_or("")))
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e["seq"],
+                e["type"],
+                e["detail"].as_str().or(e["call_id"].as_str()).unwrap_or("")
+            )
+        })
         .collect();
     assert_eq!(
         seqs,

@@ -28,7 +28,9 @@ async fn main() -> Result<(), Error> {
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis)
         .unwrap_or(DEFAULT_MARGIN);
-    let dlq_arn = std::env::var("BATON_DLQ_ARN").ok().filter(|v| !v.is_empty());
+    let dlq_arn = std::env::var("BATON_DLQ_ARN")
+        .ok()
+        .filter(|v| !v.is_empty());
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let app = app.clone();
         let dlq_arn = dlq_arn.clone();
@@ -37,9 +39,17 @@ async fn main() -> Result<(), Error> {
     .await
 }
 
-async fn handle(app: &App, event: LambdaEvent<SqsEvent>, margin: Duration, dlq_arn: Option<&str>) -> SqsBatchResponse {
+async fn handle(
+    app: &App,
+    event: LambdaEvent<SqsEvent>,
+    margin: Duration,
+    dlq_arn: Option<&str>,
+) -> SqsBatchResponse {
     let deadline = event.context.deadline();
-    let left = deadline.duration_since(SystemTime::now()).unwrap_or_default().saturating_sub(margin);
+    let left = deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .saturating_sub(margin);
     let budget = app.config.segment_budget.map_or(left, |b| b.min(left));
     let records = event.payload.records;
     let results = futures::future::join_all(records.into_iter().map(|record| async move {
@@ -67,7 +77,11 @@ async fn handle(app: &App, event: LambdaEvent<SqsEvent>, margin: Duration, dlq_a
 }
 
 fn delivery(record: SqsMessage) -> Delivery {
-    let receive_count = record.attributes.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(1);
+    let receive_count = record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1);
     Delivery {
         message_id: record.message_id.unwrap_or_default(),
         receipt: record.receipt_handle.unwrap_or_default(),
@@ -99,7 +113,11 @@ async fn segment(app: &App, record: SqsMessage, budget: Duration) -> bool {
 
 async fn dead_letter(app: &App, record: &SqsMessage) -> bool {
     let body = record.body.clone().unwrap_or_default();
-    let count = record.attributes.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(0);
+    let count = record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     match app.worker.dead_letter(&body, count).await {
         Ok(_) => true,
         Err(e) => {
@@ -108,4 +126,3 @@ async fn dead_letter(app: &App, record: &SqsMessage) -> bool {
         }
     }
 }
-

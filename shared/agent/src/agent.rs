@@ -62,7 +62,9 @@ impl AgentConfig {
     }
 
     pub fn allows_tool(&self, name: &str) -> bool {
-        self.tools.as_ref().is_none_or(|t| t.iter().any(|n| n == name))
+        self.tools
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|n| n == name))
     }
 }
 
@@ -86,7 +88,9 @@ impl Agents {
         for a in others {
             by_name.insert(a.name.clone(), a);
         }
-        Agents { by_name: Arc::new(by_name) }
+        Agents {
+            by_name: Arc::new(by_name),
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&AgentConfig> {

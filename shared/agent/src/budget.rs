@@ -15,13 +15,21 @@ pub struct SegmentBudget {
 impl SegmentBudget {
     /// A budget ending `duration` from now.
     pub fn new(duration: Duration) -> Self {
-        SegmentBudget { deadline: Instant::now() + duration, longest_step: Duration::ZERO, units_done: 0 }
+        SegmentBudget {
+            deadline: Instant::now() + duration,
+            longest_step: Duration::ZERO,
+            units_done: 0,
+        }
     }
 
     /// A budget ending at `deadline` (a Lambda invocation's deadline minus
     /// the margin needed to checkpoint and hand over).
     pub fn until(deadline: Instant) -> Self {
-        SegmentBudget { deadline, longest_step: Duration::ZERO, units_done: 0 }
+        SegmentBudget {
+            deadline,
+            longest_step: Duration::ZERO,
+            units_done: 0,
+        }
     }
 
     pub fn time_left(&self) -> Duration {

@@ -24,7 +24,11 @@ pub enum ReaperError {
 
 impl Reaper {
     pub fn new(store: TaskStore, queue: Arc<dyn WorkQueue>, stale_after: Duration) -> Self {
-        Reaper { store, queue, stale_after }
+        Reaper {
+            store,
+            queue,
+            stale_after,
+        }
     }
 
     /// One sweep; returns how many wakes it re-sent.
@@ -38,11 +42,17 @@ impl Reaper {
             let timer_over = task.status == TaskStatus::Waiting
                 && matches!(&task.waiting_for, Some(baton_core::WaitingFor::Timer { until })
                     if chrono::DateTime::parse_from_rfc3339(until).is_ok_and(|u| u.timestamp_millis() < stale));
-            let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running) || timer_over;
+            let runnable =
+                matches!(task.status, TaskStatus::Queued | TaskStatus::Running) || timer_over;
             let unheld = task.lease.as_ref().is_none_or(|l| !l.is_live(now));
             if runnable && unheld && task.updated_at < stale {
                 tracing::info!(task_id = %task.id, "re-sending a lost wake");
-                self.queue.send(&Wake::new(task.id.clone(), "reaper").to_body(), Duration::ZERO).await?;
+                self.queue
+                    .send(
+                        &Wake::new(task.id.clone(), "reaper").to_body(),
+                        Duration::ZERO,
+                    )
+                    .await?;
                 sent += 1;
             }
         }

@@ -41,13 +41,21 @@ impl SlackReplies {
     }
 
     async fn post(&self, task: &Task, text: &str) -> Result<(), ReplyError> {
-        let Origin::Slack { channel, thread_ts, .. } = &task.origin else {
+        let Origin::Slack {
+            channel, thread_ts, ..
+        } = &task.origin
+        else {
             return Ok(());
         };
         let mrkdwn = baton_slack::mrkdwn::from_markdown(text);
         self.client
             // An empty thread_ts (a scheduled post to a channel) starts a new message.
-            .post_message(channel, Some(thread_ts.as_str()).filter(|t| !t.is_empty()), &mrkdwn, None)
+            .post_message(
+                channel,
+                Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
+                &mrkdwn,
+                None,
+            )
             .await
             .map(|_| ())
             .map_err(|e| ReplyError(e.to_string()))

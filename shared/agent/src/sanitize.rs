@@ -10,8 +10,10 @@ use std::sync::LazyLock;
 pub const NO_REPLY: &str = "NO_REPLY";
 
 static THINKING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?is)<(think|thinking|thought|antthinking)>.*?</(think|thinking|thought|antthinking)>")
-        .unwrap_or_else(|e| unreachable!("static regex: {e}"))
+    Regex::new(
+        r"(?is)<(think|thinking|thought|antthinking)>.*?</(think|thinking|thought|antthinking)>",
+    )
+    .unwrap_or_else(|e| unreachable!("static regex: {e}"))
 });
 static TOOL_MARKUP: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -19,8 +21,9 @@ static TOOL_MARKUP: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap_or_else(|e| unreachable!("static regex: {e}"))
 });
-static FINAL_TAGS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)</?final>").unwrap_or_else(|e| unreachable!("static regex: {e}")));
+static FINAL_TAGS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)</?final>").unwrap_or_else(|e| unreachable!("static regex: {e}"))
+});
 
 /// Cleans a final answer for display.
 pub fn sanitize(text: &str) -> String {
@@ -30,7 +33,9 @@ pub fn sanitize(text: &str) -> String {
     let s = strip_text_tool_calls(&s);
     let s = strip_echoed_system(&s);
     let s = collapse_duplicate_paragraphs(&s);
-    s.trim_start_matches(['\n', '\r', ' ', '\t']).trim_end().to_owned()
+    s.trim_start_matches(['\n', '\r', ' ', '\t'])
+        .trim_end()
+        .to_owned()
 }
 
 /// Whether a (sanitised) answer asks to post nothing.
@@ -45,7 +50,9 @@ fn strip_text_tool_calls(s: &str) -> String {
     s.lines()
         .filter(|l| {
             let t = l.trim_start();
-            !(t.starts_with("[Tool Call:") || t.starts_with("[Tool Result") || t.starts_with("[Historical context:"))
+            !(t.starts_with("[Tool Call:")
+                || t.starts_with("[Tool Result")
+                || t.starts_with("[Historical context:"))
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -74,7 +81,10 @@ fn strip_echoed_system(s: &str) -> String {
 fn collapse_duplicate_paragraphs(s: &str) -> String {
     let mut out: Vec<&str> = Vec::new();
     for block in s.split("\n\n") {
-        if out.last().is_some_and(|prev| prev.trim() == block.trim() && !block.trim().is_empty()) {
+        if out
+            .last()
+            .is_some_and(|prev| prev.trim() == block.trim() && !block.trim().is_empty())
+        {
             continue;
         }
         out.push(block);
@@ -94,7 +104,10 @@ mod tests {
 
     #[test]
     fn drops_echoed_system_blocks() {
-        assert_eq!(sanitize("[System Message] you are\nstill system\n\nAnswer"), "Answer");
+        assert_eq!(
+            sanitize("[System Message] you are\nstill system\n\nAnswer"),
+            "Answer"
+        );
     }
 
     #[test]

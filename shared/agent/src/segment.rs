@@ -10,8 +10,8 @@ use baton_core::lease::can_acquire;
 use baton_core::trace::new_span_id;
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{
-    now_ms, rfc3339, Entry, EntryKind, Lease, WaitingFor, Span, SpanRecorder, StoreError, Task, TaskId, TaskStatus, Tool,
-    ToolCall, ToolContext, ToolOutput, Wake,
+    now_ms, rfc3339, Entry, EntryKind, Lease, Span, SpanRecorder, StoreError, Task, TaskId,
+    TaskStatus, Tool, ToolCall, ToolContext, ToolOutput, WaitingFor, Wake,
 };
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::json;
@@ -89,26 +89,36 @@ impl<'w> Leg<'w> {
                 if !can_acquire(t.lease.as_ref(), &owner, now) {
                     return Ok(None);
                 }
-                t.lease = Some(Lease { owner: owner.clone(), expires_at: now + ttl });
+                t.lease = Some(Lease {
+                    owner: owner.clone(),
+                    expires_at: now + ttl,
+                });
                 t.status = TaskStatus::Running;
                 t.segments += 1;
                 let detail = format!("segment {} started", t.segments);
-                Ok(Some(vec![EntryKind::Status { status: TaskStatus::Running, detail }]))
+                Ok(Some(vec![EntryKind::Status {
+                    status: TaskStatus::Running,
+                    detail,
+                }]))
             })
             .await?;
         let (task, _) = acquired;
         if let Some(until) = pending_timer(&task) {
             // Woken early (a duplicate, or a 15-minute hop): wait on.
             let scheduler = w.schedules.as_ref().map(|s| s.service.scheduler().as_ref());
-            crate::wake::arm(w.queue.as_ref(), scheduler, &task.id, until).await.map_err(LegError::Transient)?;
+            crate::wake::arm(w.queue.as_ref(), scheduler, &task.id, until)
+                .await
+                .map_err(LegError::Transient)?;
             return Ok(LegEnd::Dropped("timer not due yet; re-armed"));
         }
         if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
-            return Ok(LegEnd::Dropped(if task.status.is_terminal() || task.status == TaskStatus::Waiting {
-                "task is not runnable"
-            } else {
-                "lease held by a live segment"
-            }));
+            return Ok(LegEnd::Dropped(
+                if task.status.is_terminal() || task.status == TaskStatus::Waiting {
+                    "task is not runnable"
+                } else {
+                    "lease held by a live segment"
+                },
+            ));
         }
         let transcript = w.store.transcript(id).await?;
         let mut leg = Leg {
@@ -126,7 +136,9 @@ impl<'w> Leg<'w> {
         let result = leg.steps().await;
         leg.write_trace(&result).await;
         match result {
-            Err(LegError::Transient(reason)) if reason.contains(LEASE_LOST) => Ok(LegEnd::Dropped("lease lost")),
+            Err(LegError::Transient(reason)) if reason.contains(LEASE_LOST) => {
+                Ok(LegEnd::Dropped("lease lost"))
+            }
             other => other,
         }
     }
@@ -148,7 +160,10 @@ impl<'w> Leg<'w> {
                     Some(l) if l.owner == owner => {}
                     _ => return Err(StoreError::Precondition(LEASE_LOST.to_owned())),
                 }
-                t.lease = Some(Lease { owner: owner.clone(), expires_at: now_ms() + ttl });
+                t.lease = Some(Lease {
+                    owner: owner.clone(),
+                    expires_at: now_ms() + ttl,
+                });
                 Ok(change(t))
             })
             .await?;
@@ -159,16 +174,31 @@ impl<'w> Leg<'w> {
 
     async fn steps(&mut self) -> Result<LegEnd, LegError> {
         if self.task.segments > self.task.limits.max_segments {
-            let msg = format!("hop budget exhausted: {} segments", self.task.limits.max_segments);
+            let msg = format!(
+                "hop budget exhausted: {} segments",
+                self.task.limits.max_segments
+            );
             return self.end(TaskStatus::Failed, None, Some(msg)).await;
         }
         loop {
             if self.task.cancel_requested {
-                return self.end(TaskStatus::Cancelled, None, Some("cancelled on request".into())).await;
+                return self
+                    .end(
+                        TaskStatus::Cancelled,
+                        None,
+                        Some("cancelled on request".into()),
+                    )
+                    .await;
             }
             if let Some(deadline) = self.task.limits.deadline_at {
                 if now_ms() >= deadline {
-                    return self.end(TaskStatus::Failed, None, Some("wall-clock deadline passed".into())).await;
+                    return self
+                        .end(
+                            TaskStatus::Failed,
+                            None,
+                            Some("wall-clock deadline passed".into()),
+                        )
+                        .await;
                 }
             }
             // Phase two of an unfinished step: its missing tool results.
@@ -195,7 +225,10 @@ impl<'w> Leg<'w> {
             self.drain_inbox().await?;
             let limits = &self.task.limits;
             if self.task.steps >= limits.max_steps {
-                let msg = format!("step limit reached ({} steps) before a final answer", limits.max_steps);
+                let msg = format!(
+                    "step limit reached ({} steps) before a final answer",
+                    limits.max_steps
+                );
                 return self.end(TaskStatus::Failed, None, Some(msg)).await;
             }
             if limits.max_tokens > 0 && self.task.usage.total() >= limits.max_tokens {
@@ -226,7 +259,9 @@ impl<'w> Leg<'w> {
     async fn maybe_compact(&mut self) -> Result<Option<LegEnd>, LegError> {
         let agent = self.w.agents.resolve(&self.task.agent).clone();
         let forced = compaction::compact_requested(&self.transcript);
-        if self.compaction_tried || !(forced || compaction::needs_compaction(&agent, &self.transcript)) {
+        if self.compaction_tried
+            || !(forced || compaction::needs_compaction(&agent, &self.transcript))
+        {
             return Ok(None);
         }
         self.compaction_tried = true;
@@ -237,7 +272,8 @@ impl<'w> Leg<'w> {
         self.budget.record(clock.elapsed());
         let mut attrs = serde_json::Map::new();
         attrs.insert("error".into(), json!(outcome.is_err()));
-        self.spans.record("compaction", Some(&self.segment_span), started, attrs);
+        self.spans
+            .record("compaction", Some(&self.segment_span), started, attrs);
         match &outcome {
             Ok(done) => {
                 let (entry, usage) = (done.entry.clone(), done.usage);
@@ -259,12 +295,22 @@ impl<'w> Leg<'w> {
         }
         if forced && !compaction::answer_needed(&self.transcript) {
             let msg = match &outcome {
-                Ok(d) => format!("Compacted: {} earlier messages are now a summary.", d.summarised_messages),
+                Ok(d) => format!(
+                    "Compacted: {} earlier messages are now a summary.",
+                    d.summarised_messages
+                ),
                 Err(CompactionError::NothingToCompact) => "Nothing to compact yet.".to_owned(),
                 Err(e) => format!("Could not compact ({e}); the history is unchanged."),
             };
-            self.w.replies.answer(&self.task, &msg).await.map_err(|e| LegError::Transient(e.to_string()))?;
-            return self.end(TaskStatus::Succeeded, Some(msg), None).await.map(Some);
+            self.w
+                .replies
+                .answer(&self.task, &msg)
+                .await
+                .map_err(|e| LegError::Transient(e.to_string()))?;
+            return self
+                .end(TaskStatus::Succeeded, Some(msg), None)
+                .await
+                .map(Some);
         }
         Ok(None)
     }
@@ -272,11 +318,14 @@ impl<'w> Leg<'w> {
     /// Loop detection: the same tool call (name and arguments) requested
     /// `max_identical_calls` times means the model is stuck.
     fn repeated_call(&self, max_identical: u32) -> Option<String> {
-        let mut seen: std::collections::HashMap<(String, String), u32> = std::collections::HashMap::new();
+        let mut seen: std::collections::HashMap<(String, String), u32> =
+            std::collections::HashMap::new();
         for e in &self.transcript {
             if let EntryKind::AssistantMessage { tool_calls, .. } = &e.kind {
                 for c in tool_calls {
-                    let n = seen.entry((c.name.clone(), c.arguments.to_string())).or_default();
+                    let n = seen
+                        .entry((c.name.clone(), c.arguments.to_string()))
+                        .or_default();
                     *n += 1;
                     if *n >= max_identical.max(2) {
                         return Some(c.name.clone());
@@ -292,7 +341,9 @@ impl<'w> Leg<'w> {
         self.transcript
             .iter()
             .filter_map(|e| match &e.kind {
-                EntryKind::AssistantMessage { tool_calls, .. } => Some(tool_calls.iter().filter(|c| c.name == tool).count() as u32),
+                EntryKind::AssistantMessage { tool_calls, .. } => {
+                    Some(tool_calls.iter().filter(|c| c.name == tool).count() as u32)
+                }
                 _ => None,
             })
             .sum()
@@ -305,7 +356,11 @@ impl<'w> Leg<'w> {
         }
         self.commit(|t| {
             let msgs = std::mem::take(&mut t.inbox);
-            Some(msgs.into_iter().map(|text| EntryKind::UserMessage { text }).collect())
+            Some(
+                msgs.into_iter()
+                    .map(|text| EntryKind::UserMessage { text })
+                    .collect(),
+            )
         })
         .await
     }
@@ -320,7 +375,11 @@ impl<'w> Leg<'w> {
             .iter()
             .filter(|(name, _)| agent.allows_tool(name))
             .map(|(_, t)| t.spec())
-            .chain(agent.allows_tool(crate::wake::SLEEP).then(crate::wake::sleep_spec))
+            .chain(
+                agent
+                    .allows_tool(crate::wake::SLEEP)
+                    .then(crate::wake::sleep_spec),
+            )
             .collect();
         let request = build_request(&agent, &self.transcript, specs);
         let started = now_ms();
@@ -336,16 +395,24 @@ impl<'w> Leg<'w> {
             Err(e) => {
                 attrs.insert("error".into(), json!(true));
                 attrs.insert("error_message".into(), json!(e.to_string()));
-                self.spans.record("llm_call", Some(&self.segment_span), started, attrs);
+                self.spans
+                    .record("llm_call", Some(&self.segment_span), started, attrs);
                 let msg = format!("the model call failed: {e}");
-                return self.end(TaskStatus::Failed, None, Some(msg)).await.map(Some);
+                return self
+                    .end(TaskStatus::Failed, None, Some(msg))
+                    .await
+                    .map(Some);
             }
         };
         attrs.insert("input_tokens".into(), json!(completion.usage.input_tokens));
-        attrs.insert("output_tokens".into(), json!(completion.usage.output_tokens));
+        attrs.insert(
+            "output_tokens".into(),
+            json!(completion.usage.output_tokens),
+        );
         attrs.insert("tool_calls".into(), json!(completion.tool_calls.len()));
         attrs.insert("error".into(), json!(false));
-        self.spans.record("llm_call", Some(&self.segment_span), started, attrs);
+        self.spans
+            .record("llm_call", Some(&self.segment_span), started, attrs);
         self.commit(|t| {
             t.steps += 1;
             t.usage.add(completion.usage);
@@ -354,7 +421,11 @@ impl<'w> Leg<'w> {
                 text: completion.content.clone(),
                 tool_calls: completion.tool_calls.clone(),
                 usage: completion.usage,
-                model: if completion.model.is_empty() { request.model.clone() } else { completion.model.clone() },
+                model: if completion.model.is_empty() {
+                    request.model.clone()
+                } else {
+                    completion.model.clone()
+                },
             }])
         })
         .await?;
@@ -364,7 +435,10 @@ impl<'w> Leg<'w> {
                  so it is not making progress",
                 agent.max_identical_calls.max(2)
             );
-            return self.end(TaskStatus::Failed, None, Some(msg)).await.map(Some);
+            return self
+                .end(TaskStatus::Failed, None, Some(msg))
+                .await
+                .map(Some);
         }
         Ok(None)
     }
@@ -372,7 +446,11 @@ impl<'w> Leg<'w> {
     /// Phase two: runs the step's missing tool calls in parallel, writing
     /// each result as it completes. A non-idempotent call that was started
     /// but never recorded is not run again.
-    async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Result<Option<LegEnd>, LegError> {
+    async fn run_tools(
+        &mut self,
+        step: u32,
+        pending: Vec<(ToolCall, bool)>,
+    ) -> Result<Option<LegEnd>, LegError> {
         let agent = self.w.agents.resolve(&self.task.agent).clone();
         let mut immediate = Vec::new();
         let mut started_marks = Vec::new();
@@ -383,7 +461,12 @@ impl<'w> Leg<'w> {
                 sleep_call = Some(call);
                 continue;
             }
-            let tool = self.w.tools.get(&call.name).filter(|_| agent.allows_tool(&call.name)).cloned();
+            let tool = self
+                .w
+                .tools
+                .get(&call.name)
+                .filter(|_| agent.allows_tool(&call.name))
+                .cloned();
             match tool {
                 None => immediate.push(result_entry(
                     step,
@@ -391,8 +474,17 @@ impl<'w> Leg<'w> {
                     ToolOutput::error(format!("unknown tool `{}`", call.name)),
                     agent.max_tool_result_chars,
                 )),
-                Some(_) if agent.tool_call_caps.get(&call.name).is_some_and(|cap| self.calls_of(&call.name) > *cap) => {
-                    let cap = agent.tool_call_caps.get(&call.name).copied().unwrap_or_default();
+                Some(_)
+                    if agent
+                        .tool_call_caps
+                        .get(&call.name)
+                        .is_some_and(|cap| self.calls_of(&call.name) > *cap) =>
+                {
+                    let cap = agent
+                        .tool_call_caps
+                        .get(&call.name)
+                        .copied()
+                        .unwrap_or_default();
                     immediate.push(result_entry(
                         step,
                         &call,
@@ -440,9 +532,16 @@ impl<'w> Leg<'w> {
                 let ctx = ToolContext::new(self.task.id.clone(), step, &call.id);
                 async move {
                     let started = now_ms();
-                    let output = match tokio::time::timeout(timeout, tool.call(call.arguments.clone(), &ctx)).await {
+                    let output = match tokio::time::timeout(
+                        timeout,
+                        tool.call(call.arguments.clone(), &ctx),
+                    )
+                    .await
+                    {
                         Ok(out) => out,
-                        Err(_) => ToolOutput::error(format!("timed out after {} s", timeout.as_secs())),
+                        Err(_) => {
+                            ToolOutput::error(format!("timed out after {} s", timeout.as_secs()))
+                        }
                     };
                     (call, output, started)
                 }
@@ -454,25 +553,39 @@ impl<'w> Leg<'w> {
             attrs.insert("call_id".into(), json!(call.id));
             attrs.insert("step".into(), json!(step));
             attrs.insert("error".into(), json!(output.is_error));
-            self.spans.record("tool_call", Some(&self.segment_span), started, attrs);
+            self.spans
+                .record("tool_call", Some(&self.segment_span), started, attrs);
             let entry = result_entry(step, &call, output, agent.max_tool_result_chars);
             self.commit(|_| Some(vec![entry.clone()])).await?;
         }
         self.budget.record(batch_clock.elapsed());
         match sleep_call {
-            Some(call) => self.start_wait(step, &call, agent.max_tool_result_chars).await,
+            Some(call) => {
+                self.start_wait(step, &call, agent.max_tool_result_chars)
+                    .await
+            }
             None => Ok(None),
         }
     }
 
     /// The `sleep` tool: records its result and the wait in one checkpoint,
     /// releases the lease, then arranges the wake.
-    async fn start_wait(&mut self, step: u32, call: &ToolCall, max_chars: usize) -> Result<Option<LegEnd>, LegError> {
+    async fn start_wait(
+        &mut self,
+        step: u32,
+        call: &ToolCall,
+        max_chars: usize,
+    ) -> Result<Option<LegEnd>, LegError> {
         let now = now_ms();
         let until = match crate::wake::wake_time(&call.arguments, now) {
             Ok(u) if u > now + 1000 => u,
             Ok(_) => {
-                let entry = result_entry(step, call, ToolOutput::ok("no wait needed: that time has passed"), max_chars);
+                let entry = result_entry(
+                    step,
+                    call,
+                    ToolOutput::ok("no wait needed: that time has passed"),
+                    max_chars,
+                );
                 self.commit(|_| Some(vec![entry.clone()])).await?;
                 return Ok(None);
             }
@@ -482,18 +595,32 @@ impl<'w> Leg<'w> {
                 return Ok(None);
             }
         };
-        let entry = result_entry(step, call, ToolOutput::ok(format!("waited until {}", rfc3339(until))), max_chars);
+        let entry = result_entry(
+            step,
+            call,
+            ToolOutput::ok(format!("waited until {}", rfc3339(until))),
+            max_chars,
+        );
         self.commit(|t| {
             t.status = TaskStatus::Waiting;
-            t.waiting_for = Some(WaitingFor::Timer { until: rfc3339(until) });
+            t.waiting_for = Some(WaitingFor::Timer {
+                until: rfc3339(until),
+            });
             t.lease = None;
             Some(vec![
                 entry.clone(),
-                EntryKind::Status { status: TaskStatus::Waiting, detail: format!("waiting until {}", rfc3339(until)) },
+                EntryKind::Status {
+                    status: TaskStatus::Waiting,
+                    detail: format!("waiting until {}", rfc3339(until)),
+                },
             ])
         })
         .await?;
-        let scheduler = self.w.schedules.as_ref().map(|s| s.service.scheduler().as_ref());
+        let scheduler = self
+            .w
+            .schedules
+            .as_ref()
+            .map(|s| s.service.scheduler().as_ref());
         crate::wake::arm(self.w.queue.as_ref(), scheduler, &self.task.id, until)
             .await
             .map_err(LegError::Transient)?;
@@ -518,11 +645,25 @@ impl<'w> Leg<'w> {
     /// Ends the task. Failures and cancellations are told to the user first
     /// (at least once), then recorded. A success is not recorded while the
     /// inbox holds unread messages: the loop answers those first.
-    async fn end(&mut self, status: TaskStatus, result: Option<String>, error: Option<String>) -> Result<LegEnd, LegError> {
+    async fn end(
+        &mut self,
+        status: TaskStatus,
+        result: Option<String>,
+        error: Option<String>,
+    ) -> Result<LegEnd, LegError> {
         if status != TaskStatus::Succeeded {
-            let what = if status == TaskStatus::Cancelled { "This task was cancelled" } else { "Sorry, this task failed" };
+            let what = if status == TaskStatus::Cancelled {
+                "This task was cancelled"
+            } else {
+                "Sorry, this task failed"
+            };
             let reason = error.clone().unwrap_or_default();
-            if let Err(e) = self.w.replies.ended(&self.task, &format!("{what}: {reason}")).await {
+            if let Err(e) = self
+                .w
+                .replies
+                .ended(&self.task, &format!("{what}: {reason}"))
+                .await
+            {
                 tracing::warn!(error = %e, "could not tell the user how the task ended");
             }
         }
@@ -537,7 +678,10 @@ impl<'w> Leg<'w> {
             t.error = error.clone();
             t.lease = None;
             t.waiting_for = None;
-            Some(vec![EntryKind::Status { status, detail: detail.clone() }])
+            Some(vec![EntryKind::Status {
+                status,
+                detail: detail.clone(),
+            }])
         })
         .await?;
         Ok(LegEnd::Finished(status))
@@ -584,7 +728,10 @@ impl<'w> Leg<'w> {
             attributes: attrs,
         });
         let blobs = self.w.store.blobs();
-        let key = format!("traces/{}/segment-{:06}.json", self.task.id, self.task.segments);
+        let key = format!(
+            "traces/{}/segment-{:06}.json",
+            self.task.id, self.task.segments
+        );
         if let Ok(bytes) = serde_json::to_vec(&spans) {
             if let Err(e) = blobs.put(&key, bytes).await {
                 tracing::warn!(error = %e, "could not write the segment trace");
@@ -597,7 +744,10 @@ impl<'w> Leg<'w> {
             attrs.insert("segments".into(), json!(self.task.segments));
             attrs.insert("input_tokens".into(), json!(self.task.usage.input_tokens));
             attrs.insert("output_tokens".into(), json!(self.task.usage.output_tokens));
-            attrs.insert("error".into(), json!(self.task.status == TaskStatus::Failed));
+            attrs.insert(
+                "error".into(),
+                json!(self.task.status == TaskStatus::Failed),
+            );
             let span = Span {
                 span_id: task_span,
                 parent_id: None,
@@ -619,9 +769,9 @@ impl<'w> Leg<'w> {
 /// Whether a waiting task's timer is up.
 fn timer_due(t: &Task, now: i64) -> bool {
     match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => {
-            chrono::DateTime::parse_from_rfc3339(until).map(|u| u.timestamp_millis() <= now).unwrap_or(true)
-        }
+        Some(WaitingFor::Timer { until }) => chrono::DateTime::parse_from_rfc3339(until)
+            .map(|u| u.timestamp_millis() <= now)
+            .unwrap_or(true),
         _ => false,
     }
 }
@@ -649,10 +799,17 @@ pub fn task_span_id(id: &TaskId) -> String {
 /// assistant message without tool calls.
 fn final_answer(transcript: &[Entry]) -> Option<String> {
     let last = transcript.iter().rev().find(|e| {
-        matches!(e.kind, EntryKind::UserMessage { .. } | EntryKind::AssistantMessage { .. } | EntryKind::ToolResult { .. })
+        matches!(
+            e.kind,
+            EntryKind::UserMessage { .. }
+                | EntryKind::AssistantMessage { .. }
+                | EntryKind::ToolResult { .. }
+        )
     })?;
     match &last.kind {
-        EntryKind::AssistantMessage { text, tool_calls, .. } if tool_calls.is_empty() => Some(text.clone()),
+        EntryKind::AssistantMessage {
+            text, tool_calls, ..
+        } if tool_calls.is_empty() => Some(text.clone()),
         _ => None,
     }
 }
@@ -693,7 +850,9 @@ mod tests {
 
     #[test]
     fn truncation_keeps_head_and_tail_and_says_how_much() {
-        let text: String = (0..1000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let text: String = (0..1000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
         let (out, cut) = truncate(&text, 100, "http_request");
         assert_eq!(cut, 900);
         assert!(out.starts_with(&text[..80]));

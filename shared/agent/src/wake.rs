@@ -46,8 +46,12 @@ Give either `seconds` (how long to wait) or `until` (an RFC 3339 time). At most 
 
 /// When a `sleep` call asks to wake, or why its arguments are wrong.
 pub fn wake_time(arguments: &serde_json::Value, now: Millis) -> Result<Millis, String> {
-    let args: SleepArgs = serde_json::from_value(if arguments.is_null() { serde_json::json!({}) } else { arguments.clone() })
-        .map_err(|e| format!("invalid arguments: {e}"))?;
+    let args: SleepArgs = serde_json::from_value(if arguments.is_null() {
+        serde_json::json!({})
+    } else {
+        arguments.clone()
+    })
+    .map_err(|e| format!("invalid arguments: {e}"))?;
     let until = match (args.seconds, args.until) {
         (Some(s), None) => now.saturating_add((s.min(MAX_SLEEP.as_secs()) * 1000) as i64),
         (None, Some(t)) => chrono::DateTime::parse_from_rfc3339(&t)
@@ -83,10 +87,15 @@ pub async fn arm(
                 body: wake,
                 one_time: true,
             };
-            s.upsert(&plan).await.map_err(|e| format!("could not schedule the wake-up for {}: {e}", rfc3339(until)))
+            s.upsert(&plan)
+                .await
+                .map_err(|e| format!("could not schedule the wake-up for {}: {e}", rfc3339(until)))
         }
         // Without a scheduler, hop in 15-minute steps: each early wake re-arms.
-        _ => queue.send(&wake, left.min(MAX_DELAY)).await.map_err(|e| format!("could not queue the wake-up: {e}")),
+        _ => queue
+            .send(&wake, left.min(MAX_DELAY))
+            .await
+            .map_err(|e| format!("could not queue the wake-up: {e}")),
     }
 }
 
@@ -96,7 +105,10 @@ mod tests {
 
     #[test]
     fn parses_seconds_and_until() {
-        assert_eq!(wake_time(&serde_json::json!({"seconds": 60}), 1_000), Ok(61_000));
+        assert_eq!(
+            wake_time(&serde_json::json!({"seconds": 60}), 1_000),
+            Ok(61_000)
+        );
         assert_eq!(
             wake_time(&serde_json::json!({"until": "1970-01-01T00:01:00Z"}), 0),
             Ok(60_000)
@@ -153,14 +165,18 @@ mod tests {
         arm(&r, Some(&r), &id, now_ms() + 60_000).await.unwrap();
         assert_eq!(r.sends.lock().unwrap().len(), 1);
         assert!(r.plans.lock().unwrap().is_empty());
-        arm(&r, Some(&r), &id, now_ms() + 3 * 3600 * 1000).await.unwrap();
+        arm(&r, Some(&r), &id, now_ms() + 3 * 3600 * 1000)
+            .await
+            .unwrap();
         let plans = r.plans.lock().unwrap();
         assert_eq!(plans.len(), 1);
         assert!(plans[0].one_time && plans[0].expression.starts_with("at("));
         assert!(plans[0].body.contains(id.as_str()));
         drop(plans);
         // Without a scheduler: a 15-minute hop.
-        arm(&r, None, &id, now_ms() + 3 * 3600 * 1000).await.unwrap();
+        arm(&r, None, &id, now_ms() + 3 * 3600 * 1000)
+            .await
+            .unwrap();
         assert_eq!(r.sends.lock().unwrap().last().unwrap().1, MAX_DELAY);
     }
 }

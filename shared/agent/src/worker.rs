@@ -6,8 +6,8 @@ use crate::budget::SegmentBudget;
 use crate::reply::ReplySink;
 use crate::segment::{Leg, LegError};
 use baton_core::{
-    now_ms, Delivery, LlmProvider, StoreError, Task, TaskId, TaskStatus, TaskStore, Tool,
-    ScheduleFire, Wake, WorkMessage, WorkQueue,
+    now_ms, Delivery, LlmProvider, ScheduleFire, StoreError, Task, TaskId, TaskStatus, TaskStore,
+    Tool, Wake, WorkMessage, WorkQueue,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -82,7 +82,16 @@ impl Worker {
         settings: WorkerSettings,
     ) -> Self {
         let tools = tools.into_iter().map(|t| (t.spec().name, t)).collect();
-        Worker { store, queue, llm, tools: Arc::new(tools), agents, replies, settings, schedules: None }
+        Worker {
+            store,
+            queue,
+            llm,
+            tools: Arc::new(tools),
+            agents,
+            replies,
+            settings,
+            schedules: None,
+        }
     }
 
     pub fn store(&self) -> &TaskStore {
@@ -102,11 +111,21 @@ impl Worker {
             Ok(WorkMessage::Schedule(fire)) => return self.fire_schedule(&fire).await,
             Err(e) => {
                 tracing::error!(error = %e, "not a work message");
-                return Disposition::Poison { reason: format!("not a work message: {e}") };
+                return Disposition::Poison {
+                    reason: format!("not a work message: {e}"),
+                };
             }
         };
-        let owner = format!("{}-{}", self.settings.instance_id, &uuid::Uuid::new_v4().simple().to_string()[..8]);
-        let heartbeat = self.spawn_heartbeat(wake.task_id.clone(), owner.clone(), delivery.receipt.clone());
+        let owner = format!(
+            "{}-{}",
+            self.settings.instance_id,
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let heartbeat = self.spawn_heartbeat(
+            wake.task_id.clone(),
+            owner.clone(),
+            delivery.receipt.clone(),
+        );
         let result = Leg::run(self, &wake.task_id, owner.clone(), budget).await;
         heartbeat.abort();
         match result {
@@ -116,15 +135,23 @@ impl Worker {
             }
             Err(LegError::Transient(reason)) => {
                 tracing::warn!(task_id = %wake.task_id, %reason, "segment failed; the message will be retried");
-                self.release_after_failure(&wake.task_id, &owner, &reason).await;
-                Disposition::Retry { reason, after: self.settings.retry_delay }
+                self.release_after_failure(&wake.task_id, &owner, &reason)
+                    .await;
+                Disposition::Retry {
+                    reason,
+                    after: self.settings.retry_delay,
+                }
             }
         }
     }
 
     /// One reaper sweep (the reaper schedule's message).
     async fn reap(&self) -> Disposition {
-        let reaper = crate::Reaper::new(self.store.clone(), self.queue.clone(), self.settings.visibility * 2);
+        let reaper = crate::Reaper::new(
+            self.store.clone(),
+            self.queue.clone(),
+            self.settings.visibility * 2,
+        );
         self.repair_schedules().await;
         match reaper.sweep().await {
             Ok(n) => {
@@ -146,7 +173,12 @@ impl Worker {
     }
 
     /// Renews the lease and the message's visibility while a segment runs.
-    fn spawn_heartbeat(&self, id: TaskId, owner: String, receipt: String) -> tokio::task::JoinHandle<()> {
+    fn spawn_heartbeat(
+        &self,
+        id: TaskId,
+        owner: String,
+        receipt: String,
+    ) -> tokio::task::JoinHandle<()> {
         let store = self.store.clone();
         let queue = self.queue.clone();
         let s = self.settings.clone();
@@ -193,9 +225,16 @@ impl Worker {
     /// longer make progress. Marks it failed with the reason and tells the
     /// user. Returns the task, if the message named one.
     #[tracing::instrument(skip_all)]
-    pub async fn dead_letter(&self, body: &str, receive_count: u32) -> Result<Option<Task>, StoreError> {
+    pub async fn dead_letter(
+        &self,
+        body: &str,
+        receive_count: u32,
+    ) -> Result<Option<Task>, StoreError> {
         let Ok(wake) = Wake::parse(body) else {
-            tracing::error!(body_len = body.len(), "dead letter that is not a wake message; dropped after logging");
+            tracing::error!(
+                body_len = body.len(),
+                "dead letter that is not a wake message; dropped after logging"
+            );
             return Ok(None);
         };
         let (task, _) = self
@@ -204,17 +243,27 @@ impl Worker {
                 if t.status.is_terminal() {
                     return Ok(None);
                 }
-                let last = t.error.clone().unwrap_or_else(|| "no error was recorded".to_owned());
-                let msg = format!("gave up after {receive_count} delivery attempts; last error: {last}");
+                let last = t
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "no error was recorded".to_owned());
+                let msg =
+                    format!("gave up after {receive_count} delivery attempts; last error: {last}");
                 t.status = TaskStatus::Failed;
                 t.error = Some(msg.clone());
                 t.lease = None;
                 t.waiting_for = None;
-                Ok(Some(vec![baton_core::EntryKind::Status { status: TaskStatus::Failed, detail: msg }]))
+                Ok(Some(vec![baton_core::EntryKind::Status {
+                    status: TaskStatus::Failed,
+                    detail: msg,
+                }]))
             })
             .await?;
         if task.status == TaskStatus::Failed {
-            let message = format!("Sorry, this task failed: {}", task.error.clone().unwrap_or_default());
+            let message = format!(
+                "Sorry, this task failed: {}",
+                task.error.clone().unwrap_or_default()
+            );
             if let Err(e) = self.replies.ended(&task, &message).await {
                 tracing::warn!(error = %e, "could not tell the user about the failed task");
             }

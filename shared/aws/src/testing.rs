@@ -207,8 +207,12 @@ fn answers(port: u16) -> bool {
 const SERIALISED_WRAPPER: &str = include_str!("moto_serialized.py");
 
 fn serialised_command(exe: &Path) -> Command {
-    let python = exe.parent().map(|bin| bin.join("python3")).filter(|p| p.exists());
-    let script = std::env::temp_dir().join(format!("baton-moto-serialized-{}.py", std::process::id()));
+    let python = exe
+        .parent()
+        .map(|bin| bin.join("python3"))
+        .filter(|p| p.exists());
+    let script =
+        std::env::temp_dir().join(format!("baton-moto-serialized-{}.py", std::process::id()));
     match python {
         Some(python) if std::fs::write(&script, SERIALISED_WRAPPER).is_ok() => {
             let mut c = Command::new(python);

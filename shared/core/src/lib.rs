@@ -35,8 +35,8 @@ pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use queue::{Delivery, QueueError, WorkQueue};
 pub use schedule::{
-    Schedule, ScheduleError, ScheduleKind, SchedulePlan, ScheduleService, ScheduleState, ScheduleStore,
-    ScheduleTarget, Scheduler, SchedulerError,
+    Schedule, ScheduleError, ScheduleKind, SchedulePlan, ScheduleService, ScheduleState,
+    ScheduleStore, ScheduleTarget, Scheduler, SchedulerError,
 };
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};

@@ -196,7 +196,9 @@ impl TaskStore {
     }
 
     fn dedupe_write(&self, key: &str, task_id: &TaskId, now: Millis) -> Result<Write, StoreError> {
-        let record = DedupeRecord { task_id: task_id.clone() };
+        let record = DedupeRecord {
+            task_id: task_id.clone(),
+        };
         Ok(Write::Put {
             item: Item {
                 key: dedupe_key(key),
@@ -495,18 +497,33 @@ mod tests {
         async fn get(&self, key: &Key) -> Result<Option<Item>, TableError> {
             Ok(self.items.lock().unwrap().get(key).cloned())
         }
-        async fn query(&self, pk: &str, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<Item>, TableError> {
+        async fn query(
+            &self,
+            pk: &str,
+            prefix: &str,
+            after: Option<&str>,
+            limit: usize,
+        ) -> Result<Vec<Item>, TableError> {
             let items = self.items.lock().unwrap();
             Ok(items
                 .values()
-                .filter(|i| i.key.pk == pk && i.key.sk.starts_with(prefix) && after.is_none_or(|a| i.key.sk.as_str() > a))
+                .filter(|i| {
+                    i.key.pk == pk
+                        && i.key.sk.starts_with(prefix)
+                        && after.is_none_or(|a| i.key.sk.as_str() > a)
+                })
                 .take(limit)
                 .cloned()
                 .collect())
         }
         async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError> {
             let items = self.items.lock().unwrap();
-            Ok(items.values().filter(|i| i.index.as_deref() == Some(index)).take(limit).cloned().collect())
+            Ok(items
+                .values()
+                .filter(|i| i.index.as_deref() == Some(index))
+                .take(limit)
+                .cloned()
+                .collect())
         }
         async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
             let mut items = self.items.lock().unwrap();
@@ -562,19 +579,38 @@ mod tests {
     }
 
     fn new_task() -> Task {
-        Task::new(TaskId::generate(), "default", Origin::Http, None, Limits::default(), now_ms())
+        Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            now_ms(),
+        )
     }
 
     #[tokio::test]
     async fn an_applied_commit_reported_as_failed_is_recognised_not_repeated() {
         let (store, table) = store();
         let task = new_task();
-        store.create(&task, vec![EntryKind::UserMessage { text: "hi".into() }], None).await.unwrap();
+        store
+            .create(
+                &task,
+                vec![EntryKind::UserMessage { text: "hi".into() }],
+                None,
+            )
+            .await
+            .unwrap();
         let mut current = store.get(&task.id).await.unwrap().unwrap();
         table.lie_after_next_write.store(true, Ordering::SeqCst);
         current.steps += 1;
         let written = store
-            .commit(&mut current, vec![EntryKind::UserMessage { text: "once".into() }])
+            .commit(
+                &mut current,
+                vec![EntryKind::UserMessage {
+                    text: "once".into(),
+                }],
+            )
             .await
             .expect("the commit applied, so it must be reported as applied");
         assert_eq!(written.len(), 1);
@@ -590,13 +626,17 @@ mod tests {
         let task = new_task();
         store.create(&task, Vec::new(), None).await.unwrap();
         let mut stale = store.get(&task.id).await.unwrap().unwrap();
-        store.update(&task.id, None, |t| {
-            t.inbox.push("steer".into());
-            Ok(Some(Vec::new()))
-        })
-        .await
-        .unwrap();
-        assert!(matches!(store.commit(&mut stale, Vec::new()).await, Err(StoreError::Conflict(_))));
+        store
+            .update(&task.id, None, |t| {
+                t.inbox.push("steer".into());
+                Ok(Some(Vec::new()))
+            })
+            .await
+            .unwrap();
+        assert!(matches!(
+            store.commit(&mut stale, Vec::new()).await,
+            Err(StoreError::Conflict(_))
+        ));
         let (fresh, _) = store
             .update(&task.id, Some(stale), |t| {
                 t.steps += 1;
@@ -604,7 +644,11 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(fresh.inbox, vec!["steer".to_owned()], "the concurrent write survives");
+        assert_eq!(
+            fresh.inbox,
+            vec!["steer".to_owned()],
+            "the concurrent write survives"
+        );
         assert_eq!(fresh.steps, 1);
     }
 
@@ -612,16 +656,30 @@ mod tests {
     async fn dedupe_claims_act_once() {
         let (store, _) = store();
         let task = new_task();
-        assert_eq!(store.create(&task, Vec::new(), Some("k")).await.unwrap(), Created::New(task.id.clone()));
+        assert_eq!(
+            store.create(&task, Vec::new(), Some("k")).await.unwrap(),
+            Created::New(task.id.clone())
+        );
         let other = new_task();
-        assert_eq!(store.create(&other, Vec::new(), Some("k")).await.unwrap(), Created::Duplicate(task.id.clone()));
-        assert!(store.get(&other.id).await.unwrap().is_none(), "the duplicate wrote nothing");
+        assert_eq!(
+            store.create(&other, Vec::new(), Some("k")).await.unwrap(),
+            Created::Duplicate(task.id.clone())
+        );
+        assert!(
+            store.get(&other.id).await.unwrap().is_none(),
+            "the duplicate wrote nothing"
+        );
         let steer = |t: &mut Task| {
             t.inbox.push("x".into());
             Ok(Some(Vec::new()))
         };
-        store.update_claiming(&task.id, None, Some("s"), steer).await.unwrap();
-        let again = store.update_claiming(&task.id, None, Some("s"), steer).await;
+        store
+            .update_claiming(&task.id, None, Some("s"), steer)
+            .await
+            .unwrap();
+        let again = store
+            .update_claiming(&task.id, None, Some("s"), steer)
+            .await;
         assert!(matches!(again, Err(StoreError::AlreadyClaimed(_))));
         assert_eq!(store.get(&task.id).await.unwrap().unwrap().inbox.len(), 1);
     }

@@ -18,7 +18,10 @@ pub struct Wake {
 
 impl Wake {
     pub fn new(task_id: TaskId, reason: &str) -> Self {
-        Wake { task_id, reason: Some(reason.to_owned()) }
+        Wake {
+            task_id,
+            reason: Some(reason.to_owned()),
+        }
     }
 
     pub fn to_body(&self) -> String {
@@ -104,11 +107,23 @@ mod tests {
     #[test]
     fn parses_every_message_kind() {
         let w = Wake::new(TaskId::generate(), "created");
-        assert_eq!(WorkMessage::parse(&w.to_body()).unwrap(), WorkMessage::Wake(w.clone()));
+        assert_eq!(
+            WorkMessage::parse(&w.to_body()).unwrap(),
+            WorkMessage::Wake(w.clone())
+        );
         let tagged = format!(r#"{{"kind":"wake","task_id":"{}"}}"#, w.task_id);
-        assert!(matches!(WorkMessage::parse(&tagged).unwrap(), WorkMessage::Wake(_)));
-        assert_eq!(WorkMessage::parse(r#"{"kind":"reap"}"#).unwrap(), WorkMessage::Reap);
-        let fire = WorkMessage::Schedule(ScheduleFire { schedule_id: "s1".into(), scheduled_time: None });
+        assert!(matches!(
+            WorkMessage::parse(&tagged).unwrap(),
+            WorkMessage::Wake(_)
+        ));
+        assert_eq!(
+            WorkMessage::parse(r#"{"kind":"reap"}"#).unwrap(),
+            WorkMessage::Reap
+        );
+        let fire = WorkMessage::Schedule(ScheduleFire {
+            schedule_id: "s1".into(),
+            scheduled_time: None,
+        });
         assert_eq!(WorkMessage::parse(&fire.to_body()).unwrap(), fire);
         assert!(WorkMessage::parse(r#"{"kind":"nuke"}"#).is_err());
         assert!(WorkMessage::parse("not json").is_err());

@@ -36,7 +36,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 pub fn check_bearer(expected: Option<&ApiToken>, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(expected) = expected else {
-        return Err(ApiError::unauthorized("the task API is disabled: BATON_API_TOKEN is not set"));
+        return Err(ApiError::unauthorized(
+            "the task API is disabled: BATON_API_TOKEN is not set",
+        ));
     };
     let given = headers
         .get(http::header::AUTHORIZATION)

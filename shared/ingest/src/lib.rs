@@ -56,7 +56,14 @@ impl Ingest {
         api_token: Option<ApiToken>,
         slack: Option<SlackIngest>,
     ) -> Self {
-        Ingest { store, queue, agents, api_token, slack, schedules: None }
+        Ingest {
+            store,
+            queue,
+            agents,
+            api_token,
+            slack,
+            schedules: None,
+        }
     }
 
     /// Answers one request.

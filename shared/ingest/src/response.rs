@@ -13,7 +13,10 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        ApiError { status, message: message.into() }
+        ApiError {
+            status,
+            message: message.into(),
+        }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
@@ -28,7 +31,10 @@ impl ApiError {
     /// Idempotency-Key, which makes the retry safe).
     pub fn unavailable(e: impl std::fmt::Display) -> Self {
         tracing::error!(error = %e, "backend failure");
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "temporarily unavailable, retry later")
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "temporarily unavailable, retry later",
+        )
     }
 
     pub fn into_response(self) -> Response<Bytes> {
@@ -40,7 +46,10 @@ pub fn json(status: StatusCode, body: &serde_json::Value) -> Response<Bytes> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut r = Response::new(Bytes::from(bytes));
     *r.status_mut() = status;
-    r.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
     r
 }
 

@@ -24,7 +24,9 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
     match (method, segments.as_slice()) {
         (&Method::GET, ["healthz"]) => Ok(json(StatusCode::OK, &json!({"ok": true}))),
         (&Method::POST, ["slack", "events"]) => ingest.slack_events(headers, &body).await,
-        (&Method::POST, ["slack", "interactivity"]) => ingest.slack_interactivity(headers, &body).await,
+        (&Method::POST, ["slack", "interactivity"]) => {
+            ingest.slack_interactivity(headers, &body).await
+        }
         (&Method::POST, ["tasks"]) => {
             authed()?;
             ingest.submit_task(headers, &body).await
@@ -79,6 +81,9 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
             StatusCode::METHOD_NOT_ALLOWED,
             format!("{method} is not allowed on {path}"),
         )),
-        _ => Err(ApiError::not_found(format!("no route for {method} {}", parts.uri.path()))),
+        _ => Err(ApiError::not_found(format!(
+            "no route for {method} {}",
+            parts.uri.path()
+        ))),
     }
 }

@@ -13,14 +13,21 @@ use serde_json::json;
 
 impl Ingest {
     fn slack_settings(&self) -> Result<&SlackIngest, ApiError> {
-        self.slack.as_ref().ok_or_else(|| ApiError::not_found("Slack is not configured (SLACK_SIGNING_SECRET is not set)"))
+        self.slack.as_ref().ok_or_else(|| {
+            ApiError::not_found("Slack is not configured (SLACK_SIGNING_SECRET is not set)")
+        })
     }
 
     /// Checks the Slack signature over the raw body. Nothing else about the
     /// request is read before this passes.
     fn verify_slack(&self, headers: &HeaderMap, body: &Bytes) -> Result<&SlackIngest, ApiError> {
         let slack = self.slack_settings()?;
-        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+        };
         let now = baton_core::now_ms() / 1000;
         baton_slack::signature::verify(
             &slack.signing_secret,
@@ -38,10 +45,15 @@ impl Ingest {
         let inbound = baton_slack::events::classify(body, slack.bot_user_id.as_deref())
             .map_err(|e| ApiError::bad_request(format!("unreadable Slack event: {e}")))?;
         match inbound {
-            Inbound::UrlVerification { challenge } => Ok(json(StatusCode::OK, &json!({ "challenge": challenge }))),
+            Inbound::UrlVerification { challenge } => {
+                Ok(json(StatusCode::OK, &json!({ "challenge": challenge })))
+            }
             Inbound::Ignored { reason } => {
                 tracing::debug!(?reason, "Slack event ignored");
-                Ok(json(StatusCode::OK, &json!({"ok": true, "ignored": reason})))
+                Ok(json(
+                    StatusCode::OK,
+                    &json!({"ok": true, "ignored": reason}),
+                ))
             }
             Inbound::Message(m) => {
                 let submitted = self.submit(slack_submission(m)).await?;
@@ -59,7 +71,10 @@ impl Ingest {
             Interaction::BlockAction(a) => a,
             Interaction::Unsupported { payload_type } => {
                 tracing::info!(%payload_type, "unsupported Slack interaction ignored");
-                return Ok(json(StatusCode::OK, &json!({"ok": true, "ignored": "unsupported interaction"})));
+                return Ok(json(
+                    StatusCode::OK,
+                    &json!({"ok": true, "ignored": "unsupported interaction"}),
+                ));
             }
         };
         match action.action_id.as_str() {
@@ -75,7 +90,10 @@ impl Ingest {
             }
             other => {
                 tracing::info!(action_id = %other, "unsupported Slack action ignored");
-                Ok(json(StatusCode::OK, &json!({"ok": true, "ignored": "unsupported action"})))
+                Ok(json(
+                    StatusCode::OK,
+                    &json!({"ok": true, "ignored": "unsupported action"}),
+                ))
             }
         }
     }
@@ -90,7 +108,11 @@ fn slack_submission(m: InboundMessage) -> Submission {
         agent: "default".to_owned(),
         thread: Some(format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts)),
         dedupe_key: Some(format!("slack:{}:{}", m.team_id, m.event_id)),
-        origin: Origin::Slack { team_id: m.team_id, channel: m.channel, thread_ts, user: m.user },
+        origin: Origin::Slack {
+            team_id: m.team_id,
+            channel: m.channel,
+            thread_ts,
+            user: m.user,
+        },
     }
 }
-

@@ -26,17 +26,29 @@ struct SubmitBody {
 }
 
 fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")) {
+    let ct = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if ct
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    {
         Ok(())
     } else {
-        Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json"))
+        Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        ))
     }
 }
 
 fn valid_key(s: &str, what: &str) -> Result<(), ApiError> {
     if s.is_empty() || s.len() > 255 || !s.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(ApiError::bad_request(format!("{what} must be 1 to 255 visible ASCII characters")));
+        return Err(ApiError::bad_request(format!(
+            "{what} must be 1 to 255 visible ASCII characters"
+        )));
     }
     Ok(())
 }
@@ -48,13 +60,15 @@ pub(crate) fn parse_id(raw: &str) -> Result<TaskId, ApiError> {
 impl Ingest {
     pub(crate) async fn submit_task(&self, headers: &HeaderMap, body: &Bytes) -> Answer {
         require_json(headers)?;
-        let req: SubmitBody =
-            serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+        let req: SubmitBody = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
         if req.input.trim().is_empty() {
             return Err(ApiError::bad_request("`input` must not be empty"));
         }
         if req.input.chars().count() > MAX_INPUT_CHARS {
-            return Err(ApiError::bad_request(format!("`input` is longer than {MAX_INPUT_CHARS} characters")));
+            return Err(ApiError::bad_request(format!(
+                "`input` is longer than {MAX_INPUT_CHARS} characters"
+            )));
         }
         if let Some(t) = &req.thread {
             valid_key(t, "`thread`")?;
@@ -62,7 +76,9 @@ impl Ingest {
         let idempotency_key = match headers.get("idempotency-key") {
             None => None,
             Some(v) => {
-                let k = v.to_str().map_err(|_| ApiError::bad_request("Idempotency-Key must be ASCII"))?;
+                let k = v
+                    .to_str()
+                    .map_err(|_| ApiError::bad_request("Idempotency-Key must be ASCII"))?;
                 valid_key(k, "Idempotency-Key")?;
                 Some(format!("http:{k}"))
             }
@@ -115,7 +131,9 @@ impl Ingest {
             .await;
         let task = match result {
             Ok((task, _)) => task,
-            Err(StoreError::NotFound(_)) => return Err(ApiError::not_found(format!("no task {id}"))),
+            Err(StoreError::NotFound(_)) => {
+                return Err(ApiError::not_found(format!("no task {id}")))
+            }
             Err(e) => return Err(ApiError::unavailable(e)),
         };
         if task.status.is_terminal() && task.status != TaskStatus::Cancelled {
@@ -131,7 +149,10 @@ impl Ingest {
                 .await
                 .map_err(ApiError::unavailable)?;
         }
-        Ok(json(StatusCode::ACCEPTED, &json!({"task_id": id, "status": task.status.as_str(), "cancel_requested": true})))
+        Ok(json(
+            StatusCode::ACCEPTED,
+            &json!({"task_id": id, "status": task.status.as_str(), "cancel_requested": true}),
+        ))
     }
 
     pub(crate) async fn task_events(&self, id: &str, query: Option<&str>) -> Answer {
@@ -142,7 +163,13 @@ impl Ingest {
         }
         let q: Q = serde_urlencoded::from_str(query.unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
-        if self.store.get(&id).await.map_err(ApiError::unavailable)?.is_none() {
+        if self
+            .store
+            .get(&id)
+            .await
+            .map_err(ApiError::unavailable)?
+            .is_none()
+        {
             return Err(ApiError::not_found(format!("no task {id}")));
         }
         let after = match q.after {
@@ -150,7 +177,11 @@ impl Ingest {
             Some(n) if n < 0 => None,
             Some(n) => Some(n as u64),
         };
-        let entries = self.store.entries(&id, after, MAX_EVENTS).await.map_err(ApiError::unavailable)?;
+        let entries = self
+            .store
+            .entries(&id, after, MAX_EVENTS)
+            .await
+            .map_err(ApiError::unavailable)?;
         let events: Vec<serde_json::Value> = entries
             .iter()
             .map(|e| {
@@ -159,7 +190,10 @@ impl Ingest {
                 v
             })
             .collect();
-        Ok(json(StatusCode::OK, &json!({"task_id": id, "events": events})))
+        Ok(json(
+            StatusCode::OK,
+            &json!({"task_id": id, "events": events}),
+        ))
     }
 
     pub(crate) async fn task_trace(&self, id: &str) -> Answer {
@@ -171,7 +205,10 @@ impl Ingest {
             .map_err(ApiError::unavailable)?
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
         let blobs = self.store.blobs();
-        let keys = blobs.list(&format!("traces/{id}/")).await.map_err(ApiError::unavailable)?;
+        let keys = blobs
+            .list(&format!("traces/{id}/"))
+            .await
+            .map_err(ApiError::unavailable)?;
         let mut spans: Vec<Span> = Vec::new();
         for key in keys {
             if let Some(bytes) = blobs.get(&key).await.map_err(ApiError::unavailable)? {
@@ -198,7 +235,10 @@ impl Ingest {
             });
         }
         spans.sort_by_key(|s| (s.start_ms, s.end_ms));
-        Ok(json(StatusCode::OK, &json!({"task_id": id, "spans": spans})))
+        Ok(json(
+            StatusCode::OK,
+            &json!({"task_id": id, "spans": spans}),
+        ))
     }
 
     pub(crate) async fn decide_approval(&self, id: &str, approval_id: &str) -> Answer {
@@ -209,6 +249,9 @@ impl Ingest {
             .await
             .map_err(ApiError::unavailable)?
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
-        Err(ApiError::not_found(format!("task {} has no pending approval `{approval_id}`", task.id)))
+        Err(ApiError::not_found(format!(
+            "task {} has no pending approval `{approval_id}`",
+            task.id
+        )))
     }
 }

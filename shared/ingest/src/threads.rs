@@ -9,9 +9,7 @@
 use crate::response::ApiError;
 use crate::Ingest;
 use baton_core::store::Thread;
-use baton_core::{
-    now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
-};
+use baton_core::{now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake};
 use std::time::Duration;
 
 /// Input to submit.
@@ -48,7 +46,13 @@ impl Submitted {
 }
 
 fn is_stop_word(text: &str) -> bool {
-    matches!(text.trim().trim_end_matches(['.', '!']).to_ascii_lowercase().as_str(), "stop" | "cancel")
+    matches!(
+        text.trim()
+            .trim_end_matches(['.', '!'])
+            .to_ascii_lowercase()
+            .as_str(),
+        "stop" | "cancel"
+    )
 }
 
 impl Ingest {
@@ -68,8 +72,17 @@ impl Ingest {
             // Agent configs hold a relative deadline; tasks hold an absolute one.
             limits.deadline_at = Some(now + d);
         }
-        let task = Task::new(TaskId::generate(), &agent.name, s.origin.clone(), s.thread.clone(), limits, now);
-        let first = vec![EntryKind::UserMessage { text: s.text.clone() }];
+        let task = Task::new(
+            TaskId::generate(),
+            &agent.name,
+            s.origin.clone(),
+            s.thread.clone(),
+            limits,
+            now,
+        );
+        let first = vec![EntryKind::UserMessage {
+            text: s.text.clone(),
+        }];
         let created = self
             .store
             .create(&task, first, s.dedupe_key.as_deref())
@@ -104,7 +117,12 @@ impl Ingest {
 
     /// If a task is live on the thread, gives it the message (or the stop).
     async fn steer(&self, thread_key: &str, s: &Submission) -> Result<Option<Submitted>, ApiError> {
-        let Some(thread) = self.store.thread(thread_key).await.map_err(ApiError::unavailable)? else {
+        let Some(thread) = self
+            .store
+            .thread(thread_key)
+            .await
+            .map_err(ApiError::unavailable)?
+        else {
             return Ok(None);
         };
         let Some(active) = thread.active_task else {
@@ -127,14 +145,26 @@ impl Ingest {
             .await;
         match result {
             // "stop" with nothing running: nothing to do, and no new task.
-            Ok((task, _)) if task.status.is_terminal() && stop => Ok(Some(Submitted::CancelRequested(task.id))),
+            Ok((task, _)) if task.status.is_terminal() && stop => {
+                Ok(Some(Submitted::CancelRequested(task.id)))
+            }
             Ok((task, _)) if task.status.is_terminal() => Ok(None),
             Ok((task, _)) => {
                 if stop && task.status != TaskStatus::Cancelled {
                     // Wake it so a queued or handed-over task ends promptly.
-                    let _ = self.queue.send(&Wake::new(task.id.clone(), "cancel").to_body(), Duration::ZERO).await;
+                    let _ = self
+                        .queue
+                        .send(
+                            &Wake::new(task.id.clone(), "cancel").to_body(),
+                            Duration::ZERO,
+                        )
+                        .await;
                 }
-                Ok(Some(if stop { Submitted::CancelRequested(task.id) } else { Submitted::Steered(task.id) }))
+                Ok(Some(if stop {
+                    Submitted::CancelRequested(task.id)
+                } else {
+                    Submitted::Steered(task.id)
+                }))
             }
             Err(StoreError::AlreadyClaimed(id)) => Ok(Some(Submitted::Duplicate(id))),
             // The thread points at a task that does not exist (a crash
@@ -149,16 +179,29 @@ impl Ingest {
     /// later messages go to the one the thread names.
     async fn claim_thread(&self, key: &str, id: &TaskId) -> Result<(), ApiError> {
         for _ in 0..5 {
-            let current = self.store.thread(key).await.map_err(ApiError::unavailable)?;
-            let mut thread =
-                current.unwrap_or(Thread { key: key.to_owned(), active_task: None, history: Vec::new(), version: 0 });
+            let current = self
+                .store
+                .thread(key)
+                .await
+                .map_err(ApiError::unavailable)?;
+            let mut thread = current.unwrap_or(Thread {
+                key: key.to_owned(),
+                active_task: None,
+                history: Vec::new(),
+                version: 0,
+            });
             if let Some(prev) = thread.active_task.take() {
                 thread.history.push(prev);
                 let excess = thread.history.len().saturating_sub(20);
                 thread.history.drain(..excess);
             }
             thread.active_task = Some(id.clone());
-            if self.store.put_thread(&thread).await.map_err(ApiError::unavailable)? {
+            if self
+                .store
+                .put_thread(&thread)
+                .await
+                .map_err(ApiError::unavailable)?
+            {
                 return Ok(());
             }
         }
@@ -174,7 +217,10 @@ pub(crate) fn request_cancel(t: &mut Task) -> Vec<EntryKind> {
         t.status = TaskStatus::Cancelled;
         t.waiting_for = None;
         t.error = Some("cancelled on request".into());
-        vec![EntryKind::Status { status: TaskStatus::Cancelled, detail: "cancelled on request".into() }]
+        vec![EntryKind::Status {
+            status: TaskStatus::Cancelled,
+            detail: "cancelled on request".into(),
+        }]
     } else {
         t.cancel_requested = true;
         Vec::new()

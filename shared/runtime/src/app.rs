@@ -22,25 +22,47 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(config: Config, backend: Backend, settings: WorkerSettings) -> Result<Self, crate::ConfigError> {
+    pub fn new(
+        config: Config,
+        backend: Backend,
+        settings: WorkerSettings,
+    ) -> Result<Self, crate::ConfigError> {
         let agents = config.agents();
-        let llm = build_provider(&config.llm, RetryPolicy::default())
-            .map_err(|e| crate::ConfigError::Invalid { name: "BATON_LLM_PROVIDER", message: e.to_string() })?;
+        let llm = build_provider(&config.llm, RetryPolicy::default()).map_err(|e| {
+            crate::ConfigError::Invalid {
+                name: "BATON_LLM_PROVIDER",
+                message: e.to_string(),
+            }
+        })?;
         let tools = Toolset::builtins(config.http_allow.clone());
-        let mut tools: Vec<Arc<dyn baton_core::Tool>> = tools.names().iter().filter_map(|n| tools.get(n)).collect();
+        let mut tools: Vec<Arc<dyn baton_core::Tool>> =
+            tools.names().iter().filter_map(|n| tools.get(n)).collect();
         let schedules = backend.scheduler.clone().map(|s| {
-            baton_core::ScheduleService::new(baton_core::ScheduleStore::new(backend.store.table().clone()), s)
+            baton_core::ScheduleService::new(
+                baton_core::ScheduleStore::new(backend.store.table().clone()),
+                s,
+            )
         });
         if let Some(service) = &schedules {
             let admins = crate::scheduling::admins_from_env();
-            tools.extend(baton_tools::ScheduleTools::new(service.clone(), backend.store.clone(), admins).tools());
+            tools.extend(
+                baton_tools::ScheduleTools::new(service.clone(), backend.store.clone(), admins)
+                    .tools(),
+            );
         }
         let replies: Arc<dyn ReplySink> = match &config.slack {
             Some(s) if s.bot_token.is_some() => {
-                let token = s.bot_token.clone().ok_or(crate::ConfigError::Missing("SLACK_BOT_TOKEN"))?;
-                let client = baton_slack::web::SlackClient::new(&s.api_url, token).map_err(|e| {
-                    crate::ConfigError::Invalid { name: "SLACK_API_URL", message: e.to_string() }
-                })?;
+                let token = s
+                    .bot_token
+                    .clone()
+                    .ok_or(crate::ConfigError::Missing("SLACK_BOT_TOKEN"))?;
+                let client =
+                    baton_slack::web::SlackClient::new(&s.api_url, token).map_err(|e| {
+                        crate::ConfigError::Invalid {
+                            name: "SLACK_API_URL",
+                            message: e.to_string(),
+                        }
+                    })?;
                 Arc::new(SlackReplies::new(client))
             }
             Some(_) => {
@@ -60,18 +82,38 @@ impl App {
             settings,
         );
         if let Some(service) = &schedules {
-            worker = worker.with_schedules(service.clone(), crate::scheduling::repeat_window_from_env()?);
+            worker = worker.with_schedules(
+                service.clone(),
+                crate::scheduling::repeat_window_from_env()?,
+            );
         }
         let worker = Arc::new(worker);
         let slack = config.slack.as_ref().map(|s| SlackIngest {
             signing_secret: s.signing_secret.clone(),
             bot_user_id: s.bot_user_id.clone(),
         });
-        let mut ingest = Ingest::new(backend.store.clone(), backend.queue.clone(), agents, config.api_token.clone(), slack);
+        let mut ingest = Ingest::new(
+            backend.store.clone(),
+            backend.queue.clone(),
+            agents,
+            config.api_token.clone(),
+            slack,
+        );
         if let Some(service) = &schedules {
             ingest = ingest.with_scheduler(service.clone());
         }
-        let reaper = Arc::new(Reaper::new(backend.store.clone(), backend.queue.clone(), stale_after.max(Duration::from_secs(5))));
-        Ok(App { ingest, worker, reaper, backend, config, schedules })
+        let reaper = Arc::new(Reaper::new(
+            backend.store.clone(),
+            backend.queue.clone(),
+            stale_after.max(Duration::from_secs(5)),
+        ));
+        Ok(App {
+            ingest,
+            worker,
+            reaper,
+            backend,
+            config,
+            schedules,
+        })
     }
 }

@@ -75,13 +75,17 @@ pub struct Backend {
 }
 
 fn required(name: &'static str) -> Result<String, BackendError> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty()).ok_or(BackendError::MissingVar(name))
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or(BackendError::MissingVar(name))
 }
 
 impl Backend {
     /// The durable embedded backend under `data_dir`.
     pub fn embedded(data_dir: &Path, queue: QueueConfig) -> Result<Self, BackendError> {
-        let b = EmbeddedBackend::open(data_dir, queue).map_err(|e| BackendError::Embedded(e.to_string()))?;
+        let b = EmbeddedBackend::open(data_dir, queue)
+            .map_err(|e| BackendError::Embedded(e.to_string()))?;
         let scheduling = crate::scheduling::embedded(b.table.clone(), b.queue.clone());
         Ok(Backend {
             scheduler: Some(scheduling.scheduler),
@@ -100,12 +104,21 @@ impl Backend {
         let table = required("BATON_TABLE")?;
         let queue_url = required("BATON_QUEUE_URL")?;
         let bucket = required("BATON_TRACE_BUCKET")?;
-        let dlq_url = std::env::var("BATON_DLQ_URL").ok().filter(|v| !v.trim().is_empty());
+        let dlq_url = std::env::var("BATON_DLQ_URL")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
         let cfg = baton_aws::load_sdk_config().await;
         let sqs = baton_aws::sqs_client(&cfg);
         let store = TaskStore::new(
-            Arc::new(baton_aws::DynamoTable::new(baton_aws::dynamodb_client(&cfg), table)),
-            Arc::new(baton_aws::S3Blobs::new(baton_aws::s3_client(&cfg), bucket, None)),
+            Arc::new(baton_aws::DynamoTable::new(
+                baton_aws::dynamodb_client(&cfg),
+                table,
+            )),
+            Arc::new(baton_aws::S3Blobs::new(
+                baton_aws::s3_client(&cfg),
+                bucket,
+                None,
+            )),
         );
         let queue: Arc<dyn WorkQueue> = Arc::new(baton_aws::SqsQueue::new(sqs.clone(), queue_url));
         let scheduling = crate::scheduling::for_aws(&cfg, store.table().clone(), queue.clone());
@@ -114,7 +127,8 @@ impl Backend {
             queue,
             scheduler: Some(scheduling.scheduler),
             embedded_scheduler: scheduling.embedded,
-            dead_letters: dlq_url.map(|u| DeadLetters::Sqs(Arc::new(baton_aws::SqsQueue::new(sqs, u)))),
+            dead_letters: dlq_url
+                .map(|u| DeadLetters::Sqs(Arc::new(baton_aws::SqsQueue::new(sqs, u)))),
             embedded_queue: None,
         })
     }

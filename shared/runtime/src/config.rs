@@ -21,7 +21,10 @@ pub enum ConfigError {
 }
 
 fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { name, message: message.into() }
+    ConfigError::Invalid {
+        name,
+        message: message.into(),
+    }
 }
 
 /// Slack app credentials.
@@ -57,8 +60,14 @@ pub struct Config {
 }
 
 /// Tool names an agents file may name.
-pub const KNOWN_TOOLS: &[&str] =
-    &["http_request", "current_time", "sleep", "schedule_create", "schedule_list", "schedule_delete"];
+pub const KNOWN_TOOLS: &[&str] = &[
+    "http_request",
+    "current_time",
+    "sleep",
+    "schedule_create",
+    "schedule_list",
+    "schedule_delete",
+];
 
 /// Where configuration values come from: the process environment, with
 /// secrets loaded from SSM Parameter Store layered underneath.
@@ -79,7 +88,10 @@ impl Source<'_> {
 
     fn num<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, ConfigError> {
         self.var(name)
-            .map(|v| v.parse::<T>().map_err(|_| invalid(name, format!("`{v}` is not a valid number"))))
+            .map(|v| {
+                v.parse::<T>()
+                    .map_err(|_| invalid(name, format!("`{v}` is not a valid number")))
+            })
             .transpose()
     }
 }
@@ -98,7 +110,12 @@ impl Config {
         let provider = var("BATON_LLM_PROVIDER").unwrap_or_else(|| "scripted".to_owned());
         let model_var = var("BATON_LLM_MODEL");
         let fallback_models: Vec<String> = var("BATON_LLM_FALLBACK_MODELS")
-            .map(|v| v.split(',').map(|m| m.trim().to_owned()).filter(|m| !m.is_empty()).collect())
+            .map(|v| {
+                v.split(',')
+                    .map(|m| m.trim().to_owned())
+                    .filter(|m| !m.is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         let (llm, model) = match provider.as_str() {
             "scripted" => (LlmConfig::Scripted, model_var.unwrap_or_else(|| "scripted".to_owned())),
@@ -132,8 +149,9 @@ impl Config {
                 ))
             }
         };
-        let api_token =
-            var("BATON_API_TOKEN").map(|t| ApiToken::parse(&t).map_err(|m| invalid("BATON_API_TOKEN", m))).transpose()?;
+        let api_token = var("BATON_API_TOKEN")
+            .map(|t| ApiToken::parse(&t).map_err(|m| invalid("BATON_API_TOKEN", m)))
+            .transpose()?;
         let slack = match var("SLACK_SIGNING_SECRET") {
             None => None,
             Some(secret) => Some(SlackConfig {
@@ -145,9 +163,13 @@ impl Config {
         };
         let http_allow = match var("BATON_HTTP_ALLOW") {
             None => AllowList::default(),
-            Some(v) => AllowList::parse(&v).map_err(|e| invalid("BATON_HTTP_ALLOW", e.to_string()))?,
+            Some(v) => {
+                AllowList::parse(&v).map_err(|e| invalid("BATON_HTTP_ALLOW", e.to_string()))?
+            }
         };
-        let segment_budget = src.num::<u64>("BATON_SEGMENT_BUDGET_MS")?.map(Duration::from_millis);
+        let segment_budget = src
+            .num::<u64>("BATON_SEGMENT_BUDGET_MS")?
+            .map(Duration::from_millis);
         let max_steps = src.num("BATON_MAX_STEPS")?.unwrap_or(50);
         let max_segments = src.num("BATON_MAX_SEGMENTS")?.unwrap_or(200);
         if max_steps == 0 {

@@ -23,15 +23,24 @@ pub use config::{Config, ConfigError, SlackConfig};
 pub fn init_tracing(json: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
-    let _ = if json { builder.json().without_time().try_init() } else { builder.try_init() };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    let _ = if json {
+        builder.json().without_time().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 /// The app of a Lambda function: configuration from the environment, the
 /// AWS backend, and worker timings fit for SQS with a visibility timeout
 /// longer than the function's. Called once per process, at startup.
 pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
-    let secrets = match std::env::var("BATON_SECRETS_PATH").ok().filter(|p| !p.trim().is_empty()) {
+    let secrets = match std::env::var("BATON_SECRETS_PATH")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+    {
         Some(path) => secrets::load(&baton_aws::load_sdk_config().await, &path).await?,
         None => Default::default(),
     };

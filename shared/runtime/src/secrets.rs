@@ -26,9 +26,15 @@ pub const SECRET_NAMES: &[&str] = &[
 ];
 
 /// Loads the secrets under `path` (recursively, decrypted).
-pub async fn load(cfg: &aws_config::SdkConfig, path: &str) -> Result<HashMap<String, String>, SecretsError> {
+pub async fn load(
+    cfg: &aws_config::SdkConfig,
+    path: &str,
+) -> Result<HashMap<String, String>, SecretsError> {
     let client = aws_sdk_ssm::Client::new(cfg);
-    let err = |e: String| SecretsError { path: path.to_owned(), message: e };
+    let err = |e: String| SecretsError {
+        path: path.to_owned(),
+        message: e,
+    };
     let mut out = HashMap::new();
     let mut next: Option<String> = None;
     loop {
@@ -42,12 +48,17 @@ pub async fn load(cfg: &aws_config::SdkConfig, path: &str) -> Result<HashMap<Str
             .await
             .map_err(|e| err(aws_sdk_ssm::error::DisplayErrorContext(e).to_string()))?;
         for p in page.parameters() {
-            let (Some(name), Some(value)) = (p.name(), p.value()) else { continue };
+            let (Some(name), Some(value)) = (p.name(), p.value()) else {
+                continue;
+            };
             let var = name.rsplit('/').next().unwrap_or_default();
             if SECRET_NAMES.contains(&var) {
                 out.insert(var.to_owned(), value.to_owned());
             } else {
-                tracing::warn!(parameter = name, "ignoring a parameter that names no known secret");
+                tracing::warn!(
+                    parameter = name,
+                    "ignoring a parameter that names no known secret"
+                );
             }
         }
         match page.next_token() {
