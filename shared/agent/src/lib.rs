@@ -17,6 +17,7 @@ pub mod budget;
 pub mod compaction;
 pub mod config_file;
 pub mod context;
+pub mod input_guard;
 pub mod reaper;
 pub mod reply;
 pub mod sanitize;
