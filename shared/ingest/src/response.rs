@@ -53,4 +53,28 @@ pub fn json(status: StatusCode, body: &serde_json::Value) -> Response<Bytes> {
     r
 }
 
+/// A JSON request body: `Content-Type: application/json` and a body that
+/// parses as `T` (415 and 400 otherwise, saying what is wrong).
+pub(crate) fn json_body<T: serde::de::DeserializeOwned>(
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<T, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !ct
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        ));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+}
+
 pub type Answer = Result<Response<Bytes>, ApiError>;

@@ -6,7 +6,7 @@
 //! deleting keep the record and the scheduler plan consistent
 //! ([`baton_core::ScheduleService`]).
 
-use crate::response::{json, Answer, ApiError};
+use crate::response::{json, json_body, Answer, ApiError};
 use crate::Ingest;
 use baton_core::schedule::{new_schedule_id, parse_schedule_id, ScheduleService};
 use baton_core::{now_ms, ScheduleError, ScheduleKind, ScheduleTarget, SchedulerError};
@@ -37,25 +37,6 @@ struct CreateBody {
     target: Option<TargetBody>,
     #[serde(default)]
     agent: Option<String>,
-}
-
-fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let ct = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if ct
-        .split(';')
-        .next()
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-    {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Content-Type must be application/json",
-        ))
-    }
 }
 
 fn parse_sid(raw: &str) -> Result<String, ApiError> {
@@ -92,9 +73,7 @@ impl Ingest {
 
     pub(crate) async fn create_schedule(&self, headers: &HeaderMap, body: &Bytes) -> Answer {
         let service = self.schedules()?;
-        require_json(headers)?;
-        let req: CreateBody = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+        let req: CreateBody = json_body(headers, body)?;
         let kind = match req.kind.as_deref() {
             None | Some("task") => ScheduleKind::Task,
             Some("heartbeat") => ScheduleKind::Heartbeat,

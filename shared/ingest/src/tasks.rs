@@ -1,6 +1,6 @@
 //! The task routes: submit, status, cancel, events, trace.
 
-use crate::response::{json, Answer, ApiError};
+use crate::response::{json, json_body, Answer, ApiError};
 use crate::threads::{request_cancel, Submission, Submitted};
 use crate::Ingest;
 use baton_core::{now_ms, rfc3339, Origin, Span, StoreError, TaskId, TaskStatus, Wake};
@@ -25,25 +25,6 @@ struct SubmitBody {
     agent: Option<String>,
 }
 
-fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
-    let ct = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if ct
-        .split(';')
-        .next()
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-    {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Content-Type must be application/json",
-        ))
-    }
-}
-
 fn valid_key(s: &str, what: &str) -> Result<(), ApiError> {
     if s.is_empty() || s.len() > 255 || !s.chars().all(|c| c.is_ascii_graphic()) {
         return Err(ApiError::bad_request(format!(
@@ -59,9 +40,7 @@ pub(crate) fn parse_id(raw: &str) -> Result<TaskId, ApiError> {
 
 impl Ingest {
     pub(crate) async fn submit_task(&self, headers: &HeaderMap, body: &Bytes) -> Answer {
-        require_json(headers)?;
-        let req: SubmitBody = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+        let req: SubmitBody = json_body(headers, body)?;
         if req.input.trim().is_empty() {
             return Err(ApiError::bad_request("`input` must not be empty"));
         }
