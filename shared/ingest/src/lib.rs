@@ -44,6 +44,9 @@ pub struct Ingest {
     /// The schedule routes' service ([`Ingest::with_scheduler`]); without
     /// it they answer 501.
     schedules: Option<baton_core::ScheduleService>,
+    /// What the input guard does with input that looks like prompt
+    /// injection ([`Ingest::with_input_guard`]); off by default here.
+    input_guard: baton_agent::config_file::InputGuardMode,
 }
 
 impl Ingest {
@@ -63,7 +66,15 @@ impl Ingest {
             api_token,
             slack,
             schedules: None,
+            input_guard: baton_agent::config_file::InputGuardMode::Off,
         }
+    }
+
+    /// Screens every user input (HTTP and Slack, new tasks and messages to
+    /// running ones) with the input guard in `mode`.
+    pub fn with_input_guard(mut self, mode: baton_agent::config_file::InputGuardMode) -> Self {
+        self.input_guard = mode;
+        self
     }
 
     /// Answers one request.
