@@ -50,6 +50,8 @@ impl App {
                     .tools(),
             );
         }
+        // Memory needs only the task table, so every backend has it.
+        tools.extend(baton_tools::MemoryTools::new(backend.store.clone()).tools());
         let replies: Arc<dyn ReplySink> = match &config.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s

@@ -67,6 +67,9 @@ pub const KNOWN_TOOLS: &[&str] = &[
     "schedule_create",
     "schedule_list",
     "schedule_delete",
+    "remember",
+    "recall",
+    "forget",
 ];
 
 /// Where configuration values come from: the process environment, with

@@ -9,6 +9,8 @@
 //!   hop, the body is cut at 256 KiB with a marker, and every request carries
 //!   the call's `Idempotency-Key`. Only GET and HEAD calls are idempotent.
 //! - [`CurrentTimeTool`] (`current_time`): the time in an IANA zone.
+//! - [`MemoryTools`] (`remember`, `recall`, `forget`): facts kept per Slack
+//!   workspace and per user in the task table ([`MemoryStore`]).
 //! - [`Toolset`]: name → tool, with [`Toolset::builtins`].
 //! - [`truncate_output`]: cuts any tool result to size with a marker.
 //!
@@ -35,6 +37,8 @@
 mod args;
 mod guard;
 mod http;
+pub mod memory;
+mod origin;
 mod redact;
 pub mod schedule;
 mod time;
@@ -44,6 +48,7 @@ mod truncate;
 pub use args::{input_schema, parse_args};
 pub use guard::{blocked_reason, AllowList, AllowListError, Refusal, ALLOW_ENV};
 pub use http::{HttpConfig, HttpMethod, HttpRequestArgs, HttpRequestTool, HTTP_REQUEST};
+pub use memory::{MemoryScope, MemoryStore, MemoryTools};
 pub use redact::{is_sensitive_name, redact_url};
 pub use schedule::ScheduleTools;
 pub use time::{CurrentTimeArgs, CurrentTimeTool, CURRENT_TIME};

@@ -1,0 +1,15 @@
+//! Who a tool call serves: the origin of its task, read from the store.
+//!
+//! Tools that keep per-user state (schedules, memory) learn who is asking
+//! this way rather than from their arguments, which the model controls.
+
+use baton_core::{Origin, TaskStore, ToolContext};
+
+/// The origin of the task `ctx` serves; the error is text for the model.
+pub(crate) async fn task_origin(tasks: &TaskStore, ctx: &ToolContext) -> Result<Origin, String> {
+    match tasks.get(&ctx.task_id).await {
+        Ok(Some(t)) => Ok(t.origin),
+        Ok(None) => Err("this task is not in the store".into()),
+        Err(e) => Err(format!("could not read the task: {e}")),
+    }
+}
