@@ -100,7 +100,8 @@ impl App {
             agents,
             config.api_token.clone(),
             slack,
-        );
+        )
+        .with_input_guard(config.settings.guard.input_guard);
         if let Some(service) = &schedules {
             ingest = ingest.with_scheduler(service.clone());
         }
