@@ -168,11 +168,12 @@ mod tests {
         arm(&r, Some(&r), &id, now_ms() + 3 * 3600 * 1000)
             .await
             .unwrap();
-        let plans = r.plans.lock().unwrap();
-        assert_eq!(plans.len(), 1);
-        assert!(plans[0].one_time && plans[0].expression.starts_with("at("));
-        assert!(plans[0].body.contains(id.as_str()));
-        drop(plans);
+        {
+            let plans = r.plans.lock().unwrap();
+            assert_eq!(plans.len(), 1);
+            assert!(plans[0].one_time && plans[0].expression.starts_with("at("));
+            assert!(plans[0].body.contains(id.as_str()));
+        }
         // Without a scheduler: a 15-minute hop.
         arm(&r, None, &id, now_ms() + 3 * 3600 * 1000)
             .await
