@@ -180,7 +180,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     println!("# baton bench (embedded backend, zero-latency model)\n");
     // Overhead per step.
     let rig_o = rig(args.steps, 64)?;
-    run_task(&rig_o, 5).await?; // warm-up
+    let warm = rig(5, 64)?;
+    run_task(&warm, 5).await?; // warm-up: first-use costs out of the measurement
     let started = Instant::now();
     for _ in 0..args.tasks {
         run_task(&rig_o, args.steps).await?;

@@ -84,11 +84,15 @@ pub struct Limits {
     /// recursive-loop detection, which the template turns off.
     pub max_segments: u32,
     /// Input + output tokens over the whole task; 0 means no limit.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub max_tokens: u64,
     /// Wall-clock deadline; `None` means none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_at: Option<Millis>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Default for Limits {
@@ -105,18 +109,20 @@ impl Default for Limits {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
-    /// Bumped by every write; every write is conditional on it.
+    /// Bumped by every write; every write is conditional on it. Kept by
+    /// the table beside the body, not in it.
+    #[serde(default, skip_serializing)]
     pub version: u64,
     pub status: TaskStatus,
     /// The agent configuration to run (`default` unless asked otherwise).
     pub agent: String,
     pub origin: Origin,
     /// The conversation this task belongs to, if any.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
     pub created_at: Millis,
     pub updated_at: Millis,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
     /// Completed LLM turns.
     #[serde(default)]
@@ -130,17 +136,17 @@ pub struct Task {
     #[serde(default)]
     pub usage: Usage,
     pub limits: Limits,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<WaitingFor>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancel_requested: bool,
     /// Messages that arrived for the task while it ran; the loop moves them
     /// into the transcript at the next step boundary.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inbox: Vec<String>,
     /// Id of the commit that wrote this version. A writer whose commit
     /// failed ambiguously (a timeout, or an SDK retry of a write that had in
