@@ -133,8 +133,10 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
 
 /// Runs one task to the end in one segment; returns its id.
 async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
-    let mut limits = baton_core::Limits::default();
-    limits.max_steps = steps + 1;
+    let limits = baton_core::Limits {
+        max_steps: steps + 1,
+        ..Default::default()
+    };
     let task = Task::new(
         TaskId::generate(),
         "default",

@@ -6,7 +6,6 @@ use baton_agent::{Disposition, SegmentBudget, Worker, WorkerSettings};
 use baton_core::WorkQueue;
 use baton_embedded::QueueConfig;
 use baton_runtime::{App, Backend, Config};
-use bytes::Bytes;
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -126,9 +125,7 @@ async fn serve_one(
             return r.into_response().map(axum::body::Body::from);
         }
     };
-    let response = ingest
-        .handle(http::Request::from_parts(parts, Bytes::from(bytes)))
-        .await;
+    let response = ingest.handle(http::Request::from_parts(parts, bytes)).await;
     response.map(axum::body::Body::from)
 }
 

@@ -155,15 +155,12 @@ impl Config {
         let api_token = var("BATON_API_TOKEN")
             .map(|t| ApiToken::parse(&t).map_err(|m| invalid("BATON_API_TOKEN", m)))
             .transpose()?;
-        let slack = match var("SLACK_SIGNING_SECRET") {
-            None => None,
-            Some(secret) => Some(SlackConfig {
-                signing_secret: SigningSecret::new(secret),
-                bot_token: var("SLACK_BOT_TOKEN").map(BotToken::new),
-                api_url: var("SLACK_API_URL").unwrap_or_else(|| "https://slack.com/api".to_owned()),
-                bot_user_id: var("SLACK_BOT_USER_ID"),
-            }),
-        };
+        let slack = var("SLACK_SIGNING_SECRET").map(|secret| SlackConfig {
+            signing_secret: SigningSecret::new(secret),
+            bot_token: var("SLACK_BOT_TOKEN").map(BotToken::new),
+            api_url: var("SLACK_API_URL").unwrap_or_else(|| "https://slack.com/api".to_owned()),
+            bot_user_id: var("SLACK_BOT_USER_ID"),
+        });
         let http_allow = match var("BATON_HTTP_ALLOW") {
             None => AllowList::default(),
             Some(v) => {
