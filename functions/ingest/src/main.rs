@@ -11,7 +11,11 @@ use std::convert::Infallible;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     baton_runtime::init_tracing(true);
-    let app = baton_runtime::lambda_app().await?;
+    let app = baton_runtime::lambda_app().await.inspect_err(|e| {
+        // Readable, and in the function's JSON log, before the runtime
+        // reports the failed init.
+        tracing::error!(error = %e, "start-up failed");
+    })?;
     let ingest = app.ingest.clone();
     lambda_http::run(service_fn(move |request: Request| {
         let ingest = ingest.clone();

@@ -22,7 +22,9 @@ const DEFAULT_MARGIN: Duration = Duration::from_secs(30);
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     baton_runtime::init_tracing(true);
-    let app = Arc::new(baton_runtime::lambda_app().await?);
+    let app = Arc::new(baton_runtime::lambda_app().await.inspect_err(|e| {
+        tracing::error!(error = %e, "start-up failed");
+    })?);
     let margin = std::env::var("BATON_SEGMENT_MARGIN_MS")
         .ok()
         .and_then(|v| v.parse().ok())
