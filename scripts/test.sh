@@ -19,4 +19,4 @@ if [ -f infra/template.yaml ]; then
 fi
 
 echo "== cargo test --workspace"
-cargo test --workspace "$@"
+cargo test --workspace --no-fail-fast "$@"

@@ -6,6 +6,12 @@ mod common;
 use common::{Backend, Options, TestApp, SIGNING_SECRET, TOKEN};
 use serde_json::{json, Value};
 
+/// The signature with its last hex digit changed.
+fn tamper(sig: &str) -> String {
+    let last = if sig.ends_with('0') { '1' } else { '0' };
+    format!("{}{last}", &sig[..sig.len() - 1])
+}
+
 async fn expect_error(resp: reqwest::Response, status: u16, what: &str) {
     assert_eq!(resp.status().as_u16(), status, "{what}");
     let body: Value = resp.json().await.unwrap_or(Value::Null);
@@ -212,7 +218,7 @@ async fn bad_requests_are_refused_and_change_nothing(backend: Backend) {
     expect_error(
         http.post(&slack)
             .header("x-slack-request-timestamp", now.to_string())
-            .header("x-slack-signature", sig.replace('a', "b"))
+            .header("x-slack-signature", tamper(&sig))
             .body(event.clone())
             .send()
             .await
