@@ -21,6 +21,8 @@ pub mod schedule;
 pub mod store;
 pub mod table;
 pub mod task;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod tool;
 pub mod trace;
 pub mod transcript;

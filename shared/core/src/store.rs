@@ -479,102 +479,10 @@ impl TaskStore {
 mod tests {
     use super::*;
     use crate::task::{Limits, Origin};
-    use async_trait::async_trait;
-    use std::collections::BTreeMap;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Mutex;
+    use crate::testing::{MemoryTable, NoBlobs};
 
-    /// An in-memory table that can pretend a successful write failed, as an
-    /// SDK retry of a write that had in fact applied does.
-    #[derive(Default)]
-    struct FlakyTable {
-        items: Mutex<BTreeMap<Key, Item>>,
-        lie_after_next_write: AtomicBool,
-    }
-
-    #[async_trait]
-    impl Table for FlakyTable {
-        async fn get(&self, key: &Key) -> Result<Option<Item>, TableError> {
-            Ok(self.items.lock().unwrap().get(key).cloned())
-        }
-        async fn query(
-            &self,
-            pk: &str,
-            prefix: &str,
-            after: Option<&str>,
-            limit: usize,
-        ) -> Result<Vec<Item>, TableError> {
-            let items = self.items.lock().unwrap();
-            Ok(items
-                .values()
-                .filter(|i| {
-                    i.key.pk == pk
-                        && i.key.sk.starts_with(prefix)
-                        && after.is_none_or(|a| i.key.sk.as_str() > a)
-                })
-                .take(limit)
-                .cloned()
-                .collect())
-        }
-        async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError> {
-            let items = self.items.lock().unwrap();
-            Ok(items
-                .values()
-                .filter(|i| i.index.as_deref() == Some(index))
-                .take(limit)
-                .cloned()
-                .collect())
-        }
-        async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
-            let mut items = self.items.lock().unwrap();
-            for (index, w) in writes.iter().enumerate() {
-                let (key, condition) = match w {
-                    Write::Put { item, condition } => (&item.key, condition),
-                    Write::Delete { key, condition } => (key, condition),
-                };
-                let ok = match condition {
-                    Condition::None => true,
-                    Condition::NotExists => !items.contains_key(key),
-                    Condition::VersionIs(v) => items.get(key).is_some_and(|i| i.version == *v),
-                };
-                if !ok {
-                    return Err(TableError::ConditionFailed { index });
-                }
-            }
-            for w in writes {
-                match w {
-                    Write::Put { item, .. } => {
-                        items.insert(item.key.clone(), item);
-                    }
-                    Write::Delete { key, .. } => {
-                        items.remove(&key);
-                    }
-                }
-            }
-            if self.lie_after_next_write.swap(false, Ordering::SeqCst) {
-                return Err(TableError::ConditionFailed { index: 0 });
-            }
-            Ok(())
-        }
-    }
-
-    struct NoBlobs;
-
-    #[async_trait]
-    impl BlobStore for NoBlobs {
-        async fn put(&self, _: &str, _: Vec<u8>) -> Result<(), BlobError> {
-            Err(BlobError::Unavailable("no blobs in this test".into()))
-        }
-        async fn get(&self, _: &str) -> Result<Option<Vec<u8>>, BlobError> {
-            Ok(None)
-        }
-        async fn list(&self, _: &str) -> Result<Vec<String>, BlobError> {
-            Ok(Vec::new())
-        }
-    }
-
-    fn store() -> (TaskStore, Arc<FlakyTable>) {
-        let table = Arc::new(FlakyTable::default());
+    fn store() -> (TaskStore, Arc<MemoryTable>) {
+        let table = Arc::new(MemoryTable::default());
         (TaskStore::new(table.clone(), Arc::new(NoBlobs)), table)
     }
 
@@ -602,7 +510,7 @@ mod tests {
             .await
             .unwrap();
         let mut current = store.get(&task.id).await.unwrap().unwrap();
-        table.lie_after_next_write.store(true, Ordering::SeqCst);
+        table.lie_after_next_write();
         current.steps += 1;
         let written = store
             .commit(

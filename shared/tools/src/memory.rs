@@ -676,15 +676,16 @@ impl Tool for ForgetTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::{BlobError, BlobStore, Limits, Task, TaskId};
+    use baton_core::testing::{MemoryTable, NoBlobs};
+    use baton_core::{Limits, Task, TaskId};
     use serde_json::json;
-    use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
 
-    /// An in-memory table with the port's conditional semantics.
+    /// The in-memory table, with a gate: the first `gate` queries wait for
+    /// each other after reading, so concurrent callers all read before any
+    /// of them writes.
     struct MemTable {
-        items: Mutex<BTreeMap<Key, Item>>,
+        inner: MemoryTable,
         gate: usize,
         gated: AtomicUsize,
         barrier: tokio::sync::Barrier,
@@ -693,7 +694,7 @@ mod tests {
     impl MemTable {
         fn gated(gate: usize) -> Self {
             MemTable {
-                items: Mutex::default(),
+                inner: MemoryTable::default(),
                 gate,
                 gated: AtomicUsize::new(0),
                 barrier: tokio::sync::Barrier::new(gate.max(1)),
@@ -710,7 +711,7 @@ mod tests {
     #[async_trait]
     impl Table for MemTable {
         async fn get(&self, key: &Key) -> Result<Option<Item>, TableError> {
-            Ok(self.items.lock().unwrap().get(key).cloned())
+            self.inner.get(key).await
         }
         async fn query(
             &self,
@@ -719,79 +720,17 @@ mod tests {
             after: Option<&str>,
             limit: usize,
         ) -> Result<Vec<Item>, TableError> {
-            let found: Vec<Item> = self
-                .items
-                .lock()
-                .unwrap()
-                .values()
-                .filter(|i| {
-                    i.key.pk == pk
-                        && i.key.sk.starts_with(prefix)
-                        && after.is_none_or(|a| i.key.sk.as_str() > a)
-                })
-                .take(limit)
-                .cloned()
-                .collect();
-            // The first `gate` queries wait for each other after reading, so
-            // concurrent callers all read before any of them writes.
+            let found = self.inner.query(pk, prefix, after, limit).await;
             if self.gated.fetch_add(1, Ordering::SeqCst) < self.gate {
                 self.barrier.wait().await;
             }
-            Ok(found)
+            found
         }
         async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError> {
-            Ok(self
-                .items
-                .lock()
-                .unwrap()
-                .values()
-                .filter(|i| i.index.as_deref() == Some(index))
-                .take(limit)
-                .cloned()
-                .collect())
+            self.inner.query_index(index, limit).await
         }
         async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
-            let mut items = self.items.lock().unwrap();
-            for (index, w) in writes.iter().enumerate() {
-                let (key, condition) = match w {
-                    Write::Put { item, condition } => (&item.key, condition),
-                    Write::Delete { key, condition } => (key, condition),
-                };
-                let ok = match condition {
-                    Condition::None => true,
-                    Condition::NotExists => !items.contains_key(key),
-                    Condition::VersionIs(v) => items.get(key).is_some_and(|i| i.version == *v),
-                };
-                if !ok {
-                    return Err(TableError::ConditionFailed { index });
-                }
-            }
-            for w in writes {
-                match w {
-                    Write::Put { item, .. } => {
-                        items.insert(item.key.clone(), item);
-                    }
-                    Write::Delete { key, .. } => {
-                        items.remove(&key);
-                    }
-                }
-            }
-            Ok(())
-        }
-    }
-
-    struct NoBlobs;
-
-    #[async_trait]
-    impl BlobStore for NoBlobs {
-        async fn put(&self, _: &str, _: Vec<u8>) -> Result<(), BlobError> {
-            Err(BlobError::Unavailable("no blobs in tests".into()))
-        }
-        async fn get(&self, _: &str) -> Result<Option<Vec<u8>>, BlobError> {
-            Ok(None)
-        }
-        async fn list(&self, _: &str) -> Result<Vec<String>, BlobError> {
-            Ok(Vec::new())
+            self.inner.transact(writes).await
         }
     }
 
@@ -876,10 +815,9 @@ mod tests {
 
         fn fact_items(&self) -> usize {
             self.table
-                .items
-                .lock()
-                .unwrap()
+                .inner
                 .keys()
+                .iter()
                 .filter(|k| k.pk.starts_with("MEM#") && k.sk.starts_with("F#"))
                 .count()
         }
@@ -939,7 +877,7 @@ mod tests {
         assert!(env.recall(&alice, "staging").await.is_empty());
 
         // The item layout of the brief.
-        let keys: Vec<Key> = env.table.items.lock().unwrap().keys().cloned().collect();
+        let keys: Vec<Key> = env.table.inner.keys();
         let pks: HashSet<&str> = keys
             .iter()
             .filter(|k| k.sk.starts_with("F#"))
