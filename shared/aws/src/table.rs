@@ -16,8 +16,9 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
+use baton_core::table::validate;
 use baton_core::{Condition, Item, Key, Table, TableError, Write};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Name of the sparse global secondary index (hash key `gsi1pk`, range key `pk`).
 pub const GSI1: &str = "gsi1";
@@ -34,9 +35,7 @@ pub const ATTR_GSI1PK: &str = "gsi1pk";
 /// TTL attribute (seconds since the epoch).
 pub const ATTR_TTL: &str = "ttl";
 
-/// The port's limit on writes per transaction (DynamoDB itself allows 100;
-/// the embedded backend enforces 25 too, so both behave alike).
-pub const MAX_TRANSACTION_WRITES: usize = 25;
+pub use baton_core::table::MAX_TRANSACTION_WRITES;
 
 const COND_NOT_EXISTS: &str = "attribute_not_exists(pk)";
 const COND_VERSION_IS: &str = "v = :v";
@@ -231,29 +230,6 @@ where
     R: std::fmt::Debug,
 {
     TableError::Unavailable(format!("DynamoDB {op}: {}", DisplayErrorContext(&e)))
-}
-
-fn validate(writes: &[Write]) -> Result<(), TableError> {
-    if writes.len() > MAX_TRANSACTION_WRITES {
-        return Err(TableError::Unavailable(format!(
-            "invalid transaction: {} writes (at most {MAX_TRANSACTION_WRITES})",
-            writes.len()
-        )));
-    }
-    let mut seen = HashSet::with_capacity(writes.len());
-    for w in writes {
-        let key = match w {
-            Write::Put { item, .. } => &item.key,
-            Write::Delete { key, .. } => key,
-        };
-        if !seen.insert(key) {
-            return Err(TableError::Unavailable(format!(
-                "invalid transaction: two writes on {}/{}",
-                key.pk, key.sk
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Maps the cancellation reasons of a failed TransactWriteItems. A failed

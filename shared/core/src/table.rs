@@ -56,6 +56,42 @@ pub enum Write {
     Delete { key: Key, condition: Condition },
 }
 
+/// The most writes one transaction may hold (DynamoDB's classic limit;
+/// both adapters enforce it so code that works locally works on AWS).
+pub const MAX_TRANSACTION_WRITES: usize = 25;
+
+impl Write {
+    /// The key this write touches.
+    pub fn key(&self) -> &Key {
+        match self {
+            Write::Put { item, .. } => &item.key,
+            Write::Delete { key, .. } => key,
+        }
+    }
+}
+
+/// Checks a transaction against the port's rules: at most
+/// [`MAX_TRANSACTION_WRITES`] writes, no two on one key.
+pub fn validate(writes: &[Write]) -> Result<(), TableError> {
+    if writes.len() > MAX_TRANSACTION_WRITES {
+        return Err(TableError::Unavailable(format!(
+            "invalid transaction: {} writes (at most {MAX_TRANSACTION_WRITES})",
+            writes.len()
+        )));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(writes.len());
+    for w in writes {
+        let key = w.key();
+        if !seen.insert(key) {
+            return Err(TableError::Unavailable(format!(
+                "invalid transaction: two writes on {}/{}",
+                key.pk, key.sk
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum TableError {
     /// The condition of the write at this position in the transaction failed.

@@ -1,6 +1,6 @@
 //! [`Table`] on SQLite: one row per item, transactions as `BEGIN IMMEDIATE`.
 
-use std::collections::HashSet;
+use baton_core::table::validate;
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -13,9 +13,7 @@ use crate::db::{
     limit_to_sql, version_from_sql, version_to_sql, Database, DbError, Durability, OpenError,
 };
 
-/// DynamoDB's `TransactWriteItems` limit, kept here so code that works in
-/// `baton dev` also works on AWS.
-pub const MAX_TRANSACTION_WRITES: usize = 25;
+pub use baton_core::table::MAX_TRANSACTION_WRITES;
 
 /// How often (at most) expired items are purged during writes.
 const PURGE_INTERVAL_MS: i64 = 60_000;
@@ -93,29 +91,6 @@ fn purge_expired(conn: &Connection, now_secs: i64) -> Result<usize, DbError> {
         "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at < ?1",
         params![now_secs],
     )?)
-}
-
-fn validate(writes: &[Write]) -> Result<(), TableError> {
-    if writes.len() > MAX_TRANSACTION_WRITES {
-        return Err(TableError::Unavailable(format!(
-            "invalid transaction: {} writes (at most {MAX_TRANSACTION_WRITES})",
-            writes.len()
-        )));
-    }
-    let mut seen = HashSet::with_capacity(writes.len());
-    for w in writes {
-        let key = match w {
-            Write::Put { item, .. } => &item.key,
-            Write::Delete { key, .. } => key,
-        };
-        if !seen.insert(key) {
-            return Err(TableError::Unavailable(format!(
-                "invalid transaction: two writes on {}/{}",
-                key.pk, key.sk
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn apply(conn: &mut Connection, writes: &[Write]) -> Result<(), TxError> {
