@@ -173,6 +173,27 @@ pub async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Result<()>
 async fn tail(api: &Api, id: &str) -> anyhow::Result<()> {
     let mut after: Option<u64> = None;
     loop {
+        print_new_events(api, id, &mut after).await?;
+        let task = api
+            .call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None)
+            .await?;
+        let status = task["status"].as_str().unwrap_or("?");
+        if matches!(status, "succeeded" | "failed" | "cancelled") {
+            // One more read so no event written just before the end is missed.
+            print_new_events(api, id, &mut after).await?;
+            match status {
+                "succeeded" => println!("\n{}", task["result"].as_str().unwrap_or("")),
+                _ => bail!("task {status}: {}", task["error"].as_str().unwrap_or("")),
+            }
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Prints every event after `after`, page by page, and moves `after` on.
+async fn print_new_events(api: &Api, id: &str, after: &mut Option<u64>) -> anyhow::Result<()> {
+    loop {
         let q = after.map(|n| format!("?after={n}")).unwrap_or_default();
         let v = api
             .call(
@@ -182,35 +203,14 @@ async fn tail(api: &Api, id: &str) -> anyhow::Result<()> {
                 None,
             )
             .await?;
-        for e in v["events"].as_array().into_iter().flatten() {
-            after = e["seq"].as_u64().or(after);
-            println!("{}", describe_event(e));
-        }
-        let task = api
-            .call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None)
-            .await?;
-        let status = task["status"].as_str().unwrap_or("?");
-        if matches!(status, "succeeded" | "failed" | "cancelled") {
-            // One more read so no event written just before the end is missed.
-            let q = after.map(|n| format!("?after={n}")).unwrap_or_default();
-            let v = api
-                .call(
-                    reqwest::Method::GET,
-                    &format!("/tasks/{id}/events{q}"),
-                    None,
-                    None,
-                )
-                .await?;
-            for e in v["events"].as_array().into_iter().flatten() {
-                println!("{}", describe_event(e));
-            }
-            match status {
-                "succeeded" => println!("\n{}", task["result"].as_str().unwrap_or("")),
-                _ => bail!("task {status}: {}", task["error"].as_str().unwrap_or("")),
-            }
+        let page = v["events"].as_array().cloned().unwrap_or_default();
+        if page.is_empty() {
             return Ok(());
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        for e in &page {
+            *after = e["seq"].as_u64().or(*after);
+            println!("{}", describe_event(e));
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! the provider's HTTP answer to [`LlmError`].
 
 use crate::secret::Secret;
+use baton_core::CompletionRequest;
 use baton_core::LlmError;
 use reqwest::header::HeaderMap;
 use std::time::{Duration, SystemTime};
@@ -10,6 +11,22 @@ use std::time::{Duration, SystemTime};
 const MAX_ERROR_TEXT: usize = 500;
 
 /// Builds the HTTP client the providers share.
+/// The model a request asks for, else the provider's default.
+pub(crate) fn pick_model<'a>(
+    request: &'a CompletionRequest,
+    default: &'a str,
+) -> Result<&'a str, LlmError> {
+    let model = if request.model.is_empty() {
+        default
+    } else {
+        request.model.as_str()
+    };
+    if model.is_empty() {
+        return Err(LlmError::Config("no model configured".into()));
+    }
+    Ok(model)
+}
+
 pub(crate) fn build_client() -> Result<reqwest::Client, LlmError> {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))

@@ -82,14 +82,7 @@ impl LlmProvider for OpenAiProvider {
     }
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
-        let model = if request.model.is_empty() {
-            self.model.as_str()
-        } else {
-            request.model.as_str()
-        };
-        if model.is_empty() {
-            return Err(LlmError::Config("no model configured".into()));
-        }
+        let model = http::pick_model(request, &self.model)?;
         let body = encode_request(request, model, self.max_tokens_field);
         let mut builder = self
             .client
