@@ -42,7 +42,10 @@ pub use schedule::{
 };
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
-pub use task::{Limits, Origin, Task, TaskStatus, WaitingFor};
+pub use task::{
+    Approval, Child, ChildOutcome, Decision, Limits, Origin, ParentLink, PostedMessage, Task,
+    TaskStatus, Verdict, WaitingFor,
+};
 pub use tool::{Tool, ToolContext, ToolOutput};
 pub use trace::{Span, SpanRecorder};
 pub use transcript::{Entry, EntryKind};

@@ -95,6 +95,87 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_zero_f64(n: &f64) -> bool {
+    *n == 0.0
+}
+
+/// How a human decision on a tool call came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approved,
+    Denied,
+    /// Nobody decided in time: counts as a denial.
+    Expired,
+}
+
+/// A decision on an approval: who made it and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub verdict: Verdict,
+    /// Slack user id, `"api"` for the HTTP route, `None` for expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    pub at: Millis,
+}
+
+/// A posted chat message (to update once the approval is decided).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostedMessage {
+    pub channel: String,
+    pub ts: String,
+}
+
+/// A tool call that needs a human decision. It is recorded before anyone
+/// can see it, so a decision that arrives before the task starts waiting is
+/// kept here and found by the worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub approval_id: String,
+    pub step: u32,
+    pub call_id: String,
+    pub tool: String,
+    /// What the call does, for the human ("POST https://...").
+    pub summary: String,
+    pub requested_at: Millis,
+    /// Undecided by then: denied.
+    pub expires_at: Millis,
+    /// The message with the buttons, once posted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<PostedMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+}
+
+/// A task started by a parent's `delegate` call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Child {
+    pub task_id: TaskId,
+    pub agent: String,
+    /// The parent's tool call this child answers.
+    pub call_id: String,
+    /// How it ended, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ChildOutcome>,
+}
+
+/// What a child task reports to its parent when it ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildOutcome {
+    pub status: TaskStatus,
+    /// The answer, or the reason it failed.
+    pub text: String,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// The parent of a child task, and the call the child answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    pub task_id: TaskId,
+    pub call_id: String,
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -153,6 +234,19 @@ pub struct Task {
     /// fact succeeded) reads it back to learn whether its commit applied.
     #[serde(default)]
     pub last_commit: Option<String>,
+    /// Money spent on model calls so far, in US dollars (0 when no prices
+    /// are configured).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub cost_usd: f64,
+    /// Tool calls that asked for a human decision, decided or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
+    /// Tasks started by `delegate` calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<Child>,
+    /// Set on a child task: whom to report to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
 }
 
 impl Task {
@@ -185,12 +279,31 @@ impl Task {
             cancel_requested: false,
             inbox: Vec::new(),
             last_commit: None,
+            cost_usd: 0.0,
+            approvals: Vec::new(),
+            children: Vec::new(),
+            parent: None,
         }
+    }
+
+    /// The approval with this id, if the task asked for it.
+    pub fn approval(&self, approval_id: &str) -> Option<&Approval> {
+        self.approvals.iter().find(|a| a.approval_id == approval_id)
+    }
+
+    /// The child answering the parent's call `call_id`.
+    pub fn child_for_call(&self, call_id: &str) -> Option<&Child> {
+        self.children.iter().find(|c| c.call_id == call_id)
+    }
+
+    /// Children that have not ended yet.
+    pub fn pending_children(&self) -> u32 {
+        self.children.iter().filter(|c| c.outcome.is_none()).count() as u32
     }
 
     /// The task status JSON of the HTTP API (`GET /tasks/{id}`).
     pub fn status_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "task_id": self.id,
             "status": self.status.as_str(),
             "waiting_for": self.waiting_for,
@@ -201,7 +314,27 @@ impl Task {
             "usage": self.usage,
             "created_at": crate::clock::rfc3339(self.created_at),
             "updated_at": crate::clock::rfc3339(self.updated_at),
-        })
+        });
+        // Additions to the contract's shape, present only when they say
+        // something.
+        if self.cost_usd > 0.0 {
+            v["cost_usd"] = serde_json::json!(self.cost_usd);
+        }
+        if let Some(p) = &self.parent {
+            v["parent_task_id"] = serde_json::json!(p.task_id);
+        }
+        if !self.children.is_empty() {
+            v["children"] = serde_json::json!(self
+                .children
+                .iter()
+                .map(|c| serde_json::json!({
+                    "task_id": c.task_id,
+                    "agent": c.agent,
+                    "status": c.outcome.as_ref().map(|o| o.status.as_str()),
+                }))
+                .collect::<Vec<_>>());
+        }
+        v
     }
 }
 
