@@ -61,6 +61,16 @@ impl AgentConfig {
         }
     }
 
+    /// The limits of a task of this agent created at `now`: the agent's
+    /// relative deadline made absolute.
+    pub fn task_limits(&self, now: baton_core::Millis) -> Limits {
+        let mut limits = self.limits.clone();
+        if let Some(d) = limits.deadline_at {
+            limits.deadline_at = Some(now.saturating_add(d));
+        }
+        limits
+    }
+
     pub fn allows_tool(&self, name: &str) -> bool {
         self.tools
             .as_ref()

@@ -154,11 +154,7 @@ impl Worker {
         now: Millis,
     ) -> Result<TaskId, String> {
         let agent = self.agents.resolve(&s.agent);
-        let mut limits = agent.limits.clone();
-        if let Some(d) = limits.deadline_at {
-            // Agent configs hold a relative deadline; tasks hold an absolute one.
-            limits.deadline_at = Some(now + d);
-        }
+        let limits = agent.task_limits(now);
         let task = Task::new(
             TaskId::generate(),
             &agent.name,

@@ -95,11 +95,7 @@ impl Ingest {
             .get(&s.agent)
             .ok_or_else(|| ApiError::bad_request(format!("unknown agent `{}`", s.agent)))?;
         let now = now_ms();
-        let mut limits = agent.limits.clone();
-        if let Some(d) = limits.deadline_at {
-            // Agent configs hold a relative deadline; tasks hold an absolute one.
-            limits.deadline_at = Some(now + d);
-        }
+        let limits = agent.task_limits(now);
         let task = Task::new(
             TaskId::generate(),
             &agent.name,
