@@ -16,6 +16,7 @@ pub mod clock;
 pub mod conversation;
 pub mod ids;
 pub mod lease;
+pub mod ledger;
 pub mod queue;
 pub mod schedule;
 pub mod store;
@@ -35,6 +36,7 @@ pub use conversation::{
 };
 pub use ids::{IdError, TaskId};
 pub use lease::Lease;
+pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
 pub use queue::{Delivery, QueueError, WorkQueue};
 pub use schedule::{
     Schedule, ScheduleError, ScheduleKind, SchedulePlan, ScheduleService, ScheduleState,
