@@ -1,6 +1,7 @@
 //! Agent configurations: what a task runs with.
 
 use crate::config_file::{ApprovalRules, ContextSettings, Escalation};
+use crate::spend::ModelPrices;
 use baton_core::Limits;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +32,9 @@ pub struct AgentConfig {
     pub max_identical_calls: u32,
     /// Per-task cost budget in US dollars; `None`: none.
     pub max_cost_usd: Option<f64>,
+    /// Prices of models, to count what each step costs (`[prices]` of the
+    /// agents file over the built-in ones).
+    pub prices: ModelPrices,
     /// Which tool calls wait for a human decision.
     pub approval: ApprovalRules,
     /// The context pipeline's thresholds.
@@ -55,6 +59,7 @@ impl AgentConfig {
             tool_call_caps: BTreeMap::new(),
             max_identical_calls: 3,
             max_cost_usd: None,
+            prices: ModelPrices::builtin(),
             approval: ApprovalRules::default(),
             context: ContextSettings::default(),
             delegates: Vec::new(),

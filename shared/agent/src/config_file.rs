@@ -19,6 +19,7 @@
 //! problems are reported together.
 
 use crate::agent::{AgentConfig, Agents};
+use crate::spend::{unpriced_models, ModelPrice};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -467,6 +468,9 @@ struct FileSpec {
     guard: GuardSpec,
     #[serde(default)]
     budgets: BudgetSpec,
+    /// Model prices, by model id.
+    #[serde(default)]
+    prices: BTreeMap<String, PriceSpec>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -536,6 +540,14 @@ struct GuardSpec {
 struct BudgetSpec {
     workspace_monthly_tokens: Option<u64>,
     user_monthly_tokens: Option<u64>,
+}
+
+/// `[prices."MODEL"]`: US dollars per million tokens.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriceSpec {
+    input_per_mtok: Option<f64>,
+    output_per_mtok: Option<f64>,
 }
 
 /// A positive duration written as a string: `"90s"`, `"15m"`, `"2h"`,
@@ -969,6 +981,22 @@ impl Checker<'_> {
                 ));
             }
         }
+        if a.max_cost_usd.is_some() {
+            // A budget that cannot be counted must not pass silently.
+            let unpriced = unpriced_models(a);
+            if !unpriced.is_empty() {
+                let list: Vec<String> = unpriced.iter().map(|m| format!("`{m}`")).collect();
+                out.push((
+                    "limits.max_cost_usd".to_owned(),
+                    format!(
+                        "cannot be enforced: no price for {}; add a [prices.\"{}\"] table \
+                         with input_per_mtok and output_per_mtok",
+                        list.join(", "),
+                        unpriced[0]
+                    ),
+                ));
+            }
+        }
         let c = &a.context;
         if c.soft_trim_at > c.hard_clear_at {
             out.push((
@@ -1016,8 +1044,12 @@ impl Checker<'_> {
             1,
         );
 
-        // The template every agent starts from: environment + [defaults].
-        let template = build(base, &file.defaults);
+        let prices = self.check_prices(&file.prices);
+
+        // The template every agent starts from: environment + [defaults],
+        // with the file's prices over the built-in ones.
+        let mut template = build(base, &file.defaults);
+        template.prices = template.prices.with(prices);
         let inherited = self.cross_check(&template);
         for (field, message) in &inherited {
             self.add(format!("defaults.{field}"), message.clone());
@@ -1054,6 +1086,47 @@ impl Checker<'_> {
             agents: Agents::new(default, others),
             settings,
         })
+    }
+
+    /// The `[prices]` table: every model id valid, both prices given, each
+    /// a finite amount of 0 or more.
+    fn check_prices(&mut self, prices: &BTreeMap<String, PriceSpec>) -> Vec<(String, ModelPrice)> {
+        let mut out = Vec::with_capacity(prices.len());
+        for (model, spec) in prices {
+            let at = format!("prices.\"{model}\"");
+            if !valid_model(model) {
+                self.add(&at, "must be a model id (no spaces)");
+            }
+            let mut amount = |field: &str, v: Option<f64>| match v {
+                None => {
+                    self.add(
+                        format!("{at}.{field}"),
+                        "required (US dollars per million tokens)",
+                    );
+                    None
+                }
+                Some(v) if !(v.is_finite() && v >= 0.0) => {
+                    self.add(
+                        format!("{at}.{field}"),
+                        "must be an amount of US dollars per million tokens, 0 or more",
+                    );
+                    None
+                }
+                Some(v) => Some(v),
+            };
+            let input = amount("input_per_mtok", spec.input_per_mtok);
+            let output = amount("output_per_mtok", spec.output_per_mtok);
+            if let (Some(input_per_mtok), Some(output_per_mtok)) = (input, output) {
+                out.push((
+                    model.clone(),
+                    ModelPrice {
+                        input_per_mtok,
+                        output_per_mtok,
+                    },
+                ));
+            }
+        }
+        out
     }
 
     /// Delegates must exist, the agent must have the `delegate` tool, and
@@ -1608,6 +1681,126 @@ mod tests {
             "agents.r.max_steps: unknown field `max_steps`",
         );
         assert_err("[agents.r]\nmax_steps = 3\n", "`[agents.r.limits]`");
+    }
+
+    #[test]
+    fn prices_are_read_over_the_built_in_ones() {
+        let cfg = load(
+            r#"
+            [prices."env-model"]
+            input_per_mtok = 0.5
+            output_per_mtok = 2
+            [prices."claude-haiku-4-5"]
+            input_per_mtok = 0.8
+            output_per_mtok = 4.0
+            "#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let d = cfg.agents.get("default").unwrap();
+        assert_eq!(
+            d.prices.get("env-model"),
+            Some(ModelPrice {
+                input_per_mtok: 0.5,
+                output_per_mtok: 2.0
+            })
+        );
+        assert_eq!(
+            d.prices.get("claude-haiku-4-5").unwrap().input_per_mtok,
+            0.8
+        );
+        assert_eq!(
+            d.prices.get("claude-sonnet-4-5").unwrap().output_per_mtok,
+            15.0
+        );
+        // Every agent sees the same table.
+        let cfg =
+            load("[prices.m]\ninput_per_mtok = 1\noutput_per_mtok = 1\n[agents.r]\n").unwrap();
+        assert!(cfg.agents.get("r").unwrap().prices.get("m").is_some());
+    }
+
+    #[test]
+    fn a_cost_budget_needs_a_price_for_every_model() {
+        // env-model has no price: the budget could not be counted.
+        assert_err(
+            "[agents.r.limits]\nmax_cost_usd = 1.0\n",
+            "agents.r.limits.max_cost_usd: cannot be enforced: no price for `env-model`; \
+             add a [prices.\"env-model\"] table with input_per_mtok and output_per_mtok",
+        );
+        // Fallbacks and the escalation model count too; reported once, at
+        // [defaults], when inherited.
+        let e = err(r#"
+            [defaults]
+            model = "claude-sonnet-4-5"
+            fallback_models = ["cheap"]
+            [defaults.limits]
+            max_cost_usd = 1.0
+            [agents.r.escalation]
+            model = "big"
+            "#);
+        assert!(
+            e.contains("defaults.limits.max_cost_usd: cannot be enforced: no price for `cheap`;"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "agents.r.limits.max_cost_usd: cannot be enforced: no price for `big`, `cheap`;"
+            ),
+            "{e}"
+        );
+        // Priced, it loads.
+        let cfg = load(
+            r#"
+            [defaults]
+            model = "claude-sonnet-4-5"
+            fallback_models = ["cheap"]
+            [defaults.limits]
+            max_cost_usd = 1.0
+            [agents.r.escalation]
+            model = "big"
+            [prices.cheap]
+            input_per_mtok = 0.1
+            output_per_mtok = 0.4
+            [prices.big]
+            input_per_mtok = 15
+            output_per_mtok = 75
+            "#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.agents.get("r").unwrap().max_cost_usd, Some(1.0));
+    }
+
+    #[test]
+    fn price_mistakes_name_the_field() {
+        for (text, expected) in [
+            (
+                "[prices.m]\ninput_per_mtok = -1\noutput_per_mtok = 1\n",
+                "prices.\"m\".input_per_mtok: must be an amount of US dollars per million tokens, 0 or more",
+            ),
+            (
+                "[prices.m]\ninput_per_mtok = 1\noutput_per_mtok = inf\n",
+                "prices.\"m\".output_per_mtok: must be an amount",
+            ),
+            (
+                "[prices.m]\ninput_per_mtok = 1\n",
+                "prices.\"m\".output_per_mtok: required (US dollars per million tokens)",
+            ),
+            (
+                "[prices.\"my model\"]\ninput_per_mtok = 1\noutput_per_mtok = 1\n",
+                "prices.\"my model\": must be a model id",
+            ),
+            (
+                "[prices.m]\ninput = 1\n",
+                "prices.m.input: unknown field `input`, expected `input_per_mtok` or `output_per_mtok`",
+            ),
+            (
+                "[prices.m]\ninput_per_mtok = \"3\"\n",
+                "prices.m.input_per_mtok: invalid type: string",
+            ),
+        ] {
+            assert_err(text, expected);
+        }
+        // Free models are fine.
+        load("[prices.m]\ninput_per_mtok = 0\noutput_per_mtok = 0.0\n").unwrap();
     }
 
     #[test]
