@@ -375,7 +375,8 @@ pub fn decode_request(body: &Value) -> Result<CompletionRequest, String> {
     })
 }
 
-fn find_call_name(messages: &[Message], call_id: &str) -> String {
+/// The name of the tool call `call_id` among earlier assistant messages.
+pub(crate) fn find_call_name(messages: &[Message], call_id: &str) -> String {
     messages
         .iter()
         .rev()

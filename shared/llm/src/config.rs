@@ -1,13 +1,18 @@
 //! Building a provider from configuration.
 
-use crate::retry::{Fallback, FallbackEntry, RetryPolicy, Retrying};
-use crate::{AnthropicProvider, OpenAiProvider, ScriptedProvider, Secret};
+use crate::retry::{RetryPolicy, Retrying};
+use crate::{
+    AnthropicProvider, AwsCredentials, BedrockProvider, OpenAiProvider, ScriptedProvider, Secret,
+};
 use baton_core::{LlmError, LlmProvider};
 use std::sync::Arc;
 
 /// Which model to talk to, and how. The caller reads the environment
 /// (`BATON_LLM_PROVIDER`, `BATON_LLM_MODEL`, `OPENAI_BASE_URL`, …) and fills
 /// this in; this crate reads no environment variables.
+///
+/// Fallback models are not configured here: the agent loop picks them per
+/// agent and asks this one provider for each in turn.
 #[derive(Clone, Debug)]
 pub enum LlmConfig {
     /// An OpenAI-compatible Chat Completions server.
@@ -17,9 +22,6 @@ pub enum LlmConfig {
         api_key: Option<Secret>,
         /// Used when a request names no model.
         model: String,
-        /// Models tried in order, on the same server, when `model` keeps
-        /// failing with retryable errors.
-        fallback_models: Vec<String>,
     },
     /// Anthropic Messages.
     Anthropic {
@@ -27,14 +29,22 @@ pub enum LlmConfig {
         base_url: Option<String>,
         api_key: Option<Secret>,
         model: String,
-        fallback_models: Vec<String>,
+    },
+    /// Amazon Bedrock Converse, signed with SigV4.
+    Bedrock {
+        /// The region requests go to and are signed for (`us-east-1`).
+        region: String,
+        /// Default `https://bedrock-runtime.{region}.amazonaws.com`.
+        endpoint_url: Option<String>,
+        /// A model id, inference profile id or ARN.
+        model: String,
+        credentials: AwsCredentials,
     },
     /// The offline scripted model.
     Scripted,
 }
 
-/// Builds the provider `config` describes, with retries by `policy` and,
-/// when fallback models are given, a [`Fallback`] chain over them.
+/// Builds the provider `config` describes, with retries by `policy`.
 pub fn build_provider(
     config: &LlmConfig,
     policy: RetryPolicy,
@@ -45,51 +55,32 @@ pub fn build_provider(
             base_url,
             api_key,
             model,
-            fallback_models,
         } => {
             let p = OpenAiProvider::new(base_url.as_deref(), api_key.clone(), model.clone())?;
-            Ok(chain(
-                Arc::new(Retrying::new(p, policy)),
-                model,
-                fallback_models,
-            ))
+            Ok(Arc::new(Retrying::new(p, policy)))
         }
         LlmConfig::Anthropic {
             base_url,
             api_key,
             model,
-            fallback_models,
         } => {
             let p = AnthropicProvider::new(base_url.as_deref(), api_key.clone(), model.clone())?;
-            Ok(chain(
-                Arc::new(Retrying::new(p, policy)),
-                model,
-                fallback_models,
-            ))
+            Ok(Arc::new(Retrying::new(p, policy)))
         }
-    }
-}
-
-fn chain(
-    provider: Arc<dyn LlmProvider>,
-    model: &str,
-    fallback_models: &[String],
-) -> Arc<dyn LlmProvider> {
-    if fallback_models.is_empty() {
-        return provider;
-    }
-    let mut entries = vec![FallbackEntry {
-        provider: provider.clone(),
-        model: (!model.is_empty()).then(|| model.to_string()),
-    }];
-    entries.extend(fallback_models.iter().map(|m| FallbackEntry {
-        provider: provider.clone(),
-        model: Some(m.clone()),
-    }));
-    match Fallback::new(entries) {
-        Ok(f) => Arc::new(f),
-        // Unreachable: the chain has at least one entry.
-        Err(_) => provider,
+        LlmConfig::Bedrock {
+            region,
+            endpoint_url,
+            model,
+            credentials,
+        } => {
+            let p = BedrockProvider::new(
+                region,
+                endpoint_url.as_deref(),
+                credentials.clone(),
+                model.clone(),
+            )?;
+            Ok(Arc::new(Retrying::new(p, policy)))
+        }
     }
 }
 
@@ -106,7 +97,6 @@ mod tests {
                 base_url: None,
                 api_key: Some(Secret::new("sk-test-key-123")),
                 model: "gpt-4o-mini".into(),
-                fallback_models: vec![],
             },
             RetryPolicy::default(),
         )
@@ -117,12 +107,22 @@ mod tests {
                 base_url: Some("http://127.0.0.1:9".into()),
                 api_key: None,
                 model: "claude".into(),
-                fallback_models: vec!["claude-small".into()],
             },
             RetryPolicy::default(),
         )
         .unwrap();
-        assert_eq!(p.name(), "anthropic,anthropic");
+        assert_eq!(p.name(), "anthropic");
+        let p = build_provider(
+            &LlmConfig::Bedrock {
+                region: "eu-west-1".into(),
+                endpoint_url: None,
+                model: "anthropic.claude-3-5-haiku-20241022-v1:0".into(),
+                credentials: AwsCredentials::from_keys("AKIDTEST", "secret-key-1234567", None),
+            },
+            RetryPolicy::default(),
+        )
+        .unwrap();
+        assert_eq!(p.name(), "bedrock");
     }
 
     #[test]
@@ -132,11 +132,29 @@ mod tests {
                 base_url: Some("not a url".into()),
                 api_key: None,
                 model: "m".into(),
-                fallback_models: vec![],
             },
             RetryPolicy::default(),
         );
         assert!(matches!(r, Err(LlmError::Config(_))));
+        for (region, endpoint) in [
+            ("", None),
+            ("us-east-1.evil.com/", None),
+            ("us-east-1", Some("ftp://x")),
+        ] {
+            let r = build_provider(
+                &LlmConfig::Bedrock {
+                    region: region.into(),
+                    endpoint_url: endpoint.map(str::to_string),
+                    model: "m".into(),
+                    credentials: AwsCredentials::from_keys("AKIDTEST", "secret-key-1234567", None),
+                },
+                RetryPolicy::default(),
+            );
+            assert!(
+                matches!(r, Err(LlmError::Config(_))),
+                "{region} {endpoint:?}"
+            );
+        }
     }
 
     #[test]
@@ -145,8 +163,25 @@ mod tests {
             base_url: None,
             api_key: Some(Secret::new("sk-ant-secret-999")),
             model: "m".into(),
-            fallback_models: vec![],
         };
         assert!(!format!("{c:?}").contains("sk-ant-secret-999"));
+        let c = LlmConfig::Bedrock {
+            region: "us-east-1".into(),
+            endpoint_url: None,
+            model: "m".into(),
+            credentials: AwsCredentials::from_keys(
+                "AKIDSECRETID",
+                "wJalrXUtnFEMI-secret-key",
+                Some("session-token-xyz".into()),
+            ),
+        };
+        let debug = format!("{c:?}");
+        for secret in [
+            "AKIDSECRETID",
+            "wJalrXUtnFEMI-secret-key",
+            "session-token-xyz",
+        ] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
     }
 }

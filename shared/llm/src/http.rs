@@ -10,7 +10,6 @@ use std::time::{Duration, SystemTime};
 /// Longest provider error text kept in an error message.
 const MAX_ERROR_TEXT: usize = 500;
 
-/// Builds the HTTP client the providers share.
 /// The model a request asks for, else the provider's default.
 pub(crate) fn pick_model<'a>(
     request: &'a CompletionRequest,
@@ -27,6 +26,7 @@ pub(crate) fn pick_model<'a>(
     Ok(model)
 }
 
+/// Builds the HTTP client the providers share.
 pub(crate) fn build_client() -> Result<reqwest::Client, LlmError> {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
@@ -56,22 +56,49 @@ pub(crate) async fn post_json(
     timeout: Duration,
     key: Option<&Secret>,
 ) -> Result<serde_json::Value, LlmError> {
+    let answer = send(request.json(body), timeout, key).await?;
+    if !(200..300).contains(&answer.status) {
+        return Err(map_error(answer.status, &answer.headers, &answer.body, key));
+    }
+    decode_json(&answer.body)
+}
+
+/// A provider's HTTP answer, whatever its status.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// Sends a ready request (body included) and reads the whole answer;
+/// only a failure to talk to the server is an error here.
+pub(crate) async fn send(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    key: Option<&Secret>,
+) -> Result<Answer, LlmError> {
     let response = request
         .timeout(timeout)
-        .json(body)
         .send()
         .await
         .map_err(|e| LlmError::Transport(scrub(describe(&e), key)))?;
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    let bytes = response
+    let body = response
         .bytes()
         .await
-        .map_err(|e| LlmError::Transport(scrub(describe(&e), key)))?;
-    if !(200..300).contains(&status) {
-        return Err(map_error(status, &headers, &bytes, key));
-    }
-    serde_json::from_slice(&bytes).map_err(|e| LlmError::Decode(format!("invalid JSON: {e}")))
+        .map_err(|e| LlmError::Transport(scrub(describe(&e), key)))?
+        .to_vec();
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// A successful answer's JSON body.
+pub(crate) fn decode_json(body: &[u8]) -> Result<serde_json::Value, LlmError> {
+    serde_json::from_slice(body).map_err(|e| LlmError::Decode(format!("invalid JSON: {e}")))
 }
 
 fn scrub(text: String, key: Option<&Secret>) -> String {
@@ -125,8 +152,9 @@ pub(crate) fn map_error(
 }
 
 /// The error type and message from the provider's error JSON, or a short
-/// excerpt of the body when it is not JSON.
-fn error_text(status: u16, body: &[u8]) -> (Option<String>, String) {
+/// excerpt of the body when it is not JSON. AWS services answer
+/// `{"message": …}` or `{"Message": …}`.
+pub(crate) fn error_text(status: u16, body: &[u8]) -> (Option<String>, String) {
     if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
         let err = v.get("error").unwrap_or(&v);
         let kind = err.get("type").and_then(|t| t.as_str()).map(str::to_string);
@@ -134,7 +162,8 @@ fn error_text(status: u16, body: &[u8]) -> (Option<String>, String) {
             .get("message")
             .and_then(|m| m.as_str())
             .or_else(|| err.as_str())
-            .or_else(|| v.get("message").and_then(|m| m.as_str()));
+            .or_else(|| v.get("message").and_then(|m| m.as_str()))
+            .or_else(|| v.get("Message").and_then(|m| m.as_str()));
         if let Some(m) = message {
             return (kind, truncate(m, MAX_ERROR_TEXT));
         }

@@ -2,12 +2,15 @@
 //!
 //! * [`OpenAiProvider`]: any OpenAI-compatible Chat Completions server;
 //! * [`AnthropicProvider`]: Anthropic Messages;
+//! * [`BedrockProvider`]: Amazon Bedrock Converse, signed with SigV4 from
+//!   [`AwsCredentials`] (no API key);
 //! * [`ScriptedProvider`]: a deterministic offline model for demos and
 //!   tests, driven by directives in the conversation ([`script`]);
 //! * [`Retrying`] and [`Fallback`]: retries with backoff that honours
-//!   `retry-after`, and a chain of models tried in order;
+//!   `retry-after`, and a chain of models tried in order (the agent loop
+//!   chooses fallback models per agent; [`build_provider`] builds none);
 //! * [`build_provider`]: all of the above from an [`LlmConfig`];
-//! * `mock` (feature `mock-server`): an HTTP server speaking both wire
+//! * `mock` (feature `mock-server`): an HTTP server speaking all three wire
 //!   formats, for end-to-end tests.
 //!
 //! ```
@@ -17,6 +20,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod bedrock;
 mod config;
 mod http;
 #[cfg(feature = "mock-server")]
@@ -28,6 +32,7 @@ mod scripted;
 mod secret;
 
 pub use anthropic::AnthropicProvider;
+pub use bedrock::{AwsCredentials, BedrockProvider};
 pub use config::{build_provider, LlmConfig};
 pub use openai::{MaxTokensField, OpenAiProvider};
 pub use retry::{Fallback, FallbackEntry, RetryPolicy, Retrying};

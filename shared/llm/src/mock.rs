@@ -1,6 +1,6 @@
-//! An in-process HTTP server that speaks the OpenAI Chat Completions and
-//! Anthropic Messages wire formats and answers with the scripted engine
-//! ([`crate::script`]), for end-to-end tests in other crates.
+//! An in-process HTTP server that speaks the OpenAI Chat Completions,
+//! Anthropic Messages and Bedrock Converse wire formats and answers with the
+//! scripted engine ([`crate::script`]), for end-to-end tests in other crates.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -10,23 +10,29 @@
 //!     base_url: Some(server.openai_base_url()),
 //!     api_key: Some(Secret::new("test-key")),
 //!     model: "mock-model".into(),
-//!     fallback_models: vec![],
 //! };
 //! let provider = baton_llm::build_provider(&config, RetryPolicy::default()).unwrap();
 //! # }
 //! ```
 //!
-//! Both routes require an API key header (`Authorization: Bearer …` or
-//! `x-api-key`) and answer 401 without one, so a test that passes proves
-//! the key is sent. `#fail_first=N` in a conversation's first user message
-//! makes its first N calls fail: 429 with `retry-after: 0` on the OpenAI
-//! route, 529 `overloaded_error` (also with `retry-after: 0`) on the
-//! Anthropic route.
+//! The OpenAI and Anthropic routes require an API key header
+//! (`Authorization: Bearer …` or `x-api-key`) and answer 401 without one,
+//! so a test that passes proves the key is sent. The Bedrock route
+//! (`POST /model/{modelId}/converse`) requires a SigV4 signature, for
+//! service `bedrock`, made with [`MOCK_AWS_ACCESS_KEY_ID`] and
+//! [`MOCK_AWS_SECRET_ACCESS_KEY`]: it recomputes the signature and answers
+//! 403 like AWS when it is missing, malformed, made with other keys or
+//! wrong. `#fail_first=N` in a conversation's first user message makes its
+//! first N calls fail, all with `retry-after: 0`: 429 on the OpenAI route,
+//! 529 `overloaded_error` on the Anthropic route, 429
+//! `ThrottlingException` on the Bedrock route.
 
+use crate::bedrock::{self, AwsCredentials};
 use crate::{anthropic, openai, script};
+use aws_credential_types::Credentials;
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -38,7 +44,16 @@ use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 use tokio::sync::oneshot;
+
+/// The access key id the Bedrock route accepts.
+pub const MOCK_AWS_ACCESS_KEY_ID: &str = "AKIDMOCKBEDROCK0001";
+/// The secret key the Bedrock route verifies signatures with.
+pub const MOCK_AWS_SECRET_ACCESS_KEY: &str = "mock/bedrock/secret/key/0123456789abcdef";
+
+/// How far `x-amz-date` may be from the server's clock (AWS allows 5 min).
+const MAX_CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
 
 #[derive(Default)]
 struct Shared {
@@ -75,6 +90,7 @@ impl MockLlmServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(openai_route))
             .route("/v1/messages", post(anthropic_route))
+            .route("/model/{model}/converse", post(bedrock_route))
             .with_state(shared.clone());
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -104,12 +120,22 @@ impl MockLlmServer {
         format!("http://{}", self.addr)
     }
 
+    /// The endpoint for [`crate::BedrockProvider`]: `http://127.0.0.1:PORT`.
+    pub fn bedrock_endpoint_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Credentials the Bedrock route accepts.
+    pub fn bedrock_credentials() -> AwsCredentials {
+        AwsCredentials::from_keys(MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY, None)
+    }
+
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// POST requests received on either route, failed ones included.
+    /// POST requests received on any route, failed ones included.
     pub fn request_count(&self) -> usize {
         self.shared.requests.load(Ordering::SeqCst)
     }
@@ -136,6 +162,7 @@ impl Drop for MockLlmServer {
 enum Wire {
     OpenAi,
     Anthropic,
+    Bedrock,
 }
 
 impl Wire {
@@ -145,8 +172,24 @@ impl Wire {
             Wire::Anthropic => {
                 json!({"type": "error", "error": {"type": kind, "message": message}})
             }
+            Wire::Bedrock => json!({"message": message}),
         };
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if matches!(self, Wire::Bedrock) {
+            // AWS names the error type in a header; the body has only the message.
+            if let Ok(v) = axum::http::HeaderValue::from_str(kind) {
+                response.headers_mut().insert("x-amzn-errortype", v);
+            }
+        }
+        response
+    }
+
+    fn invalid(self, message: &str) -> Response {
+        let kind = match self {
+            Wire::Bedrock => "ValidationException",
+            _ => "invalid_request_error",
+        };
+        self.error(StatusCode::BAD_REQUEST, kind, message)
     }
 }
 
@@ -155,7 +198,18 @@ async fn openai_route(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(Wire::OpenAi, &shared, &headers, &body).await
+    let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    let authorised = header(&headers, "authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|k| !k.trim().is_empty());
+    if !authorised {
+        return unauthorised(Wire::OpenAi);
+    }
+    let decoded = parse(&body).and_then(|json| openai::decode_request(&json));
+    match decoded {
+        Ok(request) => answer(Wire::OpenAi, &shared, request, n).await,
+        Err(e) => Wire::OpenAi.invalid(&e),
+    }
 }
 
 async fn anthropic_route(
@@ -163,7 +217,36 @@ async fn anthropic_route(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(Wire::Anthropic, &shared, &headers, &body).await
+    let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    if header(&headers, "x-api-key").is_none() {
+        return unauthorised(Wire::Anthropic);
+    }
+    if header(&headers, "anthropic-version").is_none() {
+        return Wire::Anthropic.invalid("anthropic-version header is required");
+    }
+    let decoded = parse(&body).and_then(|json| anthropic::decode_request(&json));
+    match decoded {
+        Ok(request) => answer(Wire::Anthropic, &shared, request, n).await,
+        Err(e) => Wire::Anthropic.invalid(&e),
+    }
+}
+
+async fn bedrock_route(
+    State(shared): State<Arc<Shared>>,
+    Path(model): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    if let Err((kind, message)) = check_signature("POST", &uri, &headers, &body) {
+        return Wire::Bedrock.error(StatusCode::FORBIDDEN, kind, &message);
+    }
+    let decoded = parse(&body).and_then(|json| bedrock::decode_request(&json, &model));
+    match decoded {
+        Ok(request) => answer(Wire::Bedrock, &shared, request, n).await,
+        Err(e) => Wire::Bedrock.invalid(&e),
+    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -174,46 +257,135 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
-async fn handle(wire: Wire, shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Response {
-    let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
-    let authorised = match wire {
-        Wire::OpenAi => header(headers, "authorization")
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|k| !k.trim().is_empty()),
-        Wire::Anthropic => header(headers, "x-api-key").is_some(),
+fn unauthorised(wire: Wire) -> Response {
+    wire.error(
+        StatusCode::UNAUTHORIZED,
+        "authentication_error",
+        "missing API key",
+    )
+}
+
+fn parse(body: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))
+}
+
+/// Checks a request's SigV4 signature the way AWS does: the
+/// `Authorization` header's shape and scope (service `bedrock`), the
+/// `x-amz-date` (within five minutes), the access key, and then the
+/// signature itself, recomputed over the signed headers and the body.
+/// Errors are the AWS error type and message.
+fn check_signature(
+    method: &str,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(), (&'static str, String)> {
+    let incomplete = |m: &str| ("IncompleteSignatureException", m.to_string());
+    let Some(auth) = header(headers, "authorization") else {
+        return Err((
+            "MissingAuthenticationTokenException",
+            "Missing Authentication Token".into(),
+        ));
     };
-    if !authorised {
-        return wire.error(
-            StatusCode::UNAUTHORIZED,
-            "authentication_error",
-            "missing API key",
-        );
-    }
-    if matches!(wire, Wire::Anthropic) && header(headers, "anthropic-version").is_none() {
-        return wire.error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "anthropic-version header is required",
-        );
-    }
-    let json: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return wire.error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                &format!("invalid JSON: {e}"),
-            )
+    let rest = auth
+        .strip_prefix("AWS4-HMAC-SHA256 ")
+        .ok_or_else(|| incomplete("Authorization must use AWS4-HMAC-SHA256"))?;
+    let (mut credential, mut signed_headers, mut signature) = (None, None, None);
+    for part in rest.split(',').map(str::trim) {
+        if let Some(v) = part.strip_prefix("Credential=") {
+            credential = Some(v);
+        } else if let Some(v) = part.strip_prefix("SignedHeaders=") {
+            signed_headers = Some(v);
+        } else if let Some(v) = part.strip_prefix("Signature=") {
+            signature = Some(v);
         }
+    }
+    let (Some(credential), Some(signed_headers), Some(signature)) =
+        (credential, signed_headers, signature)
+    else {
+        return Err(incomplete(
+            "Authorization needs Credential, SignedHeaders and Signature",
+        ));
     };
-    let decoded = match wire {
-        Wire::OpenAi => openai::decode_request(&json),
-        Wire::Anthropic => anthropic::decode_request(&json),
+    let scope: Vec<&str> = credential.split('/').collect();
+    let [key_id, day, region, service, terminator] = scope[..] else {
+        return Err(incomplete(
+            "Credential must be KEY/yyyymmdd/region/service/aws4_request",
+        ));
     };
-    let request = match decoded {
-        Ok(r) => r,
-        Err(e) => return wire.error(StatusCode::BAD_REQUEST, "invalid_request_error", &e),
+    let day_ok = day.len() == 8 && day.bytes().all(|b| b.is_ascii_digit());
+    if !day_ok || region.is_empty() || terminator != "aws4_request" {
+        return Err(incomplete("malformed credential scope"));
+    }
+    if service != bedrock::SIGNING_NAME {
+        return Err((
+            "InvalidSignatureException",
+            format!("Credential should be scoped to correct service: 'bedrock', not '{service}'"),
+        ));
+    }
+    let signature_ok = signature.len() == 64 && signature.bytes().all(|b| b.is_ascii_hexdigit());
+    if !signature_ok {
+        return Err(incomplete("Signature must be 64 hex digits"));
+    }
+    let amz_date =
+        header(headers, "x-amz-date").ok_or_else(|| incomplete("x-amz-date is required"))?;
+    let time = chrono::NaiveDateTime::parse_from_str(amz_date, "%Y%m%dT%H%M%SZ")
+        .map_err(|_| incomplete("x-amz-date must be yyyymmddThhmmssZ"))?
+        .and_utc();
+    if !amz_date.starts_with(day) {
+        return Err(incomplete(
+            "the credential scope date is not the x-amz-date day",
+        ));
+    }
+    let time = SystemTime::from(time);
+    let skew = match SystemTime::now().duration_since(time) {
+        Ok(d) => d,
+        Err(e) => e.duration(),
     };
+    if skew > MAX_CLOCK_SKEW {
+        return Err(("InvalidSignatureException", "Signature expired".into()));
+    }
+    if key_id != MOCK_AWS_ACCESS_KEY_ID {
+        return Err((
+            "UnrecognizedClientException",
+            "The security token included in the request is invalid.".into(),
+        ));
+    }
+    let names: Vec<&str> = signed_headers.split(';').collect();
+    if !names.contains(&"host") || !names.contains(&"x-amz-date") {
+        return Err(incomplete("SignedHeaders must include host and x-amz-date"));
+    }
+    let mut signed = Vec::with_capacity(names.len());
+    for name in &names {
+        let value = header(headers, name)
+            .ok_or_else(|| incomplete(&format!("signed header {name} is missing")))?;
+        signed.push((*name, value));
+    }
+    let host = header(headers, "host").unwrap_or_default();
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let url = format!("http://{host}{path}");
+    let credentials = Credentials::new(
+        MOCK_AWS_ACCESS_KEY_ID,
+        MOCK_AWS_SECRET_ACCESS_KEY,
+        header(headers, "x-amz-security-token").map(str::to_string),
+        None,
+        "mock",
+    );
+    let (_, expected) =
+        bedrock::sign_request(&credentials, region, method, &url, &signed, body, time)
+            .map_err(|e| incomplete(&e.to_string()))?;
+    if expected != signature {
+        return Err((
+            "InvalidSignatureException",
+            "The request signature we calculated does not match the signature you provided.".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Records a decoded request and answers it with the scripted engine, or
+/// with an injected failure.
+async fn answer(wire: Wire, shared: &Shared, request: CompletionRequest, n: usize) -> Response {
     if let Ok(mut r) = shared.received.lock() {
         r.push(request.clone());
     }
@@ -227,6 +399,7 @@ async fn handle(wire: Wire, shared: &Shared, headers: &HeaderMap, body: &[u8]) -
                 StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
                 "overloaded_error",
             ),
+            Wire::Bedrock => (StatusCode::TOO_MANY_REQUESTS, "ThrottlingException"),
         };
         let mut response = wire.error(status, kind, "injected failure (#fail_first)");
         response
@@ -242,6 +415,7 @@ async fn handle(wire: Wire, shared: &Shared, headers: &HeaderMap, body: &[u8]) -
     let body = match wire {
         Wire::OpenAi => openai::encode_response(&plan.completion, &format!("chatcmpl-mock-{n}")),
         Wire::Anthropic => anthropic::encode_response(&plan.completion, &format!("msg_mock_{n}")),
+        Wire::Bedrock => bedrock::encode_response(&plan.completion),
     };
     (StatusCode::OK, Json(body)).into_response()
 }

@@ -1,10 +1,13 @@
-//! Both providers against the mock server, over real HTTP and both wire
-//! formats: the scripted engine drives a multi-step tool conversation, and
-//! `#fail_first` proves retries work end to end.
+//! The three HTTP providers against the mock server, over real HTTP and
+//! their own wire formats: the scripted engine drives a multi-step tool
+//! conversation, and `#fail_first` proves retries work end to end.
 
 use baton_core::{CompletionRequest, LlmError, LlmProvider, Message, ToolSpec};
 use baton_llm::mock::MockLlmServer;
-use baton_llm::{build_provider, LlmConfig, RetryPolicy, Secret};
+use baton_llm::{
+    build_provider, AwsCredentials, Fallback, FallbackEntry, LlmConfig, OpenAiProvider,
+    RetryPolicy, Retrying, Secret,
+};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,19 +21,29 @@ fn fast_policy() -> RetryPolicy {
     }
 }
 
+/// One config per wire format; without `key`, the Bedrock one signs with
+/// keys the server does not know.
 fn configs(server: &MockLlmServer, key: Option<&str>) -> Vec<LlmConfig> {
+    let aws = match key {
+        Some(_) => MockLlmServer::bedrock_credentials(),
+        None => AwsCredentials::from_keys("AKIDUNKNOWN0000", "not-the-mock-secret", None),
+    };
     vec![
         LlmConfig::OpenAi {
             base_url: Some(server.openai_base_url()),
             api_key: key.map(Secret::new),
             model: "mock-gpt".into(),
-            fallback_models: vec![],
         },
         LlmConfig::Anthropic {
             base_url: Some(server.anthropic_base_url()),
             api_key: key.map(Secret::new),
             model: "mock-claude".into(),
-            fallback_models: vec![],
+        },
+        LlmConfig::Bedrock {
+            region: "eu-central-1".into(),
+            endpoint_url: Some(server.bedrock_endpoint_url()),
+            model: "mock-bedrock.claude-v1:0".into(),
+            credentials: aws,
         },
     ]
 }
@@ -74,7 +87,7 @@ async fn run(provider: &Arc<dyn LlmProvider>, input: &str) -> (String, usize, St
 }
 
 #[tokio::test]
-async fn both_wire_formats_round_trip_with_injected_failures() {
+async fn every_wire_format_round_trips_with_injected_failures() {
     let server = MockLlmServer::start().await;
     for (i, config) in configs(&server, Some("test-key-123456")).iter().enumerate() {
         let before = server.request_count();
@@ -95,7 +108,12 @@ async fn both_wire_formats_round_trip_with_injected_failures() {
     let last = received.last().unwrap();
     assert_eq!(last.system, "You are a test.");
     assert_eq!(last.tools[0].name, "current_time");
-    assert_eq!(last.model, "mock-claude");
+    assert_eq!(
+        last.tools[0].input_schema,
+        json!({"type": "object", "properties": {}})
+    );
+    // The model id went through the URL path, `:` and all.
+    assert_eq!(last.model, "mock-bedrock.claude-v1:0");
     let tool_results: Vec<_> = last
         .messages
         .iter()
@@ -116,7 +134,7 @@ async fn both_wire_formats_round_trip_with_injected_failures() {
 }
 
 #[tokio::test]
-async fn tool_directive_quotes_the_result_over_both_formats() {
+async fn tool_directive_quotes_the_result_over_every_format() {
     let server = MockLlmServer::start().await;
     for config in configs(&server, Some("test-key-123456")) {
         let provider = build_provider(&config, fast_policy()).unwrap();
@@ -133,9 +151,13 @@ async fn tool_directive_quotes_the_result_over_both_formats() {
 }
 
 #[tokio::test]
-async fn missing_key_is_rejected_with_401() {
+async fn missing_key_is_rejected_with_401_and_unknown_aws_keys_with_403() {
     let server = MockLlmServer::start().await;
     for config in configs(&server, None) {
+        let expected = match config {
+            LlmConfig::Bedrock { .. } => 403,
+            _ => 401,
+        };
         let provider = build_provider(&config, fast_policy()).unwrap();
         let request = CompletionRequest {
             model: String::new(),
@@ -147,12 +169,12 @@ async fn missing_key_is_rejected_with_401() {
             max_tokens: 10,
         };
         match provider.complete(&request).await {
-            Err(LlmError::Rejected { status: 401, .. }) => {}
-            other => panic!("expected 401, got {other:?}"),
+            Err(LlmError::Rejected { status, .. }) if status == expected => {}
+            other => panic!("expected {expected}, got {other:?}"),
         }
     }
     // Not retried: one request per provider.
-    assert_eq!(server.request_count(), 2);
+    assert_eq!(server.request_count(), 3);
 }
 
 #[tokio::test]
@@ -182,19 +204,61 @@ async fn failures_beyond_the_retries_surface() {
 }
 
 #[tokio::test]
-async fn fallback_models_answer_when_the_first_keeps_failing() {
+async fn bedrock_throttling_is_retried_until_the_policy_gives_up() {
     let server = MockLlmServer::start().await;
-    let config = LlmConfig::OpenAi {
-        base_url: Some(server.openai_base_url()),
-        api_key: Some(Secret::new("test-key-123456")),
-        model: "primary".into(),
-        fallback_models: vec!["secondary".into()],
-    };
     let policy = RetryPolicy {
         max_attempts: 2,
         ..fast_policy()
     };
-    let provider = build_provider(&config, policy).unwrap();
+    let config = &configs(&server, Some("k"))[2];
+    let provider = build_provider(config, policy).unwrap();
+    let request = CompletionRequest {
+        model: String::new(),
+        system: String::new(),
+        messages: vec![Message::User {
+            content: "#fail_first=3 hi".into(),
+        }],
+        tools: vec![],
+        max_tokens: 10,
+    };
+    let err = provider.complete(&request).await.unwrap_err();
+    assert_eq!(
+        err,
+        LlmError::RateLimited {
+            retry_after: Some(Duration::ZERO)
+        }
+    );
+    let c = provider.complete(&request).await.unwrap();
+    assert_eq!(c.content, "[scripted model] You said: #fail_first=3 hi");
+    assert_eq!(c.model, "mock-bedrock.claude-v1:0");
+    assert_eq!(server.request_count(), 4);
+}
+
+#[tokio::test]
+async fn a_fallback_chain_answers_when_the_first_model_keeps_failing() {
+    let server = MockLlmServer::start().await;
+    let policy = RetryPolicy {
+        max_attempts: 2,
+        ..fast_policy()
+    };
+    let openai = OpenAiProvider::new(
+        Some(&server.openai_base_url()),
+        Some(Secret::new("test-key-123456")),
+        "primary",
+    )
+    .unwrap();
+    let provider: Arc<dyn LlmProvider> = Arc::new(Retrying::new(openai, policy));
+    let chain = Fallback::new(vec![
+        FallbackEntry {
+            provider: provider.clone(),
+            model: Some("primary".into()),
+        },
+        FallbackEntry {
+            provider,
+            model: Some("secondary".into()),
+        },
+    ])
+    .unwrap();
     let request = CompletionRequest {
         model: String::new(),
         system: String::new(),
@@ -204,7 +268,7 @@ async fn fallback_models_answer_when_the_first_keeps_failing() {
         tools: vec![],
         max_tokens: 10,
     };
-    let c = provider.complete(&request).await.unwrap();
+    let c = chain.complete(&request).await.unwrap();
     assert_eq!(c.model, "secondary");
     assert_eq!(server.request_count(), 3);
     let models: Vec<_> = server.received().into_iter().map(|r| r.model).collect();
