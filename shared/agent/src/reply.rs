@@ -1,7 +1,11 @@
 //! Where answers go: the task's origin decides.
 
+use crate::progress::{clamp, StatusLimiter};
 use async_trait::async_trait;
 use baton_core::{Origin, Task};
+use baton_slack::web::{SlackClient, SlackError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 #[error("could not deliver the reply: {0}")]
@@ -15,6 +19,10 @@ pub trait ReplySink: Send + Sync {
     async fn answer(&self, task: &Task, text: &str) -> Result<(), ReplyError>;
     /// The task ended without an answer: failed or cancelled, and why.
     async fn ended(&self, task: &Task, message: &str) -> Result<(), ReplyError>;
+    /// What the task is doing now, e.g. "is thinking…" (texts in
+    /// [`crate::progress`]). Best effort and ephemeral: it never fails the
+    /// task, and a sink may drop updates (rate limits). Default: nothing.
+    async fn progress(&self, _task: &Task, _status: &str) {}
 }
 
 /// For deployments with no chat front end: HTTP clients poll.
@@ -30,14 +38,52 @@ impl ReplySink for NoReplies {
     }
 }
 
-/// Posts answers of Slack-born tasks in their thread, as mrkdwn.
+/// The longest a status update may hold up the task.
+pub const STATUS_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Where time comes from for the status limiter (injectable for tests).
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
+/// Posts answers of Slack-born tasks in their thread, as mrkdwn, and shows
+/// their progress with `assistant.threads.setStatus`.
 pub struct SlackReplies {
-    client: baton_slack::web::SlackClient,
+    client: SlackClient,
+    /// The same client without retries: a rate-limited status is dropped,
+    /// not waited for.
+    status_client: SlackClient,
+    limiter: Arc<StatusLimiter>,
+    clock: Clock,
+    progress_enabled: bool,
 }
 
 impl SlackReplies {
-    pub fn new(client: baton_slack::web::SlackClient) -> Self {
-        SlackReplies { client }
+    pub fn new(client: SlackClient) -> Self {
+        SlackReplies {
+            status_client: client.clone().with_retry_policy(0, Duration::ZERO),
+            client,
+            limiter: Arc::new(StatusLimiter::default()),
+            clock: Arc::new(Instant::now),
+            progress_enabled: true,
+        }
+    }
+
+    /// One status update per thread at most every `interval` (default
+    /// [`crate::progress::MIN_STATUS_INTERVAL`]).
+    pub fn with_progress_interval(mut self, interval: Duration) -> Self {
+        self.limiter = Arc::new(StatusLimiter::new(interval));
+        self
+    }
+
+    /// Reads time from `clock` for rate limiting (tests drive it by hand).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Shows no progress at all.
+    pub fn without_progress(mut self) -> Self {
+        self.progress_enabled = false;
+        self
     }
 
     async fn post(&self, task: &Task, text: &str) -> Result<(), ReplyError> {
@@ -48,7 +94,8 @@ impl SlackReplies {
             return Ok(());
         };
         let mrkdwn = baton_slack::mrkdwn::from_markdown(text);
-        self.client
+        let posted = self
+            .client
             // An empty thread_ts (a scheduled post to a channel) starts a new message.
             .post_message(
                 channel,
@@ -58,7 +105,61 @@ impl SlackReplies {
             )
             .await
             .map(|_| ())
-            .map_err(|e| ReplyError(e.to_string()))
+            .map_err(|e| ReplyError(e.to_string()));
+        if posted.is_ok() && !thread_ts.is_empty() {
+            // Slack clears the status when the bot replies.
+            self.limiter.cleared(&thread_key(channel, thread_ts));
+        }
+        posted
+    }
+}
+
+/// The limiter's key of a Slack thread.
+fn thread_key(channel: &str, thread_ts: &str) -> String {
+    format!("{channel}/{thread_ts}")
+}
+
+/// What a failed status update means for the next ones.
+#[derive(Debug, PartialEq, Eq)]
+enum StatusFailure {
+    /// Worth trying again later (network, 5xx, rate limit).
+    Transient { retry_after: Option<Duration> },
+    /// This thread takes no status (not an assistant thread, no access).
+    Thread,
+    /// No thread will: the app lacks the scope or its token is bad.
+    App,
+}
+
+/// Slack error codes after which no status update can succeed anywhere.
+const APP_WIDE_ERRORS: &[&str] = &[
+    "missing_scope",
+    "not_allowed_token_type",
+    "not_authed",
+    "invalid_auth",
+    "account_inactive",
+    "token_revoked",
+    "token_expired",
+    "unknown_method",
+];
+
+fn classify(e: &SlackError) -> StatusFailure {
+    match e {
+        SlackError::Api(code) if APP_WIDE_ERRORS.contains(&code.as_str()) => StatusFailure::App,
+        SlackError::Api(code) if code == "ratelimited" => {
+            StatusFailure::Transient { retry_after: None }
+        }
+        // Any other definite refusal (`not_allowed`, `channel_not_found`,
+        // `invalid_thread_ts`, `not_in_channel`, ...) is about the thread.
+        SlackError::Api(_) => StatusFailure::Thread,
+        SlackError::RateLimited { retry_after } => StatusFailure::Transient {
+            retry_after: retry_after.or(Some(Duration::from_secs(1))),
+        },
+        // A 404 is an API without the method (an old or partial fake).
+        SlackError::Status { status: 404, .. } => StatusFailure::App,
+        SlackError::Config(_) => StatusFailure::App,
+        SlackError::Transport { .. } | SlackError::Status { .. } | SlackError::Decode { .. } => {
+            StatusFailure::Transient { retry_after: None }
+        }
     }
 }
 
@@ -70,5 +171,82 @@ impl ReplySink for SlackReplies {
 
     async fn ended(&self, task: &Task, message: &str) -> Result<(), ReplyError> {
         self.post(task, &format!(":warning: {message}")).await
+    }
+
+    async fn progress(&self, task: &Task, status: &str) {
+        let Origin::Slack {
+            channel, thread_ts, ..
+        } = &task.origin
+        else {
+            return;
+        };
+        if !self.progress_enabled || thread_ts.is_empty() {
+            return;
+        }
+        let status = clamp(status);
+        let key = thread_key(channel, thread_ts);
+        if !self.limiter.admit(&key, &status, (self.clock)()) {
+            return;
+        }
+        let sent = tokio::time::timeout(
+            STATUS_TIMEOUT,
+            self.status_client
+                .set_thread_status(channel, thread_ts, &status),
+        )
+        .await;
+        let error = match sent {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e,
+            Err(_) => {
+                tracing::debug!(task_id = %task.id, "status update timed out");
+                self.limiter.failed(&key, (self.clock)(), None);
+                return;
+            }
+        };
+        match classify(&error) {
+            StatusFailure::Transient { retry_after } => {
+                tracing::debug!(task_id = %task.id, error = %error, "status update failed");
+                self.limiter.failed(&key, (self.clock)(), retry_after);
+            }
+            StatusFailure::Thread => {
+                tracing::debug!(task_id = %task.id, error = %error,
+                    "this thread takes no status; not trying it again");
+                self.limiter.disable_thread(&key, (self.clock)());
+            }
+            StatusFailure::App => {
+                tracing::warn!(error = %error,
+                    "Slack refuses thread status updates (assistant.threads.setStatus needs the chat:write scope); progress is off until restart");
+                self.limiter.disable_all();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_classified() {
+        let api = |c: &str| SlackError::Api(c.into());
+        assert_eq!(classify(&api("missing_scope")), StatusFailure::App);
+        assert_eq!(classify(&api("invalid_auth")), StatusFailure::App);
+        assert_eq!(classify(&api("not_allowed")), StatusFailure::Thread);
+        assert_eq!(classify(&api("channel_not_found")), StatusFailure::Thread);
+        assert_eq!(
+            classify(&SlackError::RateLimited {
+                retry_after: Some(Duration::from_secs(7))
+            }),
+            StatusFailure::Transient {
+                retry_after: Some(Duration::from_secs(7))
+            }
+        );
+        assert_eq!(
+            classify(&SlackError::Status {
+                method: "m".into(),
+                status: 503
+            }),
+            StatusFailure::Transient { retry_after: None }
+        );
     }
 }
