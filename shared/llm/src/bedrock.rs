@@ -1,0 +1,1333 @@
+//! Amazon Bedrock Runtime Converse
+//! (`POST {endpoint}/model/{modelId}/converse`), signed with AWS SigV4.
+//!
+//! There is no API key: every request is signed (service `bedrock`, the
+//! configured region) with credentials from an AWS credentials provider,
+//! normally the default chain of `aws-config`, which in Lambda yields the
+//! function role's credentials. The wire mapping lives in plain functions
+//! so the mock server can run it backwards.
+
+use crate::http;
+use async_trait::async_trait;
+use aws_credential_types::provider::error::CredentialsError;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::sign::v4;
+use baton_core::{
+    Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, ToolSpec, Usage,
+};
+use reqwest::header::HeaderMap;
+use serde_json::{json, Map, Value};
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The SigV4 signing name of the Bedrock Runtime API.
+pub const SIGNING_NAME: &str = "bedrock";
+
+/// `inferenceConfig.maxTokens` when a request leaves `max_tokens` 0 (as
+/// for Anthropic, so both providers behave alike).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The text sent for a tool result that is empty: Converse refuses blank
+/// text blocks, and a tool result needs some content.
+pub const EMPTY_TOOL_RESULT: &str = "(no output)";
+
+/// Credentials are fetched again this long before they expire.
+const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(5 * 60);
+
+/// Credentials without an expiry (environment variables, fixed keys) are
+/// read again after this long, which is cheap and picks up rotations.
+const REREAD_AFTER: Duration = Duration::from_secs(15 * 60);
+
+/// Where AWS credentials come from: any `aws-config` credentials provider
+/// (the default chain, a role, …) or fixed keys. `Debug` shows nothing of
+/// them.
+#[derive(Clone)]
+pub struct AwsCredentials(SharedCredentialsProvider);
+
+impl AwsCredentials {
+    /// Credentials from `provider`, asked again whenever the last ones are
+    /// about to expire.
+    pub fn new(provider: impl ProvideCredentials + 'static) -> Self {
+        AwsCredentials(SharedCredentialsProvider::new(provider))
+    }
+
+    /// Fixed keys (tests, local runs). Prefer a provider in production.
+    pub fn from_keys(
+        access_key_id: impl Into<String>,
+        secret_access_key: impl Into<String>,
+        session_token: Option<String>,
+    ) -> Self {
+        Self::new(Credentials::new(
+            access_key_id,
+            secret_access_key,
+            session_token,
+            None,
+            "baton-fixed-keys",
+        ))
+    }
+}
+
+impl From<SharedCredentialsProvider> for AwsCredentials {
+    fn from(provider: SharedCredentialsProvider) -> Self {
+        AwsCredentials(provider)
+    }
+}
+
+impl fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AwsCredentials([redacted])")
+    }
+}
+
+/// The last credentials fetched, shared by clones of a provider.
+struct CredentialCache {
+    source: AwsCredentials,
+    current: tokio::sync::Mutex<Option<(Credentials, Instant)>>,
+}
+
+impl CredentialCache {
+    async fn get(&self) -> Result<Credentials, LlmError> {
+        // Held across the fetch so concurrent calls make one fetch.
+        let mut current = self.current.lock().await;
+        if let Some((credentials, fetched)) = current.as_ref() {
+            let fresh = match credentials.expiry() {
+                Some(expiry) => expiry
+                    .duration_since(SystemTime::now())
+                    .is_ok_and(|left| left > REFRESH_BEFORE_EXPIRY),
+                None => fetched.elapsed() < REREAD_AFTER,
+            };
+            if fresh {
+                return Ok(credentials.clone());
+            }
+        }
+        let credentials = self
+            .source
+            .0
+            .provide_credentials()
+            .await
+            .map_err(credentials_error)?;
+        *current = Some((credentials.clone(), Instant::now()));
+        Ok(credentials)
+    }
+}
+
+/// A credentials failure: configuration (none found) is final, a
+/// provider that failed or timed out (IMDS, STS) may work next time.
+fn credentials_error(e: CredentialsError) -> LlmError {
+    let text = format!("AWS credentials: {}", http::describe(&e));
+    match e {
+        CredentialsError::CredentialsNotLoaded(_) | CredentialsError::InvalidConfiguration(_) => {
+            LlmError::Config(text)
+        }
+        _ => LlmError::Transport(text),
+    }
+}
+
+/// A client of the Bedrock Runtime Converse API.
+#[derive(Clone)]
+pub struct BedrockProvider {
+    client: reqwest::Client,
+    endpoint: String,
+    region: String,
+    model: String,
+    credentials: Arc<CredentialCache>,
+    timeout: Duration,
+}
+
+impl fmt::Debug for BedrockProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BedrockProvider")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("model", &self.model)
+            .field("credentials", &self.credentials.source)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl BedrockProvider {
+    /// The public endpoint of `region`.
+    pub fn default_endpoint(region: &str) -> String {
+        format!("https://bedrock-runtime.{region}.amazonaws.com")
+    }
+
+    /// A provider for `region`, signing with `credentials`. `endpoint`
+    /// overrides [`Self::default_endpoint`] (a VPC endpoint, a test
+    /// server). `model` (a model id, inference profile id or ARN) is used
+    /// when a request names none.
+    pub fn new(
+        region: &str,
+        endpoint: Option<&str>,
+        credentials: AwsCredentials,
+        model: impl Into<String>,
+    ) -> Result<Self, LlmError> {
+        let region = region.trim();
+        let valid = !region.is_empty()
+            && region
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            return Err(LlmError::Config(format!(
+                "invalid AWS region `{region}`: expected something like us-east-1"
+            )));
+        }
+        let endpoint = match endpoint {
+            Some(e) => http::normalize_base_url(e)?,
+            None => Self::default_endpoint(region),
+        };
+        // The signature covers the host; a URL without one cannot be signed.
+        let has_host = reqwest::Url::parse(&endpoint)
+            .ok()
+            .is_some_and(|u| u.host_str().is_some_and(|h| !h.is_empty()));
+        if !has_host {
+            return Err(LlmError::Config(format!(
+                "the Bedrock endpoint `{endpoint}` has no host"
+            )));
+        }
+        Ok(BedrockProvider {
+            client: http::build_client()?,
+            endpoint,
+            region: region.to_string(),
+            model: model.into(),
+            credentials: Arc::new(CredentialCache {
+                source: credentials,
+                current: tokio::sync::Mutex::new(None),
+            }),
+            timeout: Duration::from_secs(300),
+        })
+    }
+
+    /// The whole-request timeout (default 300 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The endpoint in use, without a trailing slash.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The region requests are signed for.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+}
+
+#[async_trait]
+impl LlmProvider for BedrockProvider {
+    fn name(&self) -> &str {
+        "bedrock"
+    }
+
+    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+        let model = http::pick_model(request, &self.model)?;
+        let body = serde_json::to_vec(&encode_request(request))
+            .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
+        let url = format!(
+            "{}/model/{}/converse",
+            self.endpoint,
+            encode_model_id(model)
+        );
+        let credentials = self.credentials.get().await?;
+        let (signed, _) = sign_request(
+            &credentials,
+            &self.region,
+            "POST",
+            &url,
+            &[("content-type", "application/json")],
+            &body,
+            SystemTime::now(),
+        )?;
+        let mut builder = self
+            .client
+            .post(&url)
+            .header("content-type", "application/json");
+        for (name, value) in signed {
+            builder = builder.header(name, value);
+        }
+        let answer = http::send(builder.body(body), self.timeout, None).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(map_error(answer.status, &answer.headers, &answer.body));
+        }
+        let mut completion = decode_response(&http::decode_json(&answer.body)?)?;
+        if completion.model.is_empty() {
+            completion.model = model.to_string();
+        }
+        Ok(completion)
+    }
+}
+
+/// Signs a request with SigV4 for service `bedrock` in `region`: returns
+/// the headers to add (`authorization`, `x-amz-date` and, with temporary
+/// credentials, `x-amz-security-token`) and the signature. `url` must be
+/// the exact (already percent-encoded) URL sent; `headers` are signed too.
+pub(crate) fn sign_request(
+    credentials: &Credentials,
+    region: &str,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    time: SystemTime,
+) -> Result<(Vec<(String, String)>, String), LlmError> {
+    let fail = |e: &dyn std::error::Error| {
+        LlmError::Config(format!("cannot sign the request: {}", http::describe(e)))
+    };
+    let identity = credentials.clone().into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(SIGNING_NAME)
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| fail(&e))?
+        .into();
+    let signable = SignableRequest::new(
+        method,
+        url,
+        headers.iter().copied(),
+        SignableBody::Bytes(body),
+    )
+    .map_err(|e| fail(&e))?;
+    let (instructions, signature) = sign(signable, &params).map_err(|e| fail(&e))?.into_parts();
+    let (headers, _) = instructions.into_parts();
+    let headers = headers
+        .into_iter()
+        .map(|h| (h.name().to_string(), h.value().to_string()))
+        .collect();
+    Ok((headers, signature))
+}
+
+/// A model id as one URL path segment: everything but the unreserved
+/// characters percent-encoded, so `:` in versions and `/` in ARNs survive.
+pub fn encode_model_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The AWS error type of an answer: the `x-amzn-errortype` header
+/// (`ThrottlingException:http://internal.amazon.com/…`) or the body's
+/// `__type` (`com.amazon…#ThrottlingException`).
+fn error_type(headers: &HeaderMap, body: &[u8]) -> Option<String> {
+    let raw = headers
+        .get("x-amzn-errortype")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| {
+            serde_json::from_slice::<Value>(body)
+                .ok()?
+                .get("__type")?
+                .as_str()
+                .map(str::to_string)
+        })?;
+    let name = raw.split(':').next().unwrap_or_default();
+    let name = name.rsplit('#').next().unwrap_or_default().trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// Maps a non-2xx Bedrock answer to an [`LlmError`]. Throttling,
+/// unavailability and a model still loading are retryable whatever the
+/// status; the rest goes by status (validation and access errors are
+/// final). The AWS error type leads the message.
+pub fn map_error(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
+    let kind = error_type(headers, body);
+    let retry_after = http::parse_retry_after(headers, SystemTime::now());
+    let (_, text) = http::error_text(status, body);
+    let message = match &kind {
+        Some(k) => format!("{k}: {text}"),
+        None => text,
+    };
+    match kind.as_deref() {
+        Some("ThrottlingException" | "TooManyRequestsException") => {
+            LlmError::RateLimited { retry_after }
+        }
+        Some("ServiceUnavailableException" | "ModelNotReadyException") => {
+            LlmError::Overloaded { retry_after }
+        }
+        Some("InternalServerException" | "ModelTimeoutException") => LlmError::Server {
+            status,
+            message,
+            retry_after,
+        },
+        _ => match http::map_error(status, headers, body, None) {
+            LlmError::Server {
+                status,
+                retry_after,
+                ..
+            } => LlmError::Server {
+                status,
+                message,
+                retry_after,
+            },
+            LlmError::Rejected { status, .. } => LlmError::Rejected { status, message },
+            other => other,
+        },
+    }
+}
+
+/// The content blocks of one neutral message, and the role they go under.
+fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
+    match message {
+        Message::User { content } => ("user", text_block(content)),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut out = text_block(content);
+            out.extend(tool_calls.iter().map(|c| {
+                // `input` must be a JSON object; arguments kept raw
+                // (invalid JSON) are wrapped rather than dropped.
+                let input = if c.arguments.is_object() {
+                    c.arguments.clone()
+                } else {
+                    json!({"_raw_arguments": c.arguments})
+                };
+                json!({"toolUse": {"toolUseId": c.id, "name": c.name, "input": input}})
+            }));
+            ("assistant", out)
+        }
+        Message::Tool {
+            call_id,
+            content,
+            is_error,
+            ..
+        } => {
+            let text = if content.is_empty() {
+                EMPTY_TOOL_RESULT
+            } else {
+                content.as_str()
+            };
+            let status = if *is_error { "error" } else { "success" };
+            let block = json!({"toolResult": {
+                "toolUseId": call_id,
+                "content": [{"text": text}],
+                "status": status,
+            }});
+            ("user", vec![block])
+        }
+    }
+}
+
+/// Converse refuses blank text blocks, so empty text becomes no block.
+fn text_block(text: &str) -> Vec<Value> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![json!({"text": text})]
+    }
+}
+
+/// The Converse request body for `request` (the model goes in the URL).
+/// Tool results travel in user messages, and consecutive same-role
+/// messages are merged because Converse wants roles to alternate.
+pub fn encode_request(request: &CompletionRequest) -> Value {
+    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in &request.messages {
+        let (role, content) = blocks(message);
+        if content.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((last_role, last)) if *last_role == role => last.extend(content),
+            _ => messages.push((role, content)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = Map::new();
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.system.is_empty() {
+        body.insert("system".into(), json!([{"text": request.system}]));
+    }
+    let max_tokens = if request.max_tokens == 0 {
+        DEFAULT_MAX_TOKENS
+    } else {
+        request.max_tokens
+    };
+    body.insert("inferenceConfig".into(), json!({"maxTokens": max_tokens}));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"toolSpec": {
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": {"json": t.input_schema},
+                }})
+            })
+            .collect();
+        body.insert("toolConfig".into(), json!({ "tools": tools }));
+    }
+    Value::Object(body)
+}
+
+fn u64_at(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Reads a Converse response body. It names no model; the caller fills
+/// in the one it asked for.
+pub fn decode_response(body: &Value) -> Result<Completion, LlmError> {
+    let content = body
+        .pointer("/output/message/content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| LlmError::Decode("response has no output.message.content".into()))?;
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for block in content {
+        if let Some(t) = block.get("text").and_then(Value::as_str) {
+            text.push_str(t);
+        } else if let Some(call) = block.get("toolUse") {
+            let id = call.get("toolUseId").and_then(Value::as_str);
+            let name = call.get("name").and_then(Value::as_str);
+            let (Some(id), Some(name)) = (id, name) else {
+                return Err(LlmError::Decode(
+                    "toolUse block without toolUseId or name".into(),
+                ));
+            };
+            tool_calls.push(ToolCall {
+                id: id.to_string(),
+                name: name.to_string(),
+                arguments: call.get("input").cloned().unwrap_or_else(|| json!({})),
+            });
+        }
+        // reasoningContent, citations, images: not for us.
+    }
+    let usage = body
+        .get("usage")
+        .map(|u| Usage {
+            // Cached prompt tokens are input too, for budgets.
+            input_tokens: u64_at(u, "inputTokens")
+                .saturating_add(u64_at(u, "cacheReadInputTokens"))
+                .saturating_add(u64_at(u, "cacheWriteInputTokens")),
+            output_tokens: u64_at(u, "outputTokens"),
+        })
+        .unwrap_or_default();
+    Ok(Completion {
+        content: text,
+        tool_calls,
+        usage,
+        stop_reason: body
+            .get("stopReason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        model: String::new(),
+    })
+}
+
+/// The text of a tool result's content blocks (JSON blocks as JSON text).
+fn tool_result_text(content: Option<&Value>) -> String {
+    let Some(blocks) = content.and_then(Value::as_array) else {
+        return String::new();
+    };
+    blocks
+        .iter()
+        .filter_map(|b| {
+            b.get("text")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| b.get("json").map(Value::to_string))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Reads a Converse request body, for `model` (from the URL, decoded),
+/// back into a [`CompletionRequest`] (the inverse of [`encode_request`];
+/// used by the mock server). A user message holding tool results becomes
+/// one `Tool` message per result.
+pub fn decode_request(body: &Value, model: &str) -> Result<CompletionRequest, String> {
+    let raw = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("missing messages")?;
+    let mut messages = Vec::new();
+    for m in raw {
+        let role = m
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or("message without role")?;
+        let blocks = m
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or("message content must be an array")?;
+        match role {
+            "user" => {
+                let mut text = Vec::new();
+                for b in blocks {
+                    if let Some(t) = b.get("text").and_then(Value::as_str) {
+                        if t.trim().is_empty() {
+                            return Err("a text content block is blank".into());
+                        }
+                        text.push(t);
+                    } else if let Some(r) = b.get("toolResult") {
+                        let call_id = r
+                            .get("toolUseId")
+                            .and_then(Value::as_str)
+                            .ok_or("toolResult without toolUseId")?
+                            .to_string();
+                        let name = crate::anthropic::find_call_name(&messages, &call_id);
+                        messages.push(Message::Tool {
+                            call_id,
+                            name,
+                            content: tool_result_text(r.get("content")),
+                            is_error: r.get("status").and_then(Value::as_str) == Some("error"),
+                        });
+                    }
+                }
+                if !text.is_empty() {
+                    messages.push(Message::User {
+                        content: text.join("\n"),
+                    });
+                }
+            }
+            "assistant" => {
+                let mut text = String::new();
+                let mut tool_calls = Vec::new();
+                for b in blocks {
+                    if let Some(t) = b.get("text").and_then(Value::as_str) {
+                        if t.trim().is_empty() {
+                            return Err("a text content block is blank".into());
+                        }
+                        text.push_str(t);
+                    } else if let Some(c) = b.get("toolUse") {
+                        tool_calls.push(ToolCall {
+                            id: c
+                                .get("toolUseId")
+                                .and_then(Value::as_str)
+                                .ok_or("toolUse without toolUseId")?
+                                .to_string(),
+                            name: c
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .ok_or("toolUse without name")?
+                                .to_string(),
+                            arguments: c.get("input").cloned().unwrap_or_else(|| json!({})),
+                        });
+                    }
+                }
+                messages.push(Message::Assistant {
+                    content: text,
+                    tool_calls,
+                });
+            }
+            other => return Err(format!("unknown role {other}")),
+        }
+    }
+    let tools = match body.pointer("/toolConfig/tools") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(t) => t
+            .as_array()
+            .ok_or("toolConfig.tools is not an array")?
+            .iter()
+            .map(|t| {
+                let spec = t.get("toolSpec").ok_or("tool without toolSpec")?;
+                Ok(ToolSpec {
+                    name: spec
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or("toolSpec without name")?
+                        .to_string(),
+                    description: spec
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    input_schema: spec
+                        .pointer("/inputSchema/json")
+                        .cloned()
+                        .ok_or("toolSpec without inputSchema.json")?,
+                })
+            })
+            .collect::<Result<_, String>>()?,
+    };
+    let system = match body.get("system") {
+        None | Some(Value::Null) => String::new(),
+        Some(s) => s
+            .as_array()
+            .ok_or("system is not an array")?
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    let max_tokens = body
+        .pointer("/inferenceConfig/maxTokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    Ok(CompletionRequest {
+        model: model.to_string(),
+        system,
+        messages,
+        tools,
+        max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
+    })
+}
+
+/// A Converse response body for `completion` (the inverse of
+/// [`decode_response`]; used by the mock server).
+pub fn encode_response(completion: &Completion) -> Value {
+    let mut content = text_block(&completion.content);
+    content.extend(
+        completion
+            .tool_calls
+            .iter()
+            .map(|c| json!({"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}})),
+    );
+    let stop_reason = match completion.stop_reason.as_deref() {
+        Some("tool_use") | Some("tool_calls") => "tool_use",
+        Some("max_tokens") | Some("length") => "max_tokens",
+        _ => "end_turn",
+    };
+    let usage = completion.usage;
+    json!({
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": stop_reason,
+        "usage": {
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+            "totalTokens": usage.total(),
+        },
+        "metrics": {"latencyMs": 1},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::{MockLlmServer, MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY};
+    use crate::{RetryPolicy, Retrying};
+    use aws_credential_types::provider::future;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    const KEY_ID: &str = "AKIDTESTBEDROCK42";
+    const SECRET: &str = "bedrock-secret-access-key-0123456789";
+    const TOKEN: &str = "session-token-for-tests-abcdef";
+    const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "current_time".into(),
+            arguments: json!({}),
+        }
+    }
+
+    fn conversation() -> CompletionRequest {
+        CompletionRequest {
+            model: String::new(),
+            system: "You are terse.".into(),
+            messages: vec![
+                Message::User {
+                    content: "time twice?".into(),
+                },
+                Message::Assistant {
+                    content: "Checking.".into(),
+                    tool_calls: vec![call("tooluse_1"), call("tooluse_2")],
+                },
+                Message::Tool {
+                    call_id: "tooluse_1".into(),
+                    name: "current_time".into(),
+                    content: "12:00".into(),
+                    is_error: false,
+                },
+                Message::Tool {
+                    call_id: "tooluse_2".into(),
+                    name: "current_time".into(),
+                    content: "bad zone".into(),
+                    is_error: true,
+                },
+                // A steer message arriving between steps.
+                Message::User {
+                    content: "hurry".into(),
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "current_time".into(),
+                description: "The time".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            max_tokens: 0,
+        }
+    }
+
+    fn answer() -> Value {
+        json!({
+            "output": {"message": {"role": "assistant", "content": [
+                {"reasoningContent": {"reasoningText": {"text": "hmm"}}},
+                {"text": "It is "},
+                {"toolUse": {"toolUseId": "tooluse_9", "name": "lookup", "input": {"q": "x"}}},
+                {"text": "noon."}
+            ]}},
+            "stopReason": "tool_use",
+            "usage": {"inputTokens": 30, "cacheReadInputTokens": 10, "outputTokens": 5, "totalTokens": 45},
+            "metrics": {"latencyMs": 120}
+        })
+    }
+
+    fn session_credentials() -> AwsCredentials {
+        AwsCredentials::from_keys(KEY_ID, SECRET, Some(TOKEN.into()))
+    }
+
+    fn provider(server: &MockServer) -> BedrockProvider {
+        BedrockProvider::new(
+            "eu-west-3",
+            Some(&server.uri()),
+            session_credentials(),
+            MODEL,
+        )
+        .unwrap()
+    }
+
+    /// `(key id, date, region, service, signed headers)` of an
+    /// `Authorization` header.
+    fn parse_authorization(value: &str) -> (String, String, String, String, String) {
+        let rest = value.strip_prefix("AWS4-HMAC-SHA256 ").unwrap();
+        let mut parts = rest.split(", ");
+        let credential = parts.next().unwrap().strip_prefix("Credential=").unwrap();
+        let signed = parts
+            .next()
+            .unwrap()
+            .strip_prefix("SignedHeaders=")
+            .unwrap();
+        let signature = parts.next().unwrap().strip_prefix("Signature=").unwrap();
+        assert_eq!(signature.len(), 64);
+        let scope: Vec<&str> = credential.split('/').collect();
+        assert_eq!(scope[4], "aws4_request");
+        (
+            scope[0].into(),
+            scope[1].into(),
+            scope[2].into(),
+            scope[3].into(),
+            signed.into(),
+        )
+    }
+
+    #[tokio::test]
+    async fn sends_a_signed_converse_request_and_reads_the_answer() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            // The `:` of the model version is percent-encoded in the path.
+            .and(path(
+                "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse",
+            ))
+            .and(header("content-type", "application/json"))
+            .and(header("x-amz-security-token", TOKEN))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let c = provider(&server).complete(&conversation()).await.unwrap();
+
+        let received = server.received_requests().await.unwrap();
+        let request = &received[0];
+        let auth = request
+            .headers
+            .get("authorization")
+            .unwrap()
+            .to_str()
+            .unwrap();
+        let (key_id, day, region, service, signed) = parse_authorization(auth);
+        assert_eq!(key_id, KEY_ID);
+        assert_eq!(region, "eu-west-3");
+        assert_eq!(service, "bedrock");
+        assert_eq!(signed, "content-type;host;x-amz-date;x-amz-security-token");
+        let amz_date = request.headers.get("x-amz-date").unwrap().to_str().unwrap();
+        assert!(
+            amz_date.starts_with(&day) && amz_date.ends_with('Z'),
+            "{amz_date}"
+        );
+        assert!(!auth.contains(SECRET));
+
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "system": [{"text": "You are terse."}],
+                "inferenceConfig": {"maxTokens": DEFAULT_MAX_TOKENS},
+                "messages": [
+                    {"role": "user", "content": [{"text": "time twice?"}]},
+                    {"role": "assistant", "content": [
+                        {"text": "Checking."},
+                        {"toolUse": {"toolUseId": "tooluse_1", "name": "current_time", "input": {}}},
+                        {"toolUse": {"toolUseId": "tooluse_2", "name": "current_time", "input": {}}}
+                    ]},
+                    // Both results and the steer message merged into one user turn.
+                    {"role": "user", "content": [
+                        {"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "12:00"}], "status": "success"}},
+                        {"toolResult": {"toolUseId": "tooluse_2", "content": [{"text": "bad zone"}], "status": "error"}},
+                        {"text": "hurry"}
+                    ]}
+                ],
+                "toolConfig": {"tools": [{"toolSpec": {
+                    "name": "current_time",
+                    "description": "The time",
+                    "inputSchema": {"json": {"type": "object"}}
+                }}]}
+            })
+        );
+
+        assert_eq!(c.content, "It is noon.");
+        assert_eq!(
+            c.tool_calls,
+            vec![ToolCall {
+                id: "tooluse_9".into(),
+                name: "lookup".into(),
+                arguments: json!({"q": "x"})
+            }]
+        );
+        assert_eq!(
+            c.usage,
+            Usage {
+                input_tokens: 40,
+                output_tokens: 5
+            }
+        );
+        assert_eq!(c.stop_reason.as_deref(), Some("tool_use"));
+        // Converse names no model: the one asked for is reported.
+        assert_eq!(c.model, MODEL);
+    }
+
+    #[tokio::test]
+    async fn the_signature_verifies_and_tampering_is_refused() {
+        // The mock server recomputes the signature with its own keys.
+        let server = MockLlmServer::start().await;
+        let good = BedrockProvider::new(
+            "ap-southeast-2",
+            Some(&server.bedrock_endpoint_url()),
+            MockLlmServer::bedrock_credentials(),
+            "arn:aws:bedrock:ap-southeast-2:123456789012:inference-profile/apac.model-v1:0",
+        )
+        .unwrap();
+        let mut request = conversation();
+        request.messages = vec![Message::User {
+            content: "hello".into(),
+        }];
+        let c = good.complete(&request).await.unwrap();
+        assert_eq!(c.content, "[scripted model] You said: hello");
+        assert_eq!(
+            server.received()[0].model,
+            "arn:aws:bedrock:ap-southeast-2:123456789012:inference-profile/apac.model-v1:0"
+        );
+
+        // A body changed after signing no longer matches the signature.
+        let url = format!("{}/model/m/converse", server.bedrock_endpoint_url());
+        let credentials = Credentials::new(
+            MOCK_AWS_ACCESS_KEY_ID,
+            MOCK_AWS_SECRET_ACCESS_KEY,
+            None,
+            None,
+            "test",
+        );
+        let body = serde_json::to_vec(&encode_request(&request)).unwrap();
+        let send = |headers: Vec<(String, String)>, body: Vec<u8>| {
+            let mut b = reqwest::Client::new()
+                .post(&url)
+                .header("content-type", "application/json");
+            for (k, v) in headers {
+                b = b.header(k, v);
+            }
+            b.body(body).send()
+        };
+        let sign_for = |service_region: &str, body: &[u8]| {
+            sign_request(
+                &credentials,
+                service_region,
+                "POST",
+                &url,
+                &[("content-type", "application/json")],
+                body,
+                SystemTime::now(),
+            )
+            .unwrap()
+            .0
+        };
+        let ok = send(sign_for("us-east-1", &body), body.clone())
+            .await
+            .unwrap();
+        assert_eq!(ok.status(), 200);
+        let mut tampered = body.clone();
+        tampered.extend_from_slice(b" ");
+        let r = send(sign_for("us-east-1", &body), tampered).await.unwrap();
+        assert_eq!(r.status(), 403);
+        assert_eq!(r.headers()["x-amzn-errortype"], "InvalidSignatureException");
+        // No signature at all.
+        let r = send(Vec::new(), body.clone()).await.unwrap();
+        assert_eq!(r.status(), 403);
+        // Signed with an unknown key.
+        let stranger = Credentials::new("AKIDSTRANGER", "other", None, None, "test");
+        let (headers, _) = sign_request(
+            &stranger,
+            "us-east-1",
+            "POST",
+            &url,
+            &[],
+            &body,
+            SystemTime::now(),
+        )
+        .unwrap();
+        let r = send(headers, body.clone()).await.unwrap();
+        assert_eq!(r.status(), 403);
+        assert_eq!(
+            r.headers()["x-amzn-errortype"],
+            "UnrecognizedClientException"
+        );
+        // Signed an hour ago.
+        let (headers, _) = sign_request(
+            &credentials,
+            "us-east-1",
+            "POST",
+            &url,
+            &[],
+            &body,
+            SystemTime::now() - Duration::from_secs(3600),
+        )
+        .unwrap();
+        let r = send(headers, body).await.unwrap();
+        assert_eq!(r.status(), 403);
+    }
+
+    #[tokio::test]
+    async fn maps_aws_errors_by_type_and_status() {
+        let server = MockServer::start().await;
+        let p = provider(&server);
+        let aws = |status: u16, kind: &str, message: &str| {
+            ResponseTemplate::new(status)
+                .insert_header(
+                    "x-amzn-errortype",
+                    format!("{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+                )
+                .set_body_json(json!({"message": message}))
+        };
+        let cases = [
+            (
+                aws(429, "ThrottlingException", "Too many requests"),
+                LlmError::RateLimited { retry_after: None },
+            ),
+            (
+                aws(503, "ServiceUnavailableException", "Service unavailable"),
+                LlmError::Overloaded { retry_after: None },
+            ),
+            (
+                aws(429, "ModelNotReadyException", "Model is loading"),
+                LlmError::Overloaded { retry_after: None },
+            ),
+            (
+                aws(408, "ModelTimeoutException", "Model timed out"),
+                LlmError::Server {
+                    status: 408,
+                    message: "ModelTimeoutException: Model timed out".into(),
+                    retry_after: None,
+                },
+            ),
+            (
+                aws(500, "InternalServerException", "Internal"),
+                LlmError::Server {
+                    status: 500,
+                    message: "InternalServerException: Internal".into(),
+                    retry_after: None,
+                },
+            ),
+            (
+                aws(
+                    400,
+                    "ValidationException",
+                    "The model returned the following errors: bad",
+                ),
+                LlmError::Rejected {
+                    status: 400,
+                    message: "ValidationException: The model returned the following errors: bad"
+                        .into(),
+                },
+            ),
+            (
+                aws(
+                    403,
+                    "AccessDeniedException",
+                    "You don't have access to the model",
+                ),
+                LlmError::Rejected {
+                    status: 403,
+                    message: "AccessDeniedException: You don't have access to the model".into(),
+                },
+            ),
+            (
+                // The type in the body, as some AWS front ends send it.
+                ResponseTemplate::new(400).set_body_json(json!({
+                    "__type": "com.amazon.coral.validate#ValidationException",
+                    "Message": "1 validation error"
+                })),
+                LlmError::Rejected {
+                    status: 400,
+                    message: "ValidationException: 1 validation error".into(),
+                },
+            ),
+            (
+                ResponseTemplate::new(200).set_body_json(json!({"output": {}})),
+                LlmError::Decode("response has no output.message.content".into()),
+            ),
+        ];
+        for (template, expected) in cases {
+            server.reset().await;
+            Mock::given(method("POST"))
+                .respond_with(template)
+                .mount(&server)
+                .await;
+            let err = p.complete(&conversation()).await.unwrap_err();
+            assert_eq!(err, expected);
+            let shown = format!("{err} {err:?}");
+            assert!(!shown.contains(SECRET) && !shown.contains(TOKEN), "{shown}");
+        }
+        assert!(LlmError::RateLimited { retry_after: None }.is_retryable());
+        assert!(!LlmError::Rejected {
+            status: 400,
+            message: String::new()
+        }
+        .is_retryable());
+    }
+
+    #[tokio::test]
+    async fn throttling_is_retried_and_validation_is_not() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(429)
+                    .insert_header("x-amzn-errortype", "ThrottlingException")
+                    .insert_header("retry-after", "0"),
+            )
+            .up_to_n_times(2)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .mount(&server)
+            .await;
+        let p = Retrying::new(provider(&server), RetryPolicy::default());
+        p.complete(&conversation()).await.unwrap();
+        assert_eq!(server.received_requests().await.unwrap().len(), 3);
+
+        server.reset().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(400)
+                    .insert_header("x-amzn-errortype", "ValidationException")
+                    .set_body_json(json!({"message": "bad"})),
+            )
+            .mount(&server)
+            .await;
+        let err = p.complete(&conversation()).await.unwrap_err();
+        assert!(!err.is_retryable(), "{err:?}");
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    }
+
+    #[derive(Debug)]
+    struct Counting {
+        calls: Arc<AtomicUsize>,
+        expires_in: Option<Duration>,
+        fail: Option<fn() -> CredentialsError>,
+    }
+
+    impl ProvideCredentials for Counting {
+        fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            if let Some(fail) = self.fail {
+                return future::ProvideCredentials::ready(Err(fail()));
+            }
+            let expiry = self.expires_in.map(|d| SystemTime::now() + d);
+            future::ProvideCredentials::ready(Ok(Credentials::new(
+                KEY_ID,
+                SECRET,
+                Some(TOKEN.into()),
+                expiry,
+                "counting",
+            )))
+        }
+    }
+
+    fn counting(
+        expires_in: Option<Duration>,
+        fail: Option<fn() -> CredentialsError>,
+    ) -> (AwsCredentials, Arc<AtomicUsize>) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let provider = Counting {
+            calls: calls.clone(),
+            expires_in,
+            fail,
+        };
+        (AwsCredentials::new(provider), calls)
+    }
+
+    #[tokio::test]
+    async fn credentials_are_cached_until_they_near_expiry() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .mount(&server)
+            .await;
+        let cases = [
+            (None, 1),
+            (Some(Duration::from_secs(3600)), 1),
+            // Less than the refresh margin left: fetched for every call.
+            (Some(Duration::from_secs(60)), 3),
+        ];
+        for (expires_in, fetches) in cases {
+            let (credentials, calls) = counting(expires_in, None);
+            let p =
+                BedrockProvider::new("us-east-1", Some(&server.uri()), credentials, MODEL).unwrap();
+            for _ in 0..3 {
+                p.clone().complete(&conversation()).await.unwrap();
+            }
+            assert_eq!(calls.load(Ordering::SeqCst), fetches, "{expires_in:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn missing_credentials_are_a_config_error_and_flaky_ones_retryable() {
+        let server = MockServer::start().await;
+        let (credentials, _) = counting(None, Some(|| CredentialsError::not_loaded("no creds")));
+        let p = BedrockProvider::new("us-east-1", Some(&server.uri()), credentials, MODEL).unwrap();
+        let err = p.complete(&conversation()).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::Config(m) if m.contains("AWS credentials")),
+            "{err:?}"
+        );
+        let (credentials, _) = counting(
+            None,
+            Some(|| CredentialsError::provider_timed_out(Duration::from_secs(5))),
+        );
+        let p = BedrockProvider::new("us-east-1", Some(&server.uri()), credentials, MODEL).unwrap();
+        let err = p.complete(&conversation()).await.unwrap_err();
+        assert!(err.is_retryable(), "{err:?}");
+        // Nothing was sent unsigned.
+        assert!(server.received_requests().await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn debug_shows_no_credentials() {
+        let p = BedrockProvider::new("us-east-1", None, session_credentials(), MODEL).unwrap();
+        let shown = format!("{p:?}");
+        for secret in [KEY_ID, SECRET, TOKEN] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.contains("bedrock-runtime.us-east-1.amazonaws.com"),
+            "{shown}"
+        );
+        assert_eq!(
+            p.endpoint(),
+            "https://bedrock-runtime.us-east-1.amazonaws.com"
+        );
+    }
+
+    #[test]
+    fn model_ids_are_one_path_segment() {
+        assert_eq!(
+            encode_model_id("us.anthropic.claude-3-5-haiku-20241022-v1:0"),
+            "us.anthropic.claude-3-5-haiku-20241022-v1%3A0"
+        );
+        assert_eq!(
+            encode_model_id("arn:aws:bedrock:us-east-1:1:inference-profile/x y"),
+            "arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fx%20y"
+        );
+    }
+
+    #[test]
+    fn request_decoder_inverts_the_encoder() {
+        let mut req = conversation();
+        req.model = "m".into();
+        req.max_tokens = 100;
+        let decoded = decode_request(&encode_request(&req), "m").unwrap();
+        assert_eq!(decoded, req);
+    }
+
+    #[test]
+    fn response_decoder_inverts_the_encoder() {
+        let c = Completion {
+            content: "see".into(),
+            tool_calls: vec![call("tooluse_5")],
+            usage: Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+            },
+            stop_reason: Some("tool_use".into()),
+            model: String::new(),
+        };
+        assert_eq!(decode_response(&encode_response(&c)).unwrap(), c);
+    }
+
+    #[test]
+    fn empty_texts_are_dropped_and_empty_results_filled() {
+        let req = CompletionRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![
+                Message::User {
+                    content: "a".into(),
+                },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![],
+                },
+                Message::User {
+                    content: "b".into(),
+                },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "t1".into(),
+                        name: "n".into(),
+                        arguments: json!("not an object"),
+                    }],
+                },
+                Message::Tool {
+                    call_id: "t1".into(),
+                    name: "n".into(),
+                    content: String::new(),
+                    is_error: false,
+                },
+            ],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        let body = encode_request(&req);
+        assert!(body.get("system").is_none());
+        assert!(body.get("toolConfig").is_none());
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"text": "a"}, {"text": "b"}]},
+                {"role": "assistant", "content": [{"toolUse": {
+                    "toolUseId": "t1", "name": "n", "input": {"_raw_arguments": "not an object"}
+                }}]},
+                {"role": "user", "content": [{"toolResult": {
+                    "toolUseId": "t1", "content": [{"text": EMPTY_TOOL_RESULT}], "status": "success"
+                }}]}
+            ])
+        );
+        // The mock refuses blank text like Bedrock does.
+        let blank = json!({"messages": [{"role": "user", "content": [{"text": " "}]}]});
+        assert!(decode_request(&blank, "m").is_err());
+    }
+}
