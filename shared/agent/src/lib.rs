@@ -13,10 +13,12 @@
 //! then acknowledge.
 
 pub mod agent;
+pub mod approval;
 pub mod budget;
 pub mod compaction;
 pub mod config_file;
 pub mod context;
+pub mod delegation;
 pub mod input_guard;
 pub mod model_choice;
 pub mod progress;
@@ -31,6 +33,7 @@ pub mod wake;
 pub mod worker;
 
 pub use agent::{AgentConfig, Agents};
+pub use approval::{ApprovalPrompts, SlackApprovals};
 pub use budget::SegmentBudget;
 pub use reaper::Reaper;
 pub use reply::{NoReplies, ReplyError, ReplySink, SlackReplies};

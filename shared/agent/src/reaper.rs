@@ -2,7 +2,7 @@
 //! should be running but that no live segment holds, so a lost message can
 //! delay a task but never strand it.
 
-use baton_core::{now_ms, QueueError, StoreError, TaskStatus, TaskStore, Wake, WorkQueue};
+use baton_core::{now_ms, QueueError, StoreError, Task, TaskStatus, TaskStore, Wake, WorkQueue};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,10 +38,29 @@ impl Reaper {
         let stale = now - self.stale_after.as_millis() as i64;
         let mut sent = 0;
         for task in self.store.active_tasks(10_000).await? {
-            // A waiting task whose timer passed long ago lost its wake too.
+            if task.status == TaskStatus::Waiting
+                && matches!(
+                    task.waiting_for,
+                    Some(baton_core::WaitingFor::Children { .. })
+                )
+                && task.updated_at < stale
+            {
+                self.settle_children(&task).await?;
+                continue;
+            }
+            // A waiting task whose timer (or approval expiry) passed long ago
+            // lost its wake too.
             let timer_over = task.status == TaskStatus::Waiting
-                && matches!(&task.waiting_for, Some(baton_core::WaitingFor::Timer { until })
-                    if chrono::DateTime::parse_from_rfc3339(until).is_ok_and(|u| u.timestamp_millis() < stale));
+                && match &task.waiting_for {
+                    Some(baton_core::WaitingFor::Timer { until }) => {
+                        chrono::DateTime::parse_from_rfc3339(until)
+                            .is_ok_and(|u| u.timestamp_millis() < stale)
+                    }
+                    Some(baton_core::WaitingFor::Approval { .. }) => {
+                        crate::approval::next_expiry(&task).is_some_and(|at| at < stale)
+                    }
+                    _ => false,
+                };
             let runnable =
                 matches!(task.status, TaskStatus::Queued | TaskStatus::Running) || timer_over;
             let unheld = task.lease.as_ref().is_none_or(|l| !l.is_live(now));
@@ -57,5 +76,37 @@ impl Reaper {
             }
         }
         Ok(sent)
+    }
+
+    /// A parent waiting for children that have in fact ended (a child whose
+    /// report was lost, e.g. dead-lettered with the store down) gets their
+    /// outcomes now.
+    async fn settle_children(&self, parent: &Task) -> Result<(), ReaperError> {
+        for c in parent.children.iter().filter(|c| c.outcome.is_none()) {
+            let Some(child) = self.store.get(&c.task_id).await? else {
+                continue;
+            };
+            if !child.status.is_terminal() {
+                continue;
+            }
+            let text = child
+                .result
+                .clone()
+                .or_else(|| child.error.clone())
+                .unwrap_or_default();
+            let outcome = crate::delegation::outcome_of(&child, child.status, &text);
+            tracing::info!(parent = %parent.id, child = %child.id, "settling a child's lost report");
+            if let Err(e) = crate::delegation::report_to_parent(
+                &self.store,
+                self.queue.as_ref(),
+                &child,
+                outcome,
+            )
+            .await
+            {
+                tracing::warn!(error = %e, "could not settle a child's report");
+            }
+        }
+        Ok(())
     }
 }

@@ -1,17 +1,20 @@
 //! One segment (a *leg*) of a task: take the lease, run steps while the
 //! budget allows, then hand over, finish, or wait.
 
+use crate::approval;
 use crate::budget::SegmentBudget;
 use crate::compaction::{self, CompactionError};
 use crate::context::build_request;
+use crate::delegation::{self, DELEGATE};
 use crate::sanitize::{is_no_reply, sanitize};
 use crate::worker::Worker;
 use baton_core::lease::can_acquire;
 use baton_core::trace::new_span_id;
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{
-    now_ms, rfc3339, Entry, EntryKind, Lease, Span, SpanRecorder, StoreError, Task, TaskId,
-    TaskStatus, Tool, ToolCall, ToolContext, ToolOutput, WaitingFor, Wake,
+    now_ms, rfc3339, Approval, Child, Created, Entry, EntryKind, Lease, Span, SpanRecorder,
+    StoreError, Task, TaskId, TaskStatus, Tool, ToolCall, ToolContext, ToolOutput, WaitingFor,
+    Wake,
 };
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::json;
@@ -26,7 +29,8 @@ pub enum LegEnd {
     HandedOver,
     /// The task reached a terminal status.
     Finished(TaskStatus),
-    /// The task waits (a timer), with no worker running.
+    /// The task waits (a timer, an approval, its children), with no worker
+    /// running.
     Waiting,
     /// Nothing to do: unknown, terminal or waiting task, or the lease is
     /// held by a live segment (this wake is a duplicate).
@@ -80,14 +84,22 @@ impl<'w> Leg<'w> {
             .store
             .update(id, Some(task), |t| {
                 let now = now_ms();
-                if t.status == TaskStatus::Waiting && timer_due(t, now) {
-                    // The timer is up: the wait is over.
-                    t.waiting_for = None;
-                } else if t.status.is_terminal() || t.status == TaskStatus::Waiting {
+                if t.status.is_terminal() {
                     return Ok(None);
                 }
+                // Approvals nobody decided in time are denied (and may lift
+                // the wait).
+                let mut entries = approval::expire_due(t, now).unwrap_or_default();
+                if t.status == TaskStatus::Waiting {
+                    if t.cancel_requested || timer_due(t, now) {
+                        // Cancelled while waiting, or the timer is up.
+                        t.waiting_for = None;
+                    } else {
+                        return Ok((!entries.is_empty()).then_some(entries));
+                    }
+                }
                 if !can_acquire(t.lease.as_ref(), &owner, now) {
-                    return Ok(None);
+                    return Ok((!entries.is_empty()).then_some(entries));
                 }
                 t.lease = Some(Lease {
                     owner: owner.clone(),
@@ -96,14 +108,15 @@ impl<'w> Leg<'w> {
                 t.status = TaskStatus::Running;
                 t.segments += 1;
                 let detail = format!("segment {} started", t.segments);
-                Ok(Some(vec![EntryKind::Status {
+                entries.push(EntryKind::Status {
                     status: TaskStatus::Running,
                     detail,
-                }]))
+                });
+                Ok(Some(entries))
             })
             .await?;
         let (task, _) = acquired;
-        if let Some(until) = pending_timer(&task) {
+        if let Some(until) = pending_wake(&task) {
             // Woken early (a duplicate, or a 15-minute hop): wait on.
             let scheduler = w.schedules.as_ref().map(|s| s.service.scheduler().as_ref());
             crate::wake::arm(w.queue.as_ref(), scheduler, &task.id, until)
@@ -380,6 +393,7 @@ impl<'w> Leg<'w> {
                     .allows_tool(crate::wake::SLEEP)
                     .then(crate::wake::sleep_spec),
             )
+            .chain(delegation::delegate_spec(&agent, &self.w.agents))
             .collect();
         let request = build_request(&agent, &self.transcript, specs);
         let started = now_ms();
@@ -456,9 +470,35 @@ impl<'w> Leg<'w> {
         let mut started_marks = Vec::new();
         let mut runnable: Vec<(ToolCall, Arc<dyn Tool>)> = Vec::new();
         let mut sleep_call = None;
+        let mut needs_approval = Vec::new();
+        let mut decided: Vec<Approval> = Vec::new();
+        let mut delegate_calls = Vec::new();
         for (call, was_started) in pending {
             if call.name == crate::wake::SLEEP && agent.allows_tool(crate::wake::SLEEP) {
                 sleep_call = Some(call);
+                continue;
+            }
+            if call.name == DELEGATE && delegation::delegate_spec(&agent, &self.w.agents).is_some()
+            {
+                let known = self.task.child_for_call(&call.id);
+                match (known, delegation::parse_call(&agent, &self.w.agents, &call)) {
+                    (Some(child), _) => match delegation::result_of(child) {
+                        Some(out) => immediate.push(result_entry(
+                            step,
+                            &call,
+                            out,
+                            agent.max_tool_result_chars,
+                        )),
+                        None => delegate_calls.push(call),
+                    },
+                    (None, Err(msg)) => immediate.push(result_entry(
+                        step,
+                        &call,
+                        ToolOutput::error(msg),
+                        agent.max_tool_result_chars,
+                    )),
+                    (None, Ok(_)) => delegate_calls.push(call),
+                }
                 continue;
             }
             let tool = self
@@ -494,6 +534,33 @@ impl<'w> Leg<'w> {
                         )),
                         agent.max_tool_result_chars,
                     ));
+                }
+                Some(_)
+                    if agent
+                        .approval
+                        .requires_approval(&call.name, &call.arguments)
+                        && {
+                            let id = approval::approval_id(step, &call.id);
+                            match self.task.approval(&id) {
+                                Some(a) if a.decision.is_some() => {
+                                    decided.push(a.clone());
+                                    // Approved calls go on to run below.
+                                    approval::refusal(a).is_some()
+                                }
+                                _ => true,
+                            }
+                        } =>
+                {
+                    let id = approval::approval_id(step, &call.id);
+                    match self.task.approval(&id).and_then(approval::refusal) {
+                        Some(refusal) => immediate.push(result_entry(
+                            step,
+                            &call,
+                            ToolOutput::error(refusal),
+                            agent.max_tool_result_chars,
+                        )),
+                        None => needs_approval.push(call),
+                    }
                 }
                 Some(tool) => {
                     let idempotent = tool.idempotent(&call.arguments);
@@ -559,6 +626,19 @@ impl<'w> Leg<'w> {
             self.commit(|_| Some(vec![entry.clone()])).await?;
         }
         self.budget.record(batch_clock.elapsed());
+        if let Some(prompts) = self.w.approvals.clone() {
+            for a in &decided {
+                if let Err(e) = prompts.decided(&self.task, a).await {
+                    tracing::warn!(error = %e, "could not update the approval message");
+                }
+            }
+        }
+        if !needs_approval.is_empty() {
+            return self.wait_for_approval(step, needs_approval).await;
+        }
+        if !delegate_calls.is_empty() {
+            return self.delegate(delegate_calls).await;
+        }
         match sleep_call {
             Some(call) => {
                 self.start_wait(step, &call, agent.max_tool_result_chars)
@@ -566,6 +646,216 @@ impl<'w> Leg<'w> {
             }
             None => Ok(None),
         }
+    }
+
+    /// Calls that need a human decision: record the approvals (so a decision
+    /// can arrive at any time from now on), show them, then wait with no
+    /// worker running — unless every one was decided meanwhile.
+    async fn wait_for_approval(
+        &mut self,
+        step: u32,
+        calls: Vec<ToolCall>,
+    ) -> Result<Option<LegEnd>, LegError> {
+        let agent = self.w.agents.resolve(&self.task.agent).clone();
+        let now = now_ms();
+        let expires_at = now.saturating_add(
+            i64::try_from(agent.approval.expires_after.as_millis()).unwrap_or(i64::MAX),
+        );
+        let ids: Vec<String> = calls
+            .iter()
+            .map(|c| approval::approval_id(step, &c.id))
+            .collect();
+        let new: Vec<Approval> = calls
+            .iter()
+            .zip(&ids)
+            .filter(|(_, id)| self.task.approval(id).is_none())
+            .map(|(call, id)| Approval {
+                approval_id: id.clone(),
+                step,
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                summary: approval::summary(call),
+                requested_at: now,
+                expires_at,
+                message: None,
+                decision: None,
+            })
+            .collect();
+        if !new.is_empty() {
+            self.commit(|t| {
+                let mut entries = Vec::new();
+                for a in &new {
+                    if t.approval(&a.approval_id).is_none() {
+                        t.approvals.push(a.clone());
+                        entries.push(EntryKind::Status {
+                            status: TaskStatus::Running,
+                            detail: format!(
+                                "approval {} requested: {} (expires {})",
+                                a.approval_id,
+                                a.summary,
+                                rfc3339(a.expires_at)
+                            ),
+                        });
+                    }
+                }
+                Some(entries)
+            })
+            .await?;
+        }
+        if let Some(prompts) = self.w.approvals.clone() {
+            let unshown: Vec<Approval> = ids
+                .iter()
+                .filter_map(|id| self.task.approval(id))
+                .filter(|a| a.message.is_none() && a.decision.is_none())
+                .cloned()
+                .collect();
+            for a in unshown {
+                let posted = prompts.ask(&self.task, &a).await.map_err(|e| {
+                    LegError::Transient(format!("could not post the approval request: {e}"))
+                })?;
+                if let Some(message) = posted {
+                    self.commit(|t| {
+                        let slot = t
+                            .approvals
+                            .iter_mut()
+                            .find(|x| x.approval_id == a.approval_id)?;
+                        slot.message = Some(message.clone());
+                        Some(Vec::new())
+                    })
+                    .await?;
+                }
+            }
+        }
+        self.commit(|t| {
+            let mut entries = approval::expire_due(t, now_ms()).unwrap_or_default();
+            let Some(open) = ids
+                .iter()
+                .filter_map(|id| t.approval(id))
+                .find(|a| a.decision.is_none())
+                .cloned()
+            else {
+                // Decided before we could wait: go on.
+                return (!entries.is_empty()).then_some(entries);
+            };
+            t.status = TaskStatus::Waiting;
+            t.waiting_for = Some(WaitingFor::Approval {
+                approval_id: open.approval_id.clone(),
+                tool: open.tool.clone(),
+                summary: open.summary.clone(),
+            });
+            t.lease = None;
+            entries.push(EntryKind::Status {
+                status: TaskStatus::Waiting,
+                detail: format!("waiting for approval {}", open.approval_id),
+            });
+            Some(entries)
+        })
+        .await?;
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
+        if let Some(at) = approval::next_expiry(&self.task) {
+            // The expiry is itself a wake: the worker then records the denial.
+            self.arm_wake(at).await?;
+        }
+        Ok(Some(LegEnd::Waiting))
+    }
+
+    /// `delegate` calls: start (or find) a child task per call, wake the
+    /// children, then wait at zero compute until they have all reported.
+    async fn delegate(&mut self, calls: Vec<ToolCall>) -> Result<Option<LegEnd>, LegError> {
+        let agent = self.w.agents.resolve(&self.task.agent).clone();
+        for call in &calls {
+            if self.task.child_for_call(&call.id).is_some() {
+                continue;
+            }
+            let Ok((child_agent, input)) = delegation::parse_call(&agent, &self.w.agents, call)
+            else {
+                continue;
+            };
+            let child = delegation::child_task(&self.task, child_agent, &call.id, now_ms());
+            let key = delegation::dedupe_key(&self.task.id, &call.id);
+            let child_id = match self
+                .w
+                .store
+                .create(
+                    &child,
+                    vec![EntryKind::UserMessage { text: input }],
+                    Some(&key),
+                )
+                .await?
+            {
+                Created::New(id) | Created::Duplicate(id) => id,
+            };
+            let record = Child {
+                task_id: child_id,
+                agent: child_agent.name.clone(),
+                call_id: call.id.clone(),
+                outcome: None,
+            };
+            self.commit(|t| {
+                if t.child_for_call(&record.call_id).is_some() {
+                    return None;
+                }
+                t.children.push(record.clone());
+                Some(vec![EntryKind::Status {
+                    status: TaskStatus::Running,
+                    detail: format!(
+                        "delegated to `{}`: child task {}",
+                        record.agent, record.task_id
+                    ),
+                }])
+            })
+            .await?;
+        }
+        let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        let open: Vec<TaskId> = self
+            .task
+            .children
+            .iter()
+            .filter(|c| call_ids.contains(&c.call_id.as_str()) && c.outcome.is_none())
+            .map(|c| c.task_id.clone())
+            .collect();
+        for id in &open {
+            // Repeated after a crash: a duplicate wake is harmless.
+            self.w
+                .queue
+                .send(
+                    &Wake::new(id.clone(), "delegated").to_body(),
+                    Duration::ZERO,
+                )
+                .await
+                .map_err(|e| LegError::Transient(format!("could not start a child task: {e}")))?;
+        }
+        self.commit(|t| {
+            let pending = t.pending_children();
+            if pending == 0 {
+                // They all ended already: their results are on the task.
+                return None;
+            }
+            t.status = TaskStatus::Waiting;
+            t.waiting_for = Some(WaitingFor::Children { pending });
+            t.lease = None;
+            Some(vec![EntryKind::Status {
+                status: TaskStatus::Waiting,
+                detail: format!("waiting for {pending} child task(s)"),
+            }])
+        })
+        .await?;
+        Ok((self.task.status == TaskStatus::Waiting).then_some(LegEnd::Waiting))
+    }
+
+    /// Arranges a wake at `at` (a delayed message, or a one-time schedule
+    /// past the queue's 15-minute limit).
+    async fn arm_wake(&self, at: i64) -> Result<(), LegError> {
+        let scheduler = self
+            .w
+            .schedules
+            .as_ref()
+            .map(|s| s.service.scheduler().as_ref());
+        crate::wake::arm(self.w.queue.as_ref(), scheduler, &self.task.id, at)
+            .await
+            .map_err(LegError::Transient)
     }
 
     /// The `sleep` tool: records its result and the wait in one checkpoint,
@@ -616,14 +906,7 @@ impl<'w> Leg<'w> {
             ])
         })
         .await?;
-        let scheduler = self
-            .w
-            .schedules
-            .as_ref()
-            .map(|s| s.service.scheduler().as_ref());
-        crate::wake::arm(self.w.queue.as_ref(), scheduler, &self.task.id, until)
-            .await
-            .map_err(LegError::Transient)?;
+        self.arm_wake(until).await?;
         Ok(Some(LegEnd::Waiting))
     }
 
@@ -631,7 +914,8 @@ impl<'w> Leg<'w> {
     /// arrived meanwhile and the loop goes on.
     async fn deliver(&mut self, answer: String) -> Result<Option<LegEnd>, LegError> {
         let clean = sanitize(&answer);
-        if !is_no_reply(&clean) {
+        // A child's answer goes to its parent, not to the user.
+        if !is_no_reply(&clean) && self.task.parent.is_none() {
             self.w
                 .replies
                 .answer(&self.task, &clean)
@@ -651,7 +935,15 @@ impl<'w> Leg<'w> {
         result: Option<String>,
         error: Option<String>,
     ) -> Result<LegEnd, LegError> {
-        if status != TaskStatus::Succeeded {
+        if self.task.parent.is_some() {
+            // Report first: a crash after it only repeats the (idempotent)
+            // report, a crash before the task's own end re-runs this.
+            let text = error.clone().or_else(|| result.clone()).unwrap_or_default();
+            let outcome = delegation::outcome_of(&self.task, status, &text);
+            delegation::report_to_parent(&self.w.store, self.w.queue.as_ref(), &self.task, outcome)
+                .await
+                .map_err(LegError::Transient)?;
+        } else if status != TaskStatus::Succeeded {
             let what = if status == TaskStatus::Cancelled {
                 "This task was cancelled"
             } else {
@@ -684,6 +976,9 @@ impl<'w> Leg<'w> {
             }])
         })
         .await?;
+        if self.task.status.is_terminal() && self.task.pending_children() > 0 {
+            delegation::cancel_children(&self.w.store, self.w.queue.as_ref(), &self.task).await;
+        }
         Ok(LegEnd::Finished(status))
     }
 
@@ -776,18 +1071,20 @@ fn timer_due(t: &Task, now: i64) -> bool {
     }
 }
 
-/// The time a waiting task's timer is set for, if it is not up yet.
-fn pending_timer(t: &Task) -> Option<i64> {
+/// When a waiting task must next be woken (its timer, or its approval's
+/// expiry), if that is still ahead.
+fn pending_wake(t: &Task) -> Option<i64> {
     if t.status != TaskStatus::Waiting {
         return None;
     }
-    match &t.waiting_for {
+    let at = match &t.waiting_for {
         Some(WaitingFor::Timer { until }) => chrono::DateTime::parse_from_rfc3339(until)
             .ok()
-            .map(|u| u.timestamp_millis())
-            .filter(|u| *u > now_ms()),
+            .map(|u| u.timestamp_millis()),
+        Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
         _ => None,
-    }
+    };
+    at.filter(|u| *u > now_ms())
 }
 
 /// The id of a task's root span, derived so every segment can name it.

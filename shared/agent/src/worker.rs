@@ -69,6 +69,9 @@ pub struct Worker {
     pub(crate) settings: WorkerSettings,
     /// Schedule firings, when enabled ([`Worker::with_schedules`]).
     pub(crate) schedules: Option<crate::schedules::WorkerSchedules>,
+    /// Where approval requests are shown ([`Worker::with_approval_prompts`]);
+    /// without it HTTP clients decide through the approvals route.
+    pub(crate) approvals: Option<Arc<dyn crate::approval::ApprovalPrompts>>,
 }
 
 impl Worker {
@@ -91,7 +94,17 @@ impl Worker {
             replies,
             settings,
             schedules: None,
+            approvals: None,
         }
+    }
+
+    /// Shows approval requests (e.g. Slack buttons) and their decisions.
+    pub fn with_approval_prompts(
+        mut self,
+        prompts: Arc<dyn crate::approval::ApprovalPrompts>,
+    ) -> Self {
+        self.approvals = Some(prompts);
+        self
     }
 
     pub fn store(&self) -> &TaskStore {
@@ -260,13 +273,27 @@ impl Worker {
             })
             .await?;
         if task.status == TaskStatus::Failed {
-            let message = format!(
-                "Sorry, this task failed: {}",
-                task.error.clone().unwrap_or_default()
-            );
-            if let Err(e) = self.replies.ended(&task, &message).await {
-                tracing::warn!(error = %e, "could not tell the user about the failed task");
+            let reason = task.error.clone().unwrap_or_default();
+            if task.parent.is_some() {
+                // The parent waits for this child: it hears of the failure.
+                let outcome = crate::delegation::outcome_of(&task, TaskStatus::Failed, &reason);
+                if let Err(e) = crate::delegation::report_to_parent(
+                    &self.store,
+                    self.queue.as_ref(),
+                    &task,
+                    outcome,
+                )
+                .await
+                {
+                    tracing::warn!(error = %e, "could not tell the parent about the failed child");
+                }
+            } else {
+                let message = format!("Sorry, this task failed: {reason}");
+                if let Err(e) = self.replies.ended(&task, &message).await {
+                    tracing::warn!(error = %e, "could not tell the user about the failed task");
+                }
             }
+            crate::delegation::cancel_children(&self.store, self.queue.as_ref(), &task).await;
         }
         Ok(Some(task))
     }

@@ -49,7 +49,7 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
         }
         (&Method::POST, ["tasks", id, "approvals", approval]) => {
             authed()?;
-            ingest.decide_approval(id, approval).await
+            ingest.decide_approval(id, approval, headers, &body).await
         }
         (&Method::POST, ["schedules"]) => {
             authed()?;

@@ -4,6 +4,7 @@ use crate::response::{json, Answer, ApiError};
 use crate::tasks::parse_id;
 use crate::threads::Submission;
 use crate::{Ingest, SlackIngest};
+use baton_agent::approval;
 use baton_core::Origin;
 use baton_slack::events::{Inbound, InboundMessage};
 use baton_slack::interactivity::Interaction;
@@ -100,6 +101,15 @@ impl Ingest {
                     Err(e) => return Err(e),
                 }
                 Ok(json(StatusCode::OK, &json!({"ok": true})))
+            }
+            action_id @ (approval::APPROVE_ACTION | approval::DENY_ACTION) => {
+                let value = action.value.as_deref().unwrap_or_default();
+                self.slack_decision(
+                    &action.user_id,
+                    value,
+                    action_id == approval::APPROVE_ACTION,
+                )
+                .await
             }
             other => {
                 tracing::info!(action_id = %other, "unsupported Slack action ignored");

@@ -219,18 +219,4 @@ impl Ingest {
             &json!({"task_id": id, "spans": spans}),
         ))
     }
-
-    pub(crate) async fn decide_approval(&self, id: &str, approval_id: &str) -> Answer {
-        let id = parse_id(id)?;
-        let task = self
-            .store
-            .get(&id)
-            .await
-            .map_err(ApiError::unavailable)?
-            .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
-        Err(ApiError::not_found(format!(
-            "task {} has no pending approval `{approval_id}`",
-            task.id
-        )))
-    }
 }

@@ -234,21 +234,12 @@ impl Ingest {
     }
 }
 
-/// Cancels a task: at once if no worker runs it (waiting), else at the
-/// next step boundary.
+/// Asks the task to stop. The worker ends it at the next step boundary —
+/// or, for a waiting task, as soon as the wake that follows arrives — so the
+/// user is told and any child tasks are cancelled with it.
 pub(crate) fn request_cancel(t: &mut Task) -> Vec<EntryKind> {
-    if t.status == TaskStatus::Waiting {
-        t.status = TaskStatus::Cancelled;
-        t.waiting_for = None;
-        t.error = Some("cancelled on request".into());
-        vec![EntryKind::Status {
-            status: TaskStatus::Cancelled,
-            detail: "cancelled on request".into(),
-        }]
-    } else {
-        t.cancel_requested = true;
-        Vec::new()
-    }
+    t.cancel_requested = true;
+    Vec::new()
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ impl App {
         }
         // Memory needs only the task table, so every backend has it.
         tools.extend(baton_tools::MemoryTools::new(backend.store.clone()).tools());
+        let mut approval_prompts: Option<Arc<dyn baton_agent::ApprovalPrompts>> = None;
         let replies: Arc<dyn ReplySink> = match &config.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s
@@ -65,6 +66,9 @@ impl App {
                             message: e.to_string(),
                         }
                     })?;
+                approval_prompts = Some(Arc::new(baton_agent::SlackApprovals::new(
+                    client.clone(),
+                )));
                 Arc::new(SlackReplies::new(client))
             }
             Some(_) => {
@@ -83,6 +87,9 @@ impl App {
             replies,
             settings,
         );
+        if let Some(prompts) = approval_prompts {
+            worker = worker.with_approval_prompts(prompts);
+        }
         if let Some(service) = &schedules {
             worker = worker.with_schedules(
                 service.clone(),

@@ -1,0 +1,486 @@
+//! Human approval of tool calls, at zero compute while waiting.
+//!
+//! A call that the agent's [`ApprovalRules`](crate::config_file::ApprovalRules)
+//! say needs a decision is first *recorded* on the task (an [`Approval`]),
+//! then shown to people (Slack buttons; HTTP clients read `waiting_for`),
+//! and only then does the task wait. A decision — from a button, the HTTP
+//! route, or expiry — is a conditional update of the task ([`decide`]): it
+//! is stored whether or not the task waits yet, and it lifts the wait when
+//! the task waits for that approval. The worker finds the decision either
+//! way, so none is lost to a race with the wait being recorded.
+
+use crate::reply::ReplyError;
+use async_trait::async_trait;
+use baton_core::{
+    rfc3339, Approval, Decision, EntryKind, Millis, Origin, PostedMessage, Task, TaskStatus,
+    ToolCall, Verdict, WaitingFor,
+};
+use serde_json::{json, Value};
+
+/// Slack `action_id`s of the two buttons.
+pub const APPROVE_ACTION: &str = "approve";
+pub const DENY_ACTION: &str = "deny";
+
+/// The id of the approval a tool call needs: derived from the call, so a
+/// step re-run after a crash asks for the same approval, never a second.
+pub fn approval_id(step: u32, call_id: &str) -> String {
+    let clean: String = call_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(64)
+        .collect();
+    format!("ap-{step}-{clean}")
+}
+
+/// What the call does, in a line a human can judge.
+pub fn summary(call: &ToolCall) -> String {
+    let text = match call.name.as_str() {
+        "http_request" => {
+            let method = call
+                .arguments
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or("GET")
+                .to_ascii_uppercase();
+            let url = call
+                .arguments
+                .get("url")
+                .and_then(Value::as_str)
+                .unwrap_or("(no url)");
+            format!("{method} {url}")
+        }
+        name => format!("{name} {}", call.arguments),
+    };
+    cut(&text, 300)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{head}…")
+}
+
+/// Why a decision was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecideError {
+    #[error("task {task} has no approval `{approval}`")]
+    Unknown { task: String, approval: String },
+    #[error("approval `{0}` was already decided")]
+    AlreadyDecided(String),
+    #[error("the task already ended with status {0}")]
+    Ended(&'static str),
+}
+
+/// Records a decision on the task. Returns the entries to append (`Ok`
+/// means the task changed); `true` in the pair when the wait was lifted and
+/// the task needs a wake.
+pub fn decide(
+    t: &mut Task,
+    approval_id: &str,
+    verdict: Verdict,
+    by: Option<&str>,
+    now: Millis,
+) -> Result<(Vec<EntryKind>, bool), DecideError> {
+    if t.status.is_terminal() {
+        return Err(DecideError::Ended(t.status.as_str()));
+    }
+    let task_id = t.id.to_string();
+    let approval = t
+        .approvals
+        .iter_mut()
+        .find(|a| a.approval_id == approval_id)
+        .ok_or_else(|| DecideError::Unknown {
+            task: task_id,
+            approval: approval_id.to_owned(),
+        })?;
+    if approval.decision.is_some() {
+        return Err(DecideError::AlreadyDecided(approval_id.to_owned()));
+    }
+    approval.decision = Some(Decision {
+        verdict,
+        by: by.map(str::to_owned),
+        at: now,
+    });
+    let detail = format!(
+        "approval {approval_id} ({}) {}{}",
+        approval.summary,
+        verdict_word(verdict),
+        by.map(|b| format!(" by {b}")).unwrap_or_default()
+    );
+    let lifted = lift_if_decided(t);
+    Ok((
+        vec![EntryKind::Status {
+            status: if lifted { TaskStatus::Queued } else { t.status },
+            detail,
+        }],
+        lifted,
+    ))
+}
+
+/// A waiting task whose named approval is decided becomes runnable again.
+fn lift_if_decided(t: &mut Task) -> bool {
+    let Some(WaitingFor::Approval { approval_id, .. }) = &t.waiting_for else {
+        return false;
+    };
+    if t.status != TaskStatus::Waiting
+        || t.approval(approval_id).is_none_or(|a| a.decision.is_none())
+    {
+        return false;
+    }
+    t.status = TaskStatus::Queued;
+    t.waiting_for = None;
+    true
+}
+
+/// Marks every undecided approval past its expiry as expired (a denial).
+/// Returns the entries to append, or `None` when nothing expired.
+pub fn expire_due(t: &mut Task, now: Millis) -> Option<Vec<EntryKind>> {
+    let due: Vec<String> = t
+        .approvals
+        .iter()
+        .filter(|a| a.decision.is_none() && a.expires_at <= now)
+        .map(|a| a.approval_id.clone())
+        .collect();
+    let mut entries = Vec::new();
+    for id in due {
+        if let Ok((mut e, _)) = decide(t, &id, Verdict::Expired, None, now) {
+            entries.append(&mut e);
+        }
+    }
+    (!entries.is_empty()).then_some(entries)
+}
+
+/// When the earliest undecided approval expires.
+pub fn next_expiry(t: &Task) -> Option<Millis> {
+    t.approvals
+        .iter()
+        .filter(|a| a.decision.is_none())
+        .map(|a| a.expires_at)
+        .min()
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Approved => "approved",
+        Verdict::Denied => "denied",
+        Verdict::Expired => "expired",
+    }
+}
+
+/// The tool result the model gets for a call that was not approved.
+pub fn refusal(a: &Approval) -> Option<String> {
+    let d = a.decision.as_ref()?;
+    match d.verdict {
+        Verdict::Approved => None,
+        Verdict::Denied => Some(format!(
+            "not run: a human denied this call{}. Do not retry it; tell the user, or take another way.",
+            d.by.as_deref().map(|b| format!(" ({b})")).unwrap_or_default()
+        )),
+        Verdict::Expired => Some(format!(
+            "not run: nobody approved this call before the approval expired at {}; \
+             that counts as a denial. Tell the user it was not done.",
+            rfc3339(a.expires_at)
+        )),
+    }
+}
+
+/// The Slack user who asked for the task, the one person who may always
+/// decide.
+pub fn requester(task: &Task) -> Option<&str> {
+    match &task.origin {
+        Origin::Slack { user, .. } if !user.is_empty() => Some(user.as_str()),
+        _ => None,
+    }
+}
+
+/// Shows approval requests to people and updates them once decided.
+#[async_trait]
+pub trait ApprovalPrompts: Send + Sync {
+    /// Shows the request; the message posted, if any (to update later).
+    async fn ask(
+        &self,
+        task: &Task,
+        approval: &Approval,
+    ) -> Result<Option<PostedMessage>, ReplyError>;
+    /// Replaces the request with its decision.
+    async fn decided(&self, task: &Task, approval: &Approval) -> Result<(), ReplyError>;
+}
+
+/// Slack: a message with Approve / Deny buttons in the task's thread.
+pub struct SlackApprovals {
+    client: baton_slack::web::SlackClient,
+}
+
+impl SlackApprovals {
+    pub fn new(client: baton_slack::web::SlackClient) -> Self {
+        SlackApprovals { client }
+    }
+}
+
+/// The value both buttons carry: which approval of which task.
+pub fn button_value(task: &Task, approval: &Approval) -> String {
+    format!("{}:{}", task.id, approval.approval_id)
+}
+
+/// Splits a button value back into task id and approval id.
+pub fn parse_button_value(value: &str) -> Option<(&str, &str)> {
+    value
+        .split_once(':')
+        .filter(|(t, a)| !t.is_empty() && !a.is_empty())
+}
+
+fn request_text(task: &Task, a: &Approval) -> String {
+    let who = requester(task)
+        .map(|u| format!(" Requested by <@{u}>."))
+        .unwrap_or_default();
+    format!(
+        ":raised_hand: *Approval needed* for `{}`: `{}`.{who} Expires {}.",
+        a.tool,
+        a.summary.replace('`', "'"),
+        rfc3339(a.expires_at)
+    )
+}
+
+/// Blocks of the request message: the text and the two buttons.
+pub fn request_blocks(task: &Task, a: &Approval) -> Value {
+    let value = button_value(task, a);
+    json!([
+        {"type": "section", "text": {"type": "mrkdwn", "text": request_text(task, a)}},
+        {"type": "actions", "block_id": format!("approval:{}", a.approval_id), "elements": [
+            {"type": "button", "action_id": APPROVE_ACTION, "style": "primary",
+             "text": {"type": "plain_text", "text": "Approve"}, "value": value},
+            {"type": "button", "action_id": DENY_ACTION, "style": "danger",
+             "text": {"type": "plain_text", "text": "Deny"}, "value": value},
+        ]}
+    ])
+}
+
+/// The text that replaces the request once decided (no buttons left).
+pub fn decided_text(a: &Approval) -> String {
+    let what = format!("`{}`: `{}`", a.tool, a.summary.replace('`', "'"));
+    match &a.decision {
+        None => format!("Approval pending for {what}"),
+        Some(d) => match d.verdict {
+            Verdict::Approved => format!(
+                ":white_check_mark: Approved{} — {what}",
+                d.by.as_deref()
+                    .map(|b| format!(" by <@{b}>"))
+                    .unwrap_or_default()
+            ),
+            Verdict::Denied => format!(
+                ":no_entry: Denied{} — {what} was not run",
+                d.by.as_deref()
+                    .map(|b| format!(" by <@{b}>"))
+                    .unwrap_or_default()
+            ),
+            Verdict::Expired => format!(
+                ":hourglass: Expired without a decision — {what} was not run (counts as denied)"
+            ),
+        },
+    }
+}
+
+#[async_trait]
+impl ApprovalPrompts for SlackApprovals {
+    async fn ask(
+        &self,
+        task: &Task,
+        approval: &Approval,
+    ) -> Result<Option<PostedMessage>, ReplyError> {
+        let Origin::Slack {
+            channel, thread_ts, ..
+        } = &task.origin
+        else {
+            return Ok(None);
+        };
+        let ts = self
+            .client
+            .post_message(
+                channel,
+                Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
+                &request_text(task, approval),
+                Some(request_blocks(task, approval)),
+            )
+            .await
+            .map_err(|e| ReplyError(e.to_string()))?;
+        Ok(Some(PostedMessage {
+            channel: channel.clone(),
+            ts,
+        }))
+    }
+
+    async fn decided(&self, task: &Task, approval: &Approval) -> Result<(), ReplyError> {
+        let text = decided_text(approval);
+        if let Some(m) = &approval.message {
+            let blocks = json!([{"type": "section", "text": {"type": "mrkdwn", "text": text}}]);
+            self.client
+                .update_message(&m.channel, &m.ts, &text, Some(blocks))
+                .await
+                .map_err(|e| ReplyError(e.to_string()))?;
+        }
+        // Expiry happens with nobody watching: say so in the thread too.
+        let expired = approval
+            .decision
+            .as_ref()
+            .is_some_and(|d| d.verdict == Verdict::Expired);
+        if let (
+            true,
+            Origin::Slack {
+                channel, thread_ts, ..
+            },
+        ) = (expired, &task.origin)
+        {
+            self.client
+                .post_message(
+                    channel,
+                    Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
+                    &text,
+                    None,
+                )
+                .await
+                .map_err(|e| ReplyError(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{Limits, TaskId};
+
+    fn task_with_approval(expires_at: Millis) -> Task {
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Slack {
+                team_id: "T1".into(),
+                channel: "C1".into(),
+                thread_ts: "1.0".into(),
+                user: "U1".into(),
+            },
+            None,
+            Limits::default(),
+            0,
+        );
+        t.approvals.push(Approval {
+            approval_id: "ap-1-call_1".into(),
+            step: 1,
+            call_id: "call_1".into(),
+            tool: "http_request".into(),
+            summary: "POST https://example.com".into(),
+            requested_at: 0,
+            expires_at,
+            message: None,
+            decision: None,
+        });
+        t
+    }
+
+    fn wait_on(t: &mut Task, id: &str) {
+        t.status = TaskStatus::Waiting;
+        t.waiting_for = Some(WaitingFor::Approval {
+            approval_id: id.into(),
+            tool: "http_request".into(),
+            summary: "POST https://example.com".into(),
+        });
+    }
+
+    #[test]
+    fn ids_are_stable_and_clean() {
+        assert_eq!(approval_id(3, "call_AB-1"), "ap-3-call_AB-1");
+        assert_eq!(approval_id(3, "to:ol/1"), "ap-3-tool1");
+    }
+
+    #[test]
+    fn summary_names_method_and_url() {
+        let call = ToolCall {
+            id: "c".into(),
+            name: "http_request".into(),
+            arguments: json!({"method": "post", "url": "https://x.test/a"}),
+        };
+        assert_eq!(summary(&call), "POST https://x.test/a");
+    }
+
+    #[test]
+    fn a_decision_before_the_wait_is_kept_and_lifts_nothing() {
+        let mut t = task_with_approval(10_000);
+        t.status = TaskStatus::Running;
+        let (entries, lifted) =
+            decide(&mut t, "ap-1-call_1", Verdict::Approved, Some("U1"), 5).unwrap();
+        assert!(!lifted);
+        assert_eq!(entries.len(), 1);
+        assert_eq!(t.status, TaskStatus::Running);
+        assert_eq!(
+            t.approval("ap-1-call_1")
+                .unwrap()
+                .decision
+                .as_ref()
+                .unwrap()
+                .verdict,
+            Verdict::Approved
+        );
+        // Deciding again is refused: the first decision stands.
+        assert_eq!(
+            decide(&mut t, "ap-1-call_1", Verdict::Denied, Some("U2"), 6),
+            Err(DecideError::AlreadyDecided("ap-1-call_1".into()))
+        );
+    }
+
+    #[test]
+    fn a_decision_on_the_awaited_approval_lifts_the_wait() {
+        let mut t = task_with_approval(10_000);
+        wait_on(&mut t, "ap-1-call_1");
+        let (_, lifted) = decide(&mut t, "ap-1-call_1", Verdict::Denied, Some("U1"), 5).unwrap();
+        assert!(lifted);
+        assert_eq!(t.status, TaskStatus::Queued);
+        assert_eq!(t.waiting_for, None);
+        let refusal = refusal(t.approval("ap-1-call_1").unwrap()).unwrap();
+        assert!(refusal.contains("denied"), "{refusal}");
+    }
+
+    #[test]
+    fn unknown_and_ended_are_refused() {
+        let mut t = task_with_approval(10_000);
+        assert!(matches!(
+            decide(&mut t, "nope", Verdict::Approved, None, 1),
+            Err(DecideError::Unknown { .. })
+        ));
+        t.status = TaskStatus::Succeeded;
+        assert_eq!(
+            decide(&mut t, "ap-1-call_1", Verdict::Approved, None, 1),
+            Err(DecideError::Ended("succeeded"))
+        );
+    }
+
+    #[test]
+    fn expiry_is_a_denial_and_lifts_the_wait() {
+        let mut t = task_with_approval(10_000);
+        wait_on(&mut t, "ap-1-call_1");
+        assert_eq!(expire_due(&mut t, 9_999), None);
+        assert_eq!(next_expiry(&t), Some(10_000));
+        assert!(expire_due(&mut t, 10_000).is_some());
+        assert_eq!(t.status, TaskStatus::Queued);
+        assert_eq!(next_expiry(&t), None);
+        let a = t.approval("ap-1-call_1").unwrap();
+        assert!(refusal(a).unwrap().contains("expired"));
+        assert!(decided_text(a).contains("Expired"));
+    }
+
+    #[test]
+    fn buttons_carry_task_and_approval() {
+        let t = task_with_approval(10_000);
+        let blocks = request_blocks(&t, &t.approvals[0]);
+        let buttons = blocks[1]["elements"].as_array().unwrap();
+        assert_eq!(buttons[0]["action_id"], APPROVE_ACTION);
+        assert_eq!(buttons[1]["action_id"], DENY_ACTION);
+        let value = buttons[0]["value"].as_str().unwrap();
+        assert_eq!(
+            parse_button_value(value),
+            Some((t.id.as_str(), "ap-1-call_1"))
+        );
+        assert_eq!(parse_button_value("garbage"), None);
+    }
+}

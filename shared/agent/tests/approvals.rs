@@ -1,0 +1,387 @@
+//! Human approval end to end on the embedded backend: the task waits with
+//! no worker running, Slack gets Approve / Deny buttons, and every way a
+//! wait can end — approve, deny, expiry, a decision racing the wait, a
+//! cancel — ends it right and tells people.
+
+use async_trait::async_trait;
+use baton_agent::approval::{self, ApprovalPrompts};
+use baton_agent::config_file::ApprovalRule;
+use baton_agent::{
+    AgentConfig, Agents, Disposition, ReplyError, SegmentBudget, SlackApprovals, SlackReplies,
+    Worker, WorkerSettings,
+};
+use baton_core::{
+    now_ms, Approval, EntryKind, Limits, Origin, PostedMessage, Task, TaskId, TaskStatus,
+    TaskStore, Tool, ToolContext, ToolOutput, ToolSpec, Verdict, WaitingFor, Wake, WorkQueue,
+};
+use baton_embedded::{EmbeddedBackend, QueueConfig};
+use baton_llm::ScriptedProvider;
+use baton_slack::testing::FakeSlack;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A tool with a side effect worth approving: it counts its runs.
+struct Deploy(Arc<AtomicU32>);
+
+#[async_trait]
+impl Tool for Deploy {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "deploy".into(),
+            description: "deploys".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, _args: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        ToolOutput::ok("deployed")
+    }
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    backend: EmbeddedBackend,
+    store: TaskStore,
+    worker: Worker,
+    slack: FakeSlack,
+    deploys: Arc<AtomicU32>,
+}
+
+fn agent(expires_after: Duration) -> AgentConfig {
+    let mut a = AgentConfig::new("default", "scripted");
+    a.approval.require = vec![ApprovalRule::parse("deploy").unwrap()];
+    a.approval.approvers = vec!["U_BOSS".into()];
+    a.approval.expires_after = expires_after;
+    a
+}
+
+/// A rig whose approval requests are shown by `prompts` (given the store
+/// and the fake Slack).
+async fn rig_with(
+    expires_after: Duration,
+    prompts: impl FnOnce(&TaskStore, &FakeSlack) -> Arc<dyn ApprovalPrompts>,
+) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
+    let slack = FakeSlack::start().await;
+    let deploys = Arc::new(AtomicU32::new(0));
+    let worker = Worker::new(
+        store.clone(),
+        backend.queue.clone(),
+        Arc::new(ScriptedProvider::new()),
+        vec![Arc::new(Deploy(deploys.clone()))],
+        Agents::new(agent(expires_after), Vec::new()),
+        Arc::new(SlackReplies::new(slack.client())),
+        WorkerSettings::default(),
+    )
+    .with_approval_prompts(prompts(&store, &slack));
+    Rig {
+        _dir: dir,
+        backend,
+        store,
+        worker,
+        slack,
+        deploys,
+    }
+}
+
+fn slack_buttons(_: &TaskStore, slack: &FakeSlack) -> Arc<dyn ApprovalPrompts> {
+    Arc::new(SlackApprovals::new(slack.client()))
+}
+
+async fn rig() -> Rig {
+    rig_with(Duration::from_secs(3600), slack_buttons).await
+}
+
+const INPUT: &str = r#"#tool=deploy #args={"env":"prod"}"#;
+
+async fn submit(r: &Rig) -> TaskId {
+    let task = Task::new(
+        TaskId::generate(),
+        "default",
+        Origin::Slack {
+            team_id: "T1".into(),
+            channel: "C1".into(),
+            thread_ts: "100.1".into(),
+            user: "U_REQ".into(),
+        },
+        None,
+        Limits::default(),
+        now_ms(),
+    );
+    r.store
+        .create(
+            &task,
+            vec![EntryKind::UserMessage { text: INPUT.into() }],
+            None,
+        )
+        .await
+        .unwrap();
+    wake(r, &task.id).await;
+    task.id
+}
+
+async fn wake(r: &Rig, id: &TaskId) {
+    r.backend
+        .queue
+        .send(&Wake::new(id.clone(), "test").to_body(), Duration::ZERO)
+        .await
+        .unwrap();
+}
+
+/// Runs the worker over the queue until it has been empty for a while.
+async fn drain(r: &Rig) {
+    let queue = &r.backend.queue;
+    let mut idle = 0;
+    while idle < 3 {
+        let got = queue.receive(10, Duration::from_millis(100)).await.unwrap();
+        if got.is_empty() {
+            idle += 1;
+            continue;
+        }
+        idle = 0;
+        for d in got {
+            match r
+                .worker
+                .handle(&d, SegmentBudget::new(Duration::from_secs(60)))
+                .await
+            {
+                Disposition::Ack => queue.delete(&d.receipt).await.unwrap(),
+                other => panic!("unexpected disposition {other:?} for {}", d.body),
+            }
+        }
+    }
+}
+
+async fn task(r: &Rig, id: &TaskId) -> Task {
+    r.store.get(id).await.unwrap().unwrap()
+}
+
+/// What ingest does on a click or an HTTP decision.
+async fn decide(r: &Rig, id: &TaskId, approval_id: &str, verdict: Verdict, by: &str) {
+    let (t, _) = r
+        .store
+        .update(id, None, |t| {
+            Ok(
+                approval::decide(t, approval_id, verdict, Some(by), now_ms())
+                    .ok()
+                    .map(|(e, _)| e),
+            )
+        })
+        .await
+        .unwrap();
+    if t.status == TaskStatus::Queued {
+        wake(r, id).await;
+    }
+}
+
+fn approval_of(t: &Task) -> String {
+    match &t.waiting_for {
+        Some(WaitingFor::Approval {
+            approval_id,
+            tool,
+            summary,
+        }) => {
+            assert_eq!(tool, "deploy");
+            assert!(summary.contains("prod"), "{summary}");
+            approval_id.clone()
+        }
+        other => panic!("expected to wait for an approval, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
+    let r = rig().await;
+    let id = submit(&r).await;
+    drain(&r).await;
+
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Waiting);
+    assert!(t.lease.is_none(), "no worker holds a waiting task");
+    let approval_id = approval_of(&t);
+    assert_eq!(
+        r.deploys.load(Ordering::SeqCst),
+        0,
+        "not run before approval"
+    );
+    // Slack shows the request with both buttons, in the thread.
+    let asked = r.slack.posted();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].thread_ts.as_deref(), Some("100.1"));
+    let blocks = asked[0].blocks.clone().unwrap();
+    let buttons = blocks[1]["elements"].as_array().unwrap();
+    assert_eq!(buttons[0]["action_id"], approval::APPROVE_ACTION);
+    assert_eq!(buttons[1]["action_id"], approval::DENY_ACTION);
+    assert_eq!(
+        buttons[0]["value"],
+        format!("{id}:{approval_id}"),
+        "the button names the task and the approval"
+    );
+
+    decide(&r, &id, &approval_id, Verdict::Approved, "U_REQ").await;
+    drain(&r).await;
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
+    assert_eq!(r.deploys.load(Ordering::SeqCst), 1);
+    assert!(t.result.unwrap().contains("deployed"));
+    // The request message now says who approved, with no buttons left.
+    let ts = r.slack.calls("chat.update");
+    assert_eq!(ts.len(), 1, "the request is updated once");
+    assert!(ts[0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Approved by <@U_REQ>"));
+}
+
+#[tokio::test]
+async fn a_denied_call_is_not_run_and_the_model_is_told() {
+    let r = rig().await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    let approval_id = approval_of(&task(&r, &id).await);
+
+    decide(&r, &id, &approval_id, Verdict::Denied, "U_BOSS").await;
+    drain(&r).await;
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Succeeded);
+    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+    let answer = t.result.unwrap();
+    assert!(answer.contains("denied"), "{answer}");
+    let update = &r.slack.calls("chat.update")[0];
+    assert!(update["text"]
+        .as_str()
+        .unwrap()
+        .contains("Denied by <@U_BOSS>"));
+}
+
+#[tokio::test]
+async fn an_approval_nobody_decides_expires_as_a_denial_the_user_is_told_of() {
+    let r = rig_with(Duration::from_millis(300), slack_buttons).await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    // The expiry wake was queued with a delay; the drain above may already
+    // have handled it. Keep draining until the task settles.
+    for _ in 0..20 {
+        if task(&r, &id).await.status.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        drain(&r).await;
+    }
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Succeeded);
+    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        t.approvals[0].decision.as_ref().unwrap().verdict,
+        Verdict::Expired
+    );
+    assert!(t.result.unwrap().contains("expired"));
+    // Told in the thread, not only in the (edited) request message.
+    let thread: Vec<_> = r
+        .slack
+        .posted()
+        .into_iter()
+        .filter(|m| m.text.contains("Expired"))
+        .collect();
+    assert_eq!(thread.len(), 1, "{:?}", r.slack.posted());
+}
+
+/// Clicks "Approve" the moment the request is shown: the decision lands
+/// while the worker still holds the task, before the wait is recorded.
+struct EagerApprover {
+    store: TaskStore,
+}
+
+#[async_trait]
+impl ApprovalPrompts for EagerApprover {
+    async fn ask(&self, task: &Task, a: &Approval) -> Result<Option<PostedMessage>, ReplyError> {
+        let id = a.approval_id.clone();
+        self.store
+            .update(&task.id, None, |t| {
+                Ok(
+                    approval::decide(t, &id, Verdict::Approved, Some("U_REQ"), now_ms())
+                        .ok()
+                        .map(|(e, _)| e),
+                )
+            })
+            .await
+            .map_err(|e| ReplyError(e.to_string()))?;
+        Ok(None)
+    }
+    async fn decided(&self, _: &Task, _: &Approval) -> Result<(), ReplyError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_decision_that_beats_the_wait_is_not_lost() {
+    let r = rig_with(Duration::from_secs(3600), |store, _| {
+        Arc::new(EagerApprover {
+            store: store.clone(),
+        })
+    })
+    .await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.waiting_for);
+    assert_eq!(r.deploys.load(Ordering::SeqCst), 1);
+    assert!(
+        !r.store
+            .transcript(&id)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| matches!(
+                &e.kind,
+                EntryKind::Status {
+                    status: TaskStatus::Waiting,
+                    ..
+                }
+            )),
+        "the task never waited: the decision was already there"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_waiting_task_ends_it_and_tells_the_user() {
+    let r = rig().await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    assert_eq!(task(&r, &id).await.status, TaskStatus::Waiting);
+
+    r.store
+        .update(&id, None, |t| {
+            t.cancel_requested = true;
+            Ok(Some(Vec::new()))
+        })
+        .await
+        .unwrap();
+    wake(&r, &id).await;
+    drain(&r).await;
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Cancelled);
+    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+    assert!(r
+        .slack
+        .posted()
+        .iter()
+        .any(|m| m.text.contains("cancelled")));
+}
+
+#[tokio::test]
+async fn an_early_wake_leaves_the_wait_alone() {
+    let r = rig().await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    let before = task(&r, &id).await;
+    wake(&r, &id).await; // a duplicate, or a 15-minute hop towards expiry
+    drain(&r).await;
+    let after = task(&r, &id).await;
+    assert_eq!(after.status, TaskStatus::Waiting);
+    assert_eq!(after.waiting_for, before.waiting_for);
+    assert_eq!(r.slack.posted().len(), 1, "the request is not posted twice");
+}

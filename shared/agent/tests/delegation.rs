@@ -1,0 +1,251 @@
+//! Sub-agents end to end on the embedded backend: `delegate` starts child
+//! tasks that run in parallel, the parent waits at zero compute and gets
+//! their results as tool results; failures reach the parent; cancelling the
+//! parent cancels its children.
+
+use async_trait::async_trait;
+use baton_agent::{
+    AgentConfig, Agents, Disposition, NoReplies, SegmentBudget, Worker, WorkerSettings,
+};
+use baton_core::{
+    now_ms, Completion, CompletionRequest, EntryKind, LlmError, LlmProvider, Message, Origin, Task,
+    TaskId, TaskStatus, TaskStore, ToolCall, Usage, WaitingFor, Wake, WorkQueue,
+};
+use baton_embedded::{EmbeddedBackend, QueueConfig};
+use baton_llm::ScriptedProvider;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The lead model (`lead-model`) delegates two pieces of work at once, then
+/// answers with what came back; children use the scripted model.
+struct Lead {
+    children: Vec<(&'static str, &'static str)>,
+    scripted: ScriptedProvider,
+}
+
+#[async_trait]
+impl LlmProvider for Lead {
+    fn name(&self) -> &str {
+        "lead"
+    }
+
+    async fn complete(&self, req: &CompletionRequest) -> Result<Completion, LlmError> {
+        if req.model != "lead-model" {
+            return self.scripted.complete(req).await;
+        }
+        let results: Vec<String> = req
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool {
+                    content, is_error, ..
+                } => Some(format!(
+                    "{}{content}",
+                    if *is_error { "ERROR " } else { "" }
+                )),
+                _ => None,
+            })
+            .collect();
+        let usage = Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+        };
+        if results.is_empty() {
+            assert!(
+                req.tools.iter().any(|t| t.name == "delegate"),
+                "the lead is offered `delegate`"
+            );
+            let calls = self
+                .children
+                .iter()
+                .enumerate()
+                .map(|(i, (agent, input))| ToolCall {
+                    id: format!("call_{i}"),
+                    name: "delegate".into(),
+                    arguments: json!({"agent": agent, "input": input}),
+                })
+                .collect();
+            return Ok(Completion {
+                tool_calls: calls,
+                usage,
+                ..Completion::default()
+            });
+        }
+        Ok(Completion {
+            content: format!("combined: {}", results.join(" | ")),
+            usage,
+            ..Completion::default()
+        })
+    }
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    backend: EmbeddedBackend,
+    store: TaskStore,
+    worker: Worker,
+}
+
+async fn rig(children: Vec<(&'static str, &'static str)>) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
+    let mut lead = AgentConfig::new("default", "lead-model");
+    lead.delegates = vec!["researcher".into(), "writer".into()];
+    let mut researcher = AgentConfig::new("researcher", "scripted");
+    researcher.description = Some("looks things up".into());
+    researcher.limits.max_steps = 2;
+    let writer = AgentConfig::new("writer", "scripted");
+    let worker = Worker::new(
+        store.clone(),
+        backend.queue.clone(),
+        Arc::new(Lead {
+            children,
+            scripted: ScriptedProvider::new(),
+        }),
+        Vec::new(),
+        Agents::new(lead, vec![researcher, writer]),
+        Arc::new(NoReplies),
+        WorkerSettings::default(),
+    );
+    Rig {
+        _dir: dir,
+        backend,
+        store,
+        worker,
+    }
+}
+
+async fn submit(r: &Rig) -> TaskId {
+    let task = Task::new(
+        TaskId::generate(),
+        "default",
+        Origin::Http,
+        None,
+        baton_core::Limits::default(),
+        now_ms(),
+    );
+    r.store
+        .create(
+            &task,
+            vec![EntryKind::UserMessage { text: "go".into() }],
+            None,
+        )
+        .await
+        .unwrap();
+    wake(r, &task.id).await;
+    task.id
+}
+
+async fn wake(r: &Rig, id: &TaskId) {
+    r.backend
+        .queue
+        .send(&Wake::new(id.clone(), "test").to_body(), Duration::ZERO)
+        .await
+        .unwrap();
+}
+
+/// Runs the worker over the queue until it has been empty for a while,
+/// handling each batch's messages concurrently as the Lambda does.
+async fn drain(r: &Rig) {
+    let queue = &r.backend.queue;
+    let mut idle = 0;
+    while idle < 3 {
+        let got = queue.receive(10, Duration::from_millis(100)).await.unwrap();
+        if got.is_empty() {
+            idle += 1;
+            continue;
+        }
+        idle = 0;
+        let handled = futures::future::join_all(got.iter().map(|d| {
+            r.worker
+                .handle(d, SegmentBudget::new(Duration::from_secs(60)))
+        }))
+        .await;
+        for (d, disposition) in got.iter().zip(handled) {
+            match disposition {
+                Disposition::Ack => queue.delete(&d.receipt).await.unwrap(),
+                other => panic!("unexpected disposition {other:?} for {}", d.body),
+            }
+        }
+    }
+}
+
+async fn task(r: &Rig, id: &TaskId) -> Task {
+    r.store.get(id).await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn children_run_in_parallel_and_their_answers_come_back_as_tool_results() {
+    let r = rig(vec![
+        ("researcher", "#reply=the answer is 42"),
+        ("writer", "#reply=a fine paragraph"),
+    ])
+    .await;
+    let id = submit(&r).await;
+    drain(&r).await;
+
+    let parent = task(&r, &id).await;
+    assert_eq!(parent.status, TaskStatus::Succeeded, "{:?}", parent.error);
+    let answer = parent.result.clone().unwrap();
+    assert!(answer.contains("the answer is 42"), "{answer}");
+    assert!(answer.contains("a fine paragraph"), "{answer}");
+    assert_eq!(parent.children.len(), 2);
+    for c in &parent.children {
+        let child = task(&r, &c.task_id).await;
+        assert_eq!(child.status, TaskStatus::Succeeded);
+        assert_eq!(child.parent.as_ref().unwrap().task_id, id);
+        assert_eq!(child.agent, c.agent, "each child runs its own agent");
+    }
+    // The parent waited for both, with no worker running.
+    let transcript = r.store.transcript(&id).await.unwrap();
+    assert!(transcript.iter().any(|e| matches!(&e.kind,
+        EntryKind::Status { status: TaskStatus::Waiting, detail } if detail.contains("2 child"))));
+    // Children's model use counts on the parent: 2 lead turns (15 each)
+    // plus whatever the children used.
+    assert!(parent.usage.total() > 30, "{:?}", parent.usage);
+    let json = parent.status_json();
+    assert_eq!(json["children"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_failed_child_is_an_error_result_not_a_stuck_parent() {
+    // The researcher may take 2 steps; this asks for 5.
+    let r = rig(vec![("researcher", "#steps=5")]).await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    let parent = task(&r, &id).await;
+    assert_eq!(parent.status, TaskStatus::Succeeded);
+    let answer = parent.result.unwrap();
+    assert!(answer.contains("ERROR"), "{answer}");
+    assert!(answer.contains("step limit"), "{answer}");
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_cancels_its_children() {
+    // The child sleeps for an hour: the parent waits on it.
+    let r = rig(vec![("writer", r#"#tool=sleep #args={"seconds":3600}"#)]).await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    let parent = task(&r, &id).await;
+    assert_eq!(parent.status, TaskStatus::Waiting);
+    assert_eq!(
+        parent.waiting_for,
+        Some(WaitingFor::Children { pending: 1 })
+    );
+    let child_id = parent.children[0].task_id.clone();
+    assert_eq!(task(&r, &child_id).await.status, TaskStatus::Waiting);
+
+    r.store
+        .update(&id, None, |t| {
+            t.cancel_requested = true;
+            Ok(Some(Vec::new()))
+        })
+        .await
+        .unwrap();
+    wake(&r, &id).await;
+    drain(&r).await;
+    assert_eq!(task(&r, &id).await.status, TaskStatus::Cancelled);
+    assert_eq!(task(&r, &child_id).await.status, TaskStatus::Cancelled);
+}

@@ -1,0 +1,390 @@
+//! Decisions on approvals: `POST /tasks/{id}/approvals/{approval_id}` and
+//! the Approve / Deny buttons of Slack.
+//!
+//! A decision is a conditional update of the task
+//! ([`baton_agent::approval::decide`]); when it ends the task's wait, a
+//! wake follows. It is recorded even when the task does not wait yet, so a
+//! fast click is never lost to the worker still recording the wait.
+
+use crate::response::{json, json_body, Answer, ApiError};
+use crate::tasks::parse_id;
+use crate::Ingest;
+use baton_agent::approval::{self, DecideError};
+use baton_core::{now_ms, StoreError, Task, TaskId, Verdict, Wake};
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionBody {
+    approve: bool,
+}
+
+/// Longest approval id accepted (they are `ap-STEP-CALLID`).
+const MAX_APPROVAL_ID: usize = 100;
+
+impl Ingest {
+    pub(crate) async fn decide_approval(
+        &self,
+        id: &str,
+        approval_id: &str,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> Answer {
+        let id = parse_id(id)?;
+        check_approval_id(approval_id)?;
+        let decision: DecisionBody = json_body(headers, body)?;
+        let verdict = if decision.approve {
+            Verdict::Approved
+        } else {
+            Verdict::Denied
+        };
+        let task = self.decide(&id, approval_id, verdict, "api").await?;
+        Ok(json(
+            StatusCode::ACCEPTED,
+            &json!({
+                "task_id": task.id,
+                "approval_id": approval_id,
+                "decision": if decision.approve { "approved" } else { "denied" },
+                "status": task.status.as_str(),
+            }),
+        ))
+    }
+
+    /// Records `verdict` by `by`, waking the task if that ends its wait.
+    pub(crate) async fn decide(
+        &self,
+        id: &TaskId,
+        approval_id: &str,
+        verdict: Verdict,
+        by: &str,
+    ) -> Result<Task, ApiError> {
+        let mut refused = None;
+        let result = self
+            .store
+            .update(id, None, |t| {
+                refused = None;
+                match approval::decide(t, approval_id, verdict, Some(by), now_ms()) {
+                    Ok((entries, _)) => Ok(Some(entries)),
+                    Err(e) => {
+                        refused = Some(e);
+                        Ok(None)
+                    }
+                }
+            })
+            .await;
+        let task = match result {
+            Ok((task, _)) => task,
+            Err(StoreError::NotFound(_)) => {
+                return Err(ApiError::not_found(format!("no task {id}")))
+            }
+            Err(e) => return Err(ApiError::unavailable(e)),
+        };
+        match refused {
+            None => {}
+            Some(e @ DecideError::Unknown { .. }) => {
+                return Err(ApiError::not_found(e.to_string()))
+            }
+            Some(e) => return Err(ApiError::new(StatusCode::CONFLICT, e.to_string())),
+        }
+        if task.status == baton_core::TaskStatus::Queued && task.lease.is_none() {
+            self.queue
+                .send(&Wake::new(id.clone(), "approval").to_body(), Duration::ZERO)
+                .await
+                .map_err(ApiError::unavailable)?;
+        }
+        tracing::info!(task_id = %id, approval_id, ?verdict, "approval decided");
+        Ok(task)
+    }
+
+    /// A Slack Approve / Deny click by `user` on a button carrying `value`.
+    /// Only the requester and the agent's configured approvers may decide;
+    /// anyone else's click changes nothing.
+    pub(crate) async fn slack_decision(&self, user: &str, value: &str, approve: bool) -> Answer {
+        let (task_id, approval_id) = approval::parse_button_value(value)
+            .ok_or_else(|| ApiError::bad_request("the button's value is not TASK:APPROVAL"))?;
+        let id = parse_id(task_id)?;
+        check_approval_id(approval_id)?;
+        let task = self
+            .store
+            .get(&id)
+            .await
+            .map_err(ApiError::unavailable)?
+            .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
+        let rules = &self.agents.resolve(&task.agent).approval;
+        if !rules.may_decide(user, approval::requester(&task)) {
+            tracing::info!(task_id = %id, user, "approval click by someone who may not decide; ignored");
+            return Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "ignored": "only the requester or a configured approver may decide"}),
+            ));
+        }
+        let verdict = if approve {
+            Verdict::Approved
+        } else {
+            Verdict::Denied
+        };
+        match self.decide(&id, approval_id, verdict, user).await {
+            Ok(_) => Ok(json(StatusCode::OK, &json!({"ok": true}))),
+            // A second click, or a click after the task ended: Slack only
+            // needs its 200.
+            Err(e) if e.status == StatusCode::CONFLICT => Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "ignored": e.message}),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn check_approval_id(approval_id: &str) -> Result<(), ApiError> {
+    if approval_id.is_empty()
+        || approval_id.len() > MAX_APPROVAL_ID
+        || !approval_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(ApiError::bad_request(format!(
+            "`{}` is not an approval id",
+            approval_id
+                .chars()
+                .take(MAX_APPROVAL_ID)
+                .collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ApiToken, Ingest, SlackIngest};
+    use baton_agent::{AgentConfig, Agents};
+    use baton_core::{
+        now_ms, Approval, EntryKind, Limits, Origin, Task, TaskId, TaskStatus, TaskStore, Verdict,
+        WaitingFor, WorkQueue,
+    };
+    use baton_embedded::{EmbeddedBackend, QueueConfig};
+    use baton_slack::signature::{sign, SigningSecret};
+    use bytes::Bytes;
+    use serde_json::{json, Value};
+    use std::time::Duration;
+
+    const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+    const TOKEN: &str = "test-token-0123456789abcdef";
+    const APPROVAL: &str = "ap-1-call_1";
+
+    struct Rig {
+        _dir: tempfile::TempDir,
+        backend: EmbeddedBackend,
+        store: TaskStore,
+        ingest: Ingest,
+    }
+
+    async fn rig() -> (Rig, TaskId) {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+        let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
+        let mut agent = AgentConfig::new("default", "scripted");
+        agent.approval.approvers = vec!["U_BOSS".into()];
+        let ingest = Ingest::new(
+            store.clone(),
+            backend.queue.clone(),
+            Agents::new(agent, Vec::new()),
+            Some(ApiToken::parse(TOKEN).unwrap()),
+            Some(SlackIngest {
+                signing_secret: SigningSecret::new(SECRET),
+                bot_user_id: None,
+            }),
+        );
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Slack {
+                team_id: "T1".into(),
+                channel: "C1".into(),
+                thread_ts: "1.0".into(),
+                user: "U_REQ".into(),
+            },
+            None,
+            Limits::default(),
+            now_ms(),
+        );
+        t.status = TaskStatus::Waiting;
+        t.waiting_for = Some(WaitingFor::Approval {
+            approval_id: APPROVAL.into(),
+            tool: "http_request".into(),
+            summary: "POST https://example.com".into(),
+        });
+        t.approvals.push(Approval {
+            approval_id: APPROVAL.into(),
+            step: 1,
+            call_id: "call_1".into(),
+            tool: "http_request".into(),
+            summary: "POST https://example.com".into(),
+            requested_at: now_ms(),
+            expires_at: now_ms() + 3_600_000,
+            message: None,
+            decision: None,
+        });
+        store
+            .create(&t, vec![EntryKind::UserMessage { text: "x".into() }], None)
+            .await
+            .unwrap();
+        let id = t.id.clone();
+        (
+            Rig {
+                _dir: dir,
+                backend,
+                store,
+                ingest,
+            },
+            id,
+        )
+    }
+
+    async fn post(r: &Rig, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(path)
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("content-type", content_type)
+            .body(Bytes::copy_from_slice(body))
+            .unwrap();
+        let resp = r.ingest.handle(req).await;
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(resp.body()).unwrap(),
+        )
+    }
+
+    async fn click(r: &Rig, user: &str, action: &str, value: &str) -> (u16, Value) {
+        let payload = json!({
+            "type": "block_actions",
+            "user": {"id": user, "team_id": "T1"},
+            "team": {"id": "T1"},
+            "channel": {"id": "C1"},
+            "container": {"message_ts": "2.0", "channel_id": "C1"},
+            "actions": [{"action_id": action, "block_id": "b", "value": value, "type": "button"}]
+        });
+        let body = baton_slack::testing::interactivity_body(&payload);
+        let ts = now_ms() / 1000;
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("/slack/interactivity")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-slack-request-timestamp", ts.to_string())
+            .header(
+                "x-slack-signature",
+                sign(&SigningSecret::new(SECRET), ts, &body),
+            )
+            .body(Bytes::from(body))
+            .unwrap();
+        let resp = r.ingest.handle(req).await;
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(resp.body()).unwrap(),
+        )
+    }
+
+    async fn wakes(r: &Rig) -> usize {
+        r.backend
+            .queue
+            .receive(10, Duration::from_millis(50))
+            .await
+            .unwrap()
+            .len()
+    }
+
+    async fn decision(r: &Rig, id: &TaskId) -> Option<(Verdict, Option<String>)> {
+        let t = r.store.get(id).await.unwrap().unwrap();
+        t.approval(APPROVAL)
+            .and_then(|a| a.decision.clone())
+            .map(|d| (d.verdict, d.by))
+    }
+
+    #[tokio::test]
+    async fn the_http_route_decides_once_and_wakes_the_task() {
+        let (r, id) = rig().await;
+        let path = format!("/tasks/{id}/approvals/{APPROVAL}");
+        let json_ct = "application/json";
+        // Hostile or wrong input changes nothing.
+        for (ct, body, want) in [
+            ("text/plain", &br#"{"approve": true}"#[..], 415),
+            (json_ct, b"{not json", 400),
+            (json_ct, br#"{"approve": "yes"}"#, 400),
+            (json_ct, br#"{"approve": true, "extra": 1}"#, 400),
+        ] {
+            let (status, v) = post(&r, &path, ct, body).await;
+            assert_eq!(status, want, "{v}");
+            assert!(v["error"].is_string());
+        }
+        let (status, _) = post(
+            &r,
+            &format!("/tasks/{id}/approvals/nope"),
+            json_ct,
+            br#"{"approve": true}"#,
+        )
+        .await;
+        assert_eq!(status, 404, "an approval the task never asked for");
+        let (status, _) = post(
+            &r,
+            &format!("/tasks/{id}/approvals/a%20b"),
+            json_ct,
+            br#"{"approve": true}"#,
+        )
+        .await;
+        assert_eq!(status, 400);
+        assert_eq!(decision(&r, &id).await, None);
+        assert_eq!(wakes(&r).await, 0);
+
+        let (status, v) = post(&r, &path, json_ct, br#"{"approve": true}"#).await;
+        assert_eq!(status, 202, "{v}");
+        assert_eq!(v["decision"], "approved");
+        assert_eq!(v["status"], "queued");
+        assert_eq!(
+            decision(&r, &id).await,
+            Some((Verdict::Approved, Some("api".into())))
+        );
+        assert_eq!(wakes(&r).await, 1, "the wait is over: a wake follows");
+
+        let (status, v) = post(&r, &path, json_ct, br#"{"approve": false}"#).await;
+        assert_eq!(status, 409, "{v}");
+        assert_eq!(
+            decision(&r, &id).await,
+            Some((Verdict::Approved, Some("api".into())))
+        );
+    }
+
+    #[tokio::test]
+    async fn only_the_requester_or_an_approver_may_click() {
+        let (r, id) = rig().await;
+        let value = format!("{id}:{APPROVAL}");
+        let (status, v) = click(&r, "U_STRANGER", "approve", &value).await;
+        assert_eq!(status, 200);
+        assert!(v["ignored"].is_string(), "{v}");
+        assert_eq!(decision(&r, &id).await, None);
+
+        let (status, v) = click(&r, "U_BOSS", "deny", &value).await;
+        assert_eq!((status, &v), (200, &json!({"ok": true})));
+        assert_eq!(
+            decision(&r, &id).await,
+            Some((Verdict::Denied, Some("U_BOSS".into())))
+        );
+        assert_eq!(wakes(&r).await, 1);
+
+        // A late second click is acknowledged and changes nothing.
+        let (status, v) = click(&r, "U_REQ", "approve", &value).await;
+        assert_eq!(status, 200);
+        assert!(v["ignored"].is_string(), "{v}");
+        assert_eq!(
+            decision(&r, &id).await,
+            Some((Verdict::Denied, Some("U_BOSS".into())))
+        );
+
+        let (status, _) = click(&r, "U_REQ", "approve", "garbage").await;
+        assert_eq!(status, 400);
+    }
+}
