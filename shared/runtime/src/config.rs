@@ -59,6 +59,11 @@ pub struct Config {
     pub settings: GlobalSettings,
 }
 
+/// `BATON_LLM_MODEL` for `bedrock` when unset: Claude Haiku 4.5 through
+/// the global cross-region inference profile, which every commercial region
+/// offers (newer Claude models are not invocable by bare model id).
+pub const DEFAULT_BEDROCK_MODEL: &str = "global.anthropic.claude-haiku-4-5-20251001-v1:0";
+
 /// Tool names an agents file may name.
 pub const KNOWN_TOOLS: &[&str] = &[
     "http_request",
@@ -120,15 +125,19 @@ impl Config {
                     .collect()
             })
             .unwrap_or_default();
+        // Fallback models are not the provider's business: they go to the
+        // agents (below), whose loop asks the one provider for each in turn.
         let (llm, model) = match provider.as_str() {
-            "scripted" => (LlmConfig::Scripted, model_var.unwrap_or_else(|| "scripted".to_owned())),
+            "scripted" => (
+                LlmConfig::Scripted,
+                model_var.unwrap_or_else(|| "scripted".to_owned()),
+            ),
             "openai" => {
                 let model = model_var.unwrap_or_else(|| "gpt-4o-mini".to_owned());
                 let llm = LlmConfig::OpenAi {
                     base_url: var("OPENAI_BASE_URL"),
                     api_key: var("OPENAI_API_KEY").map(Secret::new),
                     model: model.clone(),
-                    fallback_models: fallback_models.clone(),
                 };
                 (llm, model)
             }
@@ -136,21 +145,36 @@ impl Config {
                 let model = model_var.unwrap_or_else(|| "claude-sonnet-4-5".to_owned());
                 let api_key = var("ANTHROPIC_API_KEY").map(Secret::new);
                 let base_url = var("ANTHROPIC_BASE_URL");
-                let llm = LlmConfig::Anthropic { base_url, api_key, model: model.clone(), fallback_models: fallback_models.clone() };
+                let llm = LlmConfig::Anthropic {
+                    base_url,
+                    api_key,
+                    model: model.clone(),
+                };
                 (llm, model)
             }
             "bedrock" => {
-                return Err(invalid(
-                    "BATON_LLM_PROVIDER",
-                    "`bedrock` is not available in this release; use `anthropic`, `openai` or `scripted`",
-                ))
+                let model = model_var.unwrap_or_else(|| DEFAULT_BEDROCK_MODEL.to_owned());
+                let region = var("AWS_REGION")
+                    .or_else(|| var("AWS_DEFAULT_REGION"))
+                    .ok_or(ConfigError::Missing("AWS_REGION"))?;
+                // Not AWS_ENDPOINT_URL: that one redirects every AWS client
+                // (moto in tests, LocalStack), which do not speak Converse.
+                let endpoint_url =
+                    var("AWS_ENDPOINT_URL_BEDROCK_RUNTIME").or_else(|| var("BEDROCK_ENDPOINT_URL"));
+                let llm = LlmConfig::Bedrock {
+                    region,
+                    endpoint_url,
+                    model: model.clone(),
+                    credentials: crate::aws_credentials::default_chain(),
+                };
+                (llm, model)
             }
-            other => {
-                return Err(invalid(
-                    "BATON_LLM_PROVIDER",
-                    format!("unknown provider `{other}`; expected anthropic, openai or scripted"),
-                ))
-            }
+            other => return Err(invalid(
+                "BATON_LLM_PROVIDER",
+                format!(
+                    "unknown provider `{other}`; expected anthropic, openai, bedrock or scripted"
+                ),
+            )),
         };
         let api_token = var("BATON_API_TOKEN")
             .map(|t| ApiToken::parse(&t).map_err(|m| invalid("BATON_API_TOKEN", m)))
@@ -206,5 +230,92 @@ impl Config {
     /// The agents this configuration defines.
     pub fn agents(&self) -> Agents {
         self.agents.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values go in as stored secrets, which the process environment
+    /// would override: these tests assume it sets none of them.
+    fn bedrock(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let values: HashMap<String, String> = [("BATON_LLM_PROVIDER", "bedrock")]
+            .iter()
+            .chain(extra)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_env_and_secrets(&values)
+    }
+
+    fn env_has(names: &[&str]) -> bool {
+        names.iter().any(|n| std::env::var_os(n).is_some())
+    }
+
+    #[test]
+    fn bedrock_reads_region_model_and_endpoint() {
+        if env_has(&[
+            "BATON_LLM_PROVIDER",
+            "BATON_LLM_MODEL",
+            "AWS_REGION",
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+            "BEDROCK_ENDPOINT_URL",
+        ]) {
+            eprintln!("skipped: the environment sets Bedrock variables");
+            return;
+        }
+        let c = bedrock(&[("AWS_REGION", "eu-west-1")]).unwrap();
+        match &c.llm {
+            LlmConfig::Bedrock {
+                region,
+                endpoint_url,
+                model,
+                ..
+            } => {
+                assert_eq!(region, "eu-west-1");
+                assert_eq!(endpoint_url, &None);
+                assert_eq!(model, DEFAULT_BEDROCK_MODEL);
+            }
+            other => panic!("expected bedrock, got {other:?}"),
+        }
+        assert_eq!(c.model, DEFAULT_BEDROCK_MODEL);
+        // Building the provider loads no credentials yet (no network).
+        let p = baton_llm::build_provider(&c.llm, baton_llm::RetryPolicy::default()).unwrap();
+        assert_eq!(p.name(), "bedrock");
+
+        let c = bedrock(&[
+            ("AWS_REGION", "us-west-2"),
+            ("BATON_LLM_MODEL", "us.amazon.nova-lite-v1:0"),
+            ("BEDROCK_ENDPOINT_URL", "http://127.0.0.1:9"),
+            (
+                "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+                "https://vpce.example.com",
+            ),
+            // Ignored: it points every AWS client elsewhere (moto).
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:5000"),
+        ])
+        .unwrap();
+        match &c.llm {
+            LlmConfig::Bedrock {
+                endpoint_url,
+                model,
+                ..
+            } => {
+                assert_eq!(endpoint_url.as_deref(), Some("https://vpce.example.com"));
+                assert_eq!(model, "us.amazon.nova-lite-v1:0");
+            }
+            other => panic!("expected bedrock, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bedrock_without_a_region_names_the_variable() {
+        if env_has(&["BATON_LLM_PROVIDER", "AWS_REGION", "AWS_DEFAULT_REGION"]) {
+            eprintln!("skipped: the environment sets a region");
+            return;
+        }
+        let err = bedrock(&[]).unwrap_err();
+        assert!(matches!(err, ConfigError::Missing("AWS_REGION")), "{err}");
+        assert_eq!(err.to_string(), "AWS_REGION is required");
     }
 }

@@ -9,6 +9,7 @@
 //!   backend.
 
 mod app;
+mod aws_credentials;
 mod backend;
 mod config;
 pub mod scheduling;
