@@ -1,5 +1,5 @@
 //! End to end on one machine: the real `baton dev` binary over the
-//! embedded backend, a mock LLM speaking both wire formats, a fake Slack.
+//! embedded backend, a mock LLM speaking all three wire formats, a fake Slack.
 
 mod common;
 
@@ -55,6 +55,10 @@ async fn task_spans_many_segments_openai_wire(backend: Backend) {
 
 async fn task_spans_many_segments_anthropic_wire(backend: Backend) {
     multi_segment_task(backend, Wire::Anthropic).await;
+}
+
+async fn task_spans_many_segments_bedrock_wire(backend: Backend) {
+    multi_segment_task(backend, Wire::Bedrock).await;
 }
 
 async fn idempotency_key_gives_one_task(backend: Backend) {
@@ -422,6 +426,11 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread")]
+    async fn task_spans_many_segments_bedrock_wire() {
+        super::task_spans_many_segments_bedrock_wire(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
     async fn idempotency_key_gives_one_task() {
         super::idempotency_key_gives_one_task(Backend::Embedded).await;
     }
@@ -484,6 +493,11 @@ mod aws {
     #[tokio::test(flavor = "multi_thread")]
     async fn task_spans_many_segments_anthropic_wire() {
         super::task_spans_many_segments_anthropic_wire(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn task_spans_many_segments_bedrock_wire() {
+        super::task_spans_many_segments_bedrock_wire(Backend::Aws).await;
     }
 
     #[tokio::test(flavor = "multi_thread")]

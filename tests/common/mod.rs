@@ -27,6 +27,8 @@ pub enum Backend {
 pub enum Wire {
     OpenAi,
     Anthropic,
+    /// Bedrock Converse, SigV4-signed with the mock server's AWS keys.
+    Bedrock,
 }
 
 pub struct Options {
@@ -136,6 +138,9 @@ impl TestApp {
                 .env("BATON_LLM_PROVIDER", "anthropic")
                 .env("ANTHROPIC_BASE_URL", self.llm.anthropic_base_url())
                 .env("ANTHROPIC_API_KEY", "sk-ant-test"),
+            Wire::Bedrock => cmd
+                .env("BATON_LLM_PROVIDER", "bedrock")
+                .env("BEDROCK_ENDPOINT_URL", self.llm.bedrock_endpoint_url()),
         };
         if let Some((moto, env)) = &self.aws {
             cmd.arg("--backend")
@@ -147,6 +152,16 @@ impl TestApp {
             for (k, v) in env.vars() {
                 cmd.env(k, v);
             }
+        }
+        if let Wire::Bedrock = self.options.wire {
+            // After the AWS backend's keys: moto takes any, the mock LLM
+            // verifies signatures made with its own.
+            cmd.env("AWS_ACCESS_KEY_ID", baton_llm::mock::MOCK_AWS_ACCESS_KEY_ID)
+                .env(
+                    "AWS_SECRET_ACCESS_KEY",
+                    baton_llm::mock::MOCK_AWS_SECRET_ACCESS_KEY,
+                )
+                .env("AWS_REGION", "us-east-1");
         }
         if let Some(b) = self.options.segment_budget_ms {
             cmd.env("BATON_SEGMENT_BUDGET_MS", b.to_string());
