@@ -316,8 +316,10 @@ mod tests {
     #[test]
     fn a_child_never_outlives_its_parent() {
         let a = agents();
-        let mut limits = Limits::default();
-        limits.deadline_at = Some(30_000);
+        let limits = Limits {
+            deadline_at: Some(30_000),
+            ..Limits::default()
+        };
         let parent = Task::new(TaskId::generate(), "default", Origin::Http, None, limits, 0);
         let child = child_task(&parent, a.resolve("researcher"), "call_1", 1_000);
         assert_eq!(child.limits.deadline_at, Some(30_000));

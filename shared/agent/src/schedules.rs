@@ -336,6 +336,10 @@ impl ReplySink for HeartbeatReplies {
     async fn ended(&self, task: &Task, message: &str) -> Result<(), ReplyError> {
         self.inner.ended(task, message).await
     }
+
+    async fn progress(&self, task: &Task, status: &str) {
+        self.inner.progress(task, status).await
+    }
 }
 
 #[cfg(test)]

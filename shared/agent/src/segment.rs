@@ -6,6 +6,7 @@ use crate::budget::SegmentBudget;
 use crate::compaction::{self, CompactionError};
 use crate::context::build_request;
 use crate::delegation::{self, DELEGATE};
+use crate::progress;
 use crate::sanitize::{is_no_reply, sanitize};
 use crate::worker::Worker;
 use baton_core::lease::can_acquire;
@@ -248,6 +249,19 @@ impl<'w> Leg<'w> {
                 let msg = format!("token budget exhausted ({} tokens)", limits.max_tokens);
                 return self.end(TaskStatus::Failed, None, Some(msg)).await;
             }
+            if let Some(msg) =
+                crate::spend::exhausted(&self.task, self.w.agents.resolve(&self.task.agent))
+            {
+                return self.end(TaskStatus::Failed, None, Some(msg)).await;
+            }
+            if let Some(budgets) = &self.w.budgets {
+                let verdict = budgets.exhausted(&self.task, now_ms()).await.map_err(|e| {
+                    LegError::Transient(format!("could not read the monthly budgets: {e}"))
+                })?;
+                if let Some(msg) = verdict {
+                    return self.end(TaskStatus::Failed, None, Some(msg)).await;
+                }
+            }
             if !self.budget.fits_another() {
                 return self.hand_over().await;
             }
@@ -281,6 +295,10 @@ impl<'w> Leg<'w> {
         self.compaction_ran = true;
         let started = now_ms();
         let clock = Instant::now();
+        self.w
+            .replies
+            .progress(&self.task, progress::COMPACTING)
+            .await;
         let outcome = compaction::compact(&agent, &self.transcript, self.w.llm.as_ref()).await;
         self.budget.record(clock.elapsed());
         let mut attrs = serde_json::Map::new();
@@ -290,16 +308,22 @@ impl<'w> Leg<'w> {
         match &outcome {
             Ok(done) => {
                 let (entry, usage) = (done.entry.clone(), done.usage);
+                let cost = crate::spend::completion_cost(&agent, &agent.model, usage);
+                self.count_monthly(usage).await;
                 self.commit(|t| {
                     t.usage.add(usage);
+                    t.cost_usd += cost;
                     Some(vec![entry.clone()])
                 })
                 .await?;
             }
             Err(CompactionError::EmptySummary { usage }) => {
                 let usage = *usage;
+                let cost = crate::spend::completion_cost(&agent, &agent.model, usage);
+                self.count_monthly(usage).await;
                 self.commit(|t| {
                     t.usage.add(usage);
+                    t.cost_usd += cost;
                     Some(Vec::new())
                 })
                 .await?;
@@ -326,6 +350,19 @@ impl<'w> Leg<'w> {
                 .map(Some);
         }
         Ok(None)
+    }
+
+    /// Counts a model call's tokens in the monthly budgets, once it has
+    /// returned (before the checkpoint: a crash in between counts a call
+    /// that is made again, never one that goes uncounted). A failed count
+    /// is logged, not fatal: the month is undercounted rather than the call
+    /// paid for twice.
+    async fn count_monthly(&self, usage: baton_core::Usage) {
+        if let Some(budgets) = &self.w.budgets {
+            if let Err(e) = budgets.record(&self.task, usage, now_ms()).await {
+                tracing::warn!(error = %e, "could not count tokens in the monthly budgets");
+            }
+        }
     }
 
     /// Loop detection: the same tool call (name and arguments) requested
@@ -395,18 +432,35 @@ impl<'w> Leg<'w> {
             )
             .chain(delegation::delegate_spec(&agent, &self.w.agents))
             .collect();
-        let request = build_request(&agent, &self.transcript, specs);
+        let mut request = build_request(&agent, &self.transcript, specs);
+        // Remembered facts relevant to the latest message, as data in the
+        // system prompt (only for agents that may `recall`).
+        if let Some(query) = crate::context::memory_query(&request, &self.transcript) {
+            let memory = baton_tools::memory::MemoryStore::new(self.w.store.table().clone());
+            let facts = crate::context::recall_for_prompt(&memory, &self.task.origin, query).await;
+            crate::context::with_memory(&mut request, &facts);
+        }
+        self.w
+            .replies
+            .progress(&self.task, progress::THINKING)
+            .await;
         let started = now_ms();
         let clock = Instant::now();
-        let result = self.w.llm.complete(&request).await;
+        // The agent's model (or its escalation model), falling back along
+        // the agent's own chain on repeated overload or failure.
+        let result =
+            crate::model_choice::complete(self.w.llm.as_ref(), &agent, &self.transcript, &request)
+                .await;
         self.budget.record(clock.elapsed());
         let mut attrs = serde_json::Map::new();
-        attrs.insert("model".into(), json!(request.model));
         attrs.insert("provider".into(), json!(self.w.llm.name()));
         attrs.insert("step".into(), json!(self.task.steps + 1));
-        let completion = match result {
-            Ok(c) => c,
+        let answer = match result {
+            Ok(a) => a,
             Err(e) => {
+                let tried: Vec<&str> = e.failures.iter().map(|f| f.model.as_str()).collect();
+                attrs.insert("model".into(), json!(request.model));
+                attrs.insert("models_failed".into(), json!(tried));
                 attrs.insert("error".into(), json!(true));
                 attrs.insert("error_message".into(), json!(e.to_string()));
                 self.spans
@@ -418,6 +472,17 @@ impl<'w> Leg<'w> {
                     .map(Some);
             }
         };
+        attrs.insert("model".into(), json!(answer.model));
+        attrs.insert("escalated".into(), json!(answer.escalated));
+        if !answer.failures.is_empty() {
+            let from: Vec<&str> = answer.failures.iter().map(|f| f.model.as_str()).collect();
+            attrs.insert("fell_back_from".into(), json!(from));
+        }
+        let model = answer.model;
+        let completion = answer.completion;
+        let cost = crate::spend::completion_cost(&agent, &model, completion.usage);
+        attrs.insert("cost_usd".into(), json!(cost));
+        self.count_monthly(completion.usage).await;
         attrs.insert("input_tokens".into(), json!(completion.usage.input_tokens));
         attrs.insert(
             "output_tokens".into(),
@@ -430,13 +495,14 @@ impl<'w> Leg<'w> {
         self.commit(|t| {
             t.steps += 1;
             t.usage.add(completion.usage);
+            t.cost_usd += cost;
             Some(vec![EntryKind::AssistantMessage {
                 step: t.steps,
                 text: completion.content.clone(),
                 tool_calls: completion.tool_calls.clone(),
                 usage: completion.usage,
                 model: if completion.model.is_empty() {
-                    request.model.clone()
+                    model.clone()
                 } else {
                     completion.model.clone()
                 },
@@ -590,6 +656,10 @@ impl<'w> Leg<'w> {
         immediate.extend(started_marks);
         if !immediate.is_empty() {
             self.commit(|_| Some(immediate.clone())).await?;
+        }
+        if !runnable.is_empty() {
+            let status = progress::running_tools(runnable.iter().map(|(c, _)| c.name.as_str()));
+            self.w.replies.progress(&self.task, &status).await;
         }
         let batch_clock = Instant::now();
         let timeout = self.w.settings.tool_timeout;
@@ -754,6 +824,10 @@ impl<'w> Leg<'w> {
         if self.task.status != TaskStatus::Waiting {
             return Ok(None);
         }
+        self.w
+            .replies
+            .progress(&self.task, progress::WAITING_FOR_APPROVAL)
+            .await;
         if let Some(at) = approval::next_expiry(&self.task) {
             // The expiry is itself a wake: the worker then records the denial.
             self.arm_wake(at).await?;
@@ -842,7 +916,15 @@ impl<'w> Leg<'w> {
             }])
         })
         .await?;
-        Ok((self.task.status == TaskStatus::Waiting).then_some(LegEnd::Waiting))
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
+        let pending = self.task.pending_children() as usize;
+        self.w
+            .replies
+            .progress(&self.task, &progress::waiting_for_subtasks(pending))
+            .await;
+        Ok(Some(LegEnd::Waiting))
     }
 
     /// Arranges a wake at `at` (a delayed message, or a one-time schedule

@@ -72,6 +72,9 @@ pub struct Worker {
     /// Where approval requests are shown ([`Worker::with_approval_prompts`]);
     /// without it HTTP clients decide through the approvals route.
     pub(crate) approvals: Option<Arc<dyn crate::approval::ApprovalPrompts>>,
+    /// Monthly token budgets per workspace and user
+    /// ([`Worker::with_budgets`]).
+    pub(crate) budgets: Option<crate::spend::MonthlyBudgets>,
 }
 
 impl Worker {
@@ -95,7 +98,15 @@ impl Worker {
             settings,
             schedules: None,
             approvals: None,
+            budgets: None,
         }
+    }
+
+    /// Enforces the monthly token budgets (`[budgets]` of the agents file)
+    /// over the task table.
+    pub fn with_budgets(mut self, settings: crate::config_file::BudgetSettings) -> Self {
+        self.budgets = crate::spend::MonthlyBudgets::new(self.store.table().clone(), settings);
+        self
     }
 
     /// Shows approval requests (e.g. Slack buttons) and their decisions.

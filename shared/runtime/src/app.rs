@@ -87,6 +87,7 @@ impl App {
             replies,
             settings,
         );
+        worker = worker.with_budgets(config.settings.budgets.clone());
         if let Some(prompts) = approval_prompts {
             worker = worker.with_approval_prompts(prompts);
         }

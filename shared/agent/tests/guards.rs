@@ -1,0 +1,240 @@
+//! Guards and model choice through the real loop on the embedded backend:
+//! the cost budget and the monthly token budgets end tasks with a clear
+//! message; a failing model falls back along the agent's own chain; repeated
+//! tool errors escalate to the stronger model.
+
+use async_trait::async_trait;
+use baton_agent::config_file::BudgetSettings;
+use baton_agent::config_file::Escalation;
+use baton_agent::spend::ModelPrice;
+use baton_agent::{
+    AgentConfig, Agents, Disposition, NoReplies, SegmentBudget, Worker, WorkerSettings,
+};
+use baton_core::{
+    now_ms, Completion, CompletionRequest, EntryKind, LlmError, LlmProvider, Message, Origin, Task,
+    TaskId, TaskStatus, TaskStore, ToolCall, Usage, Wake, WorkQueue,
+};
+use baton_embedded::{EmbeddedBackend, QueueConfig};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A model that calls a tool that does not exist until it has seen
+/// `tool_turns` results, then answers; `broken` models are overloaded.
+/// Records which model answered each call.
+struct Model {
+    tool_turns: usize,
+    broken: Vec<&'static str>,
+    answered_by: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl LlmProvider for Model {
+    fn name(&self) -> &str {
+        "test"
+    }
+
+    async fn complete(&self, req: &CompletionRequest) -> Result<Completion, LlmError> {
+        if self.broken.contains(&req.model.as_str()) {
+            return Err(LlmError::Overloaded { retry_after: None });
+        }
+        self.answered_by.lock().unwrap().push(req.model.clone());
+        let results = req
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { .. }))
+            .count();
+        let usage = Usage {
+            input_tokens: 1_000,
+            output_tokens: 1_000,
+        };
+        if results < self.tool_turns {
+            return Ok(Completion {
+                tool_calls: vec![ToolCall {
+                    id: format!("call_{results}"),
+                    name: "no_such_tool".into(),
+                    arguments: json!({"n": results}),
+                }],
+                usage,
+                ..Completion::default()
+            });
+        }
+        Ok(Completion {
+            content: format!("answered by {}", req.model),
+            usage,
+            ..Completion::default()
+        })
+    }
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    backend: EmbeddedBackend,
+    store: TaskStore,
+    worker: Worker,
+    model: Arc<Model>,
+}
+
+fn rig(agent: AgentConfig, model: Model, budgets: BudgetSettings) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
+    let model = Arc::new(model);
+    let worker = Worker::new(
+        store.clone(),
+        backend.queue.clone(),
+        model.clone(),
+        Vec::new(),
+        Agents::new(agent, Vec::new()),
+        Arc::new(NoReplies),
+        WorkerSettings::default(),
+    )
+    .with_budgets(budgets);
+    Rig {
+        _dir: dir,
+        backend,
+        store,
+        worker,
+        model,
+    }
+}
+
+fn model(tool_turns: usize, broken: Vec<&'static str>) -> Model {
+    Model {
+        tool_turns,
+        broken,
+        answered_by: Mutex::new(Vec::new()),
+    }
+}
+
+async fn run(r: &Rig, user: &str) -> Task {
+    let task = Task::new(
+        TaskId::generate(),
+        "default",
+        Origin::Slack {
+            team_id: "T1".into(),
+            channel: "C1".into(),
+            thread_ts: "1.0".into(),
+            user: user.into(),
+        },
+        None,
+        baton_core::Limits::default(),
+        now_ms(),
+    );
+    r.store
+        .create(
+            &task,
+            vec![EntryKind::UserMessage { text: "go".into() }],
+            None,
+        )
+        .await
+        .unwrap();
+    r.backend
+        .queue
+        .send(
+            &Wake::new(task.id.clone(), "test").to_body(),
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    let queue = &r.backend.queue;
+    let mut idle = 0;
+    while idle < 3 {
+        let got = queue.receive(10, Duration::from_millis(50)).await.unwrap();
+        if got.is_empty() {
+            idle += 1;
+            continue;
+        }
+        idle = 0;
+        for d in got {
+            match r
+                .worker
+                .handle(&d, SegmentBudget::new(Duration::from_secs(60)))
+                .await
+            {
+                Disposition::Ack => queue.delete(&d.receipt).await.unwrap(),
+                other => panic!("unexpected disposition {other:?}"),
+            }
+        }
+    }
+    r.store.get(&task.id).await.unwrap().unwrap()
+}
+
+fn priced(mut agent: AgentConfig) -> AgentConfig {
+    // $1 per million tokens each way: a step (2,000 tokens) costs $0.002.
+    let price = ModelPrice {
+        input_per_mtok: 1.0,
+        output_per_mtok: 1.0,
+    };
+    agent.prices = agent
+        .prices
+        .with(["m".to_owned(), "strong".to_owned()].map(|m| (m, price)));
+    agent
+}
+
+#[tokio::test]
+async fn the_cost_budget_ends_the_task_with_what_was_spent() {
+    let mut agent = priced(AgentConfig::new("default", "m"));
+    agent.max_cost_usd = Some(0.005);
+    agent.max_identical_calls = 100;
+    let r = rig(agent, model(10, vec![]), BudgetSettings::default());
+    let t = run(&r, "U1").await;
+    assert_eq!(t.status, TaskStatus::Failed);
+    let error = t.error.clone().unwrap();
+    assert!(error.contains("cost budget exhausted"), "{error}");
+    // Three steps ($0.006) pass the $0.005 budget; the fourth never runs.
+    assert_eq!(t.steps, 3);
+    assert!((t.cost_usd - 0.006).abs() < 1e-9, "{}", t.cost_usd);
+    assert_eq!(t.status_json()["cost_usd"], json!(t.cost_usd));
+}
+
+#[tokio::test]
+async fn the_monthly_user_budget_stops_the_next_task_of_that_user_only() {
+    let agent = AgentConfig::new("default", "m");
+    let budgets = BudgetSettings {
+        workspace_monthly_tokens: None,
+        user_monthly_tokens: Some(3_000),
+    };
+    let r = rig(agent, model(1, vec![]), budgets);
+    // 2 steps of 2,000 tokens: over the user's 3,000 by the end.
+    let first = run(&r, "U1").await;
+    assert_eq!(first.status, TaskStatus::Succeeded, "{:?}", first.error);
+    let second = run(&r, "U1").await;
+    assert_eq!(second.status, TaskStatus::Failed);
+    let error = second.error.unwrap();
+    assert!(error.contains("monthly"), "{error}");
+    assert_eq!(second.steps, 0, "no model call was made");
+    let other = run(&r, "U2").await;
+    assert_eq!(
+        other.status,
+        TaskStatus::Succeeded,
+        "another user is not affected"
+    );
+}
+
+#[tokio::test]
+async fn an_overloaded_model_falls_back_along_the_agents_chain() {
+    let mut agent = AgentConfig::new("default", "m");
+    agent.fallback_models = vec!["backup".into()];
+    let r = rig(agent, model(0, vec!["m"]), BudgetSettings::default());
+    let t = run(&r, "U1").await;
+    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
+    assert_eq!(t.result.as_deref(), Some("answered by backup"));
+}
+
+#[tokio::test]
+async fn repeated_tool_errors_escalate_to_the_stronger_model() {
+    let mut agent = AgentConfig::new("default", "m");
+    agent.escalation = Some(Escalation {
+        model: "strong".into(),
+        after_tool_errors: 2,
+    });
+    agent.max_identical_calls = 100;
+    let r = rig(agent, model(3, vec![]), BudgetSettings::default());
+    let t = run(&r, "U1").await;
+    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
+    let answered = r.model.answered_by.lock().unwrap().clone();
+    // Two failed tool calls by `m`, then `strong` for the rest of the task.
+    assert_eq!(answered, ["m", "m", "strong", "strong"]);
+    assert_eq!(t.result.as_deref(), Some("answered by strong"));
+}
