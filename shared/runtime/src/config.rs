@@ -169,12 +169,11 @@ impl Config {
                 };
                 (llm, model)
             }
-            other => return Err(invalid(
-                "BATON_LLM_PROVIDER",
-                format!(
-                    "unknown provider `{other}`; expected anthropic, openai, bedrock or scripted"
-                ),
-            )),
+            other => {
+                let expected = "expected anthropic, openai, bedrock or scripted";
+                let message = format!("unknown provider `{other}`; {expected}");
+                return Err(invalid("BATON_LLM_PROVIDER", message));
+            }
         };
         let api_token = var("BATON_API_TOKEN")
             .map(|t| ApiToken::parse(&t).map_err(|m| invalid("BATON_API_TOKEN", m)))
