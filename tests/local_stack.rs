@@ -313,6 +313,137 @@ async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key(backen
     );
 }
 
+/// Polls until the task waits, and returns its status JSON.
+async fn wait_waiting(app: &TestApp, id: &str) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let t = app.task(id).await;
+        if t["status"] == "waiting" {
+            return t;
+        }
+        assert!(
+            started.elapsed() < LONG
+                && !matches!(
+                    t["status"].as_str(),
+                    Some("succeeded" | "failed" | "cancelled")
+                ),
+            "task {id} did not wait: {t}\nlog:\n{}",
+            app.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A POST (a side effect) waits for a human: nothing is sent until the
+/// approvals route approves it, then it is sent once.
+async fn a_post_waits_for_approval_then_runs_once(backend: Backend) {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/refunds"))
+        .respond_with(wiremock::ResponseTemplate::new(201).set_body_string("refund created"))
+        .mount(&server)
+        .await;
+    let addr = server.address().to_string();
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
+        ..Options::default()
+    })
+    .await;
+    let id = app
+        .submit_ok(&format!(
+            "#tool=http_request #args={{\"method\":\"POST\",\"url\":\"http://{addr}/refunds\",\"body\":\"{{}}\"}}"
+        ))
+        .await;
+    let task = wait_waiting(&app, &id).await;
+    let waiting = &task["waiting_for"];
+    assert_eq!(waiting["kind"], "approval", "{task}");
+    assert_eq!(waiting["tool"], "http_request");
+    assert_eq!(waiting["summary"], format!("POST http://{addr}/refunds"));
+    assert!(
+        server.received_requests().await.unwrap().is_empty(),
+        "nothing sent before approval"
+    );
+
+    let approval = waiting["approval_id"].as_str().unwrap();
+    let decide = |approval: String, approve: bool| {
+        let app = &app;
+        let id = id.clone();
+        async move {
+            let r = app
+                .http
+                .post(format!("{}/tasks/{id}/approvals/{approval}", app.url))
+                .bearer_auth(TOKEN)
+                .json(&json!({"approve": approve}))
+                .send()
+                .await
+                .unwrap();
+            r.status().as_u16()
+        }
+    };
+    assert_eq!(decide("ap-9-nope".into(), true).await, 404);
+    assert_eq!(decide(approval.to_owned(), true).await, 202);
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert!(
+        task["result"].as_str().unwrap().contains("refund created"),
+        "{task}"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    assert_eq!(
+        decide(approval.to_owned(), false).await,
+        409,
+        "decided once"
+    );
+}
+
+/// `delegate` through the real binary: an agents file names a researcher;
+/// the default agent hands it work and reports its answer.
+async fn delegate_runs_a_child_task_and_returns_its_answer(backend: Backend) {
+    let agents = r#"
+[agents.default]
+delegates = ["researcher"]
+
+[agents.researcher]
+description = "finds facts"
+tools = ["current_time"]
+"#;
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_AGENTS_TOML".into(), agents.into())],
+        ..Options::default()
+    })
+    .await;
+    let id = app
+        .submit_ok(
+            r#"#tool=delegate #args={"agent":"researcher","input":"what-is-the-capital-of-France"}"#,
+        )
+        .await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert!(
+        task.get("children").is_some(),
+        "{task}\n{:#?}",
+        app.events(&id).await
+    );
+    let children = task["children"].as_array().expect("children");
+    assert_eq!(children.len(), 1, "{task}");
+    assert_eq!(children[0]["agent"], "researcher");
+    assert_eq!(children[0]["status"], "succeeded");
+    let child = app.task(children[0]["task_id"].as_str().unwrap()).await;
+    assert_eq!(child["parent_task_id"], id.as_str());
+    // The scripted child echoes its input; the parent quotes its tool result.
+    let child_answer = child["result"].as_str().unwrap();
+    assert!(
+        child_answer.contains("what-is-the-capital-of-France"),
+        "{child}"
+    );
+    assert!(
+        task["result"].as_str().unwrap().contains(child_answer),
+        "the parent got the child's answer: {task}"
+    );
+}
+
 /// A reply that can never be delivered (Slack unreachable) makes every
 /// segment fail; after maxReceiveCount the wake is dead-lettered, and the
 /// task is marked failed with the reason.
@@ -467,6 +598,16 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread")]
+    async fn a_post_waits_for_approval_then_runs_once() {
+        super::a_post_waits_for_approval_then_runs_once(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn delegate_runs_a_child_task_and_returns_its_answer() {
+        super::delegate_runs_a_child_task_and_returns_its_answer(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
     async fn task_larger_than_one_item_completes() {
         super::task_larger_than_one_item_completes(Backend::Embedded).await;
     }
@@ -533,6 +674,16 @@ mod aws {
     #[tokio::test(flavor = "multi_thread")]
     async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key() {
         super::http_request_tool_reaches_an_allowed_server_with_idempotency_key(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_post_waits_for_approval_then_runs_once() {
+        super::a_post_waits_for_approval_then_runs_once(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn delegate_runs_a_child_task_and_returns_its_answer() {
+        super::delegate_runs_a_child_task_and_returns_its_answer(Backend::Aws).await;
     }
 
     #[tokio::test(flavor = "multi_thread")]
