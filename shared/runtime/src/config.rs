@@ -75,6 +75,7 @@ pub const KNOWN_TOOLS: &[&str] = &[
     "remember",
     "recall",
     "forget",
+    "delegate",
 ];
 
 /// Where configuration values come from: the process environment, with
