@@ -397,6 +397,88 @@ async fn a_post_waits_for_approval_then_runs_once(backend: Backend) {
     );
 }
 
+/// The same from Slack: the mention's thread gets Approve / Deny buttons;
+/// a stranger's click changes nothing; the requester's Deny is final, the
+/// call is not made, the request message shows the decision and the thread
+/// gets the answer.
+async fn slack_buttons_decide_an_approval(backend: Backend) {
+    let server = wiremock::MockServer::start().await;
+    let addr = server.address().to_string();
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
+        ..Options::default()
+    })
+    .await;
+    let text = format!(
+        "#tool=http_request #args={{\"method\":\"DELETE\",\"url\":\"http://{addr}/users/7\"}}"
+    );
+    let body = mention_event("EvApprove", "1700000100.000100", &text);
+    let r = app
+        .slack_post("/slack/events", &body, "application/json", &[])
+        .await;
+    assert_eq!(r.status(), 200);
+    let posts = app.slack.wait_for_posts(1, LONG).await;
+    let request = &posts[0];
+    assert_eq!(request.thread_ts.as_deref(), Some("1700000100.000100"));
+    let blocks = request.blocks.clone().expect("buttons");
+    let value = blocks[1]["elements"][1]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(blocks[1]["elements"][1]["action_id"], "deny");
+    let task_id = value.split(':').next().unwrap().to_owned();
+    assert_eq!(app.task(&task_id).await["status"], "waiting");
+
+    let click = |user: &str, action: &str| {
+        let payload = json!({
+            "type": "block_actions",
+            "user": {"id": user, "team_id": "T1"},
+            "team": {"id": "T1"},
+            "channel": {"id": "C1"},
+            "container": {"message_ts": request.ts, "channel_id": "C1"},
+            "actions": [{"action_id": action, "block_id": "b", "value": value, "type": "button"}]
+        });
+        baton_slack::testing::interactivity_body(&payload)
+    };
+    let form = "application/x-www-form-urlencoded";
+    let r = app
+        .slack_post(
+            "/slack/interactivity",
+            &click("U_STRANGER", "approve"),
+            form,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        app.task(&task_id).await["status"],
+        "waiting",
+        "a stranger cannot decide"
+    );
+
+    let r = app
+        .slack_post("/slack/interactivity", &click("U1", "deny"), form, &[])
+        .await;
+    assert_eq!(r.status(), 200);
+    let task = app.wait_done(&task_id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    assert!(
+        task["result"].as_str().unwrap().contains("denied"),
+        "{task}"
+    );
+    assert!(
+        server.received_requests().await.unwrap().is_empty(),
+        "the DELETE was never sent"
+    );
+    let edited = app
+        .slack
+        .message("C1", &request.ts)
+        .expect("request message");
+    assert!(edited.text.contains("Denied by <@U1>"), "{}", edited.text);
+}
+
 /// `delegate` through the real binary: an agents file names a researcher;
 /// the default agent hands it work and reports its answer.
 async fn delegate_runs_a_child_task_and_returns_its_answer(backend: Backend) {
@@ -600,6 +682,11 @@ mod embedded {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_post_waits_for_approval_then_runs_once() {
         super::a_post_waits_for_approval_then_runs_once(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn slack_buttons_decide_an_approval() {
+        super::slack_buttons_decide_an_approval(Backend::Embedded).await;
     }
 
     #[tokio::test(flavor = "multi_thread")]
