@@ -3,16 +3,17 @@
 //! wait can end — approve, deny, expiry, a decision racing the wait, a
 //! cancel — ends it right and tells people.
 
+mod support;
+
 use async_trait::async_trait;
 use baton_agent::approval::{self, ApprovalPrompts};
 use baton_agent::config_file::ApprovalRule;
 use baton_agent::{
-    AgentConfig, Agents, Disposition, ReplyError, SegmentBudget, SlackApprovals, SlackReplies,
-    Worker, WorkerSettings,
+    AgentConfig, Agents, ReplyError, SlackApprovals, SlackReplies, Worker, WorkerSettings,
 };
 use baton_core::{
-    now_ms, Approval, EntryKind, Limits, Origin, PostedMessage, Task, TaskId, TaskStatus,
-    TaskStore, Tool, ToolContext, ToolOutput, ToolSpec, Verdict, WaitingFor, Wake, WorkQueue,
+    now_ms, Approval, EntryKind, PostedMessage, Task, TaskId, TaskStatus, TaskStore, Tool,
+    ToolContext, ToolOutput, ToolSpec, Verdict, WaitingFor,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_llm::ScriptedProvider;
@@ -98,61 +99,21 @@ async fn rig() -> Rig {
 const INPUT: &str = r#"#tool=deploy #args={"env":"prod"}"#;
 
 async fn submit(r: &Rig) -> TaskId {
-    let task = Task::new(
-        TaskId::generate(),
-        "default",
-        Origin::Slack {
-            team_id: "T1".into(),
-            channel: "C1".into(),
-            thread_ts: "100.1".into(),
-            user: "U_REQ".into(),
-        },
-        None,
-        Limits::default(),
-        now_ms(),
-    );
-    r.store
-        .create(
-            &task,
-            vec![EntryKind::UserMessage { text: INPUT.into() }],
-            None,
-        )
-        .await
-        .unwrap();
-    wake(r, &task.id).await;
-    task.id
+    support::submit(
+        &r.store,
+        r.backend.queue.as_ref(),
+        support::slack_origin("U_REQ"),
+        INPUT,
+    )
+    .await
 }
 
 async fn wake(r: &Rig, id: &TaskId) {
-    r.backend
-        .queue
-        .send(&Wake::new(id.clone(), "test").to_body(), Duration::ZERO)
-        .await
-        .unwrap();
+    support::wake(r.backend.queue.as_ref(), id).await;
 }
 
-/// Runs the worker over the queue until it has been empty for a while.
 async fn drain(r: &Rig) {
-    let queue = &r.backend.queue;
-    let mut idle = 0;
-    while idle < 3 {
-        let got = queue.receive(10, Duration::from_millis(100)).await.unwrap();
-        if got.is_empty() {
-            idle += 1;
-            continue;
-        }
-        idle = 0;
-        for d in got {
-            match r
-                .worker
-                .handle(&d, SegmentBudget::new(Duration::from_secs(60)))
-                .await
-            {
-                Disposition::Ack => queue.delete(&d.receipt).await.unwrap(),
-                other => panic!("unexpected disposition {other:?} for {}", d.body),
-            }
-        }
-    }
+    support::drain(&r.worker, r.backend.queue.as_ref()).await;
 }
 
 async fn task(r: &Rig, id: &TaskId) -> Task {

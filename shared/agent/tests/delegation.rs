@@ -3,19 +3,18 @@
 //! their results as tool results; failures reach the parent; cancelling the
 //! parent cancels its children.
 
+mod support;
+
 use async_trait::async_trait;
-use baton_agent::{
-    AgentConfig, Agents, Disposition, NoReplies, SegmentBudget, Worker, WorkerSettings,
-};
+use baton_agent::{AgentConfig, Agents, NoReplies, Worker, WorkerSettings};
 use baton_core::{
-    now_ms, Completion, CompletionRequest, EntryKind, LlmError, LlmProvider, Message, Origin, Task,
-    TaskId, TaskStatus, TaskStore, ToolCall, Usage, WaitingFor, Wake, WorkQueue,
+    Completion, CompletionRequest, EntryKind, LlmError, LlmProvider, Message, Origin, Task, TaskId,
+    TaskStatus, TaskStore, ToolCall, Usage, WaitingFor,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_llm::ScriptedProvider;
 use serde_json::json;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The lead model (`lead-model`) delegates two pieces of work at once, then
 /// answers with what came back; children use the scripted model.
@@ -118,58 +117,15 @@ async fn rig(children: Vec<(&'static str, &'static str)>) -> Rig {
 }
 
 async fn submit(r: &Rig) -> TaskId {
-    let task = Task::new(
-        TaskId::generate(),
-        "default",
-        Origin::Http,
-        None,
-        baton_core::Limits::default(),
-        now_ms(),
-    );
-    r.store
-        .create(
-            &task,
-            vec![EntryKind::UserMessage { text: "go".into() }],
-            None,
-        )
-        .await
-        .unwrap();
-    wake(r, &task.id).await;
-    task.id
+    support::submit(&r.store, r.backend.queue.as_ref(), Origin::Http, "go").await
 }
 
 async fn wake(r: &Rig, id: &TaskId) {
-    r.backend
-        .queue
-        .send(&Wake::new(id.clone(), "test").to_body(), Duration::ZERO)
-        .await
-        .unwrap();
+    support::wake(r.backend.queue.as_ref(), id).await;
 }
 
-/// Runs the worker over the queue until it has been empty for a while,
-/// handling each batch's messages concurrently as the Lambda does.
 async fn drain(r: &Rig) {
-    let queue = &r.backend.queue;
-    let mut idle = 0;
-    while idle < 3 {
-        let got = queue.receive(10, Duration::from_millis(100)).await.unwrap();
-        if got.is_empty() {
-            idle += 1;
-            continue;
-        }
-        idle = 0;
-        let handled = futures::future::join_all(got.iter().map(|d| {
-            r.worker
-                .handle(d, SegmentBudget::new(Duration::from_secs(60)))
-        }))
-        .await;
-        for (d, disposition) in got.iter().zip(handled) {
-            match disposition {
-                Disposition::Ack => queue.delete(&d.receipt).await.unwrap(),
-                other => panic!("unexpected disposition {other:?} for {}", d.body),
-            }
-        }
-    }
+    support::drain(&r.worker, r.backend.queue.as_ref()).await;
 }
 
 async fn task(r: &Rig, id: &TaskId) -> Task {

@@ -3,21 +3,20 @@
 //! message; a failing model falls back along the agent's own chain; repeated
 //! tool errors escalate to the stronger model.
 
+mod support;
+
 use async_trait::async_trait;
 use baton_agent::config_file::BudgetSettings;
 use baton_agent::config_file::Escalation;
 use baton_agent::spend::ModelPrice;
-use baton_agent::{
-    AgentConfig, Agents, Disposition, NoReplies, SegmentBudget, Worker, WorkerSettings,
-};
+use baton_agent::{AgentConfig, Agents, NoReplies, Worker, WorkerSettings};
 use baton_core::{
-    now_ms, Completion, CompletionRequest, EntryKind, LlmError, LlmProvider, Message, Origin, Task,
-    TaskId, TaskStatus, TaskStore, ToolCall, Usage, Wake, WorkQueue,
+    Completion, CompletionRequest, LlmError, LlmProvider, Message, Task, TaskStatus, TaskStore,
+    ToolCall, Usage,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// A model that calls a tool that does not exist until it has seen
 /// `tool_turns` results, then answers; `broken` models are overloaded.
@@ -108,56 +107,10 @@ fn model(tool_turns: usize, broken: Vec<&'static str>) -> Model {
 }
 
 async fn run(r: &Rig, user: &str) -> Task {
-    let task = Task::new(
-        TaskId::generate(),
-        "default",
-        Origin::Slack {
-            team_id: "T1".into(),
-            channel: "C1".into(),
-            thread_ts: "1.0".into(),
-            user: user.into(),
-        },
-        None,
-        baton_core::Limits::default(),
-        now_ms(),
-    );
-    r.store
-        .create(
-            &task,
-            vec![EntryKind::UserMessage { text: "go".into() }],
-            None,
-        )
-        .await
-        .unwrap();
-    r.backend
-        .queue
-        .send(
-            &Wake::new(task.id.clone(), "test").to_body(),
-            Duration::ZERO,
-        )
-        .await
-        .unwrap();
-    let queue = &r.backend.queue;
-    let mut idle = 0;
-    while idle < 3 {
-        let got = queue.receive(10, Duration::from_millis(50)).await.unwrap();
-        if got.is_empty() {
-            idle += 1;
-            continue;
-        }
-        idle = 0;
-        for d in got {
-            match r
-                .worker
-                .handle(&d, SegmentBudget::new(Duration::from_secs(60)))
-                .await
-            {
-                Disposition::Ack => queue.delete(&d.receipt).await.unwrap(),
-                other => panic!("unexpected disposition {other:?}"),
-            }
-        }
-    }
-    r.store.get(&task.id).await.unwrap().unwrap()
+    let queue = r.backend.queue.as_ref();
+    let id = support::submit(&r.store, queue, support::slack_origin(user), "go").await;
+    support::drain(&r.worker, queue).await;
+    r.store.get(&id).await.unwrap().unwrap()
 }
 
 fn priced(mut agent: AgentConfig) -> AgentConfig {

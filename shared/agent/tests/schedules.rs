@@ -2,6 +2,8 @@
 //! fires, the worker creates and runs the task, heartbeats post only new
 //! findings, and a doubly delivered firing makes one task.
 
+mod support;
+
 use baton_agent::{
     AgentConfig, Agents, Disposition, SegmentBudget, SlackReplies, Worker, WorkerSettings,
 };
@@ -87,28 +89,8 @@ fn firing(id: &str, scheduled_time: Option<&str>) -> String {
     .to_body()
 }
 
-/// Runs the worker over the queue until it has been empty for a while.
 async fn drain(r: &Rig) {
-    let queue = &r.backend.queue;
-    let mut idle = 0;
-    while idle < 3 {
-        let got = queue.receive(10, Duration::from_millis(100)).await.unwrap();
-        if got.is_empty() {
-            idle += 1;
-            continue;
-        }
-        idle = 0;
-        for d in got {
-            match r
-                .worker
-                .handle(&d, SegmentBudget::new(Duration::from_secs(60)))
-                .await
-            {
-                Disposition::Ack => queue.delete(&d.receipt).await.unwrap(),
-                other => panic!("unexpected disposition {other:?} for {}", d.body),
-            }
-        }
-    }
+    support::drain(&r.worker, r.backend.queue.as_ref()).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

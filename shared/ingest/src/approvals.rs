@@ -10,7 +10,7 @@ use crate::response::{json, json_body, Answer, ApiError};
 use crate::tasks::parse_id;
 use crate::Ingest;
 use baton_agent::approval::{self, DecideError};
-use baton_core::{now_ms, StoreError, Task, TaskId, Verdict, Wake};
+use baton_core::{now_ms, Task, TaskId, Verdict, Wake};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
@@ -63,26 +63,18 @@ impl Ingest {
         by: &str,
     ) -> Result<Task, ApiError> {
         let mut refused = None;
-        let result = self
-            .store
-            .update(id, None, |t| {
+        let task = self
+            .update_task(id, |t| {
                 refused = None;
                 match approval::decide(t, approval_id, verdict, Some(by), now_ms()) {
-                    Ok((entries, _)) => Ok(Some(entries)),
+                    Ok((entries, _)) => Some(entries),
                     Err(e) => {
                         refused = Some(e);
-                        Ok(None)
+                        None
                     }
                 }
             })
-            .await;
-        let task = match result {
-            Ok((task, _)) => task,
-            Err(StoreError::NotFound(_)) => {
-                return Err(ApiError::not_found(format!("no task {id}")))
-            }
-            Err(e) => return Err(ApiError::unavailable(e)),
-        };
+            .await?;
         match refused {
             None => {}
             Some(e @ DecideError::Unknown { .. }) => {

@@ -97,24 +97,33 @@ impl Ingest {
         Ok(json(StatusCode::OK, &task.status_json()))
     }
 
+    /// A conditional update of a task for a route: `change` is re-applied
+    /// on conflict; an unknown task is a 404, a store failure a 503.
+    pub(crate) async fn update_task<F>(
+        &self,
+        id: &TaskId,
+        mut change: F,
+    ) -> Result<baton_core::Task, ApiError>
+    where
+        F: FnMut(&mut baton_core::Task) -> Option<Vec<baton_core::EntryKind>>,
+    {
+        match self.store.update(id, None, |t| Ok(change(t))).await {
+            Ok((task, _)) => Ok(task),
+            Err(StoreError::NotFound(_)) => Err(ApiError::not_found(format!("no task {id}"))),
+            Err(e) => Err(ApiError::unavailable(e)),
+        }
+    }
+
     pub(crate) async fn cancel_task(&self, id: &str) -> Answer {
         let id = parse_id(id)?;
-        let result = self
-            .store
-            .update(&id, None, |t| {
+        let task = self
+            .update_task(&id, |t| {
                 if t.status.is_terminal() {
-                    return Ok(None);
+                    return None;
                 }
-                Ok(Some(request_cancel(t)))
+                Some(request_cancel(t))
             })
-            .await;
-        let task = match result {
-            Ok((task, _)) => task,
-            Err(StoreError::NotFound(_)) => {
-                return Err(ApiError::not_found(format!("no task {id}")))
-            }
-            Err(e) => return Err(ApiError::unavailable(e)),
-        };
+            .await?;
         if task.status.is_terminal() && task.status != TaskStatus::Cancelled {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
