@@ -3,12 +3,18 @@
 //!
 //! Clients are built once per process (here, before the runtime loop), not
 //! per request.
+//!
+//! The runtime is single-threaded: Lambda sends an execution environment
+//! one invocation at a time, and the handler's work is waiting on DynamoDB
+//! and SQS, so extra worker threads would only add start-up time and
+//! memory (each thread's stack and allocator arena count towards peak RSS;
+//! docs/performance-lambda.md).
 
 use bytes::Bytes;
 use lambda_http::{service_fn, Body, Request, Response};
 use std::convert::Infallible;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     baton_runtime::init_tracing(true);
     let app = baton_runtime::lambda_app().await.inspect_err(|e| {
