@@ -1,6 +1,10 @@
 //! `baton bench`: orchestration overhead per step and bytes written per
-//! task, on the embedded backend with a zero-latency model. Results and how
-//! to read them: docs/performance.md.
+//! task, on the embedded backend with a zero-latency model; with
+//! `--count-requests`, the AWS requests and capacity units one task costs
+//! ([`requests`]). Results and how to read them: docs/performance.md and
+//! docs/deploy.md.
+
+pub mod requests;
 
 use anyhow::Context;
 use async_trait::async_trait;
@@ -26,6 +30,12 @@ pub struct BenchArgs {
     /// Size of each tool result in the bytes run.
     #[arg(long, default_value_t = 2048)]
     result_bytes: usize,
+    /// Instead: count the AWS requests (DynamoDB, SQS, S3) and DynamoDB
+    /// capacity units of scripted tasks of 1, 5 and 20 steps, run through
+    /// the real ingest handler and worker (docs/deploy.md, cost per 1,000
+    /// tasks).
+    #[arg(long)]
+    count_requests: bool,
 }
 
 /// A model that answers at once: a tool call per turn until the wanted
@@ -179,6 +189,26 @@ async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.count_requests {
+        println!(
+            "# baton bench --count-requests (ingest + worker over counted ports, instant model)\n"
+        );
+        // Warm-up: first-use costs (SQLite, allocations) out of the timings.
+        requests::run_task(5, args.result_bytes).await?;
+        let mut runs = Vec::new();
+        for steps in [1u32, 5, 20] {
+            // The counts are the same every time; the times vary, so the
+            // run with the median worker time is shown.
+            let mut tries = Vec::new();
+            for _ in 0..5 {
+                tries.push(requests::run_task(steps, args.result_bytes).await?);
+            }
+            tries.sort_by_key(|r| r.worker_time);
+            runs.push(tries.swap_remove(2));
+        }
+        requests::print(&runs);
+        return Ok(());
+    }
     println!("# baton bench (embedded backend, zero-latency model)\n");
     // Overhead per step.
     let rig_o = rig(args.steps, 64)?;
