@@ -24,6 +24,15 @@ use std::time::Duration;
 /// The tool's name.
 pub const DELEGATE: &str = "delegate";
 
+/// The most children one turn may start: each has budgets of its own, so
+/// a runaway turn must not fan out without bound.
+pub const MAX_CHILDREN_PER_STEP: usize = 8;
+
+/// The longest answer a child hands its parent, in characters. The outcome
+/// lives on the parent's task record (DynamoDB items stop at 400 KB), and
+/// the parent cuts tool results to its own limit anyway.
+pub const MAX_OUTCOME_CHARS: usize = 16_000;
+
 /// The `delegate` tool as the model sees it, listing whom it may start.
 /// `None` when the agent may not delegate.
 pub fn delegate_spec(agent: &AgentConfig, agents: &Agents) -> Option<ToolSpec> {
@@ -142,11 +151,19 @@ pub fn result_of(child: &Child) -> Option<ToolOutput> {
     })
 }
 
-/// What a child's end says to its parent.
+/// What a child's end says to its parent (a long answer cut to head and
+/// tail, with where to read it whole).
 pub fn outcome_of(child: &Task, status: TaskStatus, text: &str) -> ChildOutcome {
+    let (mut text, cut) = crate::segment::truncate(text, MAX_OUTCOME_CHARS, DELEGATE);
+    if cut > 0 {
+        text.push_str(&format!(
+            "\n[the whole answer is the result of task {}]",
+            child.id
+        ));
+    }
     ChildOutcome {
         status,
-        text: text.to_owned(),
+        text,
         usage: child.usage,
     }
 }

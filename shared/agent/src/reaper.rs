@@ -46,7 +46,6 @@ impl Reaper {
                 && task.updated_at < stale
             {
                 self.settle_children(&task).await?;
-                continue;
             }
             // A waiting task whose timer (or approval expiry) passed long ago
             // lost its wake too.
@@ -61,8 +60,14 @@ impl Reaper {
                     }
                     _ => false,
                 };
-            let runnable =
-                matches!(task.status, TaskStatus::Queued | TaskStatus::Running) || timer_over;
+            // A waiting task asked to cancel whose wake was lost.
+            // A waiting task asked to cancel, or past its deadline, whose
+            // wake was lost.
+            let cancel_lost = task.status == TaskStatus::Waiting
+                && (task.cancel_requested || task.limits.deadline_at.is_some_and(|d| d < stale));
+            let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running)
+                || timer_over
+                || cancel_lost;
             let unheld = task.lease.as_ref().is_none_or(|l| !l.is_live(now));
             if runnable && unheld && task.updated_at < stale {
                 tracing::info!(task_id = %task.id, "re-sending a lost wake");

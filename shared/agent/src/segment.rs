@@ -92,8 +92,10 @@ impl<'w> Leg<'w> {
                 // the wait).
                 let mut entries = approval::expire_due(t, now).unwrap_or_default();
                 if t.status == TaskStatus::Waiting {
-                    if t.cancel_requested || timer_due(t, now) {
-                        // Cancelled while waiting, or the timer is up.
+                    let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
+                    if t.cancel_requested || deadline_passed || timer_due(t, now) {
+                        // Cancelled or out of time while waiting, or the
+                        // timer is up: the loop takes it from here.
                         t.waiting_for = None;
                     } else {
                         return Ok((!entries.is_empty()).then_some(entries));
@@ -330,7 +332,7 @@ impl<'w> Leg<'w> {
             }
             Err(e) => tracing::warn!(error = %e, "compaction failed; history kept"),
         }
-        if forced && !compaction::answer_needed(&self.transcript) {
+        if forced && !compaction::answer_needed(&self.transcript) && self.task.parent.is_none() {
             let msg = match &outcome {
                 Ok(d) => format!(
                     "Compacted: {} earlier messages are now a summary.",
@@ -539,118 +541,100 @@ impl<'w> Leg<'w> {
         let mut needs_approval = Vec::new();
         let mut decided: Vec<Approval> = Vec::new();
         let mut delegate_calls = Vec::new();
+        let max_chars = agent.max_tool_result_chars;
         for (call, was_started) in pending {
-            if call.name == crate::wake::SLEEP && agent.allows_tool(crate::wake::SLEEP) {
-                sleep_call = Some(call);
-                continue;
-            }
-            if call.name == DELEGATE && delegation::delegate_spec(&agent, &self.w.agents).is_some()
-            {
-                let known = self.task.child_for_call(&call.id);
-                match (known, delegation::parse_call(&agent, &self.w.agents, &call)) {
-                    (Some(child), _) => match delegation::result_of(child) {
-                        Some(out) => immediate.push(result_entry(
-                            step,
-                            &call,
-                            out,
-                            agent.max_tool_result_chars,
-                        )),
-                        None => delegate_calls.push(call),
-                    },
-                    (None, Err(msg)) => immediate.push(result_entry(
-                        step,
-                        &call,
-                        ToolOutput::error(msg),
-                        agent.max_tool_result_chars,
-                    )),
-                    (None, Ok(_)) => delegate_calls.push(call),
-                }
-                continue;
-            }
+            let is_sleep = call.name == crate::wake::SLEEP && agent.allows_tool(crate::wake::SLEEP);
+            let is_delegate = call.name == DELEGATE
+                && delegation::delegate_spec(&agent, &self.w.agents).is_some();
             let tool = self
                 .w
                 .tools
                 .get(&call.name)
                 .filter(|_| agent.allows_tool(&call.name))
                 .cloned();
-            match tool {
-                None => immediate.push(result_entry(
-                    step,
-                    &call,
-                    ToolOutput::error(format!("unknown tool `{}`", call.name)),
-                    agent.max_tool_result_chars,
-                )),
-                Some(_)
-                    if agent
-                        .tool_call_caps
-                        .get(&call.name)
-                        .is_some_and(|cap| self.calls_of(&call.name) > *cap) =>
-                {
-                    let cap = agent
-                        .tool_call_caps
-                        .get(&call.name)
-                        .copied()
-                        .unwrap_or_default();
-                    immediate.push(result_entry(
-                        step,
-                        &call,
-                        ToolOutput::error(format!(
-                            "refused: `{}` may be called at most {cap} times per task, and that is used up",
-                            call.name
-                        )),
-                        agent.max_tool_result_chars,
-                    ));
-                }
-                Some(_)
-                    if agent
-                        .approval
-                        .requires_approval(&call.name, &call.arguments)
-                        && {
-                            let id = approval::approval_id(step, &call.id);
-                            match self.task.approval(&id) {
-                                Some(a) if a.decision.is_some() => {
-                                    decided.push(a.clone());
-                                    // Approved calls go on to run below.
-                                    approval::refusal(a).is_some()
-                                }
-                                _ => true,
-                            }
-                        } =>
-                {
-                    let id = approval::approval_id(step, &call.id);
-                    match self.task.approval(&id).and_then(approval::refusal) {
-                        Some(refusal) => immediate.push(result_entry(
-                            step,
-                            &call,
-                            ToolOutput::error(refusal),
-                            agent.max_tool_result_chars,
-                        )),
-                        None => needs_approval.push(call),
-                    }
-                }
-                Some(tool) => {
-                    let idempotent = tool.idempotent(&call.arguments);
-                    if was_started && !idempotent {
-                        immediate.push(result_entry(
-                            step,
-                            &call,
-                            ToolOutput::error(
-                                "interrupted: this call was started but its result was never recorded; \
-                                 it may or may not have happened. It was not run again.",
-                            ),
-                            agent.max_tool_result_chars,
-                        ));
-                    } else {
-                        if !idempotent {
-                            started_marks.push(EntryKind::ToolStarted {
-                                step,
-                                call_id: call.id.clone(),
-                                name: call.name.clone(),
-                            });
+            if !is_sleep && !is_delegate && tool.is_none() {
+                let out = ToolOutput::error(format!("unknown tool `{}`", call.name));
+                immediate.push(result_entry(step, &call, out, max_chars));
+                continue;
+            }
+            if let Some(cap) = agent
+                .tool_call_caps
+                .get(&call.name)
+                .filter(|cap| self.calls_of(&call.name) > **cap)
+            {
+                let out = ToolOutput::error(format!(
+                    "refused: `{}` may be called at most {cap} times per task, and that is used up",
+                    call.name
+                ));
+                immediate.push(result_entry(step, &call, out, max_chars));
+                continue;
+            }
+            // Human approval, for whatever tool the rules name (`sleep` and
+            // `delegate` included).
+            if agent
+                .approval
+                .requires_approval(&call.name, &call.arguments)
+            {
+                let id = approval::approval_id(step, &call.id);
+                match self.task.approval(&id) {
+                    Some(a) if a.decision.is_some() => {
+                        decided.push(a.clone());
+                        if let Some(refusal) = approval::refusal(a) {
+                            let out = ToolOutput::error(refusal);
+                            immediate.push(result_entry(step, &call, out, max_chars));
+                            continue;
                         }
-                        runnable.push((call, tool));
+                        // Approved: it goes on below.
+                    }
+                    _ => {
+                        needs_approval.push(call);
+                        continue;
                     }
                 }
+            }
+            if is_sleep {
+                sleep_call = Some(call);
+                continue;
+            }
+            if is_delegate {
+                let known = self.task.child_for_call(&call.id);
+                match (known, delegation::parse_call(&agent, &self.w.agents, &call)) {
+                    (Some(child), _) => match delegation::result_of(child) {
+                        Some(out) => immediate.push(result_entry(step, &call, out, max_chars)),
+                        None => delegate_calls.push(call),
+                    },
+                    (None, Err(msg)) => {
+                        let out = ToolOutput::error(msg);
+                        immediate.push(result_entry(step, &call, out, max_chars));
+                    }
+                    (None, Ok(_)) if delegate_calls.len() >= delegation::MAX_CHILDREN_PER_STEP => {
+                        let out = ToolOutput::error(format!(
+                            "refused: at most {} delegate calls per turn; wait for these results, then delegate more",
+                            delegation::MAX_CHILDREN_PER_STEP
+                        ));
+                        immediate.push(result_entry(step, &call, out, max_chars));
+                    }
+                    (None, Ok(_)) => delegate_calls.push(call),
+                }
+                continue;
+            }
+            let Some(tool) = tool else { continue };
+            let idempotent = tool.idempotent(&call.arguments);
+            if was_started && !idempotent {
+                let out = ToolOutput::error(
+                    "interrupted: this call was started but its result was never recorded; \
+                     it may or may not have happened. It was not run again.",
+                );
+                immediate.push(result_entry(step, &call, out, max_chars));
+            } else {
+                if !idempotent {
+                    started_marks.push(EntryKind::ToolStarted {
+                        step,
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                    });
+                }
+                runnable.push((call, tool));
             }
         }
         immediate.extend(started_marks);
@@ -728,9 +712,12 @@ impl<'w> Leg<'w> {
     ) -> Result<Option<LegEnd>, LegError> {
         let agent = self.w.agents.resolve(&self.task.agent).clone();
         let now = now_ms();
-        let expires_at = now.saturating_add(
-            i64::try_from(agent.approval.expires_after.as_millis()).unwrap_or(i64::MAX),
-        );
+        // An approval never outlives the task's deadline.
+        let expires_at = now
+            .saturating_add(
+                i64::try_from(agent.approval.expires_after.as_millis()).unwrap_or(i64::MAX),
+            )
+            .min(self.task.limits.deadline_at.unwrap_or(i64::MAX));
         let ids: Vec<String> = calls
             .iter()
             .map(|c| approval::approval_id(step, &c.id))
@@ -798,6 +785,10 @@ impl<'w> Leg<'w> {
         }
         self.commit(|t| {
             let mut entries = approval::expire_due(t, now_ms()).unwrap_or_default();
+            if t.cancel_requested {
+                // A cancel arrived while this segment ran: end, don't wait.
+                return (!entries.is_empty()).then_some(entries);
+            }
             let Some(open) = ids
                 .iter()
                 .filter_map(|id| t.approval(id))
@@ -824,14 +815,14 @@ impl<'w> Leg<'w> {
         if self.task.status != TaskStatus::Waiting {
             return Ok(None);
         }
-        self.w
-            .replies
-            .progress(&self.task, progress::WAITING_FOR_APPROVAL)
-            .await;
         if let Some(at) = approval::next_expiry(&self.task) {
             // The expiry is itself a wake: the worker then records the denial.
             self.arm_wake(at).await?;
         }
+        self.w
+            .replies
+            .progress(&self.task, progress::WAITING_FOR_APPROVAL)
+            .await;
         Ok(Some(LegEnd::Waiting))
     }
 
@@ -903,7 +894,7 @@ impl<'w> Leg<'w> {
         }
         self.commit(|t| {
             let pending = t.pending_children();
-            if pending == 0 {
+            if pending == 0 || t.cancel_requested {
                 // They all ended already: their results are on the task.
                 return None;
             }
@@ -918,6 +909,11 @@ impl<'w> Leg<'w> {
         .await?;
         if self.task.status != TaskStatus::Waiting {
             return Ok(None);
+        }
+        if let Some(deadline) = self.task.limits.deadline_at {
+            // Children may take longer than the parent may: wake at its
+            // deadline, which ends it (and cancels them).
+            self.arm_wake(deadline).await?;
         }
         let pending = self.task.pending_children() as usize;
         self.w
@@ -974,6 +970,9 @@ impl<'w> Leg<'w> {
             max_chars,
         );
         self.commit(|t| {
+            if t.cancel_requested {
+                return Some(vec![entry.clone()]);
+            }
             t.status = TaskStatus::Waiting;
             t.waiting_for = Some(WaitingFor::Timer {
                 until: rfc3339(until),
@@ -988,6 +987,9 @@ impl<'w> Leg<'w> {
             ])
         })
         .await?;
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
         self.arm_wake(until).await?;
         Ok(Some(LegEnd::Waiting))
     }
@@ -1164,7 +1166,8 @@ fn pending_wake(t: &Task) -> Option<i64> {
             .ok()
             .map(|u| u.timestamp_millis()),
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
-        _ => None,
+        Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
+        None => None,
     };
     at.filter(|u| *u > now_ms())
 }

@@ -346,3 +346,74 @@ async fn an_early_wake_leaves_the_wait_alone() {
     assert_eq!(after.waiting_for, before.waiting_for);
     assert_eq!(r.slack.posted().len(), 1, "the request is not posted twice");
 }
+
+/// A cancel lands while the worker is between recording the approval and
+/// waiting: the task must end, not wait with nobody left to wake it.
+struct CancelWhileAsking {
+    store: TaskStore,
+}
+
+#[async_trait]
+impl ApprovalPrompts for CancelWhileAsking {
+    async fn ask(&self, task: &Task, _: &Approval) -> Result<Option<PostedMessage>, ReplyError> {
+        self.store
+            .update(&task.id, None, |t| {
+                t.cancel_requested = true;
+                Ok(Some(Vec::new()))
+            })
+            .await
+            .map_err(|e| ReplyError(e.to_string()))?;
+        Ok(None)
+    }
+    async fn decided(&self, _: &Task, _: &Approval) -> Result<(), ReplyError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_that_beats_the_wait_ends_the_task() {
+    let r = rig_with(Duration::from_secs(3600), |store, _| {
+        Arc::new(CancelWhileAsking {
+            store: store.clone(),
+        })
+    })
+    .await;
+    let id = submit(&r).await;
+    drain(&r).await;
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Cancelled, "{:?}", t.waiting_for);
+    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn rules_cover_the_built_in_waits_too() {
+    // `require = ["sleep"]`: even a pause needs a human's yes.
+    let dir = tempfile::tempdir().unwrap();
+    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
+    let mut agent = AgentConfig::new("default", "scripted");
+    agent.approval.require = vec![ApprovalRule::parse("sleep").unwrap()];
+    let worker = Worker::new(
+        store.clone(),
+        backend.queue.clone(),
+        Arc::new(ScriptedProvider::new()),
+        Vec::new(),
+        Agents::new(agent, Vec::new()),
+        Arc::new(baton_agent::NoReplies),
+        WorkerSettings::default(),
+    );
+    let queue = backend.queue.as_ref();
+    let id = support::submit(
+        &store,
+        queue,
+        baton_core::Origin::Http,
+        r#"#tool=sleep #args={"seconds":5}"#,
+    )
+    .await;
+    support::drain(&worker, queue).await;
+    let t = store.get(&id).await.unwrap().unwrap();
+    match &t.waiting_for {
+        Some(WaitingFor::Approval { tool, .. }) => assert_eq!(tool, "sleep"),
+        other => panic!("expected an approval wait, got {other:?}"),
+    }
+}

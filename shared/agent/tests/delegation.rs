@@ -205,3 +205,44 @@ async fn cancelling_the_parent_cancels_its_children() {
     assert_eq!(task(&r, &id).await.status, TaskStatus::Cancelled);
     assert_eq!(task(&r, &child_id).await.status, TaskStatus::Cancelled);
 }
+
+#[tokio::test]
+async fn a_parent_past_its_deadline_stops_waiting_and_cancels_its_children() {
+    let r = rig(vec![("writer", r#"#tool=sleep #args={"seconds":3600}"#)]).await;
+    let mut parent = Task::new(
+        TaskId::generate(),
+        "default",
+        Origin::Http,
+        None,
+        baton_core::Limits {
+            deadline_at: Some(baton_core::now_ms() + 1_500),
+            ..baton_core::Limits::default()
+        },
+        baton_core::now_ms(),
+    );
+    parent.status = TaskStatus::Queued;
+    r.store
+        .create(
+            &parent,
+            vec![EntryKind::UserMessage { text: "go".into() }],
+            None,
+        )
+        .await
+        .unwrap();
+    wake(&r, &parent.id).await;
+    drain(&r).await;
+    assert_eq!(task(&r, &parent.id).await.status, TaskStatus::Waiting);
+    // The wake armed for the deadline arrives; keep draining until then.
+    for _ in 0..30 {
+        if task(&r, &parent.id).await.status.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        drain(&r).await;
+    }
+    let t = task(&r, &parent.id).await;
+    assert_eq!(t.status, TaskStatus::Failed);
+    assert!(t.error.unwrap().contains("deadline"));
+    let child = task(&r, &t.children[0].task_id).await;
+    assert_eq!(child.status, TaskStatus::Cancelled);
+}

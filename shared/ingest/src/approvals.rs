@@ -75,18 +75,19 @@ impl Ingest {
                 }
             })
             .await?;
-        match refused {
-            None => {}
-            Some(e @ DecideError::Unknown { .. }) => {
-                return Err(ApiError::not_found(e.to_string()))
-            }
-            Some(e) => return Err(ApiError::new(StatusCode::CONFLICT, e.to_string())),
+        if let Some(e @ DecideError::Unknown { .. }) = refused {
+            return Err(ApiError::not_found(e.to_string()));
         }
+        // Also after a repeated decision: the first one's wake may be the
+        // one that failed to send.
         if task.status == baton_core::TaskStatus::Queued && task.lease.is_none() {
             self.queue
                 .send(&Wake::new(id.clone(), "approval").to_body(), Duration::ZERO)
                 .await
                 .map_err(ApiError::unavailable)?;
+        }
+        if let Some(e) = refused {
+            return Err(ApiError::new(StatusCode::CONFLICT, e.to_string()));
         }
         tracing::info!(task_id = %id, approval_id, ?verdict, "approval decided");
         Ok(task)
