@@ -359,7 +359,11 @@ async fn a_post_waits_for_approval_then_runs_once(backend: Backend) {
     let waiting = &task["waiting_for"];
     assert_eq!(waiting["kind"], "approval", "{task}");
     assert_eq!(waiting["tool"], "http_request");
-    assert_eq!(waiting["summary"], format!("POST http://{addr}/refunds"));
+    assert_eq!(
+        waiting["summary"],
+        format!("POST http://{addr}/refunds body (2 bytes): {{}}"),
+        "what will be sent, for the human to judge"
+    );
     assert!(
         server.received_requests().await.unwrap().is_empty(),
         "nothing sent before approval"
