@@ -124,8 +124,11 @@ impl fmt::Display for ApprovalRule {
 /// Which tool calls wait for a human, who may decide, and for how long.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApprovalRules {
-    /// A call matching any rule waits for approval. Empty: none do.
-    pub require: Vec<ApprovalRule>,
+    /// `None`: each tool decides for its own calls
+    /// ([`baton_core::Tool::needs_approval`]: `http_request` with any method
+    /// but GET or HEAD). `Some`: a call matching any of these rules waits,
+    /// and no other does (`Some(vec![])` turns approvals off).
+    pub require: Option<Vec<ApprovalRule>>,
     /// Slack user ids who may decide besides the requester.
     pub approvers: Vec<String>,
     /// An undecided approval counts as denied after this long.
@@ -133,17 +136,10 @@ pub struct ApprovalRules {
 }
 
 impl Default for ApprovalRules {
-    /// `http_request` with any method but GET or HEAD; the requester
-    /// decides; one hour.
+    /// What the tools declare; the requester decides; one hour.
     fn default() -> Self {
         ApprovalRules {
-            require: ["POST", "PUT", "PATCH", "DELETE"]
-                .into_iter()
-                .map(|m| ApprovalRule {
-                    tool: HTTP_TOOL.to_owned(),
-                    method: Some(m.to_owned()),
-                })
-                .collect(),
+            require: None,
             approvers: Vec::new(),
             expires_after: Duration::from_secs(3600),
         }
@@ -151,9 +147,18 @@ impl Default for ApprovalRules {
 }
 
 impl ApprovalRules {
-    /// Whether this call must wait for a decision.
-    pub fn requires_approval(&self, tool: &str, arguments: &serde_json::Value) -> bool {
-        self.require.iter().any(|r| r.matches(tool, arguments))
+    /// Whether this call must wait for a decision; `declared` is what the
+    /// tool itself says ([`baton_core::Tool::needs_approval`]).
+    pub fn requires_approval(
+        &self,
+        tool: &str,
+        arguments: &serde_json::Value,
+        declared: bool,
+    ) -> bool {
+        match &self.require {
+            None => declared,
+            Some(rules) => rules.iter().any(|r| r.matches(tool, arguments)),
+        }
     }
 
     /// Whether `user` may approve or deny a call the task of `requester`
@@ -1270,10 +1275,11 @@ fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
     }
     if let Some(ap) = &spec.approval {
         if let Some(v) = &ap.require {
-            a.approval.require = v
-                .iter()
-                .filter_map(|r| ApprovalRule::parse(r).ok())
-                .collect();
+            a.approval.require = Some(
+                v.iter()
+                    .filter_map(|r| ApprovalRule::parse(r).ok())
+                    .collect(),
+            );
         }
         if let Some(v) = &ap.approvers {
             a.approval.approvers = v.clone();
@@ -1428,7 +1434,7 @@ mod tests {
         assert_eq!(d.approval.expires_after, Duration::from_secs(3600));
         assert!(d
             .approval
-            .requires_approval("http_request", &json!({"method": "POST"})));
+            .requires_approval("http_request", &json!({"method": "POST"}), false));
         assert_eq!(d.context.window_tokens, Some(200_000));
         assert_eq!(d.context.keep_last_turns, 20);
 
@@ -1447,11 +1453,11 @@ mod tests {
         assert_eq!(r.limits.max_tokens, 200_000);
         assert_eq!(r.max_cost_usd, Some(2.0));
         assert_eq!(r.tool_call_caps.get("http_request"), Some(&40));
-        assert!(r.approval.require.is_empty());
+        assert_eq!(r.approval.require, Some(Vec::new()));
         assert_eq!(r.approval.approvers, ["U024BE7LH"]);
         assert!(!r
             .approval
-            .requires_approval("http_request", &json!({"method": "DELETE"})));
+            .requires_approval("http_request", &json!({"method": "DELETE"}), true));
         assert_eq!(
             r.escalation,
             Some(Escalation {
@@ -2116,24 +2122,31 @@ mod tests {
 
     #[test]
     fn default_approval_rules() {
+        // By default each tool decides for its own calls.
         let rules = ApprovalRules::default();
-        for (tool, args, needed) in [
-            ("http_request", json!({"url": "https://x"}), false),
-            ("http_request", json!({"method": "GET"}), false),
-            ("http_request", json!({"method": "HEAD"}), false),
-            ("http_request", json!({"method": "POST"}), true),
-            ("http_request", json!({"method": "delete"}), true),
-            ("http_request", json!({"method": "PATCH"}), true),
-            ("http_request", json!({"method": "PUT"}), true),
-            ("http_request", json!({"method": 5}), true),
-            ("current_time", json!({}), false),
+        for declared in [true, false] {
+            assert_eq!(
+                rules.requires_approval("http_request", &json!({"method": "POST"}), declared),
+                declared
+            );
+        }
+        // Rules, once given, decide alone.
+        let rules = ApprovalRules {
+            require: Some(vec![ApprovalRule::parse("http_request:DELETE").unwrap()]),
+            ..ApprovalRules::default()
+        };
+        for (tool, args, declared, needed) in [
+            ("http_request", json!({"method": "delete"}), false, true),
+            ("http_request", json!({"method": "POST"}), true, false),
+            ("current_time", json!({}), true, false),
         ] {
             assert_eq!(
-                rules.requires_approval(tool, &args),
+                rules.requires_approval(tool, &args, declared),
                 needed,
                 "{tool} {args}"
             );
         }
+        let rules = ApprovalRules::default();
         assert!(rules.may_decide("U1", Some("U1")));
         assert!(!rules.may_decide("U2", Some("U1")));
         assert!(!rules.may_decide("U2", None));
@@ -2156,7 +2169,7 @@ mod tests {
         assert!(!get.matches("http_request", &json!({"method": "POST"})));
         let cfg = load("[agents.r.approval]\nrequire = [\"*\", \"delegate\"]\n").unwrap();
         let r = cfg.agents.get("r").unwrap();
-        assert!(r.approval.requires_approval("remember", &json!({})));
+        assert!(r.approval.requires_approval("remember", &json!({}), false));
     }
 
     #[test]

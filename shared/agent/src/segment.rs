@@ -571,9 +571,12 @@ impl<'w> Leg<'w> {
             }
             // Human approval, for whatever tool the rules name (`sleep` and
             // `delegate` included).
+            let declared = tool
+                .as_ref()
+                .is_some_and(|t| t.needs_approval(&call.arguments));
             if agent
                 .approval
-                .requires_approval(&call.name, &call.arguments)
+                .requires_approval(&call.name, &call.arguments, declared)
             {
                 let id = approval::approval_id(step, &call.id);
                 match self.task.approval(&id) {

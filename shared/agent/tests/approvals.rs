@@ -51,7 +51,7 @@ struct Rig {
 
 fn agent(expires_after: Duration) -> AgentConfig {
     let mut a = AgentConfig::new("default", "scripted");
-    a.approval.require = vec![ApprovalRule::parse("deploy").unwrap()];
+    a.approval.require = Some(vec![ApprovalRule::parse("deploy").unwrap()]);
     a.approval.approvers = vec!["U_BOSS".into()];
     a.approval.expires_after = expires_after;
     a
@@ -392,7 +392,7 @@ async fn rules_cover_the_built_in_waits_too() {
     let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
     let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
     let mut agent = AgentConfig::new("default", "scripted");
-    agent.approval.require = vec![ApprovalRule::parse("sleep").unwrap()];
+    agent.approval.require = Some(vec![ApprovalRule::parse("sleep").unwrap()]);
     let worker = Worker::new(
         store.clone(),
         backend.queue.clone(),

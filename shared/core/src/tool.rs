@@ -62,6 +62,15 @@ pub trait Tool: Send + Sync {
         true
     }
 
+    /// Whether this call should wait for a human's approval before it runs
+    /// (a side effect someone should see first). The agent's approval rules,
+    /// when it sets them, decide instead. Decided per call: `http_request`
+    /// asks for anything but GET and HEAD.
+    fn needs_approval(&self, arguments: &serde_json::Value) -> bool {
+        let _ = arguments;
+        false
+    }
+
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
 }
 

@@ -395,6 +395,12 @@ impl Tool for HttpRequestTool {
         }
     }
 
+    /// Anything but GET and HEAD changes something somewhere: a human
+    /// approves it first (unless the agent's rules say otherwise).
+    fn needs_approval(&self, arguments: &serde_json::Value) -> bool {
+        !self.idempotent(arguments)
+    }
+
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         let args: HttpRequestArgs = match parse_args(HTTP_REQUEST, arguments) {
             Ok(args) => args,

@@ -490,6 +490,21 @@ fn only_get_and_head_are_idempotent() {
 }
 
 #[test]
+fn anything_but_get_and_head_asks_for_approval() {
+    let tool = HttpRequestTool::default();
+    assert!(!tool.needs_approval(&json!({"url": "https://x"})));
+    assert!(!tool.needs_approval(&json!({"url": "https://x", "method": "HEAD"})));
+    for m in ["POST", "put", "PATCH", "DELETE", "BOGUS"] {
+        assert!(
+            tool.needs_approval(&json!({"url": "https://x", "method": m})),
+            "{m}"
+        );
+    }
+    // Malformed is never let through unseen.
+    assert!(tool.needs_approval(&json!({"url": "https://x", "method": 1})));
+}
+
+#[test]
 fn schema_is_derived_with_all_fields() {
     let spec = HttpRequestTool::default().spec();
     assert_eq!(spec.name, "http_request");
