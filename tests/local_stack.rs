@@ -483,6 +483,28 @@ async fn slack_buttons_decide_an_approval(backend: Backend) {
     assert!(edited.text.contains("Denied by <@U1>"), "{}", edited.text);
 }
 
+/// The monthly token budget of a workspace, counted in the store: once
+/// used up, the next task ends at once with a message saying so.
+async fn a_used_up_monthly_budget_stops_the_next_task(backend: Backend) {
+    let agents = "[budgets]\nworkspace_monthly_tokens = 10\n";
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_AGENTS_TOML".into(), agents.into())],
+        ..Options::default()
+    })
+    .await;
+    // The first task starts under budget (0 used) and spends far more.
+    let first = app.submit_ok("hello").await;
+    let task = app.wait_done(&first, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}");
+    let second = app.submit_ok("hello again").await;
+    let task = app.wait_done(&second, LONG).await;
+    assert_eq!(task["status"], "failed", "{task}");
+    let error = task["error"].as_str().unwrap();
+    assert!(error.contains("monthly"), "{error}");
+    assert_eq!(task["steps"], 0, "no model call was made: {task}");
+}
+
 /// `delegate` through the real binary: an agents file names a researcher;
 /// the default agent hands it work and reports its answer.
 async fn delegate_runs_a_child_task_and_returns_its_answer(backend: Backend) {
@@ -699,6 +721,11 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread")]
+    async fn a_used_up_monthly_budget_stops_the_next_task() {
+        super::a_used_up_monthly_budget_stops_the_next_task(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
     async fn task_larger_than_one_item_completes() {
         super::task_larger_than_one_item_completes(Backend::Embedded).await;
     }
@@ -775,6 +802,11 @@ mod aws {
     #[tokio::test(flavor = "multi_thread")]
     async fn delegate_runs_a_child_task_and_returns_its_answer() {
         super::delegate_runs_a_child_task_and_returns_its_answer(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_used_up_monthly_budget_stops_the_next_task() {
+        super::a_used_up_monthly_budget_stops_the_next_task(Backend::Aws).await;
     }
 
     #[tokio::test(flavor = "multi_thread")]
