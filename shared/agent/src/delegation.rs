@@ -246,6 +246,25 @@ pub async fn report_to_parent(
     Ok(())
 }
 
+/// Reports a child that has already ended (its status and result or error
+/// recorded) — for the paths that end a task outside its own loop: the
+/// dead-letter consumer, and the reaper settling a lost report. Failures
+/// are logged: the reaper retries them.
+pub async fn report_ended(store: &TaskStore, queue: &dyn WorkQueue, child: &Task) {
+    if child.parent.is_none() || !child.status.is_terminal() {
+        return;
+    }
+    let text = child
+        .result
+        .clone()
+        .or_else(|| child.error.clone())
+        .unwrap_or_default();
+    let outcome = outcome_of(child, child.status, &text);
+    if let Err(e) = report_to_parent(store, queue, child, outcome).await {
+        tracing::warn!(child = %child.id, error = %e, "could not report an ended child to its parent");
+    }
+}
+
 /// Asks every child still running to stop (best effort: a child that
 /// cannot be reached now ends on its own budgets, and its report to an
 /// ended parent is ignored).

@@ -94,23 +94,8 @@ impl Reaper {
             if !child.status.is_terminal() {
                 continue;
             }
-            let text = child
-                .result
-                .clone()
-                .or_else(|| child.error.clone())
-                .unwrap_or_default();
-            let outcome = crate::delegation::outcome_of(&child, child.status, &text);
             tracing::info!(parent = %parent.id, child = %child.id, "settling a child's lost report");
-            if let Err(e) = crate::delegation::report_to_parent(
-                &self.store,
-                self.queue.as_ref(),
-                &child,
-                outcome,
-            )
-            .await
-            {
-                tracing::warn!(error = %e, "could not settle a child's report");
-            }
+            crate::delegation::report_ended(&self.store, self.queue.as_ref(), &child).await;
         }
         Ok(())
     }

@@ -287,17 +287,7 @@ impl Worker {
             let reason = task.error.clone().unwrap_or_default();
             if task.parent.is_some() {
                 // The parent waits for this child: it hears of the failure.
-                let outcome = crate::delegation::outcome_of(&task, TaskStatus::Failed, &reason);
-                if let Err(e) = crate::delegation::report_to_parent(
-                    &self.store,
-                    self.queue.as_ref(),
-                    &task,
-                    outcome,
-                )
-                .await
-                {
-                    tracing::warn!(error = %e, "could not tell the parent about the failed child");
-                }
+                crate::delegation::report_ended(&self.store, self.queue.as_ref(), &task).await;
             } else {
                 let message = format!("Sorry, this task failed: {reason}");
                 if let Err(e) = self.replies.ended(&task, &message).await {

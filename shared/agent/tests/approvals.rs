@@ -250,24 +250,19 @@ async fn an_approval_nobody_decides_expires_as_a_denial_the_user_is_told_of() {
     assert_eq!(thread.len(), 1, "{:?}", r.slack.posted());
 }
 
-/// Clicks "Approve" the moment the request is shown: the decision lands
-/// while the worker still holds the task, before the wait is recorded.
-struct EagerApprover {
+/// Instead of showing the request, changes the task the moment it would be
+/// shown — while the worker still holds the task, before the wait is
+/// recorded: what a very fast click, or a cancel, racing the wait does.
+struct OnAsk {
     store: TaskStore,
+    change: fn(&mut Task, &str) -> Option<Vec<EntryKind>>,
 }
 
 #[async_trait]
-impl ApprovalPrompts for EagerApprover {
+impl ApprovalPrompts for OnAsk {
     async fn ask(&self, task: &Task, a: &Approval) -> Result<Option<PostedMessage>, ReplyError> {
-        let id = a.approval_id.clone();
         self.store
-            .update(&task.id, None, |t| {
-                Ok(
-                    approval::decide(t, &id, Verdict::Approved, Some("U_REQ"), now_ms())
-                        .ok()
-                        .map(|(e, _)| e),
-                )
-            })
+            .update(&task.id, None, |t| Ok((self.change)(t, &a.approval_id)))
             .await
             .map_err(|e| ReplyError(e.to_string()))?;
         Ok(None)
@@ -277,14 +272,25 @@ impl ApprovalPrompts for EagerApprover {
     }
 }
 
+fn on_ask(
+    change: fn(&mut Task, &str) -> Option<Vec<EntryKind>>,
+) -> impl FnOnce(&TaskStore, &FakeSlack) -> Arc<dyn ApprovalPrompts> {
+    move |store, _| {
+        Arc::new(OnAsk {
+            store: store.clone(),
+            change,
+        })
+    }
+}
+
 #[tokio::test]
 async fn a_decision_that_beats_the_wait_is_not_lost() {
-    let r = rig_with(Duration::from_secs(3600), |store, _| {
-        Arc::new(EagerApprover {
-            store: store.clone(),
-        })
-    })
-    .await;
+    let approve = |t: &mut Task, id: &str| {
+        approval::decide(t, id, Verdict::Approved, Some("U_REQ"), now_ms())
+            .ok()
+            .map(|(e, _)| e)
+    };
+    let r = rig_with(Duration::from_secs(3600), on_ask(approve)).await;
     let id = submit(&r).await;
     drain(&r).await;
     let t = task(&r, &id).await;
@@ -347,37 +353,15 @@ async fn an_early_wake_leaves_the_wait_alone() {
     assert_eq!(r.slack.posted().len(), 1, "the request is not posted twice");
 }
 
-/// A cancel lands while the worker is between recording the approval and
-/// waiting: the task must end, not wait with nobody left to wake it.
-struct CancelWhileAsking {
-    store: TaskStore,
-}
-
-#[async_trait]
-impl ApprovalPrompts for CancelWhileAsking {
-    async fn ask(&self, task: &Task, _: &Approval) -> Result<Option<PostedMessage>, ReplyError> {
-        self.store
-            .update(&task.id, None, |t| {
-                t.cancel_requested = true;
-                Ok(Some(Vec::new()))
-            })
-            .await
-            .map_err(|e| ReplyError(e.to_string()))?;
-        Ok(None)
-    }
-    async fn decided(&self, _: &Task, _: &Approval) -> Result<(), ReplyError> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_cancel_that_beats_the_wait_ends_the_task() {
-    let r = rig_with(Duration::from_secs(3600), |store, _| {
-        Arc::new(CancelWhileAsking {
-            store: store.clone(),
-        })
-    })
-    .await;
+    // A cancel lands while the worker is between recording the approval and
+    // waiting: the task must end, not wait with nobody left to wake it.
+    let cancel = |t: &mut Task, _: &str| {
+        t.cancel_requested = true;
+        Some(Vec::new())
+    };
+    let r = rig_with(Duration::from_secs(3600), on_ask(cancel)).await;
     let id = submit(&r).await;
     drain(&r).await;
     let t = task(&r, &id).await;

@@ -81,3 +81,67 @@ async fn lost_wakes_are_resent_and_nothing_else() {
         "the live task ({live}) is left to its segment"
     );
 }
+
+#[tokio::test]
+async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+    let store = TaskStore::new(b.table.clone(), b.blobs.clone());
+    // A child that ended (say, dead-lettered while the store was down) ...
+    let mut child = Task::new(
+        TaskId::generate(),
+        "default",
+        Origin::Http,
+        None,
+        Limits::default(),
+        now_ms(),
+    );
+    let parent_id = TaskId::generate();
+    child.status = TaskStatus::Failed;
+    child.error = Some("gave up".into());
+    child.parent = Some(baton_core::ParentLink {
+        task_id: parent_id.clone(),
+        call_id: "call_1".into(),
+    });
+    store.create(&child, Vec::new(), None).await.unwrap();
+    // ... and its parent, still waiting for its report.
+    let mut parent = Task::new(
+        parent_id.clone(),
+        "default",
+        Origin::Http,
+        None,
+        Limits::default(),
+        now_ms(),
+    );
+    parent.status = TaskStatus::Waiting;
+    parent.waiting_for = Some(baton_core::WaitingFor::Children { pending: 1 });
+    parent.children.push(baton_core::Child {
+        task_id: child.id.clone(),
+        agent: "default".into(),
+        call_id: "call_1".into(),
+        outcome: None,
+    });
+    store.create(&parent, Vec::new(), None).await.unwrap();
+
+    let reaper = Reaper::new(store.clone(), b.queue.clone(), Duration::from_millis(100));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    reaper.sweep().await.unwrap();
+
+    let parent = store.get(&parent_id).await.unwrap().unwrap();
+    assert_eq!(parent.status, TaskStatus::Queued, "runnable again");
+    let outcome = parent.children[0].outcome.clone().unwrap();
+    assert_eq!(outcome.status, TaskStatus::Failed);
+    assert_eq!(outcome.text, "gave up");
+    let woken: Vec<_> = b
+        .queue
+        .receive(10, Duration::from_millis(100))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|d| match WorkMessage::parse(&d.body).unwrap() {
+            WorkMessage::Wake(w) => Some(w.task_id),
+            _ => None,
+        })
+        .collect();
+    assert!(woken.contains(&parent_id), "{woken:?}");
+}
