@@ -173,7 +173,9 @@ impl StatusLimiter {
     pub fn failed(&self, thread: &str, now: Instant, retry_after: Option<Duration>) {
         if let Some(s) = self.threads().get_mut(thread) {
             s.status = None;
-            s.not_before = retry_after.map(|d| now + d);
+            // Capped, and never an overflow, whatever Slack (or a proxy) says.
+            s.not_before =
+                retry_after.and_then(|d| now.checked_add(d.min(Duration::from_secs(600))));
         }
     }
 
@@ -209,6 +211,19 @@ impl StatusLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_absurd_retry_after_neither_panics_nor_blocks_for_ever() {
+        let limiter = StatusLimiter::new(Duration::from_secs(3));
+        let now = Instant::now();
+        assert!(limiter.admit("C1/1.0", "is thinking…", now));
+        limiter.failed("C1/1.0", now, Some(Duration::MAX));
+        let later = now + Duration::from_secs(601);
+        assert!(
+            limiter.admit("C1/1.0", "is thinking…", later),
+            "capped at 10 minutes"
+        );
+    }
 
     #[test]
     fn tool_statuses_name_the_tools() {

@@ -51,6 +51,10 @@ impl From<StoreError> for LegError {
     }
 }
 
+/// The least time a model call is given before the segment gives up on it
+/// and hands over (the first call of a segment runs whatever its budget).
+const LLM_CALL_FLOOR: Duration = Duration::from_secs(30);
+
 /// The lease was lost mid-leg: another worker owns the task now.
 const LEASE_LOST: &str = "lease lost";
 
@@ -257,11 +261,19 @@ impl<'w> Leg<'w> {
                 return self.end(TaskStatus::Failed, None, Some(msg)).await;
             }
             if let Some(budgets) = &self.w.budgets {
-                let verdict = budgets.exhausted(&self.task, now_ms()).await.map_err(|e| {
-                    LegError::Transient(format!("could not read the monthly budgets: {e}"))
-                })?;
-                if let Some(msg) = verdict {
-                    return self.end(TaskStatus::Failed, None, Some(msg)).await;
+                match budgets.exhausted(&self.task, now_ms()).await {
+                    Ok(Some(msg)) => return self.end(TaskStatus::Failed, None, Some(msg)).await,
+                    Ok(None) => {}
+                    // A counter that cannot be read will not heal by
+                    // retrying: go on uncounted rather than fail every task.
+                    Err(e @ baton_core::ledger::LedgerError::Corrupt(_)) => {
+                        tracing::error!(error = %e, "monthly budget counter unreadable; not enforced for this step");
+                    }
+                    Err(e) => {
+                        return Err(LegError::Transient(format!(
+                            "could not read the monthly budgets: {e}"
+                        )))
+                    }
                 }
             }
             if !self.budget.fits_another() {
@@ -450,9 +462,26 @@ impl<'w> Leg<'w> {
         let clock = Instant::now();
         // The agent's model (or its escalation model), falling back along
         // the agent's own chain on repeated overload or failure.
-        let result =
-            crate::model_choice::complete(self.w.llm.as_ref(), &agent, &self.transcript, &request)
-                .await;
+        // Retries and fallbacks can outlast the segment (and a Lambda's
+        // 15 minutes): past the time left, hand over and try again in the
+        // next leg. At least LLM_CALL_FLOOR, so a tiny budget still moves.
+        let window = self.budget.time_left().max(LLM_CALL_FLOOR);
+        let result = match tokio::time::timeout(
+            window,
+            crate::model_choice::complete(self.w.llm.as_ref(), &agent, &self.transcript, &request),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => {
+                self.budget.record(clock.elapsed());
+                tracing::warn!(
+                    waited_s = window.as_secs(),
+                    "model call outlasted the segment; handing over"
+                );
+                return self.hand_over().await.map(Some);
+            }
+        };
         self.budget.record(clock.elapsed());
         let mut attrs = serde_json::Map::new();
         attrs.insert("provider".into(), json!(self.w.llm.name()));

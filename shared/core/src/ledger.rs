@@ -216,7 +216,15 @@ impl UsageLedger {
             return Ok(());
         }
         let expires_at = Some(month.start_secs() + KEEP_SECS);
-        for _ in 0..MAX_CONFLICT_RETRIES {
+        for attempt in 0..MAX_CONFLICT_RETRIES {
+            if attempt > 0 {
+                // Many tasks of one workspace count into one item: back off
+                // (jittered, exponential, at most a second) so they do not
+                // collide again at once.
+                let cap_ms = (10u64 << attempt.min(7)).min(1000);
+                let jitter = (uuid::Uuid::new_v4().as_u128() % u128::from(cap_ms + 1)) as u64;
+                tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+            }
             let mut writes = Vec::with_capacity(keys.len());
             for key in &keys {
                 let (version, mut counter) = match self.read(key).await? {

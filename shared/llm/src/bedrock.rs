@@ -405,7 +405,7 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
             is_error,
             ..
         } => {
-            let text = if content.is_empty() {
+            let text = if content.trim().is_empty() {
                 EMPTY_TOOL_RESULT
             } else {
                 content.as_str()
@@ -421,9 +421,10 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
     }
 }
 
-/// Converse refuses blank text blocks, so empty text becomes no block.
+/// Converse refuses blank text blocks (empty or only whitespace), so blank
+/// text becomes no block.
 fn text_block(text: &str) -> Vec<Value> {
-    if text.is_empty() {
+    if text.trim().is_empty() {
         Vec::new()
     } else {
         vec![json!({"text": text})]
@@ -451,7 +452,7 @@ pub fn encode_request(request: &CompletionRequest) -> Value {
         .collect();
     let mut body = Map::new();
     body.insert("messages".into(), Value::Array(messages));
-    if !request.system.is_empty() {
+    if !request.system.trim().is_empty() {
         body.insert("system".into(), json!([{"text": request.system}]));
     }
     let max_tokens = if request.max_tokens == 0 {
@@ -465,11 +466,15 @@ pub fn encode_request(request: &CompletionRequest) -> Value {
             .tools
             .iter()
             .map(|t| {
-                json!({"toolSpec": {
+                let mut spec = json!({
                     "name": t.name,
-                    "description": t.description,
                     "inputSchema": {"json": t.input_schema},
-                }})
+                });
+                // Converse wants a description of at least one character.
+                if !t.description.trim().is_empty() {
+                    spec["description"] = json!(t.description);
+                }
+                json!({ "toolSpec": spec })
             })
             .collect();
         body.insert("toolConfig".into(), json!({ "tools": tools }));
@@ -1278,16 +1283,16 @@ mod tests {
     }
 
     #[test]
-    fn empty_texts_are_dropped_and_empty_results_filled() {
+    fn blank_texts_are_dropped_and_blank_results_filled() {
         let req = CompletionRequest {
             model: "m".into(),
-            system: String::new(),
+            system: "  ".into(),
             messages: vec![
                 Message::User {
                     content: "a".into(),
                 },
                 Message::Assistant {
-                    content: String::new(),
+                    content: "\n\n".into(),
                     tool_calls: vec![],
                 },
                 Message::User {
@@ -1304,7 +1309,7 @@ mod tests {
                 Message::Tool {
                     call_id: "t1".into(),
                     name: "n".into(),
-                    content: String::new(),
+                    content: " \n".into(),
                     is_error: false,
                 },
             ],
@@ -1329,5 +1334,26 @@ mod tests {
         // The mock refuses blank text like Bedrock does.
         let blank = json!({"messages": [{"role": "user", "content": [{"text": " "}]}]});
         assert!(decode_request(&blank, "m").is_err());
+    }
+
+    #[test]
+    fn a_tool_without_description_is_sent_without_one() {
+        let req = CompletionRequest {
+            model: "m".into(),
+            system: "s".into(),
+            messages: vec![Message::User {
+                content: "a".into(),
+            }],
+            tools: vec![ToolSpec {
+                name: "t".into(),
+                description: " ".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            max_tokens: 10,
+        };
+        let body = encode_request(&req);
+        let spec = &body["toolConfig"]["tools"][0]["toolSpec"];
+        assert_eq!(spec["name"], "t");
+        assert!(spec.get("description").is_none(), "{spec}");
     }
 }

@@ -199,12 +199,12 @@ pub(crate) fn parse_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<
     };
     if let Some(ms) = value("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+            return Duration::try_from_secs_f64(ms / 1000.0).ok();
         }
     }
     let raw = value("retry-after")?;
     if let Ok(secs) = raw.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return Duration::try_from_secs_f64(secs).ok();
     }
     // HTTP-date (IMF-fixdate), e.g. "Wed, 21 Oct 2015 07:28:00 GMT".
     let date = chrono::DateTime::parse_from_rfc2822(raw).ok()?;
@@ -228,6 +228,15 @@ mod tests {
     #[test]
     fn retry_after_seconds_ms_and_date() {
         let now = SystemTime::now();
+        // Absurd values never panic; those beyond any duration are ignored.
+        for huge in ["1e20", "1e300", "-1", "NaN", "inf"] {
+            assert_eq!(
+                parse_retry_after(&headers(&[("retry-after", huge)]), now),
+                None,
+                "{huge}"
+            );
+            let _ = parse_retry_after(&headers(&[("retry-after-ms", huge)]), now);
+        }
         assert_eq!(
             parse_retry_after(&headers(&[("retry-after", "3")]), now),
             Some(Duration::from_secs(3))
