@@ -112,6 +112,11 @@ impl CredentialCache {
         *current = Some((credentials.clone(), Instant::now()));
         Ok(credentials)
     }
+
+    /// Drops the cached credentials (AWS refused them).
+    async fn forget(&self) {
+        *self.current.lock().await = None;
+    }
 }
 
 /// A credentials failure: configuration (none found) is final, a
@@ -252,6 +257,18 @@ impl LlmProvider for BedrockProvider {
         }
         let answer = http::send(builder.body(body), self.timeout, None).await?;
         if !(200..300).contains(&answer.status) {
+            if matches!(
+                error_type(&answer.headers, &answer.body).as_deref(),
+                Some(
+                    "ExpiredTokenException"
+                        | "UnrecognizedClientException"
+                        | "InvalidSignatureException"
+                )
+            ) {
+                // The cached credentials are stale: fetch fresh ones for the
+                // next attempt instead of failing until they age out.
+                self.credentials.forget().await;
+            }
             return Err(map_error(answer.status, &answer.headers, &answer.body));
         }
         let mut completion = decode_response(&http::decode_json(&answer.body)?)?;
@@ -1206,6 +1223,35 @@ mod tests {
             }
             assert_eq!(calls.load(Ordering::SeqCst), fetches, "{expires_in:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn refused_credentials_are_fetched_again_next_time() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(403)
+                    .insert_header("x-amzn-errortype", "ExpiredTokenException:http://internal")
+                    .set_body_json(
+                        json!({"message": "The security token included in the request is expired"}),
+                    ),
+            )
+            .up_to_n_times(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer()))
+            .mount(&server)
+            .await;
+        let (credentials, calls) = counting(None, None);
+        let p = BedrockProvider::new("us-east-1", Some(&server.uri()), credentials, MODEL).unwrap();
+        assert!(p.complete(&conversation()).await.is_err());
+        p.complete(&conversation()).await.unwrap();
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "fetched again after the refusal"
+        );
     }
 
     #[tokio::test]
