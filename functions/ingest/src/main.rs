@@ -17,12 +17,14 @@ use std::convert::Infallible;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     baton_runtime::init_tracing(true);
-    let app = baton_runtime::lambda_app().await.inspect_err(|e| {
+    // Only the ingest handler: no LLM provider, tools or worker are built,
+    // so their code is neither run nor linked (it was most of the peak RSS;
+    // docs/performance-lambda.md).
+    let ingest = baton_runtime::lambda_ingest().await.inspect_err(|e| {
         // Readable, and in the function's JSON log, before the runtime
         // reports the failed init.
         tracing::error!(error = %e, "start-up failed");
     })?;
-    let ingest = app.ingest.clone();
     lambda_http::run(service_fn(move |request: Request| {
         let ingest = ingest.clone();
         async move { Ok::<_, Infallible>(handle(&ingest, request).await) }

@@ -22,6 +22,19 @@ pub struct App {
 }
 
 impl App {
+    /// The ingest handler alone, built exactly as [`App::new`] builds it,
+    /// for the ingest Lambda: it never runs the agent loop, so it builds
+    /// no LLM provider, tools, Slack client, worker or reaper. Besides
+    /// the work saved at start-up, none of that code is linked into (or
+    /// paged in by) the ingest binary, which is most of its memory
+    /// (docs/performance-lambda.md). The LLM settings are parsed with the
+    /// rest of [`Config`] but not checked further here: the worker checks
+    /// them at its own start-up.
+    pub fn ingest_only(config: &Config, backend: &Backend) -> Ingest {
+        let schedules = schedule_service(backend);
+        ingest_handler(config, backend, config.agents(), schedules.as_ref())
+    }
+
     pub fn new(
         config: Config,
         backend: Backend,
@@ -37,12 +50,7 @@ impl App {
         let tools = Toolset::builtins(config.http_allow.clone());
         let mut tools: Vec<Arc<dyn baton_core::Tool>> =
             tools.names().iter().filter_map(|n| tools.get(n)).collect();
-        let schedules = backend.scheduler.clone().map(|s| {
-            baton_core::ScheduleService::new(
-                baton_core::ScheduleStore::new(backend.store.table().clone()),
-                s,
-            )
-        });
+        let schedules = schedule_service(&backend);
         if let Some(service) = &schedules {
             let admins = crate::scheduling::admins_from_env();
             tools.extend(
@@ -66,9 +74,7 @@ impl App {
                             message: e.to_string(),
                         }
                     })?;
-                approval_prompts = Some(Arc::new(baton_agent::SlackApprovals::new(
-                    client.clone(),
-                )));
+                approval_prompts = Some(Arc::new(baton_agent::SlackApprovals::new(client.clone())));
                 Arc::new(SlackReplies::new(client))
             }
             Some(_) => {
@@ -98,21 +104,7 @@ impl App {
             );
         }
         let worker = Arc::new(worker);
-        let slack = config.slack.as_ref().map(|s| SlackIngest {
-            signing_secret: s.signing_secret.clone(),
-            bot_user_id: s.bot_user_id.clone(),
-        });
-        let mut ingest = Ingest::new(
-            backend.store.clone(),
-            backend.queue.clone(),
-            agents,
-            config.api_token.clone(),
-            slack,
-        )
-        .with_input_guard(config.settings.guard.input_guard);
-        if let Some(service) = &schedules {
-            ingest = ingest.with_scheduler(service.clone());
-        }
+        let ingest = ingest_handler(&config, &backend, agents, schedules.as_ref());
         let reaper = Arc::new(Reaper::new(
             backend.store.clone(),
             backend.queue.clone(),
@@ -126,5 +118,41 @@ impl App {
             config,
             schedules,
         })
+    }
+}
+
+/// Schedule records and plans, when the backend has a scheduler.
+fn schedule_service(backend: &Backend) -> Option<baton_core::ScheduleService> {
+    backend.scheduler.clone().map(|s| {
+        baton_core::ScheduleService::new(
+            baton_core::ScheduleStore::new(backend.store.table().clone()),
+            s,
+        )
+    })
+}
+
+/// The one place the ingest handler is built, for [`App::new`] and
+/// [`App::ingest_only`].
+fn ingest_handler(
+    config: &Config,
+    backend: &Backend,
+    agents: baton_agent::Agents,
+    schedules: Option<&baton_core::ScheduleService>,
+) -> Ingest {
+    let slack = config.slack.as_ref().map(|s| SlackIngest {
+        signing_secret: s.signing_secret.clone(),
+        bot_user_id: s.bot_user_id.clone(),
+    });
+    let ingest = Ingest::new(
+        backend.store.clone(),
+        backend.queue.clone(),
+        agents,
+        config.api_token.clone(),
+        slack,
+    )
+    .with_input_guard(config.settings.guard.input_guard);
+    match schedules {
+        Some(service) => ingest.with_scheduler(service.clone()),
+        None => ingest,
     }
 }

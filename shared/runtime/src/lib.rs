@@ -38,6 +38,30 @@ pub fn init_tracing(json: bool) {
 /// AWS backend, and worker timings fit for SQS with a visibility timeout
 /// longer than the function's. Called once per process, at startup.
 pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
+    let (config, backend) = lambda_config_and_backend().await?;
+    let settings = baton_agent::WorkerSettings {
+        lease_ttl: std::time::Duration::from_secs(60),
+        heartbeat_every: std::time::Duration::from_secs(20),
+        visibility: std::time::Duration::from_secs(90),
+        retry_delay: std::time::Duration::from_secs(10),
+        ..baton_agent::WorkerSettings::default()
+    };
+    Ok(App::new(config, backend, settings)?)
+}
+
+/// The ingest handler of the ingest Lambda: the same configuration and AWS
+/// backend as [`lambda_app`], without the worker side ([`App::ingest_only`]).
+/// Called once per process, at startup.
+pub async fn lambda_ingest(
+) -> Result<baton_ingest::Ingest, Box<dyn std::error::Error + Send + Sync>> {
+    let (config, backend) = lambda_config_and_backend().await?;
+    Ok(App::ingest_only(&config, &backend))
+}
+
+/// Configuration (environment plus the optional `BATON_SECRETS_PATH`
+/// secrets) and the AWS backend, shared by both Lambda functions.
+async fn lambda_config_and_backend(
+) -> Result<(Config, Backend), Box<dyn std::error::Error + Send + Sync>> {
     let secrets = match std::env::var("BATON_SECRETS_PATH")
         .ok()
         .filter(|p| !p.trim().is_empty())
@@ -47,12 +71,5 @@ pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync
     };
     let config = Config::from_env_and_secrets(&secrets)?;
     let backend = Backend::aws_from_env().await?;
-    let settings = baton_agent::WorkerSettings {
-        lease_ttl: std::time::Duration::from_secs(60),
-        heartbeat_every: std::time::Duration::from_secs(20),
-        visibility: std::time::Duration::from_secs(90),
-        retry_delay: std::time::Duration::from_secs(10),
-        ..baton_agent::WorkerSettings::default()
-    };
-    Ok(App::new(config, backend, settings)?)
+    Ok((config, backend))
 }
