@@ -9,8 +9,13 @@
 //! image is not randomised (ASLR still randomises the stack, heap, mmap and
 //! libc); the ingest is a short, single-purpose process behind API Gateway.
 //! Only this binary is linked so; other crates and test executables are not.
+//!
+//! `BATON_INGEST_PIE=1` keeps the default PIE link (for a linker that
+//! refuses `-no-pie`, or to trade the memory back for a randomised image).
 fn main() {
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+    println!("cargo:rerun-if-env-changed=BATON_INGEST_PIE");
+    let keep_pie = std::env::var("BATON_INGEST_PIE").is_ok_and(|v| v == "1");
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") && !keep_pie {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
 }
