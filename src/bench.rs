@@ -4,16 +4,12 @@
 //! ([`requests`]). Results and how to read them: docs/performance.md and
 //! docs/deploy.md.
 
+pub mod model;
 pub mod requests;
 
 use anyhow::Context;
-use async_trait::async_trait;
 use baton_agent::{AgentConfig, Agents, NoReplies, SegmentBudget, Worker, WorkerSettings};
-use baton_core::{
-    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, Message, Origin,
-    Task, TaskId, TaskStatus, TaskStore, Tool, ToolCall, ToolContext, ToolOutput, ToolSpec, Usage,
-    Wake,
-};
+use baton_core::{Delivery, EntryKind, Origin, Task, TaskId, TaskStatus, TaskStore, Wake};
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use clap::Args;
 use std::sync::Arc;
@@ -36,68 +32,6 @@ pub struct BenchArgs {
     /// tasks).
     #[arg(long)]
     count_requests: bool,
-}
-
-/// A model that answers at once: a tool call per turn until the wanted
-/// number of steps, then a final answer. No latency, so what is measured is
-/// Baton's own work (context, checkpoints, transcript, lease, traces).
-struct InstantModel {
-    steps: u32,
-}
-
-#[async_trait]
-impl LlmProvider for InstantModel {
-    fn name(&self) -> &str {
-        "bench"
-    }
-    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count() as u32
-            + 1;
-        let tool_calls = if turn < self.steps {
-            vec![ToolCall {
-                id: format!("call_{turn}"),
-                name: "payload".into(),
-                arguments: serde_json::json!({}),
-            }]
-        } else {
-            Vec::new()
-        };
-        Ok(Completion {
-            content: if tool_calls.is_empty() {
-                "done".into()
-            } else {
-                String::new()
-            },
-            tool_calls,
-            usage: Usage {
-                input_tokens: 10,
-                output_tokens: 10,
-            },
-            stop_reason: None,
-            model: "bench".into(),
-        })
-    }
-}
-
-/// A tool returning a fixed-size result.
-struct Payload(usize);
-
-#[async_trait]
-impl Tool for Payload {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "payload".into(),
-            description: "returns a fixed-size payload".into(),
-            input_schema: serde_json::json!({"type": "object"}),
-        }
-    }
-    async fn call(&self, _: serde_json::Value, _: &ToolContext) -> ToolOutput {
-        ToolOutput::ok("x".repeat(self.0))
-    }
 }
 
 struct Rig {
@@ -128,8 +62,21 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
     let worker = Worker::new(
         store.clone(),
         backend.queue.clone(),
-        Arc::new(InstantModel { steps }),
-        vec![Arc::new(Payload(result_bytes))],
+        Arc::new(model::InstantModel {
+            name: "bench",
+            steps,
+            tools: vec!["payload"],
+            answer: "done",
+            usage: baton_core::Usage {
+                input_tokens: 10,
+                output_tokens: 10,
+            },
+        }),
+        vec![Arc::new(model::SizedTool {
+            name: "payload",
+            bytes: result_bytes,
+            fill: 'x',
+        })],
         Agents::new(agent, Vec::new()),
         Arc::new(NoReplies),
         WorkerSettings::default(),

@@ -12,9 +12,8 @@
 use async_trait::async_trait;
 use baton_agent::{AgentConfig, Agents, NoReplies, SegmentBudget, Worker, WorkerSettings};
 use baton_core::{
-    BlobError, BlobStore, Completion, CompletionRequest, Delivery, Item, Key, LlmError,
-    LlmProvider, Message, QueueError, Table, TableError, TaskId, TaskStatus, TaskStore, Tool,
-    ToolCall, ToolContext, ToolOutput, ToolSpec, Usage, WorkQueue, Write,
+    BlobError, BlobStore, Delivery, Item, Key, QueueError, Table, TableError, TaskId, TaskStatus,
+    TaskStore, Tool, Usage, WorkQueue, Write,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use std::collections::HashMap;
@@ -404,72 +403,6 @@ impl BlobStore for CountingBlobs {
     }
 }
 
-/// The scripted model of the representative task: a tool call per turn,
-/// cycling through `tools`, until `steps`, then a final answer. Answers at
-/// once, so the time measured is Baton's own.
-struct ScriptedModel {
-    steps: u32,
-    tools: Vec<&'static str>,
-}
-
-#[async_trait]
-impl LlmProvider for ScriptedModel {
-    fn name(&self) -> &str {
-        "bench-scripted"
-    }
-    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count() as u32
-            + 1;
-        let tool_calls = match self
-            .tools
-            .get((turn as usize - 1) % self.tools.len().max(1))
-        {
-            Some(name) if turn < self.steps => vec![ToolCall {
-                id: format!("call_{turn}"),
-                name: (*name).into(),
-                arguments: serde_json::json!({}),
-            }],
-            _ => Vec::new(),
-        };
-        Ok(Completion {
-            content: if tool_calls.is_empty() {
-                "Here is the answer, based on what the tools returned.".into()
-            } else {
-                String::new()
-            },
-            tool_calls,
-            usage: Usage {
-                input_tokens: 1500,
-                output_tokens: 150,
-            },
-            stop_reason: None,
-            model: "bench-scripted".into(),
-        })
-    }
-}
-
-/// A stand-in for `http_request` fetching a page: a fixed-size result, so
-/// no network is involved.
-struct Fetch(usize);
-
-#[async_trait]
-impl Tool for Fetch {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "fetch".into(),
-            description: "returns a page of fixed size".into(),
-            input_schema: serde_json::json!({"type": "object"}),
-        }
-    }
-    async fn call(&self, _: serde_json::Value, _: &ToolContext) -> ToolOutput {
-        ToolOutput::ok("p".repeat(self.0))
-    }
-}
-
 /// One run of a scripted task through ingest and worker.
 pub struct TaskRun {
     /// LLM calls (steps) of the task.
@@ -524,7 +457,11 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
     let agents = Agents::new(agent, Vec::new());
     let tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(baton_tools::CurrentTimeTool::new()),
-        Arc::new(Fetch(result_bytes)),
+        Arc::new(super::model::SizedTool {
+            name: "fetch",
+            bytes: result_bytes,
+            fill: 'p',
+        }),
     ];
     // The timings `lambda_app` gives the worker on Lambda.
     let settings = WorkerSettings {
@@ -537,9 +474,15 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
     let worker = Worker::new(
         store.clone(),
         queue.clone(),
-        Arc::new(ScriptedModel {
+        Arc::new(super::model::InstantModel {
+            name: "bench-scripted",
             steps,
             tools: vec!["current_time", "fetch"],
+            answer: "Here is the answer, based on what the tools returned.",
+            usage: Usage {
+                input_tokens: 1500,
+                output_tokens: 150,
+            },
         }),
         tools,
         agents.clone(),
