@@ -420,56 +420,15 @@ pub fn encode_response(completion: &Completion, id: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::call;
     use crate::{RetryPolicy, Retrying};
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     const KEY: &str = "sk-ant-test-0123456789";
 
-    fn call(id: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: "current_time".into(),
-            arguments: json!({}),
-        }
-    }
-
     fn conversation() -> CompletionRequest {
-        CompletionRequest {
-            model: String::new(),
-            system: "You are terse.".into(),
-            messages: vec![
-                Message::User {
-                    content: "time twice?".into(),
-                },
-                Message::Assistant {
-                    content: "Checking.".into(),
-                    tool_calls: vec![call("toolu_1"), call("toolu_2")],
-                },
-                Message::Tool {
-                    call_id: "toolu_1".into(),
-                    name: "current_time".into(),
-                    content: "12:00".into(),
-                    is_error: false,
-                },
-                Message::Tool {
-                    call_id: "toolu_2".into(),
-                    name: "current_time".into(),
-                    content: "bad zone".into(),
-                    is_error: true,
-                },
-                // A steer message arriving between steps.
-                Message::User {
-                    content: "hurry".into(),
-                },
-            ],
-            tools: vec![ToolSpec {
-                name: "current_time".into(),
-                description: "The time".into(),
-                input_schema: json!({"type": "object"}),
-            }],
-            max_tokens: 0,
-        }
+        crate::fixtures::conversation("toolu_")
     }
 
     fn answer() -> Value {

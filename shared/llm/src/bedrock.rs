@@ -733,6 +733,7 @@ pub fn encode_response(completion: &Completion) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::call;
     use crate::mock::{MockLlmServer, MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY};
     use crate::{RetryPolicy, Retrying};
     use aws_credential_types::provider::future;
@@ -745,50 +746,8 @@ mod tests {
     const TOKEN: &str = "session-token-for-tests-abcdef";
     const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
 
-    fn call(id: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: "current_time".into(),
-            arguments: json!({}),
-        }
-    }
-
     fn conversation() -> CompletionRequest {
-        CompletionRequest {
-            model: String::new(),
-            system: "You are terse.".into(),
-            messages: vec![
-                Message::User {
-                    content: "time twice?".into(),
-                },
-                Message::Assistant {
-                    content: "Checking.".into(),
-                    tool_calls: vec![call("tooluse_1"), call("tooluse_2")],
-                },
-                Message::Tool {
-                    call_id: "tooluse_1".into(),
-                    name: "current_time".into(),
-                    content: "12:00".into(),
-                    is_error: false,
-                },
-                Message::Tool {
-                    call_id: "tooluse_2".into(),
-                    name: "current_time".into(),
-                    content: "bad zone".into(),
-                    is_error: true,
-                },
-                // A steer message arriving between steps.
-                Message::User {
-                    content: "hurry".into(),
-                },
-            ],
-            tools: vec![ToolSpec {
-                name: "current_time".into(),
-                description: "The time".into(),
-                input_schema: json!({"type": "object"}),
-            }],
-            max_tokens: 0,
-        }
+        crate::fixtures::conversation("tooluse_")
     }
 
     fn answer() -> Value {

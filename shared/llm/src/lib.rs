@@ -22,6 +22,8 @@
 pub mod anthropic;
 pub mod bedrock;
 mod config;
+#[cfg(test)]
+mod fixtures;
 mod http;
 #[cfg(feature = "mock-server")]
 pub mod mock;
