@@ -33,10 +33,16 @@ pub const MAX_CHILDREN_PER_STEP: usize = 8;
 /// the parent cuts tool results to its own limit anyway.
 pub const MAX_OUTCOME_CHARS: usize = 16_000;
 
+/// Whether the agent may start child tasks: it has the tool and someone to
+/// delegate to.
+pub fn may_delegate(agent: &AgentConfig) -> bool {
+    agent.allows_tool(DELEGATE) && !agent.delegates.is_empty()
+}
+
 /// The `delegate` tool as the model sees it, listing whom it may start.
 /// `None` when the agent may not delegate.
 pub fn delegate_spec(agent: &AgentConfig, agents: &Agents) -> Option<ToolSpec> {
-    if !agent.allows_tool(DELEGATE) || agent.delegates.is_empty() {
+    if !may_delegate(agent) {
         return None;
     }
     let listing: Vec<String> = agent

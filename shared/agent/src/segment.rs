@@ -830,17 +830,13 @@ impl<'w> Leg<'w> {
                 // Decided before we could wait: go on.
                 return (!entries.is_empty()).then_some(entries);
             };
-            t.status = TaskStatus::Waiting;
-            t.waiting_for = Some(WaitingFor::Approval {
-                approval_id: open.approval_id.clone(),
-                tool: open.tool.clone(),
-                summary: open.summary.clone(),
-            });
-            t.lease = None;
-            entries.push(EntryKind::Status {
-                status: TaskStatus::Waiting,
-                detail: format!("waiting for approval {}", open.approval_id),
-            });
+            let detail = format!("waiting for approval {}", open.approval_id);
+            let waiting_for = WaitingFor::Approval {
+                approval_id: open.approval_id,
+                tool: open.tool,
+                summary: open.summary,
+            };
+            entries.push(start_waiting(t, waiting_for, detail));
             Some(entries)
         })
         .await?;
@@ -930,13 +926,12 @@ impl<'w> Leg<'w> {
                 // They all ended already: their results are on the task.
                 return None;
             }
-            t.status = TaskStatus::Waiting;
-            t.waiting_for = Some(WaitingFor::Children { pending });
-            t.lease = None;
-            Some(vec![EntryKind::Status {
-                status: TaskStatus::Waiting,
-                detail: format!("waiting for {pending} child task(s)"),
-            }])
+            let detail = format!("waiting for {pending} child task(s)");
+            Some(vec![start_waiting(
+                t,
+                WaitingFor::Children { pending },
+                detail,
+            )])
         })
         .await?;
         if self.task.status != TaskStatus::Waiting {
@@ -1005,18 +1000,11 @@ impl<'w> Leg<'w> {
             if t.cancel_requested {
                 return Some(vec![entry.clone()]);
             }
-            t.status = TaskStatus::Waiting;
-            t.waiting_for = Some(WaitingFor::Timer {
+            let detail = format!("waiting until {}", rfc3339(until));
+            let waiting_for = WaitingFor::Timer {
                 until: rfc3339(until),
-            });
-            t.lease = None;
-            Some(vec![
-                entry.clone(),
-                EntryKind::Status {
-                    status: TaskStatus::Waiting,
-                    detail: format!("waiting until {}", rfc3339(until)),
-                },
-            ])
+            };
+            Some(vec![entry.clone(), start_waiting(t, waiting_for, detail)])
         })
         .await?;
         if self.task.status != TaskStatus::Waiting {
@@ -1174,6 +1162,18 @@ impl<'w> Leg<'w> {
                 }
             }
         }
+    }
+}
+
+/// Puts the task in `waiting` for `what`, with no lease (no worker runs a
+/// waiting task), and returns the status entry that records it.
+fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
+    t.status = TaskStatus::Waiting;
+    t.waiting_for = Some(what);
+    t.lease = None;
+    EntryKind::Status {
+        status: TaskStatus::Waiting,
+        detail,
     }
 }
 
