@@ -573,8 +573,7 @@ impl<'w> Leg<'w> {
         let max_chars = agent.max_tool_result_chars;
         for (call, was_started) in pending {
             let is_sleep = call.name == crate::wake::SLEEP && agent.allows_tool(crate::wake::SLEEP);
-            let is_delegate = call.name == DELEGATE
-                && delegation::delegate_spec(&agent, &self.w.agents).is_some();
+            let is_delegate = call.name == DELEGATE && delegation::may_delegate(&agent);
             let tool = self
                 .w
                 .tools
