@@ -1,8 +1,10 @@
 //! Tool arguments: parsed from the model's JSON with errors that name the
 //! offending field, and described by a schema derived from the same type.
 
+use baton_core::ToolOutput;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use std::future::Future;
 
 /// The JSON Schema of `T`, as a tool's `input_schema`.
 pub fn input_schema<T: JsonSchema>() -> serde_json::Value {
@@ -32,4 +34,22 @@ pub fn parse_args<T: DeserializeOwned>(
             format!("invalid arguments for {tool}: field `{path}`: {inner}")
         }
     })
+}
+
+/// One tool call: parses the arguments as `T`, runs `op` on them, and turns
+/// either failure into an error result the model can read.
+pub async fn run<T, F, Fut>(tool: &str, arguments: serde_json::Value, op: F) -> ToolOutput
+where
+    T: DeserializeOwned,
+    F: FnOnce(T) -> Fut,
+    Fut: Future<Output = Result<String, String>>,
+{
+    let args = match parse_args::<T>(tool, arguments) {
+        Ok(args) => args,
+        Err(e) => return ToolOutput::error(e),
+    };
+    match op(args).await {
+        Ok(s) => ToolOutput::ok(s),
+        Err(e) => ToolOutput::error(e),
+    }
 }

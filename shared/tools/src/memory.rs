@@ -19,7 +19,7 @@
 //! store, never from their arguments: the model cannot read or write
 //! another user's memory.
 
-use crate::args::{input_schema, parse_args};
+use crate::args::{input_schema, run};
 use crate::origin::task_origin;
 use async_trait::async_trait;
 use baton_core::{
@@ -598,13 +598,6 @@ impl MemoryTools {
     }
 }
 
-fn answer(result: Result<String, String>) -> ToolOutput {
-    match result {
-        Ok(s) => ToolOutput::ok(s),
-        Err(e) => ToolOutput::error(e),
-    }
-}
-
 struct RememberTool(MemoryTools);
 struct RecallTool(MemoryTools);
 struct ForgetTool(MemoryTools);
@@ -624,10 +617,7 @@ impl Tool for RememberTool {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        match parse_args::<RememberArgs>(REMEMBER, arguments) {
-            Ok(args) => answer(self.0.remember(args, ctx).await),
-            Err(e) => ToolOutput::error(e),
-        }
+        run(REMEMBER, arguments, |args| self.0.remember(args, ctx)).await
     }
 }
 
@@ -646,10 +636,7 @@ impl Tool for RecallTool {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        match parse_args::<RecallArgs>(RECALL, arguments) {
-            Ok(args) => answer(self.0.recall(args, ctx).await),
-            Err(e) => ToolOutput::error(e),
-        }
+        run(RECALL, arguments, |args| self.0.recall(args, ctx)).await
     }
 }
 
@@ -666,10 +653,7 @@ impl Tool for ForgetTool {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        match parse_args::<ForgetArgs>(FORGET, arguments) {
-            Ok(args) => answer(self.0.forget(args, ctx).await),
-            Err(e) => ToolOutput::error(e),
-        }
+        run(FORGET, arguments, |args| self.0.forget(args, ctx)).await
     }
 }
 

@@ -7,7 +7,7 @@
 //! owner, `api` or a configured admin may delete it. The tools look the
 //! task up in the store to learn who is asking.
 
-use crate::args::{input_schema, parse_args};
+use crate::args::{input_schema, run};
 use async_trait::async_trait;
 use baton_core::schedule::{ScheduleService, ScheduleState, ScheduleTarget};
 use baton_core::{
@@ -399,13 +399,6 @@ impl ScheduleTools {
     }
 }
 
-fn answer(result: Result<String, String>) -> ToolOutput {
-    match result {
-        Ok(s) => ToolOutput::ok(s),
-        Err(e) => ToolOutput::error(e),
-    }
-}
-
 /// The tool's name as the model sees it.
 pub const SCHEDULE_CREATE: &str = "schedule_create";
 /// The tool's name as the model sees it.
@@ -432,10 +425,7 @@ impl Tool for ScheduleCreateTool {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        match parse_args::<ScheduleCreateArgs>(SCHEDULE_CREATE, arguments) {
-            Ok(args) => answer(self.0.create(args, ctx).await),
-            Err(e) => ToolOutput::error(e),
-        }
+        run(SCHEDULE_CREATE, arguments, |args| self.0.create(args, ctx)).await
     }
 }
 
@@ -452,10 +442,10 @@ impl Tool for ScheduleListTool {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        match parse_args::<ScheduleListArgs>(SCHEDULE_LIST, arguments) {
-            Ok(_) => answer(self.0.list(ctx).await),
-            Err(e) => ToolOutput::error(e),
-        }
+        run(SCHEDULE_LIST, arguments, |_: ScheduleListArgs| {
+            self.0.list(ctx)
+        })
+        .await
     }
 }
 
@@ -471,10 +461,7 @@ impl Tool for ScheduleDeleteTool {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
-        match parse_args::<ScheduleDeleteArgs>(SCHEDULE_DELETE, arguments) {
-            Ok(args) => answer(self.0.delete(args, ctx).await),
-            Err(e) => ToolOutput::error(e),
-        }
+        run(SCHEDULE_DELETE, arguments, |args| self.0.delete(args, ctx)).await
     }
 }
 
