@@ -276,6 +276,19 @@ async fn step_limit_fails_the_task_with_a_reason(backend: Backend) {
     );
 }
 
+/// `baton dev` on `backend` with `server` (a loopback HTTP server) allowed
+/// to `http_request`, and the server's address.
+async fn spawn_allowing(backend: Backend, server: &wiremock::MockServer) -> (TestApp, String) {
+    let addr = server.address().to_string();
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
+        ..Options::default()
+    })
+    .await;
+    (app, addr)
+}
+
 async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key(backend: Backend) {
     let server = wiremock::MockServer::start().await;
     wiremock::Mock::given(wiremock::matchers::method("GET"))
@@ -285,13 +298,7 @@ async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key(backen
         .expect(1)
         .mount(&server)
         .await;
-    let addr = server.address().to_string();
-    let app = TestApp::spawn(Options {
-        backend,
-        extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
-        ..Options::default()
-    })
-    .await;
+    let (app, addr) = spawn_allowing(backend, &server).await;
     let id = app
         .submit_ok(&format!(
             "#tool=http_request #args={{\"url\":\"http://{addr}/status\"}}"
@@ -343,13 +350,7 @@ async fn a_post_waits_for_approval_then_runs_once(backend: Backend) {
         .respond_with(wiremock::ResponseTemplate::new(201).set_body_string("refund created"))
         .mount(&server)
         .await;
-    let addr = server.address().to_string();
-    let app = TestApp::spawn(Options {
-        backend,
-        extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
-        ..Options::default()
-    })
-    .await;
+    let (app, addr) = spawn_allowing(backend, &server).await;
     let id = app
         .submit_ok(&format!(
             "#tool=http_request #args={{\"method\":\"POST\",\"url\":\"http://{addr}/refunds\",\"body\":\"{{}}\"}}"
@@ -407,13 +408,7 @@ async fn a_post_waits_for_approval_then_runs_once(backend: Backend) {
 /// gets the answer.
 async fn slack_buttons_decide_an_approval(backend: Backend) {
     let server = wiremock::MockServer::start().await;
-    let addr = server.address().to_string();
-    let app = TestApp::spawn(Options {
-        backend,
-        extra_env: vec![("BATON_HTTP_ALLOW".into(), addr.clone())],
-        ..Options::default()
-    })
-    .await;
+    let (app, addr) = spawn_allowing(backend, &server).await;
     let text = format!(
         "#tool=http_request #args={{\"method\":\"DELETE\",\"url\":\"http://{addr}/users/7\"}}"
     );
