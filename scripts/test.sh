@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of Baton: installs what the tests need (a moto server and
-# cfn-lint in .venv), lints the SAM template, then runs the Rust test suite.
+# Runs every check of Baton: installs what the tests need (a moto server and
+# cfn-lint in .venv), lints the SAM template, checks formatting and clippy
+# (warnings are errors), then runs the Rust test suite.
 # Usage: ./scripts/test.sh [extra cargo test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,12 @@ if [ -f infra/template.yaml ]; then
   echo "== cfn-lint infra/template.yaml"
   "$venv/bin/cfn-lint" infra/template.yaml
 fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== cargo test --workspace"
 cargo test --workspace --no-fail-fast "$@"

@@ -8,9 +8,11 @@ pub mod model;
 pub mod requests;
 
 use anyhow::Context;
-use baton_agent::{AgentConfig, Agents, NoReplies, SegmentBudget, Worker, WorkerSettings};
+use baton_agent::{SegmentBudget, Worker, WorkerSettings};
+use baton_core::NoReplies;
 use baton_core::{Delivery, EntryKind, Origin, Task, TaskId, TaskStatus, TaskStore, Wake};
 use baton_embedded::{EmbeddedBackend, QueueConfig};
+use baton_settings::{AgentConfig, Agents};
 use clap::Args;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -175,8 +175,8 @@ async fn worker_pool(
     }
 }
 
-/// The dead-letter handler and the reaper, on timers (EventBridge
-/// Scheduler's job on AWS).
+/// The dead-letter handler, and the reaper's `reap` message on the work
+/// queue (EventBridge Scheduler's job on AWS), on timers.
 async fn background_loops(app: App, visibility: Duration) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let reaper_every = (visibility * 2).max(Duration::from_secs(2));
@@ -192,17 +192,11 @@ async fn background_loops(app: App, visibility: Duration) {
         }
         if last_reap.elapsed() >= reaper_every {
             last_reap = tokio::time::Instant::now();
-            match app.reaper.sweep().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(count = n, "reaper re-sent wakes"),
-                Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
-            }
-            if let Some(schedules) = &app.schedules {
-                match schedules.repair(baton_core::now_ms()).await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(count = n, "half-done schedules repaired"),
-                    Err(e) => tracing::warn!(error = %e, "schedule repair failed"),
-                }
+            // The same message the reaper schedule sends on AWS, handled by
+            // a worker like any other.
+            let reap = baton_core::WorkMessage::Reap.to_body();
+            if let Err(e) = app.backend.queue.send(&reap, Duration::ZERO).await {
+                tracing::warn!(error = %e, "could not queue the reaper's sweep");
             }
         }
     }

@@ -10,12 +10,14 @@
 //! The numbers feed docs/deploy.md's cost per 1,000 tasks.
 
 use async_trait::async_trait;
-use baton_agent::{AgentConfig, Agents, NoReplies, SegmentBudget, Worker, WorkerSettings};
+use baton_agent::{SegmentBudget, Worker, WorkerSettings};
+use baton_core::NoReplies;
 use baton_core::{
     BlobError, BlobStore, Delivery, Item, Key, QueueError, Table, TableError, TaskId, TaskStatus,
     TaskStore, Tool, Usage, WorkQueue, Write,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
+use baton_settings::{AgentConfig, Agents};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -20,7 +20,6 @@
 //! [`compaction_plan`] → the LLM call → [`apply`] → commit the entry; or
 //! [`compact`], which does the middle three.
 
-use crate::agent::AgentConfig;
 use crate::context::{
     conversation_after, cut_middle, first_user_message, latest_summary, summary_message, Thresholds,
 };
@@ -28,6 +27,7 @@ use crate::sanitize::sanitize;
 use baton_core::{
     Completion, CompletionRequest, Entry, EntryKind, LlmError, LlmProvider, Message, Usage,
 };
+use baton_settings::AgentConfig;
 
 /// Output budget of the summarising call.
 pub const SUMMARY_MAX_TOKENS: u32 = 2_048;

@@ -30,11 +30,12 @@
 //! the task ran are committed to the transcript before the step, so they
 //! are its last turn, which every stage keeps.
 
-use crate::agent::AgentConfig;
 use crate::compaction::is_compact_command;
 use crate::tokens::ModelProfile;
+use baton_core::memory::{Fact, MemoryStore};
 use baton_core::{rfc3339, CompletionRequest, Entry, EntryKind, Message, Origin, ToolSpec};
-use baton_tools::memory::{Fact, MemoryStore, RECALL};
+use baton_settings::AgentConfig;
+use baton_tools::memory::RECALL;
 use std::collections::{HashMap, HashSet};
 
 /// The thresholds of the pipeline and of compaction for one agent: its
@@ -886,7 +887,7 @@ mod tests {
     fn fact(id: &str, text: &str) -> Fact {
         Fact {
             id: id.into(),
-            scope: baton_tools::memory::MemoryScope::User {
+            scope: baton_core::memory::MemoryScope::User {
                 team_id: "T1".into(),
                 user: "U1".into(),
             },

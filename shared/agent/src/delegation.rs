@@ -13,11 +13,12 @@
 //! 3. a parent that ends (cancelled, failed, ...) cancels the children still
 //!    running ([`cancel_children`]).
 
-use crate::agent::{AgentConfig, Agents};
+use crate::error::WorkerError;
 use baton_core::{
     Child, ChildOutcome, EntryKind, Millis, ParentLink, StoreError, Task, TaskId, TaskStatus,
     TaskStore, ToolCall, ToolOutput, ToolSpec, WaitingFor, Wake, WorkQueue,
 };
+use baton_settings::{AgentConfig, Agents};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -160,7 +161,7 @@ pub fn result_of(child: &Child) -> Option<ToolOutput> {
 /// What a child's end says to its parent (a long answer cut to head and
 /// tail, with where to read it whole).
 pub fn outcome_of(child: &Task, status: TaskStatus, text: &str) -> ChildOutcome {
-    let (mut text, cut) = crate::segment::truncate(text, MAX_OUTCOME_CHARS, DELEGATE);
+    let (mut text, cut) = baton_core::tool::truncate(text, MAX_OUTCOME_CHARS, DELEGATE);
     if cut > 0 {
         text.push_str(&format!(
             "\n[the whole answer is the result of task {}]",
@@ -181,7 +182,7 @@ pub async fn report_to_parent(
     queue: &dyn WorkQueue,
     child: &Task,
     outcome: ChildOutcome,
-) -> Result<(), String> {
+) -> Result<(), WorkerError> {
     let Some(link) = &child.parent else {
         return Ok(());
     };
@@ -238,7 +239,7 @@ pub async fn report_to_parent(
         Ok((parent, _)) => parent,
         // The parent is gone: nobody to report to.
         Err(StoreError::NotFound(_)) => return Ok(()),
-        Err(e) => return Err(format!("could not report to the parent task: {e}")),
+        Err(e) => return Err(e.into()),
     };
     if parent.status == TaskStatus::Queued && parent.lease.is_none() {
         queue
@@ -246,8 +247,7 @@ pub async fn report_to_parent(
                 &Wake::new(parent.id.clone(), "children done").to_body(),
                 Duration::ZERO,
             )
-            .await
-            .map_err(|e| format!("could not wake the parent task: {e}"))?;
+            .await?;
     }
     Ok(())
 }

@@ -12,31 +12,21 @@
 //! step may not fit the time left, release the lease, send the next wake,
 //! then acknowledge.
 
-pub mod agent;
-pub mod approval;
-pub mod budget;
 pub mod compaction;
-pub mod config_file;
 pub mod context;
 pub mod delegation;
-pub mod input_guard;
+mod error;
 pub mod model_choice;
 pub mod progress;
 pub mod reaper;
-pub mod reply;
 pub mod sanitize;
-pub mod schedules;
 pub mod segment;
 pub mod spend;
+pub mod timer;
 pub mod tokens;
-pub mod wake;
 pub mod worker;
 
-pub use agent::{AgentConfig, Agents};
-pub use approval::{ApprovalPrompts, SlackApprovals};
-pub use budget::SegmentBudget;
-pub use progress::StatusLimiter;
+pub use error::WorkerError;
 pub use reaper::Reaper;
-pub use reply::{NoReplies, ReplyError, ReplySink, SlackReplies};
-pub use schedules::{HeartbeatReplies, DEFAULT_REPEAT_WINDOW};
-pub use worker::{Disposition, Worker, WorkerSettings};
+pub use segment::{SegmentBudget, SegmentEnd};
+pub use worker::{Disposition, HeartbeatReplies, Worker, WorkerSettings, DEFAULT_REPEAT_WINDOW};

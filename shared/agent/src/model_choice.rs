@@ -22,8 +22,8 @@
 //! request, a bad answer, a configuration error) stops at once, since
 //! another model would most likely fail the same way.
 
-use crate::agent::AgentConfig;
 use baton_core::{Completion, CompletionRequest, Entry, EntryKind, LlmError, LlmProvider};
+use baton_settings::AgentConfig;
 use std::fmt;
 
 /// Consecutive failed tool results at the end of the transcript, and the
@@ -170,8 +170,8 @@ pub async fn complete(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config_file::Escalation;
     use baton_core::{ToolCall, Usage};
+    use baton_settings::Escalation;
 
     fn entry(seq: u64, kind: EntryKind) -> Entry {
         Entry { seq, at: 0, kind }

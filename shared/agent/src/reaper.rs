@@ -56,7 +56,7 @@ impl Reaper {
                             .is_ok_and(|u| u.timestamp_millis() < stale)
                     }
                     Some(baton_core::WaitingFor::Approval { .. }) => {
-                        crate::approval::next_expiry(&task).is_some_and(|at| at < stale)
+                        baton_core::approval::next_expiry(&task).is_some_and(|at| at < stale)
                     }
                     _ => false,
                 };

@@ -6,18 +6,19 @@
 mod support;
 
 use async_trait::async_trait;
-use baton_agent::approval::{self, ApprovalPrompts};
-use baton_agent::config_file::ApprovalRule;
-use baton_agent::{
-    AgentConfig, Agents, ReplyError, SlackApprovals, SlackReplies, Worker, WorkerSettings,
-};
+use baton_agent::{Worker, WorkerSettings};
+use baton_core::approval::{self, ApprovalPrompts};
+use baton_core::ReplyError;
 use baton_core::{
     now_ms, Approval, EntryKind, PostedMessage, Task, TaskId, TaskStatus, TaskStore, Tool,
     ToolContext, ToolOutput, ToolSpec, Verdict, WaitingFor,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_llm::ScriptedProvider;
+use baton_settings::ApprovalRule;
+use baton_settings::{AgentConfig, Agents};
 use baton_slack::testing::FakeSlack;
+use baton_slack::{SlackApprovals, SlackReplies};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -174,8 +175,11 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
     assert_eq!(asked[0].thread_ts.as_deref(), Some("100.1"));
     let blocks = asked[0].blocks.clone().unwrap();
     let buttons = blocks[1]["elements"].as_array().unwrap();
-    assert_eq!(buttons[0]["action_id"], approval::APPROVE_ACTION);
-    assert_eq!(buttons[1]["action_id"], approval::DENY_ACTION);
+    assert_eq!(
+        buttons[0]["action_id"],
+        baton_slack::approvals::APPROVE_ACTION
+    );
+    assert_eq!(buttons[1]["action_id"], baton_slack::approvals::DENY_ACTION);
     assert_eq!(
         buttons[0]["value"],
         format!("{id}:{approval_id}"),
@@ -383,7 +387,7 @@ async fn rules_cover_the_built_in_waits_too() {
         Arc::new(ScriptedProvider::new()),
         Vec::new(),
         Agents::new(agent, Vec::new()),
-        Arc::new(baton_agent::NoReplies),
+        Arc::new(baton_core::NoReplies),
         WorkerSettings::default(),
     );
     let queue = backend.queue.as_ref();

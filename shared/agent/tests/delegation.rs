@@ -6,13 +6,15 @@
 mod support;
 
 use async_trait::async_trait;
-use baton_agent::{AgentConfig, Agents, NoReplies, Worker, WorkerSettings};
+use baton_agent::{Worker, WorkerSettings};
+use baton_core::NoReplies;
 use baton_core::{
     Completion, CompletionRequest, EntryKind, LlmError, LlmProvider, Message, Origin, Task, TaskId,
     TaskStatus, TaskStore, ToolCall, Usage, WaitingFor,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_llm::ScriptedProvider;
+use baton_settings::{AgentConfig, Agents};
 use serde_json::json;
 use std::sync::Arc;
 

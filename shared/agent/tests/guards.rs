@@ -6,15 +6,17 @@
 mod support;
 
 use async_trait::async_trait;
-use baton_agent::config_file::BudgetSettings;
-use baton_agent::config_file::Escalation;
-use baton_agent::spend::ModelPrice;
-use baton_agent::{AgentConfig, Agents, NoReplies, Worker, WorkerSettings};
+use baton_agent::{Worker, WorkerSettings};
+use baton_core::NoReplies;
 use baton_core::{
     Completion, CompletionRequest, LlmError, LlmProvider, Message, Task, TaskStatus, TaskStore,
     ToolCall, Usage,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
+use baton_settings::BudgetSettings;
+use baton_settings::Escalation;
+use baton_settings::ModelPrice;
+use baton_settings::{AgentConfig, Agents};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 

@@ -7,10 +7,11 @@ use async_trait::async_trait;
 use baton_agent::context::{
     build_request, memory_query, recall_for_prompt, with_memory, MEMORY_HEADING,
 };
-use baton_agent::AgentConfig;
+use baton_core::memory::{fact_id_from_key, MemoryScope, MemoryStore};
 use baton_core::testing::MemoryTable;
 use baton_core::{Entry, EntryKind, Item, Key, Origin, Table, TableError, ToolSpec, Write};
-use baton_tools::memory::{fact_id_from_key, MemoryScope, MemoryStore, RECALL};
+use baton_settings::AgentConfig;
+use baton_tools::memory::RECALL;
 use std::sync::Arc;
 
 fn origin(user: &str) -> Origin {

@@ -2,10 +2,10 @@
 //! retryable errors, a stop on others, escalation after tool errors.
 
 use async_trait::async_trait;
-use baton_agent::config_file::Escalation;
 use baton_agent::model_choice::{self, ModelFailure};
-use baton_agent::AgentConfig;
 use baton_core::{Completion, CompletionRequest, Entry, EntryKind, LlmError, LlmProvider, Usage};
+use baton_settings::AgentConfig;
+use baton_settings::Escalation;
 use std::collections::HashMap;
 use std::sync::Mutex;
 

@@ -3,11 +3,12 @@
 //! driven by an injected clock), and failures never reach the task.
 
 use baton_agent::progress::{running_tools, THINKING, WAITING_FOR_APPROVAL};
-use baton_agent::reply::Clock;
-use baton_agent::{NoReplies, ReplySink, SlackReplies};
 use baton_core::{now_ms, Limits, Origin, Task, TaskId};
+use baton_core::{NoReplies, ReplySink};
+use baton_slack::replies::Clock;
 use baton_slack::testing::FakeSlack;
 use baton_slack::web::{BotToken, SlackClient};
+use baton_slack::SlackReplies;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

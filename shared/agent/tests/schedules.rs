@@ -4,18 +4,18 @@
 
 mod support;
 
-use baton_agent::{
-    AgentConfig, Agents, Disposition, SegmentBudget, SlackReplies, Worker, WorkerSettings,
-};
-use baton_core::schedule::ScheduleState;
-use baton_core::{
-    now_ms, Delivery, Schedule, ScheduleFire, ScheduleKind, ScheduleService, ScheduleStore,
-    ScheduleTarget, Scheduler, TaskStatus, TaskStore, WorkMessage, WorkQueue,
-};
+use baton_agent::{Disposition, SegmentBudget, Worker, WorkerSettings};
+use baton_core::{now_ms, Delivery, ScheduleFire, TaskStatus, TaskStore, WorkMessage, WorkQueue};
 use baton_embedded::{EmbeddedBackend, EmbeddedScheduler, QueueConfig};
 use baton_llm::ScriptedProvider;
+use baton_schedule::validate::{new_schedule, validate};
+use baton_schedule::ScheduleState;
+use baton_schedule::{
+    Schedule, ScheduleKind, ScheduleService, ScheduleStore, ScheduleTarget, Scheduler,
+};
+use baton_settings::{AgentConfig, Agents};
 use baton_slack::testing::FakeSlack;
-use baton_tools::schedule::{new_schedule, validate};
+use baton_slack::SlackReplies;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,7 +70,7 @@ fn schedule(
     let now = now_ms();
     let spec = validate(expression, Some("UTC"), now).expect("valid");
     new_schedule(
-        baton_core::schedule::new_schedule_id(),
+        baton_schedule::new_schedule_id(),
         &spec,
         input.into(),
         kind,
@@ -327,7 +327,7 @@ async fn repair_rolls_back_pending_and_finishes_deleting_schedules() {
     pending.created_at -= 120_000;
     assert!(store.create(&mut pending).await.unwrap());
     r.scheduler
-        .upsert(&baton_core::schedule::plan_for(&pending))
+        .upsert(&baton_schedule::plan_for(&pending))
         .await
         .unwrap();
     // A create still in flight: left alone.

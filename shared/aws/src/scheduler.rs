@@ -20,7 +20,7 @@ use aws_sdk_scheduler::types::{
     ActionAfterCompletion, FlexibleTimeWindow, FlexibleTimeWindowMode, Target,
 };
 use aws_sdk_scheduler::Client;
-use baton_core::{SchedulePlan, Scheduler, SchedulerError};
+use baton_schedule::{SchedulePlan, Scheduler, SchedulerError};
 
 /// The context attribute EventBridge Scheduler replaces with a firing's
 /// scheduled time.

@@ -11,14 +11,17 @@
 //! assert_eq!(task.status, TaskStatus::Queued);
 //! ```
 
+pub mod approval;
 pub mod blob;
 pub mod clock;
 pub mod conversation;
 pub mod ids;
+pub mod input_guard;
 pub mod lease;
 pub mod ledger;
+pub mod memory;
 pub mod queue;
-pub mod schedule;
+pub mod reply;
 pub mod store;
 pub mod table;
 pub mod task;
@@ -38,10 +41,7 @@ pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
 pub use queue::{Delivery, QueueError, WorkQueue};
-pub use schedule::{
-    Schedule, ScheduleError, ScheduleKind, SchedulePlan, ScheduleService, ScheduleState,
-    ScheduleStore, ScheduleTarget, Scheduler, SchedulerError,
-};
+pub use reply::{NoReplies, ReplyError, ReplySink};
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{

@@ -36,9 +36,6 @@ pub enum StoreError {
     /// The task changed under us too many times in a row.
     #[error("task {0} kept changing under concurrent writers")]
     Conflict(TaskId),
-    /// An update's precondition does not hold (e.g. the lease was lost).
-    #[error("{0}")]
-    Precondition(String),
     #[error("task {0} not found")]
     NotFound(TaskId),
     /// The dedupe key was claimed before, by a request that acted on this task.
@@ -352,6 +349,22 @@ impl TaskStore {
         self.update_claiming(id, cached, None, change).await
     }
 
+    /// [`update`](Self::update) with the caller's error type, so a change
+    /// can refuse with an error of its own (the worker's "lease lost")
+    /// rather than one described in text.
+    pub async fn update_with<F, E>(
+        &self,
+        id: &TaskId,
+        cached: Option<Task>,
+        change: F,
+    ) -> Result<(Task, Vec<Entry>), E>
+    where
+        F: FnMut(&mut Task) -> Result<Option<Vec<EntryKind>>, E>,
+        E: From<StoreError>,
+    {
+        self.apply(id, cached, None, change).await
+    }
+
     /// [`update`](Self::update) that also claims a dedupe key with the
     /// write, so a retried request changes the task only once.
     pub async fn update_claiming<F>(
@@ -359,10 +372,26 @@ impl TaskStore {
         id: &TaskId,
         cached: Option<Task>,
         dedupe_key: Option<&str>,
-        mut change: F,
+        change: F,
     ) -> Result<(Task, Vec<Entry>), StoreError>
     where
         F: FnMut(&mut Task) -> Result<Option<Vec<EntryKind>>, StoreError>,
+    {
+        self.apply(id, cached, dedupe_key, change).await
+    }
+
+    /// The read-change-write loop behind every update: re-reads and
+    /// re-applies `change` after a conflicting write.
+    async fn apply<F, E>(
+        &self,
+        id: &TaskId,
+        cached: Option<Task>,
+        dedupe_key: Option<&str>,
+        mut change: F,
+    ) -> Result<(Task, Vec<Entry>), E>
+    where
+        F: FnMut(&mut Task) -> Result<Option<Vec<EntryKind>>, E>,
+        E: From<StoreError>,
     {
         let mut current = cached;
         for _ in 0..MAX_CONFLICT_RETRIES {
@@ -381,10 +410,10 @@ impl TaskStore {
             match self.commit_claiming(&mut task, entries, dedupe_key).await {
                 Ok(written) => return Ok((task, written)),
                 Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
-        Err(StoreError::Conflict(id.clone()))
+        Err(StoreError::Conflict(id.clone()).into())
     }
 
     /// Transcript entries after `after` (exclusive), in order, with

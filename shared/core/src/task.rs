@@ -80,7 +80,7 @@ pub enum WaitingFor {
 pub struct Limits {
     /// Completed LLM turns.
     pub max_steps: u32,
-    /// Worker legs (hops through the queue). Replaces Lambda's own
+    /// Segments (hops through the queue). Replaces Lambda's own
     /// recursive-loop detection, which the template turns off.
     pub max_segments: u32,
     /// Input + output tokens over the whole task; 0 means no limit.
@@ -208,7 +208,7 @@ pub struct Task {
     /// Completed LLM turns.
     #[serde(default)]
     pub steps: u32,
-    /// Worker legs started.
+    /// Segments started.
     #[serde(default)]
     pub segments: u32,
     /// Sequence number the next transcript entry gets.

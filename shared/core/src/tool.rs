@@ -74,12 +74,47 @@ pub trait Tool: Send + Sync {
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
 }
 
+/// Cuts a tool result to `max_chars`, keeping its head and tail (the end
+/// of an output often holds the error or the summary), with a marker the
+/// model can read saying how much was cut. Returns the text and how many
+/// characters were cut.
+pub fn truncate(text: &str, max_chars: usize, tool: &str) -> (String, u64) {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return (text.to_owned(), 0);
+    }
+    let tail_len = max_chars / 5;
+    let head_len = max_chars - tail_len;
+    let cut = total - head_len - tail_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(total - tail_len).collect();
+    let marker = format!(
+        "\n[OUTPUT TRUNCATED: {cut} of {total} characters from {tool} were cut here; ask for a narrower result if you need them]\n"
+    );
+    (format!("{head}{marker}{tail}"), cut as u64)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::truncate;
+
     #[test]
     fn idempotency_key_names_task_step_and_call() {
         let id = crate::TaskId::generate();
         let ctx = super::ToolContext::new(id.clone(), 3, "call_9");
         assert_eq!(ctx.idempotency_key, format!("{id}:3:call_9"));
+    }
+
+    #[test]
+    fn truncation_keeps_head_and_tail_and_says_how_much() {
+        let text: String = (0..1000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let (out, cut) = truncate(&text, 100, "http_request");
+        assert_eq!(cut, 900);
+        assert!(out.starts_with(&text[..80]));
+        assert!(out.ends_with(&text[980..]));
+        assert!(out.contains("900 of 1000 characters from http_request"));
+        assert_eq!(truncate("short", 100, "t"), ("short".to_owned(), 0));
     }
 }

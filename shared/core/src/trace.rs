@@ -71,3 +71,9 @@ impl SpanRecorder {
 pub fn new_span_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..16].to_owned()
 }
+
+/// The id of a task's root span, derived from the task id so every
+/// segment (and the status route) can name it without storing it.
+pub fn task_span_id(id: &crate::TaskId) -> String {
+    id.as_str().replace('-', "").chars().take(16).collect()
+}

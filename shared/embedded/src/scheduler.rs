@@ -17,11 +17,9 @@
 //! continues from now.
 
 use async_trait::async_trait;
-use baton_core::{
-    now_ms, Condition, Item, Key, Millis, SchedulePlan, Scheduler, SchedulerError, Table,
-    TableError, WorkQueue, Write,
-};
+use baton_core::{now_ms, Condition, Item, Key, Millis, Table, TableError, WorkQueue, Write};
 use baton_schedule::{Expression, Timezone};
+use baton_schedule::{SchedulePlan, Scheduler, SchedulerError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -118,7 +116,7 @@ impl EmbeddedScheduler {
     async fn plans(&self) -> Result<Vec<(StoredPlan, u64)>, SchedulerError> {
         let items = self
             .table
-            .query_index(PLAN_INDEX, baton_core::schedule::MAX_SCHEDULES)
+            .query_index(PLAN_INDEX, baton_schedule::MAX_SCHEDULES)
             .await
             .map_err(unavailable)?;
         let mut out = Vec::with_capacity(items.len());

@@ -2,14 +2,14 @@
 //! the Approve / Deny buttons of Slack.
 //!
 //! A decision is a conditional update of the task
-//! ([`baton_agent::approval::decide`]); when it ends the task's wait, a
+//! ([`baton_core::approval::decide`]); when it ends the task's wait, a
 //! wake follows. It is recorded even when the task does not wait yet, so a
 //! fast click is never lost to the worker still recording the wait.
 
 use crate::response::{json, json_body, Answer, ApiError};
 use crate::tasks::parse_id;
 use crate::Ingest;
-use baton_agent::approval::{self, DecideError};
+use baton_core::approval::{self, DecideError};
 use baton_core::{now_ms, Task, TaskId, Verdict, Wake};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
@@ -97,7 +97,7 @@ impl Ingest {
     /// Only the requester and the agent's configured approvers may decide;
     /// anyone else's click changes nothing.
     pub(crate) async fn slack_decision(&self, user: &str, value: &str, approve: bool) -> Answer {
-        let (task_id, approval_id) = approval::parse_button_value(value)
+        let (task_id, approval_id) = baton_slack::approvals::parse_button_value(value)
             .ok_or_else(|| ApiError::bad_request("the button's value is not TASK:APPROVAL"))?;
         let id = parse_id(task_id)?;
         check_approval_id(approval_id)?;
@@ -154,12 +154,12 @@ fn check_approval_id(approval_id: &str) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use crate::{ApiToken, Ingest, SlackIngest};
-    use baton_agent::{AgentConfig, Agents};
     use baton_core::{
         now_ms, Approval, EntryKind, Limits, Origin, Task, TaskId, TaskStatus, TaskStore, Verdict,
         WaitingFor, WorkQueue,
     };
     use baton_embedded::{EmbeddedBackend, QueueConfig};
+    use baton_settings::{AgentConfig, Agents};
     use baton_slack::signature::{sign, SigningSecret};
     use bytes::Bytes;
     use serde_json::{json, Value};

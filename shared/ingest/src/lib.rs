@@ -18,8 +18,8 @@ mod threads;
 pub use auth::ApiToken;
 pub use response::ApiError;
 
-use baton_agent::Agents;
 use baton_core::{TaskStore, WorkQueue};
+use baton_settings::Agents;
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -44,10 +44,10 @@ pub struct Ingest {
     slack: Option<SlackIngest>,
     /// The schedule routes' service ([`Ingest::with_scheduler`]); without
     /// it they answer 501.
-    schedules: Option<baton_core::ScheduleService>,
+    schedules: Option<baton_schedule::ScheduleService>,
     /// What the input guard does with input that looks like prompt
     /// injection ([`Ingest::with_input_guard`]); off by default here.
-    input_guard: baton_agent::config_file::InputGuardMode,
+    input_guard: baton_settings::InputGuardMode,
 }
 
 impl Ingest {
@@ -67,13 +67,13 @@ impl Ingest {
             api_token,
             slack,
             schedules: None,
-            input_guard: baton_agent::config_file::InputGuardMode::Off,
+            input_guard: baton_settings::InputGuardMode::Off,
         }
     }
 
     /// Screens every user input (HTTP and Slack, new tasks and messages to
     /// running ones) with the input guard in `mode`.
-    pub fn with_input_guard(mut self, mode: baton_agent::config_file::InputGuardMode) -> Self {
+    pub fn with_input_guard(mut self, mode: baton_settings::InputGuardMode) -> Self {
         self.input_guard = mode;
         self
     }

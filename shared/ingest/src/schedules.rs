@@ -4,13 +4,15 @@
 //! Expressions are validated with `baton-schedule` exactly as EventBridge
 //! Scheduler reads them; a refused one gets a 400 saying why. Creating and
 //! deleting keep the record and the scheduler plan consistent
-//! ([`baton_core::ScheduleService`]).
+//! ([`baton_schedule::ScheduleService`]).
 
 use crate::response::{json, json_body, Answer, ApiError};
 use crate::Ingest;
-use baton_core::schedule::{new_schedule_id, parse_schedule_id, ScheduleService};
-use baton_core::{now_ms, ScheduleError, ScheduleKind, ScheduleTarget, SchedulerError};
-use baton_tools::schedule::{new_schedule, validate, validate_content, API_OWNER};
+use baton_core::now_ms;
+use baton_schedule::new_schedule_id;
+use baton_schedule::validate::{new_schedule, validate, validate_content, API_OWNER};
+use baton_schedule::{parse_schedule_id, ScheduleService};
+use baton_schedule::{ScheduleError, ScheduleKind, ScheduleTarget, SchedulerError};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
@@ -149,9 +151,10 @@ impl Ingest {
 #[cfg(test)]
 mod tests {
     use crate::{ApiToken, Ingest};
-    use baton_agent::{AgentConfig, Agents};
-    use baton_core::{ScheduleService, ScheduleStore, TaskStore};
+    use baton_core::TaskStore;
     use baton_embedded::{EmbeddedBackend, EmbeddedScheduler, QueueConfig};
+    use baton_schedule::{ScheduleService, ScheduleStore};
+    use baton_settings::{AgentConfig, Agents};
     use bytes::Bytes;
     use serde_json::{json, Value};
     use std::sync::Arc;

@@ -4,8 +4,8 @@ use crate::response::{json, Answer, ApiError};
 use crate::tasks::parse_id;
 use crate::threads::Submission;
 use crate::{Ingest, SlackIngest};
-use baton_agent::approval;
 use baton_core::Origin;
+use baton_slack::approvals as approval;
 use baton_slack::events::{Inbound, InboundMessage};
 use baton_slack::interactivity::Interaction;
 use bytes::Bytes;
@@ -143,10 +143,10 @@ fn slack_submission(m: InboundMessage) -> Submission {
 #[cfg(test)]
 mod tests {
     use crate::{Ingest, SlackIngest};
-    use baton_agent::config_file::InputGuardMode;
-    use baton_agent::{AgentConfig, Agents};
     use baton_core::TaskStore;
     use baton_embedded::{EmbeddedBackend, QueueConfig};
+    use baton_settings::InputGuardMode;
+    use baton_settings::{AgentConfig, Agents};
     use baton_slack::signature::{sign, SigningSecret};
     use bytes::Bytes;
     use serde_json::Value;

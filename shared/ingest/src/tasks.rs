@@ -214,7 +214,7 @@ impl Ingest {
             attrs.insert("segments".into(), json!(task.segments));
             attrs.insert("in_progress".into(), json!(true));
             spans.push(Span {
-                span_id: baton_agent::segment::task_span_id(&id),
+                span_id: baton_core::trace::task_span_id(&id),
                 parent_id: None,
                 name: "task".into(),
                 start_ms: task.created_at,

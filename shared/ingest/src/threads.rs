@@ -8,7 +8,7 @@
 
 use crate::response::ApiError;
 use crate::Ingest;
-use baton_agent::input_guard::{self, GuardOutcome};
+use baton_core::input_guard::{self, GuardOutcome};
 use baton_core::store::Thread;
 use baton_core::{now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake};
 use std::time::Duration;
@@ -245,10 +245,10 @@ pub(crate) fn request_cancel(t: &mut Task) -> Vec<EntryKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_agent::config_file::InputGuardMode;
-    use baton_agent::{AgentConfig, Agents};
     use baton_core::TaskStore;
     use baton_embedded::{EmbeddedBackend, QueueConfig};
+    use baton_settings::InputGuardMode;
+    use baton_settings::{AgentConfig, Agents};
 
     #[test]
     fn stop_words() {

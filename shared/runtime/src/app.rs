@@ -2,23 +2,23 @@
 
 use crate::backend::Backend;
 use crate::config::Config;
-use baton_agent::{NoReplies, Reaper, ReplySink, SlackReplies, Worker, WorkerSettings};
+use baton_agent::{Worker, WorkerSettings};
+use baton_core::{NoReplies, ReplySink};
 use baton_ingest::{Ingest, SlackIngest};
 use baton_llm::{build_provider, RetryPolicy};
+use baton_slack::SlackReplies;
 use baton_tools::Toolset;
 use std::sync::Arc;
-use std::time::Duration;
 
-/// Ingest, worker and reaper over one backend.
+/// Ingest and worker over one backend.
 #[derive(Clone)]
 pub struct App {
     pub ingest: Ingest,
     pub worker: Arc<Worker>,
-    pub reaper: Arc<Reaper>,
     pub backend: Backend,
     pub config: Config,
     /// Schedule records and plans, when the backend has a scheduler.
-    pub schedules: Option<baton_core::ScheduleService>,
+    pub schedules: Option<baton_schedule::ScheduleService>,
 }
 
 impl App {
@@ -60,7 +60,7 @@ impl App {
         }
         // Memory needs only the task table, so every backend has it.
         tools.extend(baton_tools::MemoryTools::new(backend.store.clone()).tools());
-        let mut approval_prompts: Option<Arc<dyn baton_agent::ApprovalPrompts>> = None;
+        let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
         let replies: Arc<dyn ReplySink> = match &config.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s
@@ -74,7 +74,7 @@ impl App {
                             message: e.to_string(),
                         }
                     })?;
-                approval_prompts = Some(Arc::new(baton_agent::SlackApprovals::new(client.clone())));
+                approval_prompts = Some(Arc::new(baton_slack::SlackApprovals::new(client.clone())));
                 Arc::new(SlackReplies::new(client))
             }
             Some(_) => {
@@ -83,7 +83,6 @@ impl App {
             }
             None => Arc::new(NoReplies),
         };
-        let stale_after = settings.visibility * 2;
         let mut worker = Worker::new(
             backend.store.clone(),
             backend.queue.clone(),
@@ -105,15 +104,9 @@ impl App {
         }
         let worker = Arc::new(worker);
         let ingest = ingest_handler(&config, &backend, agents, schedules.as_ref());
-        let reaper = Arc::new(Reaper::new(
-            backend.store.clone(),
-            backend.queue.clone(),
-            stale_after.max(Duration::from_secs(5)),
-        ));
         Ok(App {
             ingest,
             worker,
-            reaper,
             backend,
             config,
             schedules,
@@ -122,10 +115,10 @@ impl App {
 }
 
 /// Schedule records and plans, when the backend has a scheduler.
-fn schedule_service(backend: &Backend) -> Option<baton_core::ScheduleService> {
+fn schedule_service(backend: &Backend) -> Option<baton_schedule::ScheduleService> {
     backend.scheduler.clone().map(|s| {
-        baton_core::ScheduleService::new(
-            baton_core::ScheduleStore::new(backend.store.table().clone()),
+        baton_schedule::ScheduleService::new(
+            baton_schedule::ScheduleStore::new(backend.store.table().clone()),
             s,
         )
     })
@@ -136,8 +129,8 @@ fn schedule_service(backend: &Backend) -> Option<baton_core::ScheduleService> {
 fn ingest_handler(
     config: &Config,
     backend: &Backend,
-    agents: baton_agent::Agents,
-    schedules: Option<&baton_core::ScheduleService>,
+    agents: baton_settings::Agents,
+    schedules: Option<&baton_schedule::ScheduleService>,
 ) -> Ingest {
     let slack = config.slack.as_ref().map(|s| SlackIngest {
         signing_secret: s.signing_secret.clone(),

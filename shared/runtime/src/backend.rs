@@ -69,7 +69,7 @@ pub struct Backend {
     /// status output and tests).
     pub embedded_queue: Option<Arc<EmbeddedQueue>>,
     /// The schedules' scheduler (see [`crate::scheduling`]).
-    pub scheduler: Option<Arc<dyn baton_core::Scheduler>>,
+    pub scheduler: Option<Arc<dyn baton_schedule::Scheduler>>,
     /// The embedded scheduler, when that is the scheduler: `baton dev` runs its loop.
     pub embedded_scheduler: Option<Arc<baton_embedded::EmbeddedScheduler>>,
 }

@@ -1,9 +1,9 @@
 //! Typed configuration from the environment (see `docs/configuration.md`).
 
-use baton_agent::config_file::{AgentsConfig, AgentsSource, ConfigFileError, GlobalSettings};
-use baton_agent::{AgentConfig, Agents};
 use baton_ingest::ApiToken;
 use baton_llm::{LlmConfig, Secret};
+use baton_settings::{AgentConfig, Agents};
+use baton_settings::{AgentsConfig, AgentsSource, ConfigFileError, GlobalSettings};
 use baton_slack::signature::SigningSecret;
 use baton_slack::web::BotToken;
 use baton_tools::AllowList;

@@ -13,8 +13,9 @@
 //! schedule with the agent tools.
 
 use crate::config::ConfigError;
-use baton_core::{Scheduler, Table, WorkQueue};
+use baton_core::{Table, WorkQueue};
 use baton_embedded::EmbeddedScheduler;
+use baton_schedule::Scheduler;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,5 +1,7 @@
-//! Schedule expressions exactly as Amazon EventBridge Scheduler reads them,
-//! and their next fire times. Pure logic, no I/O.
+//! Schedules: expressions exactly as Amazon EventBridge Scheduler reads
+//! them and their next fire times (pure logic, no I/O); the validation of a
+//! schedule request ([`validate`]); and the schedule records, their store
+//! and the [`Scheduler`] port ([`record`]).
 //!
 //! Used by `POST /schedules` (a refused expression becomes a 400 with the
 //! error's message), by the embedded scheduler (which calls
@@ -68,7 +70,9 @@ mod bits;
 mod cron;
 mod error;
 mod expression;
+pub mod record;
 mod timezone;
+pub mod validate;
 mod zone;
 
 #[cfg(test)]
@@ -77,4 +81,9 @@ mod tests;
 pub use chrono_tz::Tz;
 pub use error::{CronField, ExpressionError, TimezoneError};
 pub use expression::{Expression, ExpressionKind, RateUnit};
+pub use record::{
+    new_schedule_id, parse_schedule_id, plan_for, Schedule, ScheduleError, ScheduleKind,
+    SchedulePlan, ScheduleService, ScheduleState, ScheduleStore, ScheduleTarget, Scheduler,
+    SchedulerError, MAX_SCHEDULES, REPAIR_GRACE_MS, SCHEDULE_INDEX,
+};
 pub use timezone::Timezone;

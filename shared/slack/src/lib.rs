@@ -7,11 +7,15 @@
 //! - [`interactivity`]: `block_actions` payloads (approve/deny buttons).
 //! - [`mrkdwn`]: Markdown (what LLMs write) to Slack's mrkdwn.
 //! - [`web`]: a small Web API client: post/update messages, thread status.
+//! - [`replies`], [`approvals`], [`status`]: the Slack implementations of
+//!   the domain's reply and approval ports (`baton_core::ReplySink`,
+//!   `baton_core::approval::ApprovalPrompts`), and the limiter of status
+//!   updates.
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
 //!   to build signed requests.
 //!
-//! This crate does not depend on `baton-core`; the ingest and agent crates
-//! adapt its types to the domain.
+//! Parsing and the Web API client know nothing of tasks; only the port
+//! implementations use `baton-core`.
 //!
 //! # Handling `POST /slack/events`
 //!
@@ -45,14 +49,20 @@
 //! # let _ = ts; Ok(()) }
 //! ```
 
+pub mod approvals;
 pub mod events;
 pub mod interactivity;
 pub mod mrkdwn;
+pub mod replies;
 pub mod signature;
+pub mod status;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod web;
 
+pub use approvals::SlackApprovals;
 pub use events::{classify, EventError, Inbound, InboundMessage, MessageKind};
+pub use replies::SlackReplies;
 pub use signature::{sign, verify, SignatureError, SigningSecret};
+pub use status::StatusLimiter;
 pub use web::{BotToken, SlackClient, SlackError};

@@ -10,9 +10,10 @@
 //!   the call's `Idempotency-Key`. Only GET and HEAD calls are idempotent.
 //! - [`CurrentTimeTool`] (`current_time`): the time in an IANA zone.
 //! - [`MemoryTools`] (`remember`, `recall`, `forget`): facts kept per Slack
-//!   workspace and per user in the task table ([`MemoryStore`]).
+//!   workspace and per user in the task table (`baton_core::memory`).
 //! - [`Toolset`]: name → tool, with [`Toolset::builtins`].
-//! - [`truncate_output`]: cuts any tool result to size with a marker.
+//! - [`ScheduleTools`] (`schedule_create`, `schedule_list`,
+//!   `schedule_delete`).
 //!
 //! Tools never fail with a Rust error: bad arguments, refusals and transport
 //! failures come back as [`baton_core::ToolOutput::error`] text that the
@@ -24,12 +25,11 @@
 //! use baton_core::{TaskId, ToolContext};
 //! use baton_tools::{AllowList, Toolset};
 //!
-//! let tools = Toolset::builtins(AllowList::from_env()?);
+//! let tools = Toolset::builtins(AllowList::parse("localhost:8080")?);
 //! let ctx = ToolContext::new(TaskId::generate(), 1, "call_1");
 //! if let Some(tool) = tools.get("current_time") {
 //!     let out = tool.call(serde_json::json!({"timezone": "Europe/Berlin"}), &ctx).await;
-//!     let (text, _cut) = baton_tools::truncate_output(&out.content, 20_000);
-//!     println!("{text}");
+//!     println!("{}", out.content);
 //! }
 //! # Ok(()) }
 //! ```
@@ -43,14 +43,12 @@ mod redact;
 pub mod schedule;
 mod time;
 mod toolset;
-mod truncate;
 
 pub use args::{input_schema, parse_args};
 pub use guard::{blocked_reason, AllowList, AllowListError, Refusal, ALLOW_ENV};
 pub use http::{HttpConfig, HttpMethod, HttpRequestArgs, HttpRequestTool, HTTP_REQUEST};
-pub use memory::{MemoryScope, MemoryStore, MemoryTools};
+pub use memory::MemoryTools;
 pub use redact::{is_sensitive_name, redact_url};
 pub use schedule::ScheduleTools;
 pub use time::{CurrentTimeArgs, CurrentTimeTool, CURRENT_TIME};
 pub use toolset::Toolset;
-pub use truncate::truncate_output;

@@ -1,4 +1,4 @@
-//! The segment's time budget: when to hand over to the next leg.
+//! The segment's time budget: when to hand over to the next segment.
 
 use std::time::Duration;
 use tokio::time::Instant;

@@ -8,7 +8,7 @@
 //!   Scheduler on AWS, the embedded scheduler locally): when to send which
 //!   message to the work queue.
 //!
-//! Item layout (same table as [`crate::TaskStore`]):
+//! Item layout (same table as `baton_core::TaskStore`):
 //!
 //! | item | pk | sk | index |
 //! | --- | --- | --- | --- |
@@ -26,10 +26,10 @@
 //! whoever asked was not told it succeeded). A plan whose record is gone
 //! fires into nothing: the firing handler deletes such orphans.
 
-use crate::clock::{rfc3339, Millis};
-use crate::ids::TaskId;
-use crate::table::{Condition, Item, Key, Table, TableError, Write};
 use async_trait::async_trait;
+use baton_core::TaskId;
+use baton_core::{rfc3339, Millis};
+use baton_core::{Condition, Item, Key, Table, TableError, Write};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -426,7 +426,7 @@ pub struct SchedulePlan {
     pub expression: String,
     /// IANA zone name.
     pub timezone: String,
-    /// The work-queue message (a [`crate::WorkMessage`] JSON). For a
+    /// The work-queue message (a [`baton_core::WorkMessage`] JSON). For a
     /// `{"kind":"schedule"}` body the scheduler fills in `scheduled_time`
     /// per firing.
     pub body: String,
@@ -455,7 +455,7 @@ pub trait Scheduler: Send + Sync {
 
 /// The plan of a schedule record: its firing message.
 pub fn plan_for(s: &Schedule) -> SchedulePlan {
-    let body = crate::WorkMessage::Schedule(crate::ScheduleFire {
+    let body = baton_core::WorkMessage::Schedule(baton_core::ScheduleFire {
         schedule_id: s.id.clone(),
         scheduled_time: None,
     })

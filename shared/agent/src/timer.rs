@@ -7,9 +7,10 @@
 //! one-time schedule. A wake that arrives early (a duplicate, or the
 //! 15-minute hops used when no scheduler is configured) re-arms the timer.
 
+use crate::error::WorkerError;
 use baton_core::queue::MAX_DELAY;
-use baton_core::schedule::SchedulePlan;
-use baton_core::{now_ms, rfc3339, Millis, TaskId, ToolSpec, Wake, WorkQueue};
+use baton_core::{now_ms, Millis, TaskId, ToolSpec, Wake, WorkQueue};
+use baton_schedule::SchedulePlan;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -68,10 +69,10 @@ pub fn wake_time(arguments: &serde_json::Value, now: Millis) -> Result<Millis, S
 /// Arranges the wake of a task waiting until `until`.
 pub async fn arm(
     queue: &dyn WorkQueue,
-    scheduler: Option<&dyn baton_core::schedule::Scheduler>,
+    scheduler: Option<&dyn baton_schedule::Scheduler>,
     id: &TaskId,
     until: Millis,
-) -> Result<(), String> {
+) -> Result<(), WorkerError> {
     let wake = Wake::new(id.clone(), "timer").to_body();
     let left = Duration::from_millis((until - now_ms()).max(0) as u64);
     match scheduler {
@@ -87,15 +88,10 @@ pub async fn arm(
                 body: wake,
                 one_time: true,
             };
-            s.upsert(&plan)
-                .await
-                .map_err(|e| format!("could not schedule the wake-up for {}: {e}", rfc3339(until)))
+            Ok(s.upsert(&plan).await?)
         }
         // Without a scheduler, hop in 15-minute steps: each early wake re-arms.
-        _ => queue
-            .send(&wake, left.min(MAX_DELAY))
-            .await
-            .map_err(|e| format!("could not queue the wake-up: {e}")),
+        _ => Ok(queue.send(&wake, left.min(MAX_DELAY)).await?),
     }
 }
 
@@ -120,8 +116,8 @@ mod tests {
     }
 
     use async_trait::async_trait;
-    use baton_core::schedule::{Scheduler, SchedulerError};
     use baton_core::{Delivery, QueueError};
+    use baton_schedule::{Scheduler, SchedulerError};
     use std::sync::Mutex;
 
     #[derive(Default)]

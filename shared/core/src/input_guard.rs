@@ -13,10 +13,27 @@
 //! `regex` crate, whose matching time is linear in the input (no
 //! catastrophic backtracking on hostile text).
 
-use crate::config_file::InputGuardMode;
 use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
 use std::fmt;
 use std::sync::LazyLock;
+
+/// What the input guard does with a message that looks like prompt
+/// injection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputGuardMode {
+    /// No check.
+    Off,
+    /// Record it in the logs and the trace only.
+    Log,
+    /// Also tell the model the message is untrusted (and the user, where
+    /// the channel allows).
+    #[default]
+    Warn,
+    /// Refuse the message: the task ends with an explanation.
+    Block,
+}
 
 /// A family of prompt-injection patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

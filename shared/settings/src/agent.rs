@@ -1,7 +1,8 @@
 //! Agent configurations: what a task runs with.
 
-use crate::config_file::{ApprovalRules, ContextSettings, Escalation};
-use crate::spend::ModelPrices;
+use crate::approval::ApprovalRules;
+use crate::context::{ContextSettings, Escalation};
+use crate::price::ModelPrices;
 use baton_core::Limits;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,42 +1,11 @@
-//! Where answers go: the task's origin decides.
+//! Answers, endings and progress of a task posted to its Slack thread.
 
-use crate::progress::{clamp, StatusLimiter};
+use crate::status::{clamp, StatusLimiter};
+use crate::web::{SlackClient, SlackError};
 use async_trait::async_trait;
-use baton_core::{Origin, Task};
-use baton_slack::web::{SlackClient, SlackError};
+use baton_core::{Origin, ReplyError, ReplySink, Task};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-#[derive(Debug, thiserror::Error)]
-#[error("could not deliver the reply: {0}")]
-pub struct ReplyError(pub String);
-
-/// Tells users about their task. Delivery is at least once: a crash between
-/// posting and checkpointing posts again, which is preferable to never.
-#[async_trait]
-pub trait ReplySink: Send + Sync {
-    /// The final answer (already sanitised; never `NO_REPLY`).
-    async fn answer(&self, task: &Task, text: &str) -> Result<(), ReplyError>;
-    /// The task ended without an answer: failed or cancelled, and why.
-    async fn ended(&self, task: &Task, message: &str) -> Result<(), ReplyError>;
-    /// What the task is doing now, e.g. "is thinking…" (texts in
-    /// [`crate::progress`]). Best effort and ephemeral: it never fails the
-    /// task, and a sink may drop updates (rate limits). Default: nothing.
-    async fn progress(&self, _task: &Task, _status: &str) {}
-}
-
-/// For deployments with no chat front end: HTTP clients poll.
-pub struct NoReplies;
-
-#[async_trait]
-impl ReplySink for NoReplies {
-    async fn answer(&self, _: &Task, _: &str) -> Result<(), ReplyError> {
-        Ok(())
-    }
-    async fn ended(&self, _: &Task, _: &str) -> Result<(), ReplyError> {
-        Ok(())
-    }
-}
 
 /// The longest a status update may hold up the task.
 pub const STATUS_TIMEOUT: Duration = Duration::from_secs(3);
@@ -68,7 +37,7 @@ impl SlackReplies {
     }
 
     /// One status update per thread at most every `interval` (default
-    /// [`crate::progress::MIN_STATUS_INTERVAL`]).
+    /// [`crate::status::MIN_STATUS_INTERVAL`]).
     pub fn with_progress_interval(mut self, interval: Duration) -> Self {
         self.limiter = Arc::new(StatusLimiter::new(interval));
         self
@@ -93,7 +62,7 @@ impl SlackReplies {
         else {
             return Ok(());
         };
-        let mrkdwn = baton_slack::mrkdwn::from_markdown(text);
+        let mrkdwn = crate::mrkdwn::from_markdown(text);
         let posted = self
             .client
             // An empty thread_ts (a scheduled post to a channel) starts a new message.

@@ -1,0 +1,80 @@
+//! Why the worker could not finish what a message asked of it.
+//!
+//! Every fallible step of a segment returns a [`WorkerError`]; the wake
+//! handler decides from its variant, never from its text, whether the
+//! message is worth retrying ([`WorkerError::is_transient`]).
+
+use baton_core::{LedgerError, QueueError, ReplyError, StoreError, TableError};
+use baton_schedule::{ScheduleError, SchedulerError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Another segment owns the task now: this one's lease expired (a long
+    /// pause) and was taken over. Nothing to retry; the owner carries on.
+    #[error("lease lost: another segment owns the task now")]
+    LeaseLost,
+    #[error("task store: {0}")]
+    Store(#[from] StoreError),
+    #[error("work queue: {0}")]
+    Queue(#[from] QueueError),
+    /// A message to the user (answer, approval request) was not delivered.
+    #[error("{0}")]
+    Reply(#[from] ReplyError),
+    #[error("scheduler: {0}")]
+    Scheduler(#[from] SchedulerError),
+    #[error("schedules: {0}")]
+    Schedule(#[from] ScheduleError),
+    #[error("monthly budgets: {0}")]
+    Budgets(#[from] LedgerError),
+}
+
+impl WorkerError {
+    /// Whether delivering the message again may succeed: a service that
+    /// was down or busy may be back. A lost lease, a record that cannot be
+    /// read or a task that is gone will not heal by retrying; such a
+    /// message is left to the dead-letter path, which ends the task with
+    /// the reason.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            WorkerError::LeaseLost => false,
+            WorkerError::Store(e) => store_error_is_transient(e),
+            WorkerError::Budgets(LedgerError::Corrupt(_)) => false,
+            WorkerError::Schedule(ScheduleError::Corrupt(_))
+            | WorkerError::Scheduler(SchedulerError::Invalid(_))
+            | WorkerError::Schedule(ScheduleError::Scheduler(SchedulerError::Invalid(_))) => false,
+            WorkerError::Queue(_)
+            | WorkerError::Reply(_)
+            | WorkerError::Scheduler(_)
+            | WorkerError::Schedule(_)
+            | WorkerError::Budgets(_) => true,
+        }
+    }
+}
+
+fn store_error_is_transient(e: &StoreError) -> bool {
+    !matches!(
+        e,
+        StoreError::Corrupt(_)
+            | StoreError::NotFound(_)
+            | StoreError::Table(TableError::Corrupt(_))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::TaskId;
+
+    #[test]
+    fn only_what_may_heal_is_transient() {
+        assert!(!WorkerError::LeaseLost.is_transient());
+        assert!(!WorkerError::Store(StoreError::Corrupt("x".into())).is_transient());
+        assert!(!WorkerError::Store(StoreError::NotFound(TaskId::generate())).is_transient());
+        assert!(WorkerError::Store(StoreError::Conflict(TaskId::generate())).is_transient());
+        assert!(
+            WorkerError::Store(StoreError::Table(TableError::Unavailable("down".into())))
+                .is_transient()
+        );
+        assert!(WorkerError::Reply(ReplyError("slack down".into())).is_transient());
+    }
+}

@@ -1,0 +1,102 @@
+//! How a segment ends when it does not wait: the answer delivered and the
+//! task finished, the task ended otherwise (failed, cancelled), or the
+//! segment handing over to the next.
+
+use super::{Segment, SegmentEnd, Step};
+use crate::delegation;
+use crate::error::WorkerError;
+use crate::sanitize::{is_no_reply, sanitize};
+use baton_core::{EntryKind, TaskStatus, Wake};
+use std::time::Duration;
+
+impl Segment<'_> {
+    /// Delivers the final answer, then finishes. `None` means a message
+    /// arrived meanwhile and the loop goes on.
+    pub(super) async fn deliver(&mut self, answer: String) -> Step {
+        let clean = sanitize(&answer);
+        // A child's answer goes to its parent, not to the user.
+        if !is_no_reply(&clean) && self.task.parent.is_none() {
+            self.deps.replies.answer(&self.task, &clean).await?;
+        }
+        let end = self.end(TaskStatus::Succeeded, Some(clean), None).await?;
+        Ok((self.task.status == TaskStatus::Succeeded).then_some(end))
+    }
+
+    /// Ends the task. Failures and cancellations are told to the user first
+    /// (at least once), then recorded. A success is not recorded while the
+    /// inbox holds unread messages: the loop answers those first.
+    pub(super) async fn end(
+        &mut self,
+        status: TaskStatus,
+        result: Option<String>,
+        error: Option<String>,
+    ) -> Result<SegmentEnd, WorkerError> {
+        if self.task.parent.is_some() {
+            // Report first: a crash after it only repeats the (idempotent)
+            // report, a crash before the task's own end re-runs this.
+            let text = error.clone().or_else(|| result.clone()).unwrap_or_default();
+            let outcome = delegation::outcome_of(&self.task, status, &text);
+            delegation::report_to_parent(
+                &self.deps.store,
+                self.deps.queue.as_ref(),
+                &self.task,
+                outcome,
+            )
+            .await?;
+        } else if status != TaskStatus::Succeeded {
+            let what = if status == TaskStatus::Cancelled {
+                "This task was cancelled"
+            } else {
+                "Sorry, this task failed"
+            };
+            let reason = error.clone().unwrap_or_default();
+            let message = format!("{what}: {reason}");
+            if let Err(e) = self.deps.replies.ended(&self.task, &message).await {
+                tracing::warn!(error = %e, "could not tell the user how the task ended");
+            }
+        }
+        let detail = error.clone().or_else(|| result.clone()).unwrap_or_default();
+        let detail: String = detail.chars().take(500).collect();
+        self.commit(|t| {
+            if status == TaskStatus::Succeeded && !t.inbox.is_empty() {
+                return None;
+            }
+            t.status = status;
+            t.result = result.clone();
+            t.error = error.clone();
+            t.lease = None;
+            t.waiting_for = None;
+            Some(vec![EntryKind::Status {
+                status,
+                detail: detail.clone(),
+            }])
+        })
+        .await?;
+        if self.task.status.is_terminal() && self.task.pending_children() > 0 {
+            let (store, queue) = (&self.deps.store, self.deps.queue.as_ref());
+            delegation::cancel_children(store, queue, &self.task).await;
+        }
+        Ok(SegmentEnd::Finished(status))
+    }
+
+    /// Checkpoint and release the lease, send the next wake, and only then
+    /// (by returning) acknowledge the current one: a crash in between can
+    /// duplicate a wake but never lose one.
+    pub(super) async fn hand_over(&mut self) -> Result<SegmentEnd, WorkerError> {
+        let segments = self.task.segments;
+        self.commit(|t| {
+            t.lease = None;
+            Some(vec![EntryKind::Status {
+                status: TaskStatus::Running,
+                detail: format!("segment {segments} handed over"),
+            }])
+        })
+        .await?;
+        let wake = Wake::new(self.task.id.clone(), "handover");
+        self.deps
+            .queue
+            .send(&wake.to_body(), Duration::ZERO)
+            .await?;
+        Ok(SegmentEnd::HandedOver)
+    }
+}

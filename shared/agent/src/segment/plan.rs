@@ -1,0 +1,486 @@
+//! What to do with a turn's tool calls: a pure decision, made before
+//! anything runs. Each call either runs now, is answered at once (refused,
+//! or a delegation whose child already reported), waits for a human,
+//! becomes a child task, or is the turn's `sleep`.
+
+use crate::delegation::{self, DELEGATE, MAX_CHILDREN_PER_STEP};
+use crate::timer::SLEEP;
+use crate::worker::Tools;
+use baton_core::approval::{approval_id, refusal};
+use baton_core::{Approval, Entry, EntryKind, Task, Tool, ToolCall, ToolOutput};
+use baton_settings::{AgentConfig, Agents};
+use std::fmt;
+use std::sync::Arc;
+
+/// What the plan needs to know; nothing here is changed or awaited.
+pub(super) struct Turn<'a> {
+    pub(super) agent: &'a AgentConfig,
+    pub(super) agents: &'a Agents,
+    pub(super) tools: &'a Tools,
+    pub(super) task: &'a Task,
+    pub(super) transcript: &'a [Entry],
+    pub(super) step: u32,
+}
+
+/// Why a call is answered without being run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// Not a tool this agent has.
+    UnknownTool,
+    /// The agent's per-task cap for this tool is used up.
+    CapUsedUp { cap: u32 },
+    /// A human denied it, or nobody decided before it expired.
+    NotApproved(String),
+    /// A `delegate` call naming an agent it may not, or without input.
+    BadDelegation(String),
+    /// More `delegate` calls in one turn than [`MAX_CHILDREN_PER_STEP`].
+    TooManyDelegations,
+    /// A call that is not safe to repeat was started before a crash and its
+    /// result never recorded: it is not run again.
+    Interrupted,
+}
+
+impl Refusal {
+    /// The tool result the model reads.
+    pub(super) fn message(&self, tool: &str) -> String {
+        match self {
+            Refusal::UnknownTool => format!("unknown tool `{tool}`"),
+            Refusal::CapUsedUp { cap } => format!(
+                "refused: `{tool}` may be called at most {cap} times per task, and that is used up"
+            ),
+            Refusal::NotApproved(text) | Refusal::BadDelegation(text) => text.clone(),
+            Refusal::TooManyDelegations => format!(
+                "refused: at most {MAX_CHILDREN_PER_STEP} delegate calls per turn; wait for these results, then delegate more"
+            ),
+            Refusal::Interrupted => "interrupted: this call was started but its result was never recorded; \
+                 it may or may not have happened. It was not run again."
+                .to_owned(),
+        }
+    }
+}
+
+/// What happens to one call.
+pub(super) enum Decision {
+    /// Runs now. `mark_started`: the call is not safe to repeat, so a
+    /// `tool_started` entry is written before it runs.
+    Run {
+        tool: Arc<dyn Tool>,
+        mark_started: bool,
+    },
+    /// Answered at once with this refusal.
+    Refuse(Refusal),
+    /// Answered at once: a delegation whose child already reported.
+    Answer(ToolOutput),
+    /// Waits for a human decision.
+    AwaitApproval,
+    /// Becomes (or already is) a child task that has not reported yet.
+    Delegate,
+    /// The turn's `sleep`: the task waits once the other calls are done.
+    Sleep,
+}
+
+impl fmt::Debug for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Decision::Run { mark_started, .. } => f
+                .debug_struct("Run")
+                .field("mark_started", mark_started)
+                .finish(),
+            Decision::Refuse(r) => f.debug_tuple("Refuse").field(r).finish(),
+            Decision::Answer(o) => f.debug_tuple("Answer").field(o).finish(),
+            Decision::AwaitApproval => f.write_str("AwaitApproval"),
+            Decision::Delegate => f.write_str("Delegate"),
+            Decision::Sleep => f.write_str("Sleep"),
+        }
+    }
+}
+
+/// The decisions of a turn, in the order of its calls.
+#[derive(Debug)]
+pub(super) struct TurnPlan {
+    pub(super) calls: Vec<(ToolCall, Decision)>,
+    /// Approvals decided since they were asked for: their request messages
+    /// are updated once the turn's calls have run.
+    pub(super) decided: Vec<Approval>,
+}
+
+/// Decides, for each call still missing a result (with whether it was
+/// marked started), what happens to it.
+pub(super) fn plan(turn: &Turn<'_>, pending: Vec<(ToolCall, bool)>) -> TurnPlan {
+    let mut plan = TurnPlan {
+        calls: Vec::with_capacity(pending.len()),
+        decided: Vec::new(),
+    };
+    let mut delegating = 0;
+    for (call, was_started) in pending {
+        let mut decision = decide(turn, &call, was_started, &mut plan.decided);
+        if matches!(decision, Decision::Delegate) {
+            // A child that exists already is waited for whatever the count.
+            let new = turn.task.child_for_call(&call.id).is_none();
+            if new && delegating >= MAX_CHILDREN_PER_STEP {
+                decision = Decision::Refuse(Refusal::TooManyDelegations);
+            } else {
+                delegating += 1;
+            }
+        }
+        plan.calls.push((call, decision));
+    }
+    plan
+}
+
+fn decide(
+    turn: &Turn<'_>,
+    call: &ToolCall,
+    was_started: bool,
+    decided: &mut Vec<Approval>,
+) -> Decision {
+    let agent = turn.agent;
+    let is_sleep = call.name == SLEEP && agent.allows_tool(SLEEP);
+    let is_delegate = call.name == DELEGATE && delegation::may_delegate(agent);
+    let tool = turn
+        .tools
+        .get(&call.name)
+        .filter(|_| agent.allows_tool(&call.name))
+        .cloned();
+    if !is_sleep && !is_delegate && tool.is_none() {
+        return Decision::Refuse(Refusal::UnknownTool);
+    }
+    if let Some(&cap) = agent.tool_call_caps.get(&call.name) {
+        if calls_of(turn.transcript, &call.name) > cap {
+            return Decision::Refuse(Refusal::CapUsedUp { cap });
+        }
+    }
+    // Human approval, for whatever tool the rules name (`sleep` and
+    // `delegate` included).
+    let declared = tool
+        .as_ref()
+        .is_some_and(|t| t.needs_approval(&call.arguments));
+    if agent
+        .approval
+        .requires_approval(&call.name, &call.arguments, declared)
+    {
+        match turn.task.approval(&approval_id(turn.step, &call.id)) {
+            Some(a) if a.decision.is_some() => {
+                decided.push(a.clone());
+                if let Some(text) = refusal(a) {
+                    return Decision::Refuse(Refusal::NotApproved(text));
+                }
+                // Approved: it goes on below.
+            }
+            _ => return Decision::AwaitApproval,
+        }
+    }
+    if is_sleep {
+        return Decision::Sleep;
+    }
+    if is_delegate {
+        if let Some(child) = turn.task.child_for_call(&call.id) {
+            return match delegation::result_of(child) {
+                Some(out) => Decision::Answer(out),
+                None => Decision::Delegate,
+            };
+        }
+        return match delegation::parse_call(agent, turn.agents, call) {
+            Err(msg) => Decision::Refuse(Refusal::BadDelegation(msg)),
+            Ok(_) => Decision::Delegate,
+        };
+    }
+    let Some(tool) = tool else {
+        return Decision::Refuse(Refusal::UnknownTool);
+    };
+    let idempotent = tool.idempotent(&call.arguments);
+    if was_started && !idempotent {
+        return Decision::Refuse(Refusal::Interrupted);
+    }
+    Decision::Run {
+        tool,
+        mark_started: !idempotent,
+    }
+}
+
+/// How many calls of `tool` the task has made so far (this turn's included).
+fn calls_of(transcript: &[Entry], tool: &str) -> u32 {
+    transcript
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::AssistantMessage { tool_calls, .. } => {
+                Some(tool_calls.iter().filter(|c| c.name == tool).count() as u32)
+            }
+            _ => None,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{
+        ChildOutcome, Decision as Verdict_, Limits, Origin, TaskId, TaskStatus, ToolContext,
+        ToolSpec, Usage, Verdict,
+    };
+    use baton_settings::ApprovalRule;
+    use serde_json::{json, Value};
+
+    /// A tool that is safe to repeat unless asked to `write`, and wants
+    /// approval for `write`s.
+    struct Fake;
+
+    #[async_trait::async_trait]
+    impl Tool for Fake {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "fake".into(),
+                description: "a fake".into(),
+                input_schema: json!({"type": "object"}),
+            }
+        }
+        fn idempotent(&self, arguments: &Value) -> bool {
+            arguments.get("write").is_none()
+        }
+        fn needs_approval(&self, arguments: &Value) -> bool {
+            arguments.get("write").is_some()
+        }
+        async fn call(&self, _: Value, _: &ToolContext) -> ToolOutput {
+            ToolOutput::ok("done")
+        }
+    }
+
+    struct World {
+        agents: Agents,
+        tools: Tools,
+        task: Task,
+        transcript: Vec<Entry>,
+    }
+
+    impl World {
+        fn new(configure: impl FnOnce(&mut AgentConfig)) -> Self {
+            let mut main = AgentConfig::new("default", "m");
+            main.delegates = vec!["helper".into()];
+            configure(&mut main);
+            let agents = Agents::new(main, vec![AgentConfig::new("helper", "m")]);
+            let tools: Tools = [("fake".to_owned(), Arc::new(Fake) as Arc<dyn Tool>)].into();
+            let task = Task::new(
+                TaskId::generate(),
+                "default",
+                Origin::Http,
+                None,
+                Limits::default(),
+                0,
+            );
+            World {
+                agents,
+                tools,
+                task,
+                transcript: Vec::new(),
+            }
+        }
+
+        /// The model asked for `calls` in step 1.
+        fn asked(&mut self, calls: &[ToolCall]) {
+            self.transcript.push(Entry {
+                seq: self.transcript.len() as u64 + 1,
+                at: 0,
+                kind: EntryKind::AssistantMessage {
+                    step: 1,
+                    text: String::new(),
+                    tool_calls: calls.to_vec(),
+                    usage: Usage::default(),
+                    model: "m".into(),
+                },
+            });
+        }
+
+        fn plan(&self, pending: Vec<(ToolCall, bool)>) -> TurnPlan {
+            let turn = Turn {
+                agent: self.agents.resolve("default"),
+                agents: &self.agents,
+                tools: &self.tools,
+                task: &self.task,
+                transcript: &self.transcript,
+                step: 1,
+            };
+            plan(&turn, pending)
+        }
+
+        /// Plans the calls as asked for now, none of them started.
+        fn decide(&mut self, calls: &[ToolCall]) -> Vec<String> {
+            self.asked(calls);
+            let pending = calls.iter().map(|c| (c.clone(), false)).collect();
+            summary(&self.plan(pending))
+        }
+    }
+
+    fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    /// Each decision in a word, for short assertions.
+    fn summary(plan: &TurnPlan) -> Vec<String> {
+        plan.calls
+            .iter()
+            .map(|(c, d)| match d {
+                Decision::Run { mark_started, .. } => {
+                    format!("run{}", if *mark_started { "+mark" } else { "" })
+                }
+                Decision::Refuse(r) => format!("refuse: {}", r.message(&c.name)),
+                Decision::Answer(o) => format!("answer: {}", o.content),
+                Decision::AwaitApproval => "approval".into(),
+                Decision::Delegate => "delegate".into(),
+                Decision::Sleep => "sleep".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn safe_calls_run_and_unsafe_ones_are_marked_started() {
+        let mut w = World::new(|a| a.approval.require = Some(Vec::new()));
+        let got = w.decide(&[
+            call("c1", "fake", json!({})),
+            call("c2", "fake", json!({"write": 1})),
+        ]);
+        assert_eq!(got, ["run", "run+mark"]);
+    }
+
+    #[test]
+    fn unknown_and_disallowed_tools_are_refused_by_name() {
+        let mut w = World::new(|a| a.tools = Some(vec!["sleep".into()]));
+        let got = w.decide(&[call("c1", "fake", json!({})), call("c2", "nope", json!({}))]);
+        assert_eq!(
+            got,
+            ["refuse: unknown tool `fake`", "refuse: unknown tool `nope`"]
+        );
+    }
+
+    #[test]
+    fn a_call_that_was_started_and_is_unsafe_is_not_run_again() {
+        let w = World::new(|a| a.approval.require = Some(Vec::new()));
+        let plan = w.plan(vec![
+            (call("c1", "fake", json!({"write": 1})), true),
+            (call("c2", "fake", json!({})), true),
+        ]);
+        let got = summary(&plan);
+        assert!(got[0].starts_with("refuse: interrupted"), "{got:?}");
+        assert_eq!(got[1], "run", "a safe call is simply run again");
+    }
+
+    #[test]
+    fn the_tool_cap_refuses_only_past_it() {
+        let mut w = World::new(|a| {
+            a.tool_call_caps.insert("fake".into(), 1);
+        });
+        let got = w.decide(&[call("c1", "fake", json!({}))]);
+        assert_eq!(got, ["run"]);
+        let got = w.decide(&[call("c2", "fake", json!({}))]);
+        assert_eq!(
+            got,
+            ["refuse: refused: `fake` may be called at most 1 times per task, and that is used up"]
+        );
+    }
+
+    #[test]
+    fn approvals_wait_then_follow_the_decision() {
+        let mut w = World::new(|_| {});
+        let write = call("c1", "fake", json!({"write": 1}));
+        assert_eq!(w.decide(std::slice::from_ref(&write)), ["approval"]);
+
+        let id = approval_id(1, "c1");
+        let decide = |w: &mut World, verdict| {
+            w.task.approvals = vec![Approval {
+                approval_id: id.clone(),
+                step: 1,
+                call_id: "c1".into(),
+                tool: "fake".into(),
+                summary: "fake".into(),
+                requested_at: 0,
+                expires_at: 1,
+                message: None,
+                decision: Some(Verdict_ {
+                    verdict,
+                    by: Some("U1".into()),
+                    at: 0,
+                }),
+            }];
+            let plan = w.plan(vec![(write.clone(), false)]);
+            assert_eq!(plan.decided.len(), 1, "the message is updated");
+            summary(&plan)
+        };
+        assert_eq!(decide(&mut w, Verdict::Approved), ["run+mark"]);
+        let denied = decide(&mut w, Verdict::Denied);
+        assert!(
+            denied[0].starts_with("refuse: not run: a human denied"),
+            "{denied:?}"
+        );
+    }
+
+    #[test]
+    fn approval_rules_can_cover_sleep_and_turn_approvals_off() {
+        let mut w = World::new(|a| {
+            a.approval.require = Some(vec![ApprovalRule::parse("sleep").unwrap()]);
+        });
+        let got = w.decide(&[
+            call("c1", "sleep", json!({"seconds": 60})),
+            call("c2", "fake", json!({"write": 1})),
+        ]);
+        assert_eq!(got, ["approval", "run+mark"]);
+        let mut w = World::new(|_| {});
+        assert_eq!(
+            w.decide(&[call("c1", "sleep", json!({"seconds": 60}))]),
+            ["sleep"]
+        );
+    }
+
+    #[test]
+    fn delegations_are_children_capped_per_turn_and_checked() {
+        let mut w = World::new(|_| {});
+        let mut calls: Vec<ToolCall> = (0..MAX_CHILDREN_PER_STEP + 1)
+            .map(|i| {
+                call(
+                    &format!("d{i}"),
+                    DELEGATE,
+                    json!({"agent": "helper", "input": "x"}),
+                )
+            })
+            .collect();
+        calls.push(call(
+            "bad",
+            DELEGATE,
+            json!({"agent": "nobody", "input": "x"}),
+        ));
+        let got = w.decide(&calls);
+        assert!(
+            got[..MAX_CHILDREN_PER_STEP].iter().all(|d| d == "delegate"),
+            "{got:?}"
+        );
+        assert!(
+            got[MAX_CHILDREN_PER_STEP].contains("at most 8 delegate calls"),
+            "{got:?}"
+        );
+        assert!(
+            got[MAX_CHILDREN_PER_STEP + 1].contains("`nobody` is not an agent"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_child_that_reported_answers_its_call() {
+        let mut w = World::new(|_| {});
+        let d = call("d1", DELEGATE, json!({"agent": "helper", "input": "x"}));
+        w.task.children.push(baton_core::Child {
+            task_id: TaskId::generate(),
+            agent: "helper".into(),
+            call_id: "d1".into(),
+            outcome: None,
+        });
+        assert_eq!(w.decide(std::slice::from_ref(&d)), ["delegate"]);
+        w.task.children[0].outcome = Some(ChildOutcome {
+            status: TaskStatus::Succeeded,
+            text: "the answer".into(),
+            usage: Usage::default(),
+        });
+        assert_eq!(summary(&w.plan(vec![(d, false)])), ["answer: the answer"]);
+    }
+}

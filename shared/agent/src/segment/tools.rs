@@ -1,0 +1,146 @@
+//! Phase two of a step: the turn's tool calls, as [`plan`](super::plan)
+//! decided. Answers and `tool_started` marks are checkpointed first, then
+//! the runnable calls run in parallel, each result written as it completes;
+//! then the turn waits, if it must (approval, children, timer).
+
+use super::plan::{plan, Decision, Turn};
+use super::{Segment, Step};
+use crate::progress;
+use baton_core::{now_ms, EntryKind, Tool, ToolCall, ToolContext, ToolOutput};
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::{json, Map};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+impl Segment<'_> {
+    /// Runs the step's missing tool calls. A call that is not safe to
+    /// repeat and was started but never recorded is not run again.
+    pub(super) async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Step {
+        let max_chars = self.agent.max_tool_result_chars;
+        let turn = Turn {
+            agent: self.agent,
+            agents: &self.deps.agents,
+            tools: &self.deps.tools,
+            task: &self.task,
+            transcript: &self.transcript,
+            step,
+        };
+        let plan = plan(&turn, pending);
+        let mut answered = Vec::new();
+        let mut started_marks = Vec::new();
+        let mut runnable: Vec<(ToolCall, Arc<dyn Tool>)> = Vec::new();
+        let (mut approval, mut delegate, mut sleep) = (Vec::new(), Vec::new(), None);
+        for (call, decision) in plan.calls {
+            match decision {
+                Decision::Refuse(r) => {
+                    let out = ToolOutput::error(r.message(&call.name));
+                    answered.push(result_entry(step, &call, out, max_chars));
+                }
+                Decision::Answer(out) => answered.push(result_entry(step, &call, out, max_chars)),
+                Decision::Run { tool, mark_started } => {
+                    if mark_started {
+                        started_marks.push(EntryKind::ToolStarted {
+                            step,
+                            call_id: call.id.clone(),
+                            name: call.name.clone(),
+                        });
+                    }
+                    runnable.push((call, tool));
+                }
+                Decision::AwaitApproval => approval.push(call),
+                Decision::Delegate => delegate.push(call),
+                Decision::Sleep => sleep = Some(call),
+            }
+        }
+        answered.extend(started_marks);
+        if !answered.is_empty() {
+            self.commit(|_| Some(answered.clone())).await?;
+        }
+        // Counted as a unit of the segment's time even when nothing ran.
+        let batch_clock = Instant::now();
+        self.run_parallel(step, runnable).await?;
+        self.budget.record(batch_clock.elapsed());
+        if let Some(prompts) = self.deps.approvals.clone() {
+            for a in &plan.decided {
+                if let Err(e) = prompts.decided(&self.task, a).await {
+                    tracing::warn!(error = %e, "could not update the approval message");
+                }
+            }
+        }
+        if !approval.is_empty() {
+            return self.wait_for_approval(step, approval).await;
+        }
+        if !delegate.is_empty() {
+            return self.delegate(delegate).await;
+        }
+        match sleep {
+            Some(call) => self.start_timer(step, &call).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Runs `calls` in parallel, writing each result as it completes.
+    async fn run_parallel(
+        &mut self,
+        step: u32,
+        calls: Vec<(ToolCall, Arc<dyn Tool>)>,
+    ) -> Result<(), crate::error::WorkerError> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let status = progress::running_tools(calls.iter().map(|(c, _)| c.name.as_str()));
+        self.deps.replies.progress(&self.task, &status).await;
+        let timeout = self.deps.settings.tool_timeout;
+        let mut running: FuturesUnordered<_> = calls
+            .into_iter()
+            .map(|(call, tool)| {
+                let ctx = ToolContext::new(self.task.id.clone(), step, &call.id);
+                async move {
+                    let started = now_ms();
+                    let output = match tokio::time::timeout(
+                        timeout,
+                        tool.call(call.arguments.clone(), &ctx),
+                    )
+                    .await
+                    {
+                        Ok(out) => out,
+                        Err(_) => {
+                            ToolOutput::error(format!("timed out after {} s", timeout.as_secs()))
+                        }
+                    };
+                    (call, output, started)
+                }
+            })
+            .collect();
+        while let Some((call, output, started)) = running.next().await {
+            let mut attrs = Map::new();
+            attrs.insert("tool".into(), json!(call.name));
+            attrs.insert("call_id".into(), json!(call.id));
+            attrs.insert("step".into(), json!(step));
+            attrs.insert("error".into(), json!(output.is_error));
+            self.trace.record("tool_call", started, attrs);
+            let entry = result_entry(step, &call, output, self.agent.max_tool_result_chars);
+            self.commit(|_| Some(vec![entry.clone()])).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The transcript entry of a call's result, cut to `max_chars`.
+pub(super) fn result_entry(
+    step: u32,
+    call: &ToolCall,
+    output: ToolOutput,
+    max_chars: usize,
+) -> EntryKind {
+    let (content, truncated_chars) =
+        baton_core::tool::truncate(&output.content, max_chars, &call.name);
+    EntryKind::ToolResult {
+        step,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error: output.is_error,
+        truncated_chars,
+    }
+}

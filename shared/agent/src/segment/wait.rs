@@ -1,0 +1,271 @@
+//! Waiting at zero compute: for a human's decision, for child tasks, or
+//! for a timer. Each records the wait on the task in one checkpoint that
+//! also releases the lease, then arranges what ends it (a wake), and the
+//! segment ends.
+
+use super::tools::result_entry;
+use super::{start_waiting, Segment, SegmentEnd, Step};
+use crate::delegation;
+use crate::error::WorkerError;
+use crate::progress;
+use baton_core::approval::{self, approval_id};
+use baton_core::{
+    now_ms, rfc3339, Approval, Child, Created, EntryKind, TaskId, TaskStatus, ToolCall, ToolOutput,
+    WaitingFor, Wake,
+};
+use std::time::Duration;
+
+impl Segment<'_> {
+    /// Calls that need a human decision: record the approvals (so a decision
+    /// can arrive at any time from now on), show them, then wait with no
+    /// worker running — unless every one was decided meanwhile.
+    pub(super) async fn wait_for_approval(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
+        let now = now_ms();
+        // An approval never outlives the task's deadline.
+        let expires_at = now
+            .saturating_add(
+                i64::try_from(self.agent.approval.expires_after.as_millis()).unwrap_or(i64::MAX),
+            )
+            .min(self.task.limits.deadline_at.unwrap_or(i64::MAX));
+        let ids: Vec<String> = calls.iter().map(|c| approval_id(step, &c.id)).collect();
+        let new: Vec<Approval> = calls
+            .iter()
+            .zip(&ids)
+            .filter(|(_, id)| self.task.approval(id).is_none())
+            .map(|(call, id)| Approval {
+                approval_id: id.clone(),
+                step,
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                summary: approval::summary(call),
+                requested_at: now,
+                expires_at,
+                message: None,
+                decision: None,
+            })
+            .collect();
+        if !new.is_empty() {
+            self.commit(|t| {
+                let mut entries = Vec::new();
+                for a in &new {
+                    if t.approval(&a.approval_id).is_none() {
+                        t.approvals.push(a.clone());
+                        entries.push(EntryKind::Status {
+                            status: TaskStatus::Running,
+                            detail: format!(
+                                "approval {} requested: {} (expires {})",
+                                a.approval_id,
+                                a.summary,
+                                rfc3339(a.expires_at)
+                            ),
+                        });
+                    }
+                }
+                Some(entries)
+            })
+            .await?;
+        }
+        self.show_approvals(&ids).await?;
+        self.commit(|t| {
+            let mut entries = approval::expire_due(t, now_ms()).unwrap_or_default();
+            if t.cancel_requested {
+                // A cancel arrived while this segment ran: end, don't wait.
+                return (!entries.is_empty()).then_some(entries);
+            }
+            let Some(open) = ids
+                .iter()
+                .filter_map(|id| t.approval(id))
+                .find(|a| a.decision.is_none())
+                .cloned()
+            else {
+                // Decided before we could wait: go on.
+                return (!entries.is_empty()).then_some(entries);
+            };
+            let detail = format!("waiting for approval {}", open.approval_id);
+            let waiting_for = WaitingFor::Approval {
+                approval_id: open.approval_id,
+                tool: open.tool,
+                summary: open.summary,
+            };
+            entries.push(start_waiting(t, waiting_for, detail));
+            Some(entries)
+        })
+        .await?;
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
+        if let Some(at) = approval::next_expiry(&self.task) {
+            // The expiry is itself a wake: the worker then records the denial.
+            self.arm_wake(at).await?;
+        }
+        self.deps
+            .replies
+            .progress(&self.task, progress::WAITING_FOR_APPROVAL)
+            .await;
+        Ok(Some(SegmentEnd::Waiting))
+    }
+
+    /// Shows the approvals `ids` not shown yet (Slack buttons), recording
+    /// each posted message so the decision can replace it.
+    async fn show_approvals(&mut self, ids: &[String]) -> Result<(), WorkerError> {
+        let Some(prompts) = self.deps.approvals.clone() else {
+            return Ok(());
+        };
+        let unshown: Vec<Approval> = ids
+            .iter()
+            .filter_map(|id| self.task.approval(id))
+            .filter(|a| a.message.is_none() && a.decision.is_none())
+            .cloned()
+            .collect();
+        for a in unshown {
+            let Some(message) = prompts.ask(&self.task, &a).await? else {
+                continue;
+            };
+            self.commit(|t| {
+                let slot = t
+                    .approvals
+                    .iter_mut()
+                    .find(|x| x.approval_id == a.approval_id)?;
+                slot.message = Some(message.clone());
+                Some(Vec::new())
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// `delegate` calls: start (or find) a child task per call, wake the
+    /// children, then wait at zero compute until they have all reported.
+    pub(super) async fn delegate(&mut self, calls: Vec<ToolCall>) -> Step {
+        for call in &calls {
+            if self.task.child_for_call(&call.id).is_none() {
+                self.start_child(call).await?;
+            }
+        }
+        let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        let open: Vec<TaskId> = self
+            .task
+            .children
+            .iter()
+            .filter(|c| call_ids.contains(&c.call_id.as_str()) && c.outcome.is_none())
+            .map(|c| c.task_id.clone())
+            .collect();
+        for id in &open {
+            // Repeated after a crash: a duplicate wake is harmless.
+            let wake = Wake::new(id.clone(), "delegated").to_body();
+            self.deps.queue.send(&wake, Duration::ZERO).await?;
+        }
+        self.commit(|t| {
+            let pending = t.pending_children();
+            if pending == 0 || t.cancel_requested {
+                // They all ended already: their results are on the task.
+                return None;
+            }
+            let detail = format!("waiting for {pending} child task(s)");
+            Some(vec![start_waiting(
+                t,
+                WaitingFor::Children { pending },
+                detail,
+            )])
+        })
+        .await?;
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
+        if let Some(deadline) = self.task.limits.deadline_at {
+            // Children may take longer than the parent may: wake at its
+            // deadline, which ends it (and cancels them).
+            self.arm_wake(deadline).await?;
+        }
+        let pending = self.task.pending_children() as usize;
+        self.deps
+            .replies
+            .progress(&self.task, &progress::waiting_for_subtasks(pending))
+            .await;
+        Ok(Some(SegmentEnd::Waiting))
+    }
+
+    /// Creates the child task of a `delegate` call (once: under a dedupe key
+    /// derived from the call) and records it on the parent.
+    async fn start_child(&mut self, call: &ToolCall) -> Result<(), WorkerError> {
+        let Ok((child_agent, input)) = delegation::parse_call(self.agent, &self.deps.agents, call)
+        else {
+            return Ok(());
+        };
+        let child = delegation::child_task(&self.task, child_agent, &call.id, now_ms());
+        let key = delegation::dedupe_key(&self.task.id, &call.id);
+        let first = vec![EntryKind::UserMessage { text: input }];
+        let child_id = match self.deps.store.create(&child, first, Some(&key)).await? {
+            Created::New(id) | Created::Duplicate(id) => id,
+        };
+        let record = Child {
+            task_id: child_id,
+            agent: child_agent.name.clone(),
+            call_id: call.id.clone(),
+            outcome: None,
+        };
+        self.commit(|t| {
+            if t.child_for_call(&record.call_id).is_some() {
+                return None;
+            }
+            t.children.push(record.clone());
+            Some(vec![EntryKind::Status {
+                status: TaskStatus::Running,
+                detail: format!(
+                    "delegated to `{}`: child task {}",
+                    record.agent, record.task_id
+                ),
+            }])
+        })
+        .await
+    }
+
+    /// The `sleep` tool: records its result and the wait in one checkpoint,
+    /// releases the lease, then arranges the wake.
+    pub(super) async fn start_timer(&mut self, step: u32, call: &ToolCall) -> Step {
+        let max_chars = self.agent.max_tool_result_chars;
+        let now = now_ms();
+        let until = match crate::timer::wake_time(&call.arguments, now) {
+            Ok(u) if u > now + 1000 => u,
+            other => {
+                let out = match other {
+                    Err(e) => ToolOutput::error(e),
+                    Ok(_) => ToolOutput::ok("no wait needed: that time has passed"),
+                };
+                let entry = result_entry(step, call, out, max_chars);
+                self.commit(|_| Some(vec![entry.clone()])).await?;
+                return Ok(None);
+            }
+        };
+        let out = ToolOutput::ok(format!("waited until {}", rfc3339(until)));
+        let entry = result_entry(step, call, out, max_chars);
+        self.commit(|t| {
+            if t.cancel_requested {
+                return Some(vec![entry.clone()]);
+            }
+            let detail = format!("waiting until {}", rfc3339(until));
+            let waiting_for = WaitingFor::Timer {
+                until: rfc3339(until),
+            };
+            Some(vec![entry.clone(), start_waiting(t, waiting_for, detail)])
+        })
+        .await?;
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
+        self.arm_wake(until).await?;
+        Ok(Some(SegmentEnd::Waiting))
+    }
+
+    /// Arranges a wake at `at` (a delayed message, or a one-time schedule
+    /// past the queue's 15-minute limit).
+    async fn arm_wake(&self, at: i64) -> Result<(), WorkerError> {
+        crate::timer::arm(
+            self.deps.queue.as_ref(),
+            self.deps.scheduler(),
+            &self.task.id,
+            at,
+        )
+        .await
+    }
+}

@@ -1,0 +1,58 @@
+//! A wake message that landed in the dead-letter queue: its task can no
+//! longer make progress. The task is marked failed with the reason and the
+//! user (or the parent task) is told.
+
+use super::Deps;
+use crate::delegation;
+use baton_core::{EntryKind, StoreError, Task, TaskStatus, Wake};
+
+#[tracing::instrument(skip_all)]
+pub(super) async fn handle(
+    deps: &Deps,
+    body: &str,
+    receive_count: u32,
+) -> Result<Option<Task>, StoreError> {
+    let Ok(wake) = Wake::parse(body) else {
+        tracing::error!(
+            body_len = body.len(),
+            "dead letter that is not a wake message; dropped after logging"
+        );
+        return Ok(None);
+    };
+    let (task, _) = deps
+        .store
+        .update(&wake.task_id, None, |t| {
+            if t.status.is_terminal() {
+                return Ok(None);
+            }
+            let last = t
+                .error
+                .clone()
+                .unwrap_or_else(|| "no error was recorded".to_owned());
+            let msg =
+                format!("gave up after {receive_count} delivery attempts; last error: {last}");
+            t.status = TaskStatus::Failed;
+            t.error = Some(msg.clone());
+            t.lease = None;
+            t.waiting_for = None;
+            Ok(Some(vec![EntryKind::Status {
+                status: TaskStatus::Failed,
+                detail: msg,
+            }]))
+        })
+        .await?;
+    if task.status == TaskStatus::Failed {
+        let reason = task.error.clone().unwrap_or_default();
+        if task.parent.is_some() {
+            // The parent waits for this child: it hears of the failure.
+            delegation::report_ended(&deps.store, deps.queue.as_ref(), &task).await;
+        } else {
+            let message = format!("Sorry, this task failed: {reason}");
+            if let Err(e) = deps.replies.ended(&task, &message).await {
+                tracing::warn!(error = %e, "could not tell the user about the failed task");
+            }
+        }
+        delegation::cancel_children(&deps.store, deps.queue.as_ref(), &task).await;
+    }
+    Ok(Some(task))
+}

@@ -1,0 +1,41 @@
+//! What the message handlers work with, passed to each explicitly.
+
+use super::WorkerSettings;
+use crate::spend::MonthlyBudgets;
+use baton_core::approval::ApprovalPrompts;
+use baton_core::{LlmProvider, ReplySink, TaskStore, Tool, WorkQueue};
+use baton_schedule::{ScheduleService, Scheduler};
+use baton_settings::Agents;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The tools the worker offers, by name.
+pub(crate) type Tools = BTreeMap<String, Arc<dyn Tool>>;
+
+/// Everything a handler may use. Built once per process by
+/// [`Worker`](super::Worker); handlers borrow it.
+pub(crate) struct Deps {
+    pub(crate) store: TaskStore,
+    pub(crate) queue: Arc<dyn WorkQueue>,
+    pub(crate) llm: Arc<dyn LlmProvider>,
+    pub(crate) tools: Tools,
+    pub(crate) agents: Agents,
+    /// Where answers, endings and progress go (for heartbeat schedules,
+    /// through the repeat filter).
+    pub(crate) replies: Arc<dyn ReplySink>,
+    /// Schedule records and plans, when schedules are enabled.
+    pub(crate) schedules: Option<ScheduleService>,
+    /// Where approval requests are shown; without it HTTP clients decide
+    /// through the approvals route.
+    pub(crate) approvals: Option<Arc<dyn ApprovalPrompts>>,
+    /// Monthly token budgets per workspace and user, when set.
+    pub(crate) budgets: Option<MonthlyBudgets>,
+    pub(crate) settings: WorkerSettings,
+}
+
+impl Deps {
+    /// The scheduler for wakes beyond the queue's 15-minute delay.
+    pub(crate) fn scheduler(&self) -> Option<&dyn Scheduler> {
+        self.schedules.as_ref().map(|s| s.scheduler().as_ref())
+    }
+}

@@ -1,0 +1,171 @@
+//! The worker: one work-queue message in, one disposition out. The
+//! `worker` Lambda and `baton dev` both call [`Worker::handle`].
+//!
+//! [`Worker::handle`] only parses the message and dispatches it, one
+//! module per kind, each given the [`Deps`] explicitly:
+//!
+//! | message | module |
+//! | --- | --- |
+//! | `wake` (run a task's next segment) | [`wake`] |
+//! | `reap` (the reaper's sweep) | [`reap`] |
+//! | `schedule` (a schedule fired) | [`schedule`] |
+//! | a dead-lettered wake ([`Worker::dead_letter`]) | [`dead_letter`] |
+
+mod dead_letter;
+mod deps;
+mod reap;
+mod schedule;
+mod wake;
+
+pub(crate) use deps::{Deps, Tools};
+
+use crate::segment::SegmentBudget;
+use crate::spend::MonthlyBudgets;
+use baton_core::approval::ApprovalPrompts;
+use baton_core::{Delivery, LlmProvider, ReplySink, StoreError, Task, TaskStore, Tool};
+use baton_core::{WorkMessage, WorkQueue};
+use baton_schedule::ScheduleService;
+use baton_settings::{Agents, BudgetSettings};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use schedule::{HeartbeatReplies, DEFAULT_REPEAT_WINDOW};
+
+/// Timing of leases and queue visibility. The lease must expire before the
+/// message it was taken for becomes visible again (see [`Lease`](baton_core::Lease)).
+#[derive(Clone, Debug)]
+pub struct WorkerSettings {
+    /// Unique per process, part of every lease owner id (for logs).
+    pub instance_id: String,
+    /// How long a lease lasts unless renewed.
+    pub lease_ttl: Duration,
+    /// How often a running segment renews its lease and message visibility.
+    pub heartbeat_every: Duration,
+    /// The visibility a heartbeat extends the message to (longer than the
+    /// lease, so a crashed holder's lease is expired when its message
+    /// reappears).
+    pub visibility: Duration,
+    /// Delay before a message that failed transiently is retried.
+    pub retry_delay: Duration,
+    /// Longest a single tool call may run.
+    pub tool_timeout: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            instance_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_owned(),
+            lease_ttl: Duration::from_secs(30),
+            heartbeat_every: Duration::from_secs(10),
+            visibility: Duration::from_secs(45),
+            retry_delay: Duration::from_secs(5),
+            tool_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What to do with the message that woke the worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// Done with it (handed over, finished, or a duplicate): delete it.
+    Ack,
+    /// A transient failure: leave it to be delivered again after `after`.
+    /// After the queue's max receive count it goes to the dead-letter queue.
+    Retry { reason: String, after: Duration },
+    /// It can never be processed (not a work message, or a failure that
+    /// retrying cannot heal): leave it for the dead-letter queue.
+    Poison { reason: String },
+}
+
+/// The handlers over their dependencies. Cheap to share behind an `Arc`.
+pub struct Worker {
+    deps: Deps,
+}
+
+impl Worker {
+    pub fn new(
+        store: TaskStore,
+        queue: Arc<dyn WorkQueue>,
+        llm: Arc<dyn LlmProvider>,
+        tools: Vec<Arc<dyn Tool>>,
+        agents: Agents,
+        replies: Arc<dyn ReplySink>,
+        settings: WorkerSettings,
+    ) -> Self {
+        let tools = tools.into_iter().map(|t| (t.spec().name, t)).collect();
+        Worker {
+            deps: Deps {
+                store,
+                queue,
+                llm,
+                tools,
+                agents,
+                replies,
+                schedules: None,
+                approvals: None,
+                budgets: None,
+                settings,
+            },
+        }
+    }
+
+    /// Enforces the monthly token budgets (`[budgets]` of the agents file)
+    /// over the task table.
+    pub fn with_budgets(mut self, settings: BudgetSettings) -> Self {
+        self.deps.budgets = MonthlyBudgets::new(self.deps.store.table().clone(), settings);
+        self
+    }
+
+    /// Shows approval requests (e.g. Slack buttons) and their decisions.
+    pub fn with_approval_prompts(mut self, prompts: Arc<dyn ApprovalPrompts>) -> Self {
+        self.deps.approvals = Some(prompts);
+        self
+    }
+
+    /// Enables schedule firings and heartbeat repeat suppression: answers of
+    /// heartbeat tasks go through [`HeartbeatReplies`] with `repeat_window`.
+    pub fn with_schedules(mut self, service: ScheduleService, repeat_window: Duration) -> Self {
+        self.deps.replies = Arc::new(HeartbeatReplies::new(
+            service.store().clone(),
+            self.deps.replies.clone(),
+            repeat_window,
+        ));
+        self.deps.schedules = Some(service);
+        self
+    }
+
+    pub fn store(&self) -> &TaskStore {
+        &self.deps.store
+    }
+
+    pub fn settings(&self) -> &WorkerSettings {
+        &self.deps.settings
+    }
+
+    /// Handles one work-queue message.
+    #[tracing::instrument(skip_all, fields(message_id = %delivery.message_id, receive_count = delivery.receive_count))]
+    pub async fn handle(&self, delivery: &Delivery, budget: SegmentBudget) -> Disposition {
+        match WorkMessage::parse(&delivery.body) {
+            Ok(WorkMessage::Wake(w)) => wake::handle(&self.deps, delivery, &w, budget).await,
+            Ok(WorkMessage::Reap) => reap::handle(&self.deps).await,
+            Ok(WorkMessage::Schedule(fire)) => schedule::handle(&self.deps, &fire).await,
+            Err(e) => {
+                tracing::error!(error = %e, "not a work message");
+                Disposition::Poison {
+                    reason: format!("not a work message: {e}"),
+                }
+            }
+        }
+    }
+
+    /// A wake message that landed in the dead-letter queue: its task can no
+    /// longer make progress. Marks it failed with the reason and tells the
+    /// user. Returns the task, if the message named one.
+    pub async fn dead_letter(
+        &self,
+        body: &str,
+        receive_count: u32,
+    ) -> Result<Option<Task>, StoreError> {
+        dead_letter::handle(&self.deps, body, receive_count).await
+    }
+}

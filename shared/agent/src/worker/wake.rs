@@ -1,0 +1,92 @@
+//! A `wake` message: run the task's next segment under a lease, renewing
+//! the lease and the message's visibility while it runs.
+
+use super::{Deps, Disposition};
+use crate::segment::{Segment, SegmentBudget};
+use baton_core::{now_ms, Delivery, TaskId, Wake};
+
+pub(super) async fn handle(
+    deps: &Deps,
+    delivery: &Delivery,
+    wake: &Wake,
+    budget: SegmentBudget,
+) -> Disposition {
+    let owner = format!(
+        "{}-{}",
+        deps.settings.instance_id,
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let heartbeat = spawn_heartbeat(deps, wake.task_id.clone(), owner.clone(), &delivery.receipt);
+    let result = Segment::run(deps, &wake.task_id, owner.clone(), budget).await;
+    heartbeat.abort();
+    match result {
+        Ok(end) => {
+            tracing::info!(task_id = %wake.task_id, outcome = ?end, "segment ended");
+            Disposition::Ack
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            release_after_failure(deps, &wake.task_id, &owner, &reason).await;
+            if e.is_transient() {
+                tracing::warn!(task_id = %wake.task_id, %reason, "segment failed; the message will be retried");
+                Disposition::Retry {
+                    reason,
+                    after: deps.settings.retry_delay,
+                }
+            } else {
+                tracing::error!(task_id = %wake.task_id, %reason, "segment failed for good; left for the dead-letter queue");
+                Disposition::Poison { reason }
+            }
+        }
+    }
+}
+
+/// Renews the lease and the message's visibility while a segment runs.
+fn spawn_heartbeat(
+    deps: &Deps,
+    id: TaskId,
+    owner: String,
+    receipt: &str,
+) -> tokio::task::JoinHandle<()> {
+    let store = deps.store.clone();
+    let queue = deps.queue.clone();
+    let s = deps.settings.clone();
+    let receipt = receipt.to_owned();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(s.heartbeat_every).await;
+            let renewed = store
+                .update(&id, None, |t| match &mut t.lease {
+                    Some(l) if l.owner == owner => {
+                        l.expires_at = now_ms() + s.lease_ttl.as_millis() as i64;
+                        Ok(Some(Vec::new()))
+                    }
+                    _ => Ok(None),
+                })
+                .await;
+            if let Err(e) = renewed {
+                tracing::warn!(error = %e, "lease renewal failed");
+            }
+            if let Err(e) = queue.extend(&receipt, s.visibility).await {
+                tracing::warn!(error = %e, "visibility extension failed");
+            }
+        }
+    })
+}
+
+/// After a failure: record why and free the lease, so the retried message
+/// does not have to wait for it to expire. Best effort: the store itself may
+/// be what failed.
+async fn release_after_failure(deps: &Deps, id: &TaskId, owner: &str, reason: &str) {
+    let _ = deps
+        .store
+        .update(id, None, |t| match &t.lease {
+            Some(l) if l.owner == owner => {
+                t.lease = None;
+                t.error = Some(reason.to_owned());
+                Ok(Some(Vec::new()))
+            }
+            _ => Ok(None),
+        })
+        .await;
+}

@@ -1,0 +1,42 @@
+//! Settings of the deployment rather than of one agent: the `[guard]` and
+//! `[budgets]` tables, and what a loaded configuration yields.
+
+use crate::agent::{AgentConfig, Agents};
+use baton_core::input_guard::InputGuardMode;
+
+/// The `[guard]` table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuardSettings {
+    pub input_guard: InputGuardMode,
+}
+
+/// The `[budgets]` table: monthly token budgets; `None` means unlimited.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BudgetSettings {
+    pub workspace_monthly_tokens: Option<u64>,
+    pub user_monthly_tokens: Option<u64>,
+}
+
+/// Settings of the deployment rather than of one agent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GlobalSettings {
+    pub guard: GuardSettings,
+    pub budgets: BudgetSettings,
+}
+
+/// What a loaded configuration yields.
+#[derive(Clone, Debug)]
+pub struct AgentsConfig {
+    pub agents: Agents,
+    pub settings: GlobalSettings,
+}
+
+impl AgentsConfig {
+    /// The configuration when there is no file: `base` as the only agent.
+    pub fn from_base(base: AgentConfig) -> Self {
+        AgentsConfig {
+            agents: Agents::new(base, Vec::new()),
+            settings: GlobalSettings::default(),
+        }
+    }
+}

@@ -1,0 +1,541 @@
+//! Checking the agents file: every problem, named by its field path.
+
+use super::build::{build, named};
+use super::schema::*;
+use super::Problem;
+use crate::agent::{AgentConfig, Agents};
+use crate::approval::*;
+use crate::deployment::*;
+use crate::price::{unpriced_models, ModelPrice};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+// ----------------------------------------------------------------- checking
+
+pub(super) struct Checker<'a> {
+    pub(super) problems: Vec<Problem>,
+    pub(super) known_tools: &'a [&'a str],
+    pub(super) base_dir: &'a Path,
+}
+
+/// Agent names appear in `POST /tasks` and in `delegate` calls.
+pub(super) fn valid_agent_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// Slack user ids: `U…` or `W…` (Enterprise Grid), upper-case letters and
+/// digits.
+pub(super) fn valid_slack_user_id(id: &str) -> bool {
+    (3..=32).contains(&id.len())
+        && (id.starts_with('U') || id.starts_with('W'))
+        && id
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+pub(super) fn valid_model(m: &str) -> bool {
+    !m.trim().is_empty() && !m.chars().any(char::is_whitespace)
+}
+
+impl Checker<'_> {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn at_least<T: PartialOrd + Copy + From<u8>>(
+        &mut self,
+        path: String,
+        value: Option<T>,
+        min: u8,
+    ) {
+        if value.is_some_and(|v| v < T::from(min)) {
+            self.add(path, format!("must be at least {min}"));
+        }
+    }
+
+    fn check_tool(&mut self, path: String, name: &str) {
+        if !self.known_tools.contains(&name) {
+            let mut known: Vec<&str> = self.known_tools.to_vec();
+            known.sort_unstable();
+            self.add(
+                path,
+                format!("unknown tool `{name}`; known tools: {}", known.join(", ")),
+            );
+        }
+    }
+
+    /// Checks what one table (`defaults` or `agents.NAME`) says, and
+    /// replaces a `system_prompt_file` by the file's text.
+    fn check_spec(&mut self, at: &str, spec: &mut AgentSpec, is_defaults: bool) {
+        if is_defaults {
+            if spec.description.is_some() {
+                self.add(
+                    format!("{at}.description"),
+                    "describe each agent in its own table, not in [defaults]",
+                );
+            }
+            if spec.delegates.is_some() {
+                self.add(
+                    format!("{at}.delegates"),
+                    "name delegates in each agent's own table, not in [defaults]",
+                );
+            }
+        }
+        if spec
+            .description
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            self.add(format!("{at}.description"), "must not be empty");
+        }
+        if let Some(m) = &spec.model {
+            if !valid_model(m) {
+                self.add(
+                    format!("{at}.model"),
+                    "must be a model id: not empty, no spaces",
+                );
+            }
+        }
+        if let Some(list) = &spec.fallback_models {
+            let mut seen = BTreeSet::new();
+            for (i, m) in list.iter().enumerate() {
+                if !valid_model(m) {
+                    self.add(
+                        format!("{at}.fallback_models[{i}]"),
+                        "must be a model id: not empty, no spaces",
+                    );
+                } else if !seen.insert(m.as_str()) {
+                    self.add(
+                        format!("{at}.fallback_models[{i}]"),
+                        format!("`{m}` is listed twice"),
+                    );
+                }
+            }
+        }
+        self.check_prompt(at, spec);
+        if let Some(tools) = &spec.tools {
+            let mut seen = BTreeSet::new();
+            for (i, t) in tools.iter().enumerate() {
+                self.check_tool(format!("{at}.tools[{i}]"), t);
+                if !seen.insert(t.as_str()) {
+                    self.add(format!("{at}.tools[{i}]"), format!("`{t}` is listed twice"));
+                }
+            }
+        }
+        if let Some(list) = &spec.delegates {
+            for (i, d) in list.iter().enumerate() {
+                if !valid_agent_name(d) {
+                    self.add(
+                        format!("{at}.delegates[{i}]"),
+                        format!("`{d}` is not an agent name"),
+                    );
+                }
+            }
+        }
+        self.at_least(format!("{at}.max_output_tokens"), spec.max_output_tokens, 1);
+        self.at_least(
+            format!("{at}.max_tool_result_chars"),
+            spec.max_tool_result_chars,
+            1,
+        );
+        if let Some(l) = &spec.limits {
+            self.check_limits(&format!("{at}.limits"), l);
+        }
+        if let Some(a) = &spec.approval {
+            self.check_approval(&format!("{at}.approval"), a);
+        }
+        if let Some(c) = &spec.context {
+            self.check_context_values(&format!("{at}.context"), c);
+        }
+        if let Some(e) = &spec.escalation {
+            if e.model.as_deref().is_some_and(|m| !valid_model(m)) {
+                self.add(
+                    format!("{at}.escalation.model"),
+                    "must be a model id: not empty, no spaces",
+                );
+            }
+            self.at_least(
+                format!("{at}.escalation.after_tool_errors"),
+                e.after_tool_errors,
+                1,
+            );
+        }
+    }
+
+    fn check_prompt(&mut self, at: &str, spec: &mut AgentSpec) {
+        match (&spec.system_prompt, spec.system_prompt_file.take()) {
+            (Some(_), Some(_)) => {
+                self.add(
+                    format!("{at}.system_prompt_file"),
+                    "set system_prompt or system_prompt_file, not both",
+                );
+            }
+            (Some(p), None) => {
+                if p.trim().is_empty() {
+                    self.add(format!("{at}.system_prompt"), "must not be empty");
+                }
+            }
+            (None, Some(file)) => {
+                let path = self.base_dir.join(&file);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) if text.trim().is_empty() => {
+                        self.add(
+                            format!("{at}.system_prompt_file"),
+                            format!("{} is empty", path.display()),
+                        );
+                    }
+                    Ok(text) => spec.system_prompt = Some(text),
+                    Err(e) => {
+                        self.add(
+                            format!("{at}.system_prompt_file"),
+                            format!("cannot read {}: {e}", path.display()),
+                        );
+                    }
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn check_limits(&mut self, at: &str, l: &LimitsSpec) {
+        self.at_least(format!("{at}.max_steps"), l.max_steps, 1);
+        self.at_least(format!("{at}.max_segments"), l.max_segments, 1);
+        self.at_least(format!("{at}.max_tokens"), l.max_tokens, 1);
+        // Two identical calls can be a legitimate retry; one cannot repeat.
+        self.at_least(
+            format!("{at}.max_identical_calls"),
+            l.max_identical_calls,
+            2,
+        );
+        if let Some(c) = l.max_cost_usd {
+            if !(c.is_finite() && c > 0.0) {
+                self.add(
+                    format!("{at}.max_cost_usd"),
+                    "must be a positive amount of US dollars",
+                );
+            }
+        }
+        for (tool, cap) in l.max_tool_calls.iter().flatten() {
+            self.check_tool(format!("{at}.max_tool_calls.{tool}"), tool);
+            if *cap == 0 {
+                self.add(
+                    format!("{at}.max_tool_calls.{tool}"),
+                    "must be at least 1 (to forbid a tool, leave it out of `tools`)",
+                );
+            }
+        }
+    }
+
+    fn check_approval(&mut self, at: &str, a: &ApprovalSpec) {
+        for (i, r) in a.require.iter().flatten().enumerate() {
+            match ApprovalRule::parse(r) {
+                Err(m) => self.add(format!("{at}.require[{i}]"), m),
+                Ok(rule) if rule.tool != ApprovalRule::ANY_TOOL => {
+                    self.check_tool(format!("{at}.require[{i}]"), &rule.tool)
+                }
+                Ok(_) => {}
+            }
+        }
+        for (i, u) in a.approvers.iter().flatten().enumerate() {
+            if !valid_slack_user_id(u) {
+                self.add(
+                    format!("{at}.approvers[{i}]"),
+                    format!("`{u}` is not a Slack user id (like U024BE7LH)"),
+                );
+            }
+        }
+    }
+
+    fn check_context_values(&mut self, at: &str, c: &ContextSpec) {
+        self.at_least(format!("{at}.window_tokens"), c.window_tokens, 1);
+        self.at_least(format!("{at}.keep_last_turns"), c.keep_last_turns, 1);
+        self.at_least(
+            format!("{at}.trim_tool_results_over_chars"),
+            c.trim_tool_results_over_chars,
+            1,
+        );
+        for (name, v) in [
+            ("soft_trim_at", c.soft_trim_at),
+            ("hard_clear_at", c.hard_clear_at),
+            ("compact_at", c.compact_at),
+        ] {
+            if v.is_some_and(|v| !(v > 0.0 && v <= 1.0)) {
+                self.add(
+                    format!("{at}.{name}"),
+                    "must be a fraction of the window, above 0 and at most 1",
+                );
+            }
+        }
+    }
+
+    /// Rules between fields of a resolved agent. Returned rather than
+    /// recorded, so that a fault inherited from `[defaults]` is reported
+    /// once, at `defaults`, not again for every agent.
+    fn cross_check(&self, a: &AgentConfig) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if !valid_model(&a.model) {
+            out.push((
+                "model".to_owned(),
+                "no model: set `model` here, in [defaults] or BATON_LLM_MODEL".to_owned(),
+            ));
+        }
+        if a.fallback_models.contains(&a.model) {
+            out.push((
+                "fallback_models".to_owned(),
+                format!("repeats the primary model `{}`", a.model),
+            ));
+        }
+        if let Some(e) = &a.escalation {
+            if e.model.is_empty() {
+                out.push((
+                    "escalation.model".to_owned(),
+                    "required when escalating".to_owned(),
+                ));
+            } else if e.model == a.model {
+                out.push((
+                    "escalation.model".to_owned(),
+                    format!("is the primary model `{}` already", a.model),
+                ));
+            }
+        }
+        if a.max_cost_usd.is_some() {
+            // A budget that cannot be counted must not pass silently.
+            let unpriced = unpriced_models(a);
+            if !unpriced.is_empty() {
+                let list: Vec<String> = unpriced.iter().map(|m| format!("`{m}`")).collect();
+                out.push((
+                    "limits.max_cost_usd".to_owned(),
+                    format!(
+                        "cannot be enforced: no price for {}; add a [prices.\"{}\"] table \
+                         with input_per_mtok and output_per_mtok",
+                        list.join(", "),
+                        unpriced[0]
+                    ),
+                ));
+            }
+        }
+        let c = &a.context;
+        if c.soft_trim_at > c.hard_clear_at {
+            out.push((
+                "context.soft_trim_at".to_owned(),
+                format!(
+                    "({}) must not be above hard_clear_at ({})",
+                    c.soft_trim_at, c.hard_clear_at
+                ),
+            ));
+        }
+        if c.hard_clear_at > c.compact_at {
+            out.push((
+                "context.hard_clear_at".to_owned(),
+                format!(
+                    "({}) must not be above compact_at ({})",
+                    c.hard_clear_at, c.compact_at
+                ),
+            ));
+        }
+        out
+    }
+
+    /// Checks every table, merges the layers and builds the agents. `None`
+    /// when a problem was recorded.
+    pub(super) fn resolve(
+        &mut self,
+        mut file: FileSpec,
+        base: &AgentConfig,
+    ) -> Option<AgentsConfig> {
+        self.check_spec("defaults", &mut file.defaults, true);
+        for (name, spec) in file.agents.iter_mut() {
+            let at = format!("agents.{name}");
+            if !valid_agent_name(name) {
+                self.add(
+                    &at,
+                    "agent names are lower-case letters, digits, `-` and `_` (at most 64)",
+                );
+            }
+            self.check_spec(&at, spec, false);
+        }
+        self.at_least(
+            "budgets.workspace_monthly_tokens".to_owned(),
+            file.budgets.workspace_monthly_tokens,
+            1,
+        );
+        self.at_least(
+            "budgets.user_monthly_tokens".to_owned(),
+            file.budgets.user_monthly_tokens,
+            1,
+        );
+
+        let prices = self.check_prices(&file.prices);
+
+        // The template every agent starts from: environment + [defaults],
+        // with the file's prices over the built-in ones.
+        let mut template = build(base, &file.defaults);
+        template.prices = template.prices.with(prices);
+        let inherited = self.cross_check(&template);
+        for (field, message) in &inherited {
+            self.add(format!("defaults.{field}"), message.clone());
+        }
+        let mut agents: BTreeMap<String, (String, AgentConfig)> = BTreeMap::new();
+        agents.insert(
+            "default".to_owned(),
+            ("defaults".to_owned(), named(template.clone(), "default")),
+        );
+        for (name, spec) in &file.agents {
+            let at = format!("agents.{name}");
+            let agent = named(build(&template, spec), name);
+            for (field, message) in self.cross_check(&agent) {
+                if !inherited.iter().any(|(f, m)| *f == field && *m == message) {
+                    self.add(format!("{at}.{field}"), message);
+                }
+            }
+            agents.insert(name.clone(), (at, agent));
+        }
+        self.check_delegation(&agents);
+
+        let default = agents.remove("default").map(|(_, a)| a).unwrap_or(template);
+        let settings = GlobalSettings {
+            guard: GuardSettings {
+                input_guard: file.guard.input_guard.unwrap_or_default(),
+            },
+            budgets: BudgetSettings {
+                workspace_monthly_tokens: file.budgets.workspace_monthly_tokens,
+                user_monthly_tokens: file.budgets.user_monthly_tokens,
+            },
+        };
+        let others = agents.into_values().map(|(_, a)| a).collect();
+        self.problems.is_empty().then(|| AgentsConfig {
+            agents: Agents::new(default, others),
+            settings,
+        })
+    }
+
+    /// The `[prices]` table: every model id valid, both prices given, each
+    /// a finite amount of 0 or more.
+    fn check_prices(&mut self, prices: &BTreeMap<String, PriceSpec>) -> Vec<(String, ModelPrice)> {
+        let mut out = Vec::with_capacity(prices.len());
+        for (model, spec) in prices {
+            let at = format!("prices.\"{model}\"");
+            if !valid_model(model) {
+                self.add(&at, "must be a model id (no spaces)");
+            }
+            let mut amount = |field: &str, v: Option<f64>| match v {
+                None => {
+                    self.add(
+                        format!("{at}.{field}"),
+                        "required (US dollars per million tokens)",
+                    );
+                    None
+                }
+                Some(v) if !(v.is_finite() && v >= 0.0) => {
+                    self.add(
+                        format!("{at}.{field}"),
+                        "must be an amount of US dollars per million tokens, 0 or more",
+                    );
+                    None
+                }
+                Some(v) => Some(v),
+            };
+            let input = amount("input_per_mtok", spec.input_per_mtok);
+            let output = amount("output_per_mtok", spec.output_per_mtok);
+            if let (Some(input_per_mtok), Some(output_per_mtok)) = (input, output) {
+                out.push((
+                    model.clone(),
+                    ModelPrice {
+                        input_per_mtok,
+                        output_per_mtok,
+                    },
+                ));
+            }
+        }
+        out
+    }
+
+    /// Delegates must exist, the agent must have the `delegate` tool, and
+    /// the graph must have no cycle (a child could otherwise start its own
+    /// ancestor, without end).
+    fn check_delegation(&mut self, agents: &BTreeMap<String, (String, AgentConfig)>) {
+        for (at, a) in agents.values() {
+            if a.delegates.is_empty() {
+                continue;
+            }
+            if !self.known_tools.contains(&DELEGATE_TOOL) || !a.allows_tool(DELEGATE_TOOL) {
+                self.add(
+                    format!("{at}.delegates"),
+                    format!("the agent cannot delegate: `{DELEGATE_TOOL}` is not among its tools"),
+                );
+            }
+            for (i, d) in a.delegates.iter().enumerate() {
+                if !agents.contains_key(d) {
+                    self.add(
+                        format!("{at}.delegates[{i}]"),
+                        format!("no agent named `{d}`"),
+                    );
+                }
+            }
+        }
+        self.check_cycles(agents);
+    }
+
+    /// Three-colour depth-first search over delegation edges; each back
+    /// edge closes a cycle, reported at the agent where it starts.
+    fn check_cycles(&mut self, agents: &BTreeMap<String, (String, AgentConfig)>) {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Colour {
+            OnPath,
+            Done,
+        }
+        let mut colour: BTreeMap<&str, Colour> = BTreeMap::new();
+        for start in agents.keys() {
+            if colour.contains_key(start.as_str()) {
+                continue;
+            }
+            colour.insert(start.as_str(), Colour::OnPath);
+            let mut stack: Vec<(&str, usize)> = vec![(start.as_str(), 0)];
+            while let Some((node, next)) = stack.last().copied() {
+                let edges = agents
+                    .get(node)
+                    .map(|(_, a)| a.delegates.as_slice())
+                    .unwrap_or_default();
+                let Some(child) = edges.get(next) else {
+                    colour.insert(node, Colour::Done);
+                    stack.pop();
+                    continue;
+                };
+                if let Some(top) = stack.last_mut() {
+                    top.1 += 1;
+                }
+                let child = child.as_str();
+                match colour.get(child) {
+                    Some(Colour::Done) => {}
+                    Some(Colour::OnPath) => {
+                        let pos = stack.iter().position(|(n, _)| *n == child).unwrap_or(0);
+                        let mut shown: Vec<&str> = stack[pos..].iter().map(|(n, _)| *n).collect();
+                        shown.push(child);
+                        let at = agents
+                            .get(child)
+                            .map(|(p, _)| p.clone())
+                            .unwrap_or_default();
+                        self.add(
+                            format!("{at}.delegates"),
+                            format!("delegation cycle: {}", shown.join(" → ")),
+                        );
+                    }
+                    None if agents.contains_key(child) => {
+                        colour.insert(child, Colour::OnPath);
+                        stack.push((child, 0));
+                    }
+                    // Unknown names were reported above.
+                    None => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Baton's settings as data: agents ([`AgentConfig`], [`Agents`]), their
+//! approval rules, context and escalation knobs, prices and cost budget, and
+//! the deployment's guard and monthly budgets — and the agents file that
+//! declares them ([`file`], `docs/configuration.md`).
+//!
+//! Both the ingest handler and the worker read these, so they sit below
+//! both: this crate knows the domain types of `baton-core` and nothing of
+//! how tasks run.
+
+pub mod agent;
+pub mod approval;
+pub mod context;
+pub mod deployment;
+pub mod file;
+pub mod price;
+
+pub use agent::{AgentConfig, Agents, DEFAULT_SYSTEM_PROMPT};
+pub use approval::{ApprovalRule, ApprovalRules};
+pub use baton_core::input_guard::InputGuardMode;
+pub use context::{ContextSettings, Escalation};
+pub use deployment::{AgentsConfig, BudgetSettings, GlobalSettings, GuardSettings};
+pub use file::{AgentsSource, ConfigFileError, Problem};
+pub use price::{ModelPrice, ModelPrices};

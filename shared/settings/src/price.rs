@@ -1,0 +1,244 @@
+//! What model calls cost: per-model prices (the `[prices]` table over
+//! [`BUILTIN_PRICES`]), the cost of a completion, and the per-task cost
+//! budget (`limits.max_cost_usd`).
+//!
+//! Cost is computed from the token usage the provider reports and the
+//! per-million-token prices of the model that answered. A model without a
+//! price costs nothing here, which is why the agents file refuses
+//! `max_cost_usd` on an agent any of whose models has no price.
+
+use crate::agent::AgentConfig;
+use baton_core::{Task, Usage};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The price of one model, in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelPrice {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+impl ModelPrice {
+    /// What `usage` costs at this price, in US dollars.
+    pub fn cost(&self, usage: Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input_per_mtok
+            + usage.output_tokens as f64 * self.output_per_mtok)
+            / 1_000_000.0
+    }
+}
+
+/// Prices known without configuration: `(model id, input, output)` in US
+/// dollars per million tokens. Anthropic's published prices as shown on
+/// its model pages (platform.claude.com/docs/en/models/…/overview), read on
+/// 2026-11-22: Claude Sonnet 4.5 $3 / $15, Claude Haiku 4.5 $1 / $5,
+/// Claude Sonnet 5 $2 / $10. Only exact ids match; `[prices]` in the agents
+/// file overrides any of them and adds others.
+pub const BUILTIN_PRICES: &[(&str, f64, f64)] = &[
+    ("claude-sonnet-4-5", 3.0, 15.0),
+    ("claude-sonnet-4-5-20250929", 3.0, 15.0),
+    ("claude-haiku-4-5", 1.0, 5.0),
+    ("claude-haiku-4-5-20251001", 1.0, 5.0),
+    ("claude-sonnet-5", 2.0, 10.0),
+];
+
+/// Prices by model id. Cheap to clone.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelPrices(Arc<BTreeMap<String, ModelPrice>>);
+
+impl ModelPrices {
+    /// No prices at all.
+    pub fn none() -> Self {
+        ModelPrices::default()
+    }
+
+    /// The [`BUILTIN_PRICES`].
+    pub fn builtin() -> Self {
+        ModelPrices::none().with(BUILTIN_PRICES.iter().map(|(m, i, o)| {
+            (
+                (*m).to_owned(),
+                ModelPrice {
+                    input_per_mtok: *i,
+                    output_per_mtok: *o,
+                },
+            )
+        }))
+    }
+
+    /// These prices with `overrides` laid over them.
+    pub fn with(&self, overrides: impl IntoIterator<Item = (String, ModelPrice)>) -> Self {
+        let mut map = (*self.0).clone();
+        map.extend(overrides);
+        ModelPrices(Arc::new(map))
+    }
+
+    /// The price of `model`, if known (exact id).
+    pub fn get(&self, model: &str) -> Option<ModelPrice> {
+        self.0.get(model).copied()
+    }
+
+    /// Every priced model id, in order.
+    pub fn models(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+}
+
+/// Every model an agent's steps may be answered by: its model, its
+/// fallbacks, its escalation model.
+pub fn models_of(agent: &AgentConfig) -> Vec<&str> {
+    let all = std::iter::once(agent.model.as_str())
+        .chain(agent.fallback_models.iter().map(String::as_str))
+        .chain(agent.escalation.as_ref().map(|e| e.model.as_str()));
+    let mut out: Vec<&str> = Vec::new();
+    for m in all {
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// The models of [`models_of`] without a price.
+pub fn unpriced_models(agent: &AgentConfig) -> Vec<&str> {
+    let mut out: Vec<&str> = models_of(agent)
+        .into_iter()
+        .filter(|m| agent.prices.get(m).is_none())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// What a completion by `model` with `usage` cost, in US dollars; 0 when
+/// the model has no price. `model` is the id the call asked for (what
+/// [`crate::model_choice::Answer::model`] says), not the one the provider
+/// echoed, which may carry a date suffix.
+pub fn completion_cost(agent: &AgentConfig, model: &str, usage: Usage) -> f64 {
+    agent.prices.get(model).map_or(0.0, |p| p.cost(usage))
+}
+
+/// Whether the task has used up its agent's cost budget; the message to end
+/// it with if so (e.g. `cost budget exhausted: $0.52 of $0.50`). Checked
+/// before each LLM call.
+pub fn exhausted(task: &Task, agent: &AgentConfig) -> Option<String> {
+    let max = agent.max_cost_usd?;
+    (task.cost_usd >= max).then(|| {
+        format!(
+            "cost budget exhausted: {} of {}",
+            usd(task.cost_usd),
+            usd(max)
+        )
+    })
+}
+
+/// `$1.23`, rounded to the cent.
+pub fn usd(amount: f64) -> String {
+    format!("${amount:.2}")
+}
+
+/// `5,000,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Escalation;
+    use baton_core::{Limits, Origin, TaskId};
+
+    fn agent() -> AgentConfig {
+        let mut a = AgentConfig::new("default", "claude-sonnet-4-5");
+        a.fallback_models = vec!["cheap".into()];
+        a.escalation = Some(Escalation {
+            model: "big".into(),
+            after_tool_errors: 3,
+        });
+        a
+    }
+
+    fn task(origin: Origin) -> Task {
+        Task::new(
+            TaskId::generate(),
+            "default",
+            origin,
+            None,
+            Limits::default(),
+            0,
+        )
+    }
+
+    fn usage(i: u64, o: u64) -> Usage {
+        Usage {
+            input_tokens: i,
+            output_tokens: o,
+        }
+    }
+
+    #[test]
+    fn cost_is_tokens_times_price_per_million() {
+        let a = agent();
+        let c = completion_cost(&a, "claude-sonnet-4-5", usage(100_000, 10_000));
+        assert!((c - 0.45).abs() < 1e-9, "{c}");
+        assert_eq!(completion_cost(&a, "cheap", usage(1_000_000, 0)), 0.0);
+        let a = AgentConfig {
+            prices: a.prices.with([(
+                "cheap".to_owned(),
+                ModelPrice {
+                    input_per_mtok: 0.5,
+                    output_per_mtok: 0.0,
+                },
+            )]),
+            ..a
+        };
+        assert_eq!(completion_cost(&a, "cheap", usage(2_000_000, 9)), 1.0);
+        // The dated id the provider may echo is priced on its own.
+        assert!(completion_cost(&a, "claude-sonnet-4-5-20250929", usage(1, 0)) > 0.0);
+    }
+
+    #[test]
+    fn unpriced_models_cover_fallbacks_and_escalation() {
+        let a = agent();
+        assert_eq!(models_of(&a), ["claude-sonnet-4-5", "cheap", "big"]);
+        assert_eq!(unpriced_models(&a), ["big", "cheap"]);
+        let mut none = AgentConfig::new("x", "claude-haiku-4-5");
+        none.prices = ModelPrices::none();
+        assert_eq!(unpriced_models(&none), ["claude-haiku-4-5"]);
+        assert!(unpriced_models(&AgentConfig::new("x", "claude-haiku-4-5")).is_empty());
+    }
+
+    #[test]
+    fn cost_budget_is_exhausted_at_the_limit() {
+        let mut a = agent();
+        let mut t = task(Origin::Http);
+        t.cost_usd = 0.52;
+        assert_eq!(exhausted(&t, &a), None, "no budget set");
+        a.max_cost_usd = Some(0.5);
+        assert_eq!(
+            exhausted(&t, &a).as_deref(),
+            Some("cost budget exhausted: $0.52 of $0.50")
+        );
+        t.cost_usd = 0.4999;
+        assert_eq!(exhausted(&t, &a), None);
+        t.cost_usd = 0.5;
+        assert!(exhausted(&t, &a).is_some());
+    }
+
+    #[test]
+    fn numbers_are_written_for_people() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(5_000_000), "5,000,000");
+        assert_eq!(thousands(12_345_678), "12,345,678");
+        assert_eq!(usd(2.0), "$2.00");
+    }
+}

@@ -1,0 +1,226 @@
+//! Approval requests in Slack: a message with Approve / Deny buttons in the
+//! task's thread, replaced by the decision once taken.
+
+use async_trait::async_trait;
+use baton_core::approval::{requester, ApprovalPrompts};
+use baton_core::{rfc3339, Approval, Origin, PostedMessage, ReplyError, Task, Verdict};
+use serde_json::{json, Value};
+
+/// Slack `action_id`s of the two buttons.
+pub const APPROVE_ACTION: &str = "approve";
+pub const DENY_ACTION: &str = "deny";
+
+/// without backticks, inside a code span.
+fn slack_code(text: &str) -> String {
+    format!("`{}`", crate::mrkdwn::escape(&text.replace('`', "'")))
+}
+
+/// Slack: a message with Approve / Deny buttons in the task's thread.
+pub struct SlackApprovals {
+    client: crate::web::SlackClient,
+}
+
+impl SlackApprovals {
+    pub fn new(client: crate::web::SlackClient) -> Self {
+        SlackApprovals { client }
+    }
+}
+
+/// The value both buttons carry: which approval of which task.
+pub fn button_value(task: &Task, approval: &Approval) -> String {
+    format!("{}:{}", task.id, approval.approval_id)
+}
+
+/// Splits a button value back into task id and approval id.
+pub fn parse_button_value(value: &str) -> Option<(&str, &str)> {
+    value
+        .split_once(':')
+        .filter(|(t, a)| !t.is_empty() && !a.is_empty())
+}
+
+fn request_text(task: &Task, a: &Approval) -> String {
+    let who = requester(task)
+        .map(|u| format!(" Requested by <@{u}>."))
+        .unwrap_or_default();
+    format!(
+        ":raised_hand: *Approval needed* for {}: {}.{who} Expires {}.",
+        slack_code(&a.tool),
+        slack_code(&a.summary),
+        rfc3339(a.expires_at)
+    )
+}
+
+/// Blocks of the request message: the text and the two buttons.
+pub fn request_blocks(task: &Task, a: &Approval) -> Value {
+    let value = button_value(task, a);
+    json!([
+        {"type": "section", "text": {"type": "mrkdwn", "text": request_text(task, a)}},
+        {"type": "actions", "block_id": format!("approval:{}", a.approval_id), "elements": [
+            {"type": "button", "action_id": APPROVE_ACTION, "style": "primary",
+             "text": {"type": "plain_text", "text": "Approve"}, "value": value},
+            {"type": "button", "action_id": DENY_ACTION, "style": "danger",
+             "text": {"type": "plain_text", "text": "Deny"}, "value": value},
+        ]}
+    ])
+}
+
+/// The text that replaces the request once decided (no buttons left).
+pub fn decided_text(a: &Approval) -> String {
+    let what = format!("{}: {}", slack_code(&a.tool), slack_code(&a.summary));
+    match &a.decision {
+        None => format!("Approval pending for {what}"),
+        Some(d) => match d.verdict {
+            Verdict::Approved => format!(
+                ":white_check_mark: Approved{} — {what}",
+                d.by.as_deref()
+                    .map(|b| format!(" by <@{b}>"))
+                    .unwrap_or_default()
+            ),
+            Verdict::Denied => format!(
+                ":no_entry: Denied{} — {what} was not run",
+                d.by.as_deref()
+                    .map(|b| format!(" by <@{b}>"))
+                    .unwrap_or_default()
+            ),
+            Verdict::Expired => format!(
+                ":hourglass: Expired without a decision — {what} was not run (counts as denied)"
+            ),
+        },
+    }
+}
+
+#[async_trait]
+impl ApprovalPrompts for SlackApprovals {
+    async fn ask(
+        &self,
+        task: &Task,
+        approval: &Approval,
+    ) -> Result<Option<PostedMessage>, ReplyError> {
+        let Origin::Slack {
+            channel, thread_ts, ..
+        } = &task.origin
+        else {
+            return Ok(None);
+        };
+        let ts = self
+            .client
+            .post_message(
+                channel,
+                Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
+                &request_text(task, approval),
+                Some(request_blocks(task, approval)),
+            )
+            .await
+            .map_err(|e| ReplyError(e.to_string()))?;
+        Ok(Some(PostedMessage {
+            channel: channel.clone(),
+            ts,
+        }))
+    }
+
+    async fn decided(&self, task: &Task, approval: &Approval) -> Result<(), ReplyError> {
+        let text = decided_text(approval);
+        if let Some(m) = &approval.message {
+            let blocks = json!([{"type": "section", "text": {"type": "mrkdwn", "text": text}}]);
+            self.client
+                .update_message(&m.channel, &m.ts, &text, Some(blocks))
+                .await
+                .map_err(|e| ReplyError(e.to_string()))?;
+        }
+        // Expiry happens with nobody watching: say so in the thread too.
+        let expired = approval
+            .decision
+            .as_ref()
+            .is_some_and(|d| d.verdict == Verdict::Expired);
+        if let (
+            true,
+            Origin::Slack {
+                channel, thread_ts, ..
+            },
+        ) = (expired, &task.origin)
+        {
+            self.client
+                .post_message(
+                    channel,
+                    Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
+                    &text,
+                    None,
+                )
+                .await
+                .map_err(|e| ReplyError(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{Limits, Millis, TaskId};
+
+    fn task_with_approval(expires_at: Millis) -> Task {
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Slack {
+                team_id: "T1".into(),
+                channel: "C1".into(),
+                thread_ts: "1.0".into(),
+                user: "U1".into(),
+            },
+            None,
+            Limits::default(),
+            0,
+        );
+        t.approvals.push(Approval {
+            approval_id: "ap-1-call_1".into(),
+            step: 1,
+            call_id: "call_1".into(),
+            tool: "http_request".into(),
+            summary: "POST https://example.com".into(),
+            requested_at: 0,
+            expires_at,
+            message: None,
+            decision: None,
+        });
+        t
+    }
+
+    #[test]
+    fn slack_text_cannot_mention_or_link() {
+        let mut t = task_with_approval(10_000);
+        t.approvals[0].summary = "POST <!channel> <https://evil|ok> `x`".into();
+        let text = request_text(&t, &t.approvals[0]);
+        assert!(
+            !text.contains("<!channel>") && !text.contains("<https"),
+            "{text}"
+        );
+        assert!(text.contains("&lt;!channel&gt;"), "{text}");
+    }
+
+    #[test]
+    fn buttons_carry_task_and_approval() {
+        let t = task_with_approval(10_000);
+        let blocks = request_blocks(&t, &t.approvals[0]);
+        let buttons = blocks[1]["elements"].as_array().unwrap();
+        assert_eq!(buttons[0]["action_id"], APPROVE_ACTION);
+        assert_eq!(buttons[1]["action_id"], DENY_ACTION);
+        let value = buttons[0]["value"].as_str().unwrap();
+        assert_eq!(
+            parse_button_value(value),
+            Some((t.id.as_str(), "ap-1-call_1"))
+        );
+        assert_eq!(parse_button_value("garbage"), None);
+    }
+
+    #[test]
+    fn an_expired_decision_says_so() {
+        let mut t = task_with_approval(10_000);
+        t.approvals[0].decision = Some(baton_core::Decision {
+            verdict: Verdict::Expired,
+            by: None,
+            at: 10_000,
+        });
+        assert!(decided_text(&t.approvals[0]).contains("Expired"));
+    }
+}

@@ -1,0 +1,114 @@
+//! The crates are layers: each may depend (for its normal build) only on
+//! the workspace crates below it. `cargo metadata` tells what each declares;
+//! this test fails, naming the edge, when one reaches where its layer may
+//! not (the ingest Lambda linking the agent loop, the domain knowing Slack).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::Command;
+
+/// Each workspace crate and the workspace crates it may depend on.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("baton-core", &[]),
+    ("baton-settings", &["baton-core"]),
+    ("baton-schedule", &["baton-core"]),
+    ("baton-slack", &["baton-core"]),
+    ("baton-llm", &["baton-core"]),
+    ("baton-tools", &["baton-core", "baton-schedule"]),
+    ("baton-embedded", &["baton-core", "baton-schedule"]),
+    ("baton-aws", &["baton-core", "baton-schedule"]),
+    // The ingest handler verifies, dedupes and enqueues: it never runs the
+    // loop, so the agent, its tools and the LLM providers stay out of it.
+    (
+        "baton-ingest",
+        &[
+            "baton-core",
+            "baton-settings",
+            "baton-schedule",
+            "baton-slack",
+        ],
+    ),
+    // The loop talks to the model and to people only through core's ports.
+    (
+        "baton-agent",
+        &[
+            "baton-core",
+            "baton-settings",
+            "baton-schedule",
+            "baton-tools",
+        ],
+    ),
+    (
+        "baton-runtime",
+        &[
+            "baton-core",
+            "baton-settings",
+            "baton-schedule",
+            "baton-slack",
+            "baton-llm",
+            "baton-tools",
+            "baton-embedded",
+            "baton-aws",
+            "baton-ingest",
+            "baton-agent",
+        ],
+    ),
+    ("ingest", &["baton-runtime", "baton-ingest", "baton-core"]),
+    (
+        "worker",
+        &[
+            "baton-runtime",
+            "baton-agent",
+            "baton-core",
+            "baton-settings",
+        ],
+    ),
+];
+
+#[test]
+fn every_crate_depends_only_on_the_layers_below_it() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let members: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut wrong = Vec::new();
+    for p in packages {
+        let name = p["name"].as_str().unwrap_or_default();
+        if name == "baton" {
+            continue; // the CLI and `baton dev`: the top, may use anything
+        }
+        let Some(may) = allowed.get(name) else {
+            wrong.push(format!("{name}: not in the layer table of tests/layers.rs"));
+            continue;
+        };
+        for d in p["dependencies"].as_array().into_iter().flatten() {
+            let dep = d["name"].as_str().unwrap_or_default();
+            let normal = d["kind"].is_null();
+            if normal && members.contains(&dep) && !may.contains(&dep) {
+                wrong.push(format!("{name} depends on {dep}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "dependencies that break the layering:\n  {}",
+        wrong.join("\n  ")
+    );
+}
