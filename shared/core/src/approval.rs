@@ -88,8 +88,6 @@ fn head_and_tail(text: &str, max: usize) -> String {
     format!("{head} …[{} more chars]… {tail}", total - max)
 }
 
-/// The summary as it may appear in a Slack message: mrkdwn-escaped and
-
 /// Why a decision was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecideError {

@@ -29,7 +29,6 @@ use std::sync::Arc;
 pub const MAX_FACTS_PER_SCOPE: usize = 200;
 /// Longest fact, in characters.
 pub const MAX_FACT_CHARS: usize = 1_000;
-/// Most facts one `recall` returns.
 
 const FACT_PREFIX: &str = "F#";
 const VERSION_SK: &str = "VERSION";

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 pub const APPROVE_ACTION: &str = "approve";
 pub const DENY_ACTION: &str = "deny";
 
+/// The summary as it may appear in a Slack message: mrkdwn-escaped and
 /// without backticks, inside a code span.
 fn slack_code(text: &str) -> String {
     format!("`{}`", crate::mrkdwn::escape(&text.replace('`', "'")))

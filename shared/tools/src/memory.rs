@@ -17,6 +17,7 @@ pub const RECALL: &str = "recall";
 /// The tool's name as the model sees it.
 pub const FORGET: &str = "forget";
 
+/// Most facts one `recall` returns.
 pub const MAX_RECALL: usize = 20;
 
 /// Which memory `remember` writes to.
