@@ -344,6 +344,37 @@ pub fn prune_tool_results(
     outcome
 }
 
+/// Replaces the content of every tool result but those of the last
+/// assistant message with [`CLEARED_RESULT`]: the last resort when the
+/// provider finds a request too long that the estimate thought would fit.
+/// Returns how many were cleared.
+pub fn clear_old_tool_results(messages: &mut [Message]) -> usize {
+    let keep: HashSet<String> = messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls),
+            _ => None,
+        })
+        .into_iter()
+        .flatten()
+        .map(|c| c.id.clone())
+        .collect();
+    let mut cleared = 0;
+    for m in messages.iter_mut() {
+        if let Message::Tool {
+            call_id, content, ..
+        } = m
+        {
+            if !keep.contains(call_id) && content.len() > CLEARED_RESULT.len() {
+                *content = CLEARED_RESULT.to_owned();
+                cleared += 1;
+            }
+        }
+    }
+    cleared
+}
+
 /// `text` cut to its first and last `keep` characters, with a marker the
 /// model can read in between.
 pub fn head_and_tail(text: &str, keep: usize) -> String {

@@ -40,12 +40,23 @@ pub fn tool_error_runs(transcript: &[Entry]) -> (u32, u32) {
 }
 
 /// Whether the task runs on the agent's escalation model: some
-/// `after_tool_errors` tool results in a row were errors (see the module
-/// docs: escalation stays on once triggered).
+/// `after_tool_errors` tool results in a row were errors, or the loop
+/// escalated (an empty answer after a nudge, a refused request: an
+/// `escalated` note). See the module docs: escalation stays on once
+/// triggered.
 pub fn escalated(agent: &AgentConfig, transcript: &[Entry]) -> bool {
     agent.escalation.as_ref().is_some_and(|e| {
         let (_, longest) = tool_error_runs(transcript);
         longest >= e.after_tool_errors.max(1)
+            || transcript.iter().any(|x| {
+                matches!(
+                    x.kind,
+                    EntryKind::Note {
+                        reason: baton_core::NoteReason::Escalated,
+                        ..
+                    }
+                )
+            })
     })
 }
 

@@ -111,7 +111,35 @@ pub enum LlmError {
     Config(String),
 }
 
+/// What the providers say when a request is longer than the model's
+/// context window, lower-cased: OpenAI's `context_length_exceeded` code
+/// (and its "maximum context length" text), Anthropic's "prompt is too
+/// long", Bedrock's `ValidationException` "input is too long" (and "too
+/// many input tokens" of some models behind it).
+const CONTEXT_OVERFLOW_MARKERS: &[&str] = &[
+    "context_length_exceeded",
+    "maximum context length",
+    "prompt is too long",
+    "input is too long",
+    "too many input tokens",
+    "context window",
+];
+
 impl LlmError {
+    /// Whether the provider refused the request for being longer than the
+    /// model's context window (the one refusal a shorter request fixes).
+    /// Providers keep the error body in `Rejected::message`; the markers are
+    /// their documented error codes and texts.
+    pub fn is_context_overflow(&self) -> bool {
+        match self {
+            LlmError::Rejected { status, message } if (400..500).contains(status) => {
+                let m = message.to_ascii_lowercase();
+                CONTEXT_OVERFLOW_MARKERS.iter().any(|k| m.contains(k))
+            }
+            _ => false,
+        }
+    }
+
     /// Whether trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(
@@ -169,5 +197,22 @@ mod tests {
             message: "bad".into()
         }
         .is_retryable());
+    }
+
+    #[test]
+    fn context_overflow_is_recognised_in_each_provider_wording() {
+        let rejected = |status, message: &str| LlmError::Rejected {
+            status,
+            message: message.into(),
+        };
+        for body in [
+            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 128000 tokens"}}"#,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+            r#"{"__type":"ValidationException","message":"Input is too long for requested model."}"#,
+        ] {
+            assert!(rejected(400, body).is_context_overflow(), "{body}");
+        }
+        assert!(!rejected(400, r#"{"error":"invalid tool schema"}"#).is_context_overflow());
+        assert!(!LlmError::Transport("prompt is too long".into()).is_context_overflow());
     }
 }

@@ -50,5 +50,5 @@ pub use task::{
 };
 pub use tool::{Tool, ToolContext, ToolOutput};
 pub use trace::{Span, SpanRecorder};
-pub use transcript::{Entry, EntryKind};
+pub use transcript::{Entry, EntryKind, NoteReason};
 pub use wake::{ScheduleFire, Wake, WorkMessage};

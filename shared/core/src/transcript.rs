@@ -59,6 +59,28 @@ pub enum EntryKind {
     Summary { text: String, through_seq: u64 },
     /// An entry too large for the table, kept in the blob store.
     Offloaded { blob_key: String, bytes: u64 },
+    /// A note from the runtime to the model (not from a person): a nudge
+    /// after an empty answer, a warning that it repeats itself, advice
+    /// after failing tools, the request for a closing summary. The model
+    /// sees it as a user message; `reason` is what the loop decides on.
+    Note { reason: NoteReason, text: String },
+}
+
+/// Why the runtime wrote a [`EntryKind::Note`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteReason {
+    /// The model answered with nothing: asked to continue.
+    EmptyAnswer,
+    /// From here on the agent's escalation model answers (it answered with
+    /// nothing again, or its request was refused).
+    Escalated,
+    /// The model asked for the same call again and again.
+    Repeating,
+    /// Several tool calls in a row failed.
+    ToolErrors,
+    /// A limit was reached: asked for a summary of what was done.
+    Summary,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -76,6 +98,7 @@ impl EntryKind {
             EntryKind::Status { .. } => "status",
             EntryKind::Summary { .. } => "summary",
             EntryKind::Offloaded { .. } => "offloaded",
+            EntryKind::Note { .. } => "note",
         }
     }
 
@@ -84,6 +107,9 @@ impl EntryKind {
         match self {
             EntryKind::UserMessage { text } => Some(Message::User {
                 content: text.clone(),
+            }),
+            EntryKind::Note { text, .. } => Some(Message::User {
+                content: format!("[Baton runtime note] {text}"),
             }),
             EntryKind::AssistantMessage {
                 text, tool_calls, ..

@@ -29,8 +29,12 @@ pub struct AgentConfig {
     pub escalation: Option<Escalation>,
     /// Per-task caps on the calls of one tool, by tool name.
     pub tool_call_caps: BTreeMap<String, u32>,
-    /// The same call (tool and arguments) this many times ends the task.
+    /// The same call (tool and arguments) this many times in a row, or
+    /// twice this many times among the last `loop_window` calls, is
+    /// repeating: refused with a warning once, then it ends the task.
     pub max_identical_calls: u32,
+    /// How many recent calls the repetition check looks at.
+    pub loop_window: u32,
     /// Per-task cost budget in US dollars; `None`: none.
     pub max_cost_usd: Option<f64>,
     /// Prices of models, to count what each step costs (`[prices]` of the
@@ -59,6 +63,7 @@ impl AgentConfig {
             escalation: None,
             tool_call_caps: BTreeMap::new(),
             max_identical_calls: 3,
+            loop_window: 10,
             max_cost_usd: None,
             prices: ModelPrices::builtin(),
             approval: ApprovalRules::default(),

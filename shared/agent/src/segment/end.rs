@@ -31,6 +31,24 @@ impl Segment<'_> {
         result: Option<String>,
         error: Option<String>,
     ) -> Result<SegmentEnd, WorkerError> {
+        let reason = error.clone().unwrap_or_default();
+        let told = match status {
+            TaskStatus::Cancelled => Some(format!("This task was cancelled: {reason}")),
+            TaskStatus::Succeeded => None,
+            _ => Some(format!("Sorry, this task failed: {reason}")),
+        };
+        self.finish(status, result, error, told).await
+    }
+
+    /// [`end`](Self::end), telling the user `told` (when the task has no
+    /// parent to report to instead).
+    pub(super) async fn finish(
+        &mut self,
+        status: TaskStatus,
+        result: Option<String>,
+        error: Option<String>,
+        told: Option<String>,
+    ) -> Result<SegmentEnd, WorkerError> {
         if self.task.parent.is_some() {
             // Report first: a crash after it only repeats the (idempotent)
             // report, a crash before the task's own end re-runs this.
@@ -43,14 +61,7 @@ impl Segment<'_> {
                 outcome,
             )
             .await?;
-        } else if status != TaskStatus::Succeeded {
-            let what = if status == TaskStatus::Cancelled {
-                "This task was cancelled"
-            } else {
-                "Sorry, this task failed"
-            };
-            let reason = error.clone().unwrap_or_default();
-            let message = format!("{what}: {reason}");
+        } else if let Some(message) = told {
             if let Err(e) = self.deps.replies.ended(&self.task, &message).await {
                 tracing::warn!(error = %e, "could not tell the user how the task ended");
             }

@@ -9,13 +9,17 @@
 //! | [`tools`] | running the calls (phase two of a step) |
 //! | [`wait`] | waiting at zero compute: approval, children, timer |
 //! | [`end`] | deliver the answer, end the task, hand over |
+//! | [`limit`] | ending at a limit, with a summary of the work |
+//! | [`stuck`] | empty answers, repeated calls, failing tools |
 //! | [`trace`] | the segment's spans |
 //! | [`budget`] | the segment's time |
 
 mod budget;
 mod end;
+mod limit;
 mod plan;
 mod step;
+mod stuck;
 mod tools;
 mod trace;
 mod wait;
@@ -29,6 +33,7 @@ use baton_core::lease::can_acquire;
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{now_ms, Entry, EntryKind, Lease, Task, TaskId, TaskStatus, WaitingFor};
 use baton_settings::AgentConfig;
+use limit::Limit;
 use trace::SegmentTrace;
 
 /// How a segment ended (all of these acknowledge the wake message).
@@ -152,11 +157,8 @@ impl<'d> Segment<'d> {
     /// answer, or the next LLM call.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
         if self.task.segments > self.task.limits.max_segments {
-            let msg = format!(
-                "hop budget exhausted: {} segments",
-                self.task.limits.max_segments
-            );
-            return self.end(TaskStatus::Failed, None, Some(msg)).await;
+            let limit = Limit::Segments(self.task.limits.max_segments);
+            return self.stop_at(limit).await;
         }
         loop {
             if self.task.cancel_requested {
@@ -164,8 +166,7 @@ impl<'d> Segment<'d> {
                 return self.end(TaskStatus::Cancelled, None, reason).await;
             }
             if self.task.limits.deadline_at.is_some_and(|d| now_ms() >= d) {
-                let reason = Some("wall-clock deadline passed".to_owned());
-                return self.end(TaskStatus::Failed, None, reason).await;
+                return self.stop_at(Limit::Deadline).await;
             }
             // Phase two of an unfinished step: its missing tool results.
             let (step, pending) = pending_tool_calls(&self.transcript);
@@ -176,10 +177,17 @@ impl<'d> Segment<'d> {
                 if let Some(end) = self.run_tools(step, pending).await? {
                     return Ok(end);
                 }
+                self.advise_after_tool_errors().await?;
                 continue;
             }
             // The last step was a final answer: deliver it and finish.
             if let Some(answer) = final_answer(&self.transcript) {
+                if crate::sanitize::sanitize(&answer).is_empty() {
+                    if let Some(end) = self.after_empty_answer().await? {
+                        return Ok(end);
+                    }
+                    continue;
+                }
                 if let Some(end) = self.deliver(answer).await? {
                     return Ok(end);
                 }
@@ -189,8 +197,8 @@ impl<'d> Segment<'d> {
             }
             // Steering: messages that arrived while we ran.
             self.drain_inbox().await?;
-            if let Some(reason) = self.over_budget().await? {
-                return self.end(TaskStatus::Failed, None, Some(reason)).await;
+            if let Some(limit) = self.over_budget().await? {
+                return self.stop_at(limit).await;
             }
             if !self.budget.fits_another() {
                 return self.hand_over().await;
@@ -209,30 +217,24 @@ impl<'d> Segment<'d> {
         }
     }
 
-    /// Why the task may not make another LLM call (steps, tokens, cost, the
-    /// monthly budgets), if it may not.
-    async fn over_budget(&self) -> Result<Option<String>, WorkerError> {
+    /// The limit that forbids another LLM call (steps, tokens, cost, the
+    /// monthly budgets), if one does.
+    async fn over_budget(&self) -> Result<Option<Limit>, WorkerError> {
         let limits = &self.task.limits;
         if self.task.steps >= limits.max_steps {
-            return Ok(Some(format!(
-                "step limit reached ({} steps) before a final answer",
-                limits.max_steps
-            )));
+            return Ok(Some(Limit::Steps(limits.max_steps)));
         }
         if limits.max_tokens > 0 && self.task.usage.total() >= limits.max_tokens {
-            return Ok(Some(format!(
-                "token budget exhausted ({} tokens)",
-                limits.max_tokens
-            )));
+            return Ok(Some(Limit::Tokens(limits.max_tokens)));
         }
         if let Some(msg) = baton_settings::price::exhausted(&self.task, self.agent) {
-            return Ok(Some(msg));
+            return Ok(Some(Limit::Cost(msg)));
         }
         let Some(budgets) = &self.deps.budgets else {
             return Ok(None);
         };
         match budgets.exhausted(&self.task, now_ms()).await {
-            Ok(over) => Ok(over),
+            Ok(over) => Ok(over.map(Limit::Monthly)),
             // A counter that cannot be read will not heal by retrying: go
             // on uncounted rather than fail every task.
             Err(e @ baton_core::LedgerError::Corrupt(_)) => {
@@ -334,7 +336,8 @@ fn pending_wake(t: &Task) -> Option<i64> {
 }
 
 /// The text of the final answer, if the conversation's last message is an
-/// assistant message without tool calls.
+/// assistant message without tool calls (a runtime note after it asks for
+/// more).
 fn final_answer(transcript: &[Entry]) -> Option<String> {
     let last = transcript.iter().rev().find(|e| {
         matches!(
@@ -342,6 +345,7 @@ fn final_answer(transcript: &[Entry]) -> Option<String> {
             EntryKind::UserMessage { .. }
                 | EntryKind::AssistantMessage { .. }
                 | EntryKind::ToolResult { .. }
+                | EntryKind::Note { .. }
         )
     })?;
     match &last.kind {

@@ -112,7 +112,22 @@ pub(super) fn plan(turn: &Turn<'_>, pending: Vec<(ToolCall, bool)>) -> TurnPlan 
         decided: Vec::new(),
     };
     let mut delegating = 0;
+    // Calls of each capped tool that count against its cap so far: those
+    // of earlier turns, then this turn's in order, so only the calls past
+    // the cap are refused.
+    let mut used: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     for (call, was_started) in pending {
+        if let Some(&cap) = turn.agent.tool_call_caps.get(&call.name) {
+            let n = used
+                .entry(call.name.clone())
+                .or_insert_with(|| calls_before(turn, &call.name));
+            if *n >= cap {
+                plan.calls
+                    .push((call, Decision::Refuse(Refusal::CapUsedUp { cap })));
+                continue;
+            }
+            *n += 1;
+        }
         let mut decision = decide(turn, &call, was_started, &mut plan.decided);
         if matches!(decision, Decision::Delegate) {
             // A child that exists already is waited for whatever the count.
@@ -144,11 +159,6 @@ fn decide(
         .cloned();
     if !is_sleep && !is_delegate && tool.is_none() {
         return Decision::Refuse(Refusal::UnknownTool);
-    }
-    if let Some(&cap) = agent.tool_call_caps.get(&call.name) {
-        if calls_of(turn.transcript, &call.name) > cap {
-            return Decision::Refuse(Refusal::CapUsedUp { cap });
-        }
     }
     // Human approval, for whatever tool the rules name (`sleep` and
     // `delegate` included).
@@ -198,12 +208,15 @@ fn decide(
     }
 }
 
-/// How many calls of `tool` the task has made so far (this turn's included).
-fn calls_of(transcript: &[Entry], tool: &str) -> u32 {
-    transcript
+/// How many calls of `tool` the task made in the turns before this one
+/// (refused ones included: the model asked for them).
+fn calls_before(turn: &Turn<'_>, tool: &str) -> u32 {
+    turn.transcript
         .iter()
         .filter_map(|e| match &e.kind {
-            EntryKind::AssistantMessage { tool_calls, .. } => {
+            EntryKind::AssistantMessage {
+                step, tool_calls, ..
+            } if *step < turn.step => {
                 Some(tool_calls.iter().filter(|c| c.name == tool).count() as u32)
             }
             _ => None,
@@ -275,13 +288,22 @@ mod tests {
             }
         }
 
-        /// The model asked for `calls` in step 1.
+        /// The step of the latest turn.
+        fn step(&self) -> u32 {
+            self.transcript
+                .iter()
+                .filter(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }))
+                .count() as u32
+        }
+
+        /// The model asked for `calls` in a new turn.
         fn asked(&mut self, calls: &[ToolCall]) {
+            let step = self.step() + 1;
             self.transcript.push(Entry {
                 seq: self.transcript.len() as u64 + 1,
                 at: 0,
                 kind: EntryKind::AssistantMessage {
-                    step: 1,
+                    step,
                     text: String::new(),
                     tool_calls: calls.to_vec(),
                     usage: Usage::default(),
@@ -297,7 +319,7 @@ mod tests {
                 tools: &self.tools,
                 task: &self.task,
                 transcript: &self.transcript,
-                step: 1,
+                step: self.step().max(1),
             };
             plan(&turn, pending)
         }
@@ -379,6 +401,18 @@ mod tests {
             got,
             ["refuse: refused: `fake` may be called at most 1 times per task, and that is used up"]
         );
+        // In one turn, the calls within the cap run and only the rest are
+        // refused.
+        let mut w = World::new(|a| {
+            a.tool_call_caps.insert("fake".into(), 2);
+        });
+        let got = w.decide(&[
+            call("c1", "fake", json!({"n": 1})),
+            call("c2", "fake", json!({"n": 2})),
+            call("c3", "fake", json!({"n": 3})),
+        ]);
+        assert_eq!(got[..2], ["run", "run"]);
+        assert!(got[2].contains("at most 2 times"), "{got:?}");
     }
 
     #[test]
@@ -387,7 +421,7 @@ mod tests {
         let write = call("c1", "fake", json!({"write": 1}));
         assert_eq!(w.decide(std::slice::from_ref(&write)), ["approval"]);
 
-        let id = approval_id(1, "c1");
+        let id = approval_id(w.step(), "c1");
         let decide = |w: &mut World, verdict| {
             w.task.approvals = vec![Approval {
                 approval_id: id.clone(),

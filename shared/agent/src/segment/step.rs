@@ -5,10 +5,13 @@
 use super::{Segment, Step};
 use crate::compaction::{self, CompactionError};
 use crate::context::{self, build_request};
+use crate::error::WorkerError;
+use crate::model_choice::{Answer, ModelsFailed};
 use crate::progress;
-use baton_core::{now_ms, CompletionRequest, EntryKind, TaskStatus, ToolSpec, Usage};
+use baton_core::{
+    now_ms, CompletionRequest, EntryKind, LlmError, NoteReason, TaskStatus, ToolSpec, Usage,
+};
 use serde_json::{json, Map};
-use std::collections::HashMap;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -31,6 +34,31 @@ impl Segment<'_> {
         }
         self.compaction_tried = true;
         self.compaction_ran = true;
+        let outcome = self.compact_history().await?;
+        if forced && !compaction::answer_needed(&self.transcript) && self.task.parent.is_none() {
+            let msg = match &outcome {
+                Ok(d) => format!(
+                    "Compacted: {} earlier messages are now a summary.",
+                    d.summarised_messages
+                ),
+                Err(CompactionError::NothingToCompact) => "Nothing to compact yet.".to_owned(),
+                Err(e) => format!("Could not compact ({e}); the history is unchanged."),
+            };
+            self.deps.replies.answer(&self.task, &msg).await?;
+            return self
+                .end(TaskStatus::Succeeded, Some(msg), None)
+                .await
+                .map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Summarises the older turns into a summary entry (the model's time
+    /// and tokens counted); the history stays as it is if that fails.
+    pub(super) async fn compact_history(
+        &mut self,
+    ) -> Result<Result<compaction::Compacted, CompactionError>, crate::error::WorkerError> {
+        let agent = self.agent;
         let started = now_ms();
         let clock = Instant::now();
         self.deps
@@ -60,22 +88,7 @@ impl Segment<'_> {
             })
             .await?;
         }
-        if forced && !compaction::answer_needed(&self.transcript) && self.task.parent.is_none() {
-            let msg = match &outcome {
-                Ok(d) => format!(
-                    "Compacted: {} earlier messages are now a summary.",
-                    d.summarised_messages
-                ),
-                Err(CompactionError::NothingToCompact) => "Nothing to compact yet.".to_owned(),
-                Err(e) => format!("Could not compact ({e}); the history is unchanged."),
-            };
-            self.deps.replies.answer(&self.task, &msg).await?;
-            return self
-                .end(TaskStatus::Succeeded, Some(msg), None)
-                .await
-                .map(Some);
-        }
-        Ok(None)
+        Ok(outcome)
     }
 
     /// Counts a model call's tokens in the monthly budgets, once it has
@@ -83,7 +96,7 @@ impl Segment<'_> {
     /// that is made again, never one that goes uncounted). A failed count
     /// is logged, not fatal: the month is undercounted rather than the call
     /// paid for twice.
-    async fn count_monthly(&self, usage: Usage) {
+    pub(super) async fn count_monthly(&self, usage: Usage) {
         if let Some(budgets) = &self.deps.budgets {
             if let Err(e) = budgets.record(&self.task, usage, now_ms()).await {
                 tracing::warn!(error = %e, "could not count tokens in the monthly budgets");
@@ -111,9 +124,14 @@ impl Segment<'_> {
 
     /// The request for this step: the context pipeline's messages, and the
     /// remembered facts relevant to the latest message, as data in the
-    /// system prompt (only for agents that may `recall`).
-    async fn request(&self) -> CompletionRequest {
+    /// system prompt (only for agents that may `recall`). `shrunk`: the
+    /// provider found the last one too long, so old tool results are
+    /// cleared whatever the estimate says.
+    async fn request(&self, shrunk: bool) -> CompletionRequest {
         let mut request = build_request(self.agent, &self.transcript, self.tool_specs());
+        if shrunk {
+            context::clear_old_tool_results(&mut request.messages);
+        }
         if let Some(query) = context::memory_query(&request, &self.transcript) {
             let memory = baton_core::memory::MemoryStore::new(self.deps.store.table().clone());
             let facts = context::recall_for_prompt(&memory, &self.task.origin, query).await;
@@ -123,10 +141,55 @@ impl Segment<'_> {
     }
 
     /// Phase one: one LLM call, checkpointed with its tool calls before any
-    /// tool runs.
+    /// tool runs. A request too long for the model is shrunk (a forced
+    /// compaction, old tool results cleared) and tried once more; another
+    /// refusal hands the task to the escalation model when there is one.
     pub(super) async fn llm_step(&mut self) -> Step {
-        let agent = self.agent;
-        let request = self.request().await;
+        let mut shrunk = false;
+        loop {
+            let request = self.request(shrunk).await;
+            let clock = Instant::now();
+            let failed = match self.call_model(&request).await? {
+                Called::Answered(answer) => return self.record_answer(answer).await,
+                Called::OutOfTime => return self.hand_over().await.map(Some),
+                Called::Failed(e) => e,
+            };
+            let last = failed.last_error();
+            if !shrunk && last.is_some_and(LlmError::is_context_overflow) {
+                tracing::warn!(task_id = %self.task.id, "request too long for the model; compacting and retrying");
+                shrunk = true;
+                // A failed summary leaves the history as it is: clearing
+                // old tool results may still be enough.
+                if let Err(e) = self.compact_history().await? {
+                    tracing::warn!(task_id = %self.task.id, error = %e, "forced compaction did not shrink the history");
+                }
+                continue;
+            }
+            let refused = matches!(last, Some(LlmError::Rejected { .. }));
+            if refused
+                && self.agent.escalation.is_some()
+                && !crate::model_choice::escalated(self.agent, &self.transcript)
+            {
+                let note = EntryKind::Note {
+                    reason: NoteReason::Escalated,
+                    text: "The model provider refused the last request; continue with the task."
+                        .to_owned(),
+                };
+                self.commit(|_| Some(vec![note.clone()])).await?;
+                return Ok(None);
+            }
+            let reason = plain_failure(&failed, clock.elapsed());
+            tracing::error!(task_id = %self.task.id, error = %failed, %reason, "model call failed; ending the task");
+            return self
+                .end(TaskStatus::Failed, None, Some(reason))
+                .await
+                .map(Some);
+        }
+    }
+
+    /// One call to the step's model (with its fallbacks), bounded by the
+    /// time the segment has left.
+    async fn call_model(&mut self, request: &CompletionRequest) -> Result<Called, WorkerError> {
         self.deps
             .replies
             .progress(&self.task, progress::THINKING)
@@ -141,9 +204,9 @@ impl Segment<'_> {
         let window = self.budget.time_left().max(LLM_CALL_FLOOR);
         let call = crate::model_choice::complete(
             self.deps.llm.as_ref(),
-            agent,
+            self.agent,
             &self.transcript,
-            &request,
+            request,
         );
         let Ok(result) = tokio::time::timeout(window, call).await else {
             self.budget.record(clock.elapsed());
@@ -151,47 +214,57 @@ impl Segment<'_> {
                 waited_s = window.as_secs(),
                 "model call outlasted the segment; handing over"
             );
-            return self.hand_over().await.map(Some);
+            return Ok(Called::OutOfTime);
         };
         self.budget.record(clock.elapsed());
         let mut attrs = Map::new();
         attrs.insert("provider".into(), json!(self.deps.llm.name()));
         attrs.insert("step".into(), json!(self.task.steps + 1));
-        let answer = match result {
-            Ok(a) => a,
+        match result {
+            Ok(answer) => {
+                attrs.insert("model".into(), json!(answer.model));
+                attrs.insert("escalated".into(), json!(answer.escalated));
+                if !answer.failures.is_empty() {
+                    let from: Vec<&str> =
+                        answer.failures.iter().map(|f| f.model.as_str()).collect();
+                    attrs.insert("fell_back_from".into(), json!(from));
+                }
+                let usage = answer.completion.usage;
+                let cost = baton_settings::price::completion_cost(self.agent, &answer.model, usage);
+                attrs.insert("cost_usd".into(), json!(cost));
+                attrs.insert("input_tokens".into(), json!(usage.input_tokens));
+                attrs.insert("output_tokens".into(), json!(usage.output_tokens));
+                attrs.insert(
+                    "tool_calls".into(),
+                    json!(answer.completion.tool_calls.len()),
+                );
+                attrs.insert("error".into(), json!(false));
+                self.trace.record("llm_call", started, attrs);
+                self.count_monthly(usage).await;
+                Ok(Called::Answered(answer))
+            }
             Err(e) => {
+                // The full detail (model ids, provider bodies) is for the
+                // trace and the logs, not for people.
                 let tried: Vec<&str> = e.failures.iter().map(|f| f.model.as_str()).collect();
                 attrs.insert("model".into(), json!(request.model));
                 attrs.insert("models_failed".into(), json!(tried));
                 attrs.insert("error".into(), json!(true));
                 attrs.insert("error_message".into(), json!(e.to_string()));
                 self.trace.record("llm_call", started, attrs);
-                let msg = format!("the model call failed: {e}");
-                return self
-                    .end(TaskStatus::Failed, None, Some(msg))
-                    .await
-                    .map(Some);
+                Ok(Called::Failed(e))
             }
-        };
-        attrs.insert("model".into(), json!(answer.model));
-        attrs.insert("escalated".into(), json!(answer.escalated));
-        if !answer.failures.is_empty() {
-            let from: Vec<&str> = answer.failures.iter().map(|f| f.model.as_str()).collect();
-            attrs.insert("fell_back_from".into(), json!(from));
         }
-        let model = answer.model;
+    }
+
+    /// Checkpoints the model's answer (phase one), then checks it for
+    /// repetition.
+    async fn record_answer(&mut self, answer: Answer) -> Step {
         let completion = answer.completion;
         let usage = completion.usage;
-        let cost = baton_settings::price::completion_cost(agent, &model, usage);
-        attrs.insert("cost_usd".into(), json!(cost));
-        self.count_monthly(usage).await;
-        attrs.insert("input_tokens".into(), json!(usage.input_tokens));
-        attrs.insert("output_tokens".into(), json!(usage.output_tokens));
-        attrs.insert("tool_calls".into(), json!(completion.tool_calls.len()));
-        attrs.insert("error".into(), json!(false));
-        self.trace.record("llm_call", started, attrs);
+        let cost = baton_settings::price::completion_cost(self.agent, &answer.model, usage);
         let answered_by = if completion.model.is_empty() {
-            model
+            answer.model
         } else {
             completion.model.clone()
         };
@@ -208,37 +281,93 @@ impl Segment<'_> {
             }])
         })
         .await?;
-        if let Some(tool) = repeated_call(&self.transcript, agent.max_identical_calls) {
-            let msg = format!(
-                "stopped: the model asked for the same `{tool}` call with the same arguments {} times, \
-                 so it is not making progress",
-                agent.max_identical_calls.max(2)
-            );
-            return self
-                .end(TaskStatus::Failed, None, Some(msg))
-                .await
-                .map(Some);
-        }
-        Ok(None)
+        let step = self.task.steps;
+        self.check_repetition(step).await
     }
 }
 
-/// Loop detection: the same tool call (name and arguments) requested
-/// `max_identical` times means the model is stuck. Returns the tool's name.
-fn repeated_call(transcript: &[baton_core::Entry], max_identical: u32) -> Option<String> {
-    let mut seen: HashMap<(&str, String), u32> = HashMap::new();
-    for e in transcript {
-        if let EntryKind::AssistantMessage { tool_calls, .. } = &e.kind {
-            for c in tool_calls {
-                let n = seen
-                    .entry((c.name.as_str(), c.arguments.to_string()))
-                    .or_default();
-                *n += 1;
-                if *n >= max_identical.max(2) {
-                    return Some(c.name.clone());
-                }
-            }
+/// What one model call came to.
+enum Called {
+    Answered(Answer),
+    /// It would outlast the segment: the next one tries again.
+    OutOfTime,
+    Failed(ModelsFailed),
+}
+
+/// Why the model call failed, in words for the person who asked: no model
+/// ids, provider bodies or account names (those go to the logs and the
+/// trace, keyed by the task id).
+fn plain_failure(e: &ModelsFailed, took: Duration) -> String {
+    let tried = e.failures.len();
+    match e.last_error() {
+        Some(err) if err.is_retryable() => format!(
+            "the model provider is unavailable (tried {tried} model{}, with retries, over {})",
+            if tried == 1 { "" } else { "s" },
+            human(took)
+        ),
+        Some(err) if err.is_context_overflow() => {
+            "the conversation is too long for the model, even after summarising it".to_owned()
+        }
+        Some(LlmError::Rejected { .. }) => "the model provider refused the request".to_owned(),
+        Some(LlmError::Decode(_)) => {
+            "the model provider sent an answer that could not be read".to_owned()
+        }
+        Some(LlmError::Config(_)) => {
+            "the model provider is not set up correctly (the logs say how)".to_owned()
+        }
+        _ => "the model could not be reached".to_owned(),
+    }
+}
+
+/// "40 seconds", "3 minutes".
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 90 {
+        format!("{} second{}", s.max(1), if s == 1 { "" } else { "s" })
+    } else {
+        format!("{} minutes", (s + 30) / 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model_choice::ModelFailure;
+
+    fn failed(error: LlmError) -> ModelsFailed {
+        ModelsFailed {
+            failures: vec![ModelFailure {
+                model: "us.anthropic.claude-secret-model-v1:0".into(),
+                error,
+            }],
         }
     }
-    None
+
+    #[test]
+    fn failures_are_told_without_provider_detail() {
+        let body = r#"{"message":"User: arn:aws:iam::123456789012:role/x is not authorized"}"#;
+        let refused = plain_failure(
+            &failed(LlmError::Rejected {
+                status: 403,
+                message: body.into(),
+            }),
+            Duration::from_secs(1),
+        );
+        assert_eq!(refused, "the model provider refused the request");
+        let down = plain_failure(
+            &failed(LlmError::Server {
+                status: 503,
+                message: "upstream connect error".into(),
+                retry_after: None,
+            }),
+            Duration::from_secs(125),
+        );
+        assert_eq!(
+            down,
+            "the model provider is unavailable (tried 1 model, with retries, over 2 minutes)"
+        );
+        for text in [refused, down] {
+            assert!(!text.contains("arn:") && !text.contains("claude") && !text.contains("503"));
+        }
+    }
 }

@@ -58,6 +58,9 @@ pub(super) fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
         if let Some(v) = l.max_identical_calls {
             a.max_identical_calls = v;
         }
+        if let Some(v) = l.loop_window {
+            a.loop_window = v;
+        }
         for (tool, cap) in l.max_tool_calls.iter().flatten() {
             a.tool_call_caps.insert(tool.clone(), *cap);
         }

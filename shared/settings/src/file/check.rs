@@ -215,6 +215,7 @@ impl Checker<'_> {
             l.max_identical_calls,
             2,
         );
+        self.at_least(format!("{at}.loop_window"), l.loop_window, 2);
         if let Some(c) = l.max_cost_usd {
             if !(c.is_finite() && c > 0.0) {
                 self.add(

@@ -56,6 +56,7 @@ pub(super) struct LimitsSpec {
     pub(super) deadline: Option<DurationSpec>,
     pub(super) max_tool_calls: Option<BTreeMap<String, u32>>,
     pub(super) max_identical_calls: Option<u32>,
+    pub(super) loop_window: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -179,6 +180,7 @@ pub(super) const LIMIT_KEYS: &[&str] = &[
     "deadline",
     "max_tool_calls",
     "max_identical_calls",
+    "loop_window",
 ];
 
 pub(super) fn parse_file(origin: &str, text: &str) -> Result<FileSpec, ConfigFileError> {

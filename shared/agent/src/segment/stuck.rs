@@ -1,0 +1,336 @@
+//! A model that is stuck, handled the way users of agent loops expect:
+//!
+//! * an **empty answer** (no text, no tool calls) gets one nudge to go on,
+//!   then the escalation model when one is configured, then the user is
+//!   told; only an explicit `NO_REPLY` posts nothing;
+//! * **the same call again and again** — `max_identical_calls` times in a
+//!   row, or twice that many among the last `loop_window` calls — is
+//!   refused once with a warning, and stops the task the next time (a
+//!   polling agent, `sleep` then the same GET, is not in a row);
+//! * **tools failing** [`TOOL_ERRORS_ADVICE_AFTER`] times in a row get a
+//!   note to try a different approach (escalation, when configured, follows
+//!   its own `after_tool_errors`).
+//!
+//! Every decision is taken from the transcript, so a retried segment takes
+//! the same one.
+
+use super::limit::Limit;
+use super::tools::result_entry;
+use super::{Segment, Step};
+use crate::model_choice::tool_error_runs;
+use baton_core::{Entry, EntryKind, NoteReason, TaskStatus, ToolCall, ToolOutput};
+use baton_settings::AgentConfig;
+
+/// Failed tool results in a row after which the model is advised to change
+/// course.
+pub(super) const TOOL_ERRORS_ADVICE_AFTER: u32 = 3;
+
+/// What the transcript says about the last turn's calls.
+#[derive(Debug, PartialEq)]
+pub(super) enum Repetition {
+    /// Nothing repeats too often.
+    No,
+    /// A call repeats: the turn is refused and the model warned (once).
+    Warn { tool: String, times: u32 },
+    /// A call repeats after the warning: the task stops.
+    Stop { tool: String, times: u32 },
+}
+
+/// Checks the calls of the last assistant message against the calls before.
+pub(super) fn repetition(agent: &AgentConfig, transcript: &[Entry]) -> Repetition {
+    let calls: Vec<&ToolCall> = transcript
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EntryKind::AssistantMessage { tool_calls, .. } => Some(tool_calls),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let last_turn = match transcript.iter().rev().find_map(|e| match &e.kind {
+        EntryKind::AssistantMessage { tool_calls, .. } => Some(tool_calls.len()),
+        _ => None,
+    }) {
+        Some(n) if n > 0 => n,
+        _ => return Repetition::No,
+    };
+    let in_a_row = agent.max_identical_calls.max(2);
+    let in_window = in_a_row * 2;
+    let sig = |c: &ToolCall| (c.name.clone(), c.arguments.to_string());
+    let mut worst: Option<(String, u32)> = None;
+    for end in calls.len() - last_turn..calls.len() {
+        let me = sig(calls[end]);
+        let run = calls[..=end]
+            .iter()
+            .rev()
+            .take_while(|c| sig(c) == me)
+            .count() as u32;
+        let window_start = (end + 1).saturating_sub(agent.loop_window.max(1) as usize);
+        let seen = calls[window_start..=end]
+            .iter()
+            .filter(|c| sig(c) == me)
+            .count() as u32;
+        if run >= in_a_row || seen >= in_window {
+            let times = run.max(seen);
+            if worst.as_ref().is_none_or(|(_, t)| times > *t) {
+                worst = Some((me.0, times));
+            }
+        }
+    }
+    let Some((tool, times)) = worst else {
+        return Repetition::No;
+    };
+    let warned = transcript.iter().any(|e| {
+        matches!(
+            e.kind,
+            EntryKind::Note {
+                reason: NoteReason::Repeating,
+                ..
+            }
+        )
+    });
+    if warned {
+        Repetition::Stop { tool, times }
+    } else {
+        Repetition::Warn { tool, times }
+    }
+}
+
+/// Empty answers since the last user message: the nudges already given
+/// and whether the escalation model took over.
+fn empty_answer_notes(transcript: &[Entry]) -> (usize, bool) {
+    let since = transcript
+        .iter()
+        .rposition(|e| matches!(e.kind, EntryKind::UserMessage { .. }))
+        .map_or(0, |p| p + 1);
+    let notes = transcript[since..].iter().filter_map(|e| match &e.kind {
+        EntryKind::Note { reason, .. } => Some(*reason),
+        _ => None,
+    });
+    let (mut nudges, mut escalated) = (0, false);
+    for r in notes {
+        match r {
+            NoteReason::EmptyAnswer => nudges += 1,
+            NoteReason::Escalated => escalated = true,
+            _ => {}
+        }
+    }
+    (nudges, escalated)
+}
+
+impl Segment<'_> {
+    /// The model answered with nothing: nudge it, then escalate, then tell
+    /// the user. `None`: the loop goes on.
+    pub(super) async fn after_empty_answer(&mut self) -> Step {
+        let (nudges, escalated) = empty_answer_notes(&self.transcript);
+        let note = if nudges == 0 {
+            Some((
+                NoteReason::EmptyAnswer,
+                "Your last answer was empty. Continue: answer the user, or call a tool if you need one.",
+            ))
+        } else if self.agent.escalation.is_some() && !escalated {
+            Some((
+                NoteReason::Escalated,
+                "Your answer was empty again. Continue: answer the user, or call a tool if you need one.",
+            ))
+        } else {
+            None
+        };
+        if let Some((reason, text)) = note {
+            let entry = EntryKind::Note {
+                reason,
+                text: text.to_owned(),
+            };
+            self.commit(|_| Some(vec![entry.clone()])).await?;
+            return Ok(None);
+        }
+        let reason = "the model gave no answer, even when asked again".to_owned();
+        let told = "Sorry, I could not produce an answer: the model replied with nothing, \
+                    even when asked again. Please try rephrasing your request."
+            .to_owned();
+        self.finish(TaskStatus::Failed, None, Some(reason), Some(told))
+            .await
+            .map(Some)
+    }
+
+    /// After the LLM step: a turn that repeats a call too often is refused
+    /// with a warning the first time, and stops the task after that.
+    pub(super) async fn check_repetition(&mut self, step: u32) -> Step {
+        match repetition(self.agent, &self.transcript) {
+            Repetition::No => Ok(None),
+            Repetition::Stop { tool, times } => {
+                self.stop_at(Limit::Loop { tool, times }).await.map(Some)
+            }
+            Repetition::Warn { tool, times } => {
+                let warning = format!(
+                    "You asked for `{tool}` with the same arguments {times} times without making \
+                     progress, so this turn's calls were not run. Try a different approach, or \
+                     answer the user with what you have. Asking for the same call again ends the task."
+                );
+                let (_, pending) = baton_core::transcript::pending_tool_calls(&self.transcript);
+                let max_chars = self.agent.max_tool_result_chars;
+                let mut entries: Vec<EntryKind> = pending
+                    .iter()
+                    .map(|(call, _)| {
+                        let out = ToolOutput::error(
+                            "not run: this turn repeats a call that is not making progress",
+                        );
+                        result_entry(step, call, out, max_chars)
+                    })
+                    .collect();
+                entries.push(EntryKind::Note {
+                    reason: NoteReason::Repeating,
+                    text: warning,
+                });
+                self.commit(|_| Some(entries.clone())).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// After a batch of tool results: several failures in a row get a note
+    /// to try something else (once per run of failures).
+    pub(super) async fn advise_after_tool_errors(&mut self) -> Result<(), crate::WorkerError> {
+        let (run, _) = tool_error_runs(&self.transcript);
+        if run < TOOL_ERRORS_ADVICE_AFTER {
+            return Ok(());
+        }
+        let since_success = self
+            .transcript
+            .iter()
+            .rposition(|e| {
+                matches!(
+                    e.kind,
+                    EntryKind::ToolResult {
+                        is_error: false,
+                        ..
+                    }
+                )
+            })
+            .map_or(0, |p| p + 1);
+        let advised = self.transcript[since_success..].iter().any(|e| {
+            matches!(
+                e.kind,
+                EntryKind::Note {
+                    reason: NoteReason::ToolErrors,
+                    ..
+                }
+            )
+        });
+        if advised {
+            return Ok(());
+        }
+        let entry = EntryKind::Note {
+            reason: NoteReason::ToolErrors,
+            text: format!(
+                "The last {run} tool calls failed. Do not repeat them as they were: read the errors, \
+                 then try a different approach, or tell the user what is blocking you."
+            ),
+        };
+        self.commit(|_| Some(vec![entry.clone()])).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::Usage;
+    use serde_json::json;
+
+    fn turn(calls: &[(&str, serde_json::Value)]) -> EntryKind {
+        EntryKind::AssistantMessage {
+            step: 0,
+            text: String::new(),
+            tool_calls: calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, args))| ToolCall {
+                    id: format!("c{i}"),
+                    name: (*name).into(),
+                    arguments: args.clone(),
+                })
+                .collect(),
+            usage: Usage::default(),
+            model: "m".into(),
+        }
+    }
+
+    fn entries(kinds: Vec<EntryKind>) -> Vec<Entry> {
+        kinds
+            .into_iter()
+            .enumerate()
+            .map(|(i, kind)| Entry {
+                seq: i as u64 + 1,
+                at: 0,
+                kind,
+            })
+            .collect()
+    }
+
+    fn agent() -> AgentConfig {
+        AgentConfig::new("default", "m")
+    }
+
+    #[test]
+    fn polling_with_sleep_in_between_is_not_repeating() {
+        let get = ("http_request", json!({"url": "https://x.test/status"}));
+        let sleep = ("sleep", json!({"seconds": 60}));
+        let mut kinds = Vec::new();
+        for _ in 0..10 {
+            kinds.push(turn(&[sleep.clone()]));
+            kinds.push(turn(&[get.clone()]));
+            assert_eq!(
+                repetition(&agent(), &entries(kinds.clone())),
+                Repetition::No
+            );
+        }
+    }
+
+    #[test]
+    fn the_same_call_in_a_row_is_warned_once_then_stopped() {
+        let get = ("http_request", json!({"url": "https://x.test/a"}));
+        let mut kinds = vec![turn(&[get.clone()]), turn(&[get.clone()])];
+        assert_eq!(
+            repetition(&agent(), &entries(kinds.clone())),
+            Repetition::No
+        );
+        kinds.push(turn(&[get.clone()]));
+        assert_eq!(
+            repetition(&agent(), &entries(kinds.clone())),
+            Repetition::Warn {
+                tool: "http_request".into(),
+                times: 3
+            }
+        );
+        kinds.push(EntryKind::Note {
+            reason: NoteReason::Repeating,
+            text: "stop".into(),
+        });
+        kinds.push(turn(&[get]));
+        assert!(matches!(
+            repetition(&agent(), &entries(kinds)),
+            Repetition::Stop { times: 4, .. }
+        ));
+    }
+
+    #[test]
+    fn the_same_call_often_in_the_window_is_repeating_too() {
+        let a = ("http_request", json!({"url": "https://x.test/a"}));
+        let other = |i: i32| ("current_time", json!({"timezone": format!("Etc/GMT+{i}")}));
+        // a, a, o0, a, a, o1: never three in a row, four of six.
+        let mut kinds = Vec::new();
+        for i in 0..2 {
+            kinds.push(turn(&[a.clone(), a.clone()]));
+            kinds.push(turn(&[other(i)]));
+        }
+        assert_eq!(
+            repetition(&agent(), &entries(kinds.clone())),
+            Repetition::No
+        );
+        // Six of the last ten calls.
+        kinds.push(turn(&[a.clone(), a]));
+        assert!(matches!(
+            repetition(&agent(), &entries(kinds)),
+            Repetition::Warn { times: 6, .. }
+        ));
+    }
+}
