@@ -582,7 +582,8 @@ async fn poison_message_ends_in_the_dlq_and_fails_its_task(backend: Backend) {
     assert_eq!(task["status"], "failed", "{task}");
     let error = task["error"].as_str().unwrap();
     assert!(
-        error.contains("gave up after") && error.contains("could not deliver the reply"),
+        error.contains("gave up after")
+            && error.contains("a message to the user could not be delivered"),
         "{error}"
     );
 }

@@ -29,6 +29,22 @@ pub enum WorkerError {
 }
 
 impl WorkerError {
+    /// What went wrong in words for the person who asked (recorded on the
+    /// task and told when it is given up on): no URLs, ARNs or service
+    /// messages, which go to the logs with the task id.
+    pub fn plain(&self) -> &'static str {
+        match self {
+            WorkerError::LeaseLost => "another worker took the task over",
+            WorkerError::Store(_) => "the task store was unavailable",
+            WorkerError::Queue(_) => "the work queue was unavailable",
+            WorkerError::Reply(_) => "a message to the user could not be delivered",
+            WorkerError::Scheduler(_) | WorkerError::Schedule(_) => {
+                "the scheduler was unavailable"
+            }
+            WorkerError::Budgets(_) => "the usage counters could not be read",
+        }
+    }
+
     /// Whether delivering the message again may succeed: a service that
     /// was down or busy may be back. A lost lease, a record that cannot be
     /// read or a task that is gone will not heal by retrying; such a

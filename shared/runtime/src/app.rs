@@ -92,7 +92,9 @@ impl App {
             replies,
             settings,
         );
-        worker = worker.with_budgets(config.settings.budgets.clone());
+        worker = worker
+            .with_budgets(config.settings.budgets.clone())
+            .with_input_guard(config.settings.guard.input_guard);
         if let Some(prompts) = approval_prompts {
             worker = worker.with_approval_prompts(prompts);
         }

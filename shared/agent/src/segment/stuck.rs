@@ -174,7 +174,7 @@ impl Segment<'_> {
                         let out = ToolOutput::error(
                             "not run: this turn repeats a call that is not making progress",
                         );
-                        result_entry(step, call, out, max_chars)
+                        result_entry(step, call, out, max_chars, self.deps.input_guard)
                     })
                     .collect();
                 entries.push(EntryKind::Note {

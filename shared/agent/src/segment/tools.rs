@@ -6,6 +6,7 @@
 use super::plan::{plan, Decision, Turn};
 use super::{Segment, Step};
 use crate::progress;
+use baton_core::input_guard::{screen_tool_output, InputGuardMode};
 use baton_core::{now_ms, EntryKind, Tool, ToolCall, ToolContext, ToolOutput};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Map};
@@ -16,7 +17,7 @@ impl Segment<'_> {
     /// Runs the step's missing tool calls. A call that is not safe to
     /// repeat and was started but never recorded is not run again.
     pub(super) async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Step {
-        let max_chars = self.agent.max_tool_result_chars;
+        let (max_chars, guard) = (self.agent.max_tool_result_chars, self.deps.input_guard);
         let turn = Turn {
             agent: self.agent,
             agents: &self.deps.agents,
@@ -34,9 +35,9 @@ impl Segment<'_> {
             match decision {
                 Decision::Refuse(r) => {
                     let out = ToolOutput::error(r.message(&call.name));
-                    answered.push(result_entry(step, &call, out, max_chars));
+                    answered.push(result_entry(step, &call, out, max_chars, guard));
                 }
-                Decision::Answer(out) => answered.push(result_entry(step, &call, out, max_chars)),
+                Decision::Answer(out) => answered.push(result_entry(step, &call, out, max_chars, guard)),
                 Decision::Run { tool, mark_started } => {
                     if mark_started {
                         started_marks.push(EntryKind::ToolStarted {
@@ -119,22 +120,26 @@ impl Segment<'_> {
             attrs.insert("step".into(), json!(step));
             attrs.insert("error".into(), json!(output.is_error));
             self.trace.record("tool_call", started, attrs);
-            let entry = result_entry(step, &call, output, self.agent.max_tool_result_chars);
+            let max_chars = self.agent.max_tool_result_chars;
+            let entry = result_entry(step, &call, output, max_chars, self.deps.input_guard);
             self.commit(|_| Some(vec![entry.clone()])).await?;
         }
         Ok(())
     }
 }
 
-/// The transcript entry of a call's result, cut to `max_chars`.
+/// The transcript entry of a call's result: cut to `max_chars`, and
+/// screened as data (see [`screen_tool_output`]).
 pub(super) fn result_entry(
     step: u32,
     call: &ToolCall,
     output: ToolOutput,
     max_chars: usize,
+    guard: InputGuardMode,
 ) -> EntryKind {
     let (content, truncated_chars) =
         baton_core::tool::truncate(&output.content, max_chars, &call.name);
+    let content = screen_tool_output(guard, &call.name, &content);
     EntryKind::ToolResult {
         step,
         call_id: call.id.clone(),

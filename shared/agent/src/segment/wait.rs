@@ -232,13 +232,13 @@ impl Segment<'_> {
                     Err(e) => ToolOutput::error(e),
                     Ok(_) => ToolOutput::ok("no wait needed: that time has passed"),
                 };
-                let entry = result_entry(step, call, out, max_chars);
+                let entry = result_entry(step, call, out, max_chars, self.deps.input_guard);
                 self.commit(|_| Some(vec![entry.clone()])).await?;
                 return Ok(None);
             }
         };
         let out = ToolOutput::ok(format!("waited until {}", rfc3339(until)));
-        let entry = result_entry(step, call, out, max_chars);
+        let entry = result_entry(step, call, out, max_chars, self.deps.input_guard);
         self.commit(|t| {
             if t.cancel_requested {
                 return Some(vec![entry.clone()]);

@@ -30,7 +30,7 @@ pub(super) async fn handle(
                 .clone()
                 .unwrap_or_else(|| "no error was recorded".to_owned());
             let msg =
-                format!("gave up after {receive_count} delivery attempts; last error: {last}");
+                format!("gave up after {receive_count} delivery attempts: {last}");
             t.status = TaskStatus::Failed;
             t.error = Some(msg.clone());
             t.lease = None;

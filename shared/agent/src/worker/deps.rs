@@ -3,6 +3,7 @@
 use super::WorkerSettings;
 use crate::spend::MonthlyBudgets;
 use baton_core::approval::ApprovalPrompts;
+use baton_core::input_guard::InputGuardMode;
 use baton_core::{LlmProvider, ReplySink, TaskStore, Tool, WorkQueue};
 use baton_schedule::{ScheduleService, Scheduler};
 use baton_settings::Agents;
@@ -30,6 +31,8 @@ pub(crate) struct Deps {
     pub(crate) approvals: Option<Arc<dyn ApprovalPrompts>>,
     /// Monthly token budgets per workspace and user, when set.
     pub(crate) budgets: Option<MonthlyBudgets>,
+    /// How tool output that looks like instructions reaches the model.
+    pub(crate) input_guard: InputGuardMode,
     pub(crate) settings: WorkerSettings,
 }
 

@@ -22,6 +22,7 @@ pub(crate) use deps::{Deps, Tools};
 use crate::segment::SegmentBudget;
 use crate::spend::MonthlyBudgets;
 use baton_core::approval::ApprovalPrompts;
+use baton_core::input_guard::InputGuardMode;
 use baton_core::{Delivery, LlmProvider, ReplySink, StoreError, Task, TaskStore, Tool};
 use baton_core::{WorkMessage, WorkQueue};
 use baton_schedule::ScheduleService;
@@ -104,6 +105,7 @@ impl Worker {
                 schedules: None,
                 approvals: None,
                 budgets: None,
+                input_guard: InputGuardMode::default(),
                 settings,
             },
         }
@@ -113,6 +115,13 @@ impl Worker {
     /// over the task table.
     pub fn with_budgets(mut self, settings: BudgetSettings) -> Self {
         self.deps.budgets = MonthlyBudgets::new(self.deps.store.table().clone(), settings);
+        self
+    }
+
+    /// How tool output that looks like instructions reaches the model (the
+    /// deployment's `[guard] input_guard`; default `warn`).
+    pub fn with_input_guard(mut self, mode: InputGuardMode) -> Self {
+        self.deps.input_guard = mode;
         self
     }
 

@@ -26,7 +26,7 @@ pub(super) async fn handle(
         }
         Err(e) => {
             let reason = e.to_string();
-            release_after_failure(deps, &wake.task_id, &owner, &reason).await;
+            release_after_failure(deps, &wake.task_id, &owner, e.plain()).await;
             if e.is_transient() {
                 tracing::warn!(task_id = %wake.task_id, %reason, "segment failed; the message will be retried");
                 Disposition::Retry {
