@@ -38,9 +38,7 @@ impl WorkerError {
             WorkerError::Store(_) => "the task store was unavailable",
             WorkerError::Queue(_) => "the work queue was unavailable",
             WorkerError::Reply(_) => "a message to the user could not be delivered",
-            WorkerError::Scheduler(_) | WorkerError::Schedule(_) => {
-                "the scheduler was unavailable"
-            }
+            WorkerError::Scheduler(_) | WorkerError::Schedule(_) => "the scheduler was unavailable",
             WorkerError::Budgets(_) => "the usage counters could not be read",
         }
     }

@@ -264,7 +264,12 @@ struct OnAsk {
 
 #[async_trait]
 impl ApprovalPrompts for OnAsk {
-    async fn ask(&self, task: &Task, a: &Approval) -> Result<Option<PostedMessage>, ReplyError> {
+    async fn ask(
+        &self,
+        task: &Task,
+        a: &Approval,
+        _: &baton_core::PostKey,
+    ) -> Result<Option<PostedMessage>, ReplyError> {
         self.store
             .update(&task.id, None, |t| Ok((self.change)(t, &a.approval_id)))
             .await

@@ -120,7 +120,7 @@ async fn a_reply_clears_the_status_so_the_same_text_shows_again() {
     let r = replies(&fake, &clock);
     let a = slack_task("C1", "1.0");
     r.progress(&a, THINKING).await;
-    r.answer(&a, "done").await.unwrap();
+    r.answer(&a, "done", &key()).await.unwrap();
     clock.at(5);
     r.progress(&a, THINKING).await;
     assert_eq!(statuses(&fake).len(), 2);
@@ -140,7 +140,7 @@ async fn a_thread_that_refuses_status_is_not_tried_again() {
     r.progress(&b, THINKING).await; // other threads still get status
     assert_eq!(statuses(&fake), [st("C1", "2.0", "is thinking…")]);
     // The task's own messages are unaffected.
-    r.answer(&a, "answer").await.unwrap();
+    r.answer(&a, "answer", &key()).await.unwrap();
     assert_eq!(fake.posted().len(), 1);
 }
 
@@ -184,7 +184,7 @@ async fn unreachable_slack_does_not_fail_the_task() {
     clock.at(10);
     r.progress(&a, THINKING).await;
     // Answers still report their own failure: they matter.
-    assert!(r.answer(&a, "x").await.is_err());
+    assert!(r.answer(&a, "x", &key()).await.is_err());
 }
 
 #[tokio::test]
@@ -203,4 +203,12 @@ async fn only_slack_threads_get_status() {
     // Sinks without progress accept it and do nothing.
     NoReplies.progress(&slack_task("C1", "1.0"), THINKING).await;
     assert!(statuses(&fake).is_empty());
+}
+
+/// A first post (nothing to look for).
+fn key() -> baton_core::PostKey {
+    baton_core::PostKey {
+        key: "t:answer:1".into(),
+        maybe_posted: false,
+    }
 }

@@ -9,7 +9,7 @@
 //! the task waits for that approval. The worker finds the decision either
 //! way, so none is lost to a race with the wait being recorded.
 
-use crate::reply::ReplyError;
+use crate::reply::{PostKey, ReplyError};
 use crate::{
     rfc3339, Approval, Decision, EntryKind, Millis, Origin, PostedMessage, Task, TaskStatus,
     ToolCall, Verdict, WaitingFor,
@@ -229,6 +229,7 @@ pub trait ApprovalPrompts: Send + Sync {
         &self,
         task: &Task,
         approval: &Approval,
+        post: &PostKey,
     ) -> Result<Option<PostedMessage>, ReplyError>;
     /// Replaces the request with its decision.
     async fn decided(&self, task: &Task, approval: &Approval) -> Result<(), ReplyError>;

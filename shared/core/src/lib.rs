@@ -41,7 +41,7 @@ pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
 pub use queue::{Delivery, QueueError, WorkQueue};
-pub use reply::{NoReplies, ReplyError, ReplySink};
+pub use reply::{NoReplies, PostKey, ReplyError, ReplySink};
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{

@@ -229,6 +229,11 @@ pub struct Task {
     /// into the transcript at the next step boundary.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inbox: Vec<String>,
+    /// The key of a message to the user whose post has started and is not
+    /// known to have finished ([`crate::PostKey`]): a retry looks for it
+    /// before posting again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub posting: Option<String>,
     /// Id of the commit that wrote this version. A writer whose commit
     /// failed ambiguously (a timeout, or an SDK retry of a write that had in
     /// fact succeeded) reads it back to learn whether its commit applied.
@@ -278,6 +283,7 @@ impl Task {
             waiting_for: None,
             cancel_requested: false,
             inbox: Vec::new(),
+            posting: None,
             last_commit: None,
             cost_usd: 0.0,
             approvals: Vec::new(),

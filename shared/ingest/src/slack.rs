@@ -130,7 +130,10 @@ fn slack_submission(m: InboundMessage) -> Submission {
         text: m.text,
         agent: "default".to_owned(),
         thread: Some(format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts)),
-        dedupe_key: Some(format!("slack:{}:{}", m.team_id, m.event_id)),
+        // The message, not the event: Slack may deliver one message under
+        // two event ids (a retry that got a new id, or `app_mention` and
+        // `message` for the same post), and it must start one task.
+        dedupe_key: Some(format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts)),
         origin: Origin::Slack {
             team_id: m.team_id,
             channel: m.channel,

@@ -158,6 +158,13 @@ impl Drop for MockLlmServer {
     }
 }
 
+/// The refusals the mock can be told to give.
+#[derive(Clone, Copy, Debug)]
+enum Refusal {
+    Overflow,
+    Other,
+}
+
 #[derive(Clone, Copy)]
 enum Wire {
     OpenAi,
@@ -182,6 +189,25 @@ impl Wire {
             }
         }
         response
+    }
+
+    /// A 400 as the provider words it: too long for the context window, or
+    /// some other refusal whose body names the model and an account (which
+    /// must never reach a user).
+    fn refuse(self, kind: Refusal, model: &str) -> Response {
+        let message = match (kind, self) {
+            (Refusal::Overflow, Wire::OpenAi) => format!(
+                "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. ({model})"
+            ),
+            (Refusal::Overflow, Wire::Anthropic) => {
+                "prompt is too long: 210000 tokens > 200000 maximum".to_owned()
+            }
+            (Refusal::Overflow, Wire::Bedrock) => "Input is too long for requested model.".to_owned(),
+            (Refusal::Other, _) => format!(
+                "User: arn:aws:iam::123456789012:role/baton-worker is not authorized to use model {model} with these parameters"
+            ),
+        };
+        self.invalid(&message)
     }
 
     fn invalid(self, message: &str) -> Response {
@@ -406,6 +432,15 @@ async fn answer(wire: Wire, shared: &Shared, request: CompletionRequest, n: usiz
             .headers_mut()
             .insert("retry-after", axum::http::HeaderValue::from_static("0"));
         return response;
+    }
+
+    for (n, kind) in [
+        (directives.overflow_first, Refusal::Overflow),
+        (directives.reject_first, Refusal::Other),
+    ] {
+        if n > 0 && should_fail(shared, &format!("{kind:?}{first}"), n) {
+            return wire.refuse(kind, &request.model);
+        }
     }
 
     let plan = script::respond(&request);

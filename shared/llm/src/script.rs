@@ -14,6 +14,15 @@
 //! | `#sleep=MS` | wait that long before every answer |
 //! | `#reply=TEXT…` (rest of the line) | the final answer is exactly TEXT, unlabelled |
 //! | `#fail_first=N` | (mock server only) the first N calls of the conversation fail |
+//! | `#empty=N` | turns 1..=N answer with nothing (no text, no tool calls) |
+//! | `#repeat=N` | with `#tool`, turns 1..=N all make the same call |
+//! | `#poll=N` | with `#tool`, turns alternate `sleep {"seconds": 2}` and the call, N calls in all |
+//! | `#overflow_first=N` | (mock server only) the first N calls fail as too long for the context window |
+//! | `#reject_first=N` | (mock server only) the first N calls are refused (HTTP 400 naming a model and an account) |
+//!
+//! A request that offers no tools and whose last message says "Do not call
+//! any tools" is never answered with a call: it gets `[scripted model]
+//! summary after N turns` instead.
 //!
 //! Without a directive the model echoes the latest user message, or, when
 //! it mentions the word "time", calls `current_time` and reports the result.
@@ -45,6 +54,11 @@ pub struct Directives {
     pub sleep: Duration,
     pub reply: Option<String>,
     pub fail_first: u32,
+    pub empty: u32,
+    pub repeat: u32,
+    pub poll: u32,
+    pub overflow_first: u32,
+    pub reject_first: u32,
     /// Directives that could not be read, explained.
     pub errors: Vec<String>,
 }
@@ -107,6 +121,11 @@ impl Directives {
                 .parse::<u32>()
                 .map(|n| self.fail_first = n)
                 .map_err(|_| format!("#fail_first={value}: expected a number")),
+            "empty" => number(MAX_STEPS).map(|n| self.empty = n),
+            "repeat" => number(MAX_STEPS).map(|n| self.repeat = n),
+            "poll" => number(MAX_STEPS).map(|n| self.poll = n),
+            "overflow_first" => number(MAX_STEPS).map(|n| self.overflow_first = n),
+            "reject_first" => number(MAX_STEPS).map(|n| self.reject_first = n),
             // Not ours (a hashtag, say): ignore.
             _ => Ok(()),
         };
@@ -143,7 +162,13 @@ pub fn respond(request: &CompletionRequest) -> Plan {
         .filter(|m| matches!(m, Message::Assistant { .. }))
         .count()
         + 1;
-    let action = decide(request, &d, turn);
+    let action = match decide(request, &d, turn) {
+        // Asked to stop and sum up without tools (Baton's closing summary).
+        Action::Call(_) if request.tools.is_empty() && asks_for_no_tools(request) => {
+            Action::Answer(format!("{LABEL}summary after {} turns", turn - 1))
+        }
+        action => action,
+    };
     let (content, tool_calls) = match action {
         Action::Answer(text) => (text, Vec::new()),
         Action::Call(calls) => (
@@ -189,6 +214,12 @@ pub fn respond(request: &CompletionRequest) -> Plan {
         completion,
         sleep: d.sleep,
     }
+}
+
+/// Whether the last message is a user message telling the model not to
+/// call tools.
+fn asks_for_no_tools(request: &CompletionRequest) -> bool {
+    matches!(request.messages.last(), Some(Message::User { content }) if content.contains("Do not call any tools"))
 }
 
 enum Action {
@@ -245,6 +276,10 @@ fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
         return Action::Answer(format!("{LABEL}invalid directive: {}", d.errors.join("; ")));
     }
     let final_answer = |default: String| Action::Answer(d.reply.clone().unwrap_or(default));
+    if turn <= d.empty as usize {
+        return Action::Answer(String::new());
+    }
+    let turn = turn - d.empty as usize;
     if let Some(steps) = d.steps {
         return if turn < steps as usize {
             // A different zone each call, so a long run is not mistaken for
@@ -261,8 +296,18 @@ fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
             final_answer(format!("{LABEL}done after {steps} steps"))
         };
     }
+    if let (Some(tool), true) = (&d.tool, d.poll > 0) {
+        let args = d.args.clone().unwrap_or_else(|| json!({}));
+        return if turn > 2 * d.poll as usize {
+            final_answer(format!("{LABEL}polled {tool} {} times", d.poll))
+        } else if turn % 2 == 1 {
+            Action::Call(vec![("sleep".to_string(), json!({"seconds": 2}))])
+        } else {
+            Action::Call(vec![(tool.clone(), args)])
+        };
+    }
     if let Some(tool) = &d.tool {
-        return if turn == 1 {
+        return if turn <= d.repeat.max(1) as usize {
             Action::Call(vec![(
                 tool.clone(),
                 d.args.clone().unwrap_or_else(|| json!({})),

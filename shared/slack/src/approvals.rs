@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use baton_core::approval::{requester, ApprovalPrompts};
-use baton_core::{rfc3339, Approval, Origin, PostedMessage, ReplyError, Task, Verdict};
+use baton_core::{rfc3339, Approval, Origin, PostKey, PostedMessage, ReplyError, Task, Verdict};
 use serde_json::{json, Value};
 
 /// Slack `action_id`s of the two buttons.
@@ -96,6 +96,7 @@ impl ApprovalPrompts for SlackApprovals {
         &self,
         task: &Task,
         approval: &Approval,
+        post: &PostKey,
     ) -> Result<Option<PostedMessage>, ReplyError> {
         let Origin::Slack {
             channel, thread_ts, ..
@@ -105,11 +106,13 @@ impl ApprovalPrompts for SlackApprovals {
         };
         let ts = self
             .client
-            .post_message(
+            .post_once(
                 channel,
                 Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
                 &request_text(task, approval),
                 Some(request_blocks(task, approval)),
+                &post.key,
+                post.maybe_posted,
             )
             .await
             .map_err(|e| ReplyError(e.to_string()))?;
@@ -140,12 +143,17 @@ impl ApprovalPrompts for SlackApprovals {
             },
         ) = (expired, &task.origin)
         {
+            // Updating the request is safe to repeat; the notice is looked
+            // for first, so a retried update does not post it twice.
+            let key = format!("{}:{}:expired", task.id, approval.approval_id);
             self.client
-                .post_message(
+                .post_once(
                     channel,
                     Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
                     &text,
                     None,
+                    &key,
+                    true,
                 )
                 .await
                 .map_err(|e| ReplyError(e.to_string()))?;

@@ -3,7 +3,7 @@
 use crate::status::{clamp, StatusLimiter};
 use crate::web::{SlackClient, SlackError};
 use async_trait::async_trait;
-use baton_core::{Origin, ReplyError, ReplySink, Task};
+use baton_core::{Origin, PostKey, ReplyError, ReplySink, Task};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,7 +55,7 @@ impl SlackReplies {
         self
     }
 
-    async fn post(&self, task: &Task, text: &str) -> Result<(), ReplyError> {
+    async fn post(&self, task: &Task, text: &str, post: &PostKey) -> Result<(), ReplyError> {
         let Origin::Slack {
             channel, thread_ts, ..
         } = &task.origin
@@ -66,11 +66,13 @@ impl SlackReplies {
         let posted = self
             .client
             // An empty thread_ts (a scheduled post to a channel) starts a new message.
-            .post_message(
+            .post_once(
                 channel,
                 Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
                 &mrkdwn,
                 None,
+                &post.key,
+                post.maybe_posted,
             )
             .await
             .map(|_| ())
@@ -134,12 +136,16 @@ fn classify(e: &SlackError) -> StatusFailure {
 
 #[async_trait]
 impl ReplySink for SlackReplies {
-    async fn answer(&self, task: &Task, text: &str) -> Result<(), ReplyError> {
-        self.post(task, text).await
+    fn posts_for(&self, task: &Task) -> bool {
+        matches!(task.origin, Origin::Slack { .. })
     }
 
-    async fn ended(&self, task: &Task, message: &str) -> Result<(), ReplyError> {
-        self.post(task, &format!(":warning: {message}")).await
+    async fn answer(&self, task: &Task, text: &str, post: &PostKey) -> Result<(), ReplyError> {
+        self.post(task, text, post).await
+    }
+
+    async fn ended(&self, task: &Task, message: &str, post: &PostKey) -> Result<(), ReplyError> {
+        self.post(task, &format!(":warning: {message}"), post).await
     }
 
     async fn progress(&self, task: &Task, status: &str) {

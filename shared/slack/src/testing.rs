@@ -43,6 +43,8 @@ pub struct PostedMessage {
     pub blocks: Option<Value>,
     /// The ts the fake assigned.
     pub ts: String,
+    /// `metadata` as sent (Baton's post keys).
+    pub metadata: Option<Value>,
 }
 
 /// An answer queued for the next call of a method.
@@ -50,6 +52,9 @@ pub struct PostedMessage {
 enum Injected {
     Error(String),
     RateLimited(u64),
+    /// Handle the call, then answer only after this long (a slow Slack, or
+    /// a caller that dies waiting).
+    Hold(Duration),
 }
 
 #[derive(Default)]
@@ -197,6 +202,12 @@ impl FakeSlack {
         self.inject(method, Injected::RateLimited(retry_after_secs));
     }
 
+    /// The next call of `method` is handled at once but answered only
+    /// after `hold` (for tests that kill the caller while it waits).
+    pub fn hold_next(&self, method: &str, hold: Duration) {
+        self.inject(method, Injected::Hold(hold));
+    }
+
     fn inject(&self, method: &str, what: Injected) {
         self.shared
             .lock()
@@ -234,15 +245,32 @@ async fn handle(
         Some(t) if t != shared.token => return slack_error("invalid_auth"),
         Some(_) => {}
     }
-    let is_json = headers
+    let content_type = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !is_json {
+        .unwrap_or_default();
+    // Like Slack: methods that read take form fields, not JSON.
+    let reads = matches!(
+        method.as_str(),
+        "conversations.replies" | "conversations.history"
+    );
+    let body = if content_type.starts_with("application/json") && !reads {
+        let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+            return slack_error("invalid_json");
+        };
+        body
+    } else if content_type.starts_with("application/x-www-form-urlencoded") {
+        let Ok(fields) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&body) else {
+            return slack_error("invalid_form_data");
+        };
+        Value::Object(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        )
+    } else {
         return slack_error("invalid_form_data");
-    }
-    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
-        return slack_error("invalid_json");
     };
 
     let injected = shared
@@ -250,7 +278,9 @@ async fn handle(
         .injected
         .get_mut(&method)
         .and_then(VecDeque::pop_front);
+    let mut hold = None;
     match injected {
+        Some(Injected::Hold(d)) => hold = Some(d),
         Some(Injected::Error(code)) => return slack_error(&code),
         Some(Injected::RateLimited(secs)) => {
             return (
@@ -263,6 +293,16 @@ async fn handle(
         None => {}
     }
 
+    let response = answer(&shared, &method, &body);
+    if let Some(d) = hold {
+        tokio::time::sleep(d).await;
+    }
+    response
+}
+
+/// What the fake answers to `method` with `body` (its state updated).
+fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
+    let method = method.to_owned();
     let str_field = |name: &str| {
         body.get(name)
             .and_then(Value::as_str)
@@ -287,6 +327,7 @@ async fn handle(
                 text: text.unwrap_or_default(),
                 blocks,
                 ts: ts.clone(),
+                metadata: body.get("metadata").filter(|m| !m.is_null()).cloned(),
             };
             let mut inner = shared.lock();
             inner.calls.push((method.clone(), body.clone()));
@@ -321,6 +362,41 @@ async fn handle(
             let text = msg.text.clone();
             inner.calls.push((method.clone(), body.clone()));
             Json(json!({"ok": true, "channel": channel, "ts": ts, "text": text})).into_response()
+        }
+        "conversations.replies" | "conversations.history" => {
+            let Some(channel) = str_field("channel") else {
+                return slack_error("channel_not_found");
+            };
+            let thread = str_field("ts");
+            if method == "conversations.replies" && thread.is_none() {
+                return slack_error("thread_not_found");
+            }
+            let with_metadata = str_field("include_all_metadata").as_deref() == Some("true");
+            let mut inner = shared.lock();
+            inner.calls.push((method.clone(), body.clone()));
+            let messages: Vec<Value> = inner
+                .messages
+                .iter()
+                .filter(|m| m.channel == channel)
+                .filter(|m| match &thread {
+                    Some(t) => m.thread_ts.as_deref() == Some(t.as_str()) || &m.ts == t,
+                    None => m.thread_ts.is_none(),
+                })
+                .map(|m| {
+                    let mut v = json!({"type": "message", "text": m.text, "ts": m.ts,
+                                       "bot_id": "B0FAKEBOT", "user": "U0FAKEBOT"});
+                    if let Some(t) = &m.thread_ts {
+                        v["thread_ts"] = json!(t);
+                    }
+                    if let (true, Some(md)) = (with_metadata, &m.metadata) {
+                        v["metadata"] = md.clone();
+                    }
+                    v
+                })
+                .collect();
+            Json(json!({"ok": true, "messages": messages, "has_more": false,
+                        "response_metadata": {"next_cursor": ""}}))
+            .into_response()
         }
         "assistant.threads.setStatus" => {
             if str_field("channel_id").is_none() {

@@ -27,6 +27,11 @@ pub const DEFAULT_MAX_RETRIES: u32 = 3;
 pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 
 const JSON_UTF8: &str = "application/json; charset=utf-8";
+const FORM: &str = "application/x-www-form-urlencoded";
+/// The `event_type` of the metadata Baton puts on the messages it posts.
+pub const POST_EVENT_TYPE: &str = "baton_answer";
+/// Pages of a thread read when looking for a message already posted.
+const MAX_REPLY_PAGES: usize = 10;
 /// When a 429 carries no usable `Retry-After`.
 const FALLBACK_RETRY_AFTER: Duration = Duration::from_secs(1);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -213,6 +218,109 @@ impl SlackClient {
             })
     }
 
+    /// [`post_message`](Self::post_message) carrying `key` in the message's
+    /// metadata (`event_type` [`POST_EVENT_TYPE`], `event_payload.key`), so
+    /// [`find_post`](Self::find_post) can tell later whether it was posted.
+    pub async fn post_message_keyed(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+        blocks: Option<Value>,
+        key: &str,
+    ) -> Result<String, SlackError> {
+        let mut body = json!({
+            "channel": channel,
+            "text": truncate_text(text),
+            "metadata": {"event_type": POST_EVENT_TYPE, "event_payload": {"key": key}},
+        });
+        if let Some(ts) = thread_ts {
+            body["thread_ts"] = json!(ts);
+        }
+        if let Some(blocks) = blocks {
+            body["blocks"] = blocks;
+        }
+        let answer = self.call("chat.postMessage", &body).await?;
+        answer
+            .get("ts")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| SlackError::Decode {
+                method: "chat.postMessage".into(),
+                message: "no `ts` in the answer".into(),
+            })
+    }
+
+    /// The ts of the message carrying `key` in the thread `thread_ts` (or
+    /// among the channel's recent messages when there is no thread), if
+    /// one was posted.
+    pub async fn find_post(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        key: &str,
+    ) -> Result<Option<String>, SlackError> {
+        let mut cursor = String::new();
+        for _ in 0..MAX_REPLY_PAGES {
+            let mut fields = vec![
+                ("channel", channel),
+                ("include_all_metadata", "true"),
+                ("limit", "200"),
+            ];
+            if !cursor.is_empty() {
+                fields.push(("cursor", cursor.as_str()));
+            }
+            let answer = match thread_ts {
+                Some(ts) => {
+                    fields.push(("ts", ts));
+                    self.call_form("conversations.replies", &fields).await?
+                }
+                None => self.call_form("conversations.history", &fields).await?,
+            };
+            let found = answer
+                .get("messages")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|m| {
+                    m["metadata"]["event_type"] == POST_EVENT_TYPE
+                        && m["metadata"]["event_payload"]["key"] == key
+                });
+            if let Some(m) = found {
+                return Ok(m.get("ts").and_then(Value::as_str).map(str::to_owned));
+            }
+            cursor = answer["response_metadata"]["next_cursor"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if cursor.is_empty() || thread_ts.is_none() {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Posts with `key` unless `maybe_posted` and a message with it is
+    /// already there; the message's ts either way.
+    pub async fn post_once(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+        blocks: Option<Value>,
+        key: &str,
+        maybe_posted: bool,
+    ) -> Result<String, SlackError> {
+        if maybe_posted {
+            if let Some(ts) = self.find_post(channel, thread_ts, key).await? {
+                tracing::info!(%key, "message already posted; not posting it again");
+                return Ok(ts);
+            }
+        }
+        self.post_message_keyed(channel, thread_ts, text, blocks, key)
+            .await
+    }
+
     /// Replaces the text (and blocks, when given) of the message `ts`.
     pub async fn update_message(
         &self,
@@ -246,11 +354,34 @@ impl SlackClient {
     /// Calls any Web API `method` with a JSON body and returns the answer
     /// (`ok: true` already checked), retrying on HTTP 429.
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, SlackError> {
-        let url = format!("{}/{}", self.base_url, method);
         let payload = serde_json::to_vec(body).map_err(|e| SlackError::Decode {
             method: method.to_string(),
             message: format!("request body: {e}"),
         })?;
+        self.send(method, JSON_UTF8, payload).await
+    }
+
+    /// [`call`](Self::call) with a form-encoded body, for the methods that
+    /// read (Slack does not take JSON bodies for those).
+    pub async fn call_form(
+        &self,
+        method: &str,
+        fields: &[(&str, &str)],
+    ) -> Result<Value, SlackError> {
+        let payload = serde_urlencoded::to_string(fields).map_err(|e| SlackError::Decode {
+            method: method.to_string(),
+            message: format!("request body: {e}"),
+        })?;
+        self.send(method, FORM, payload.into_bytes()).await
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        content_type: &'static str,
+        payload: Vec<u8>,
+    ) -> Result<Value, SlackError> {
+        let url = format!("{}/{}", self.base_url, method);
         let mut attempt = 0u32;
         loop {
             tracing::debug!(method, attempt, "slack web api call");
@@ -258,7 +389,7 @@ impl SlackClient {
                 .http
                 .post(&url)
                 .header(AUTHORIZATION, self.auth.clone())
-                .header(CONTENT_TYPE, JSON_UTF8)
+                .header(CONTENT_TYPE, content_type)
                 .body(payload.clone())
                 .send()
                 .await

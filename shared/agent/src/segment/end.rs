@@ -6,7 +6,7 @@ use super::{Segment, SegmentEnd, Step};
 use crate::delegation;
 use crate::error::WorkerError;
 use crate::sanitize::{is_no_reply, sanitize};
-use baton_core::{EntryKind, TaskStatus, Wake};
+use baton_core::{EntryKind, PostKey, TaskStatus, Wake};
 use std::time::Duration;
 
 impl Segment<'_> {
@@ -16,7 +16,10 @@ impl Segment<'_> {
         let clean = sanitize(&answer);
         // A child's answer goes to its parent, not to the user.
         if !is_no_reply(&clean) && self.task.parent.is_none() {
-            self.deps.replies.answer(&self.task, &clean).await?;
+            let post = self
+                .begin_post(format!("{}:answer:{}", self.task.id, self.task.steps))
+                .await?;
+            self.deps.replies.answer(&self.task, &clean, &post).await?;
         }
         let end = self.end(TaskStatus::Succeeded, Some(clean), None).await?;
         Ok((self.task.status == TaskStatus::Succeeded).then_some(end))
@@ -62,7 +65,8 @@ impl Segment<'_> {
             )
             .await?;
         } else if let Some(message) = told {
-            if let Err(e) = self.deps.replies.ended(&self.task, &message).await {
+            let post = self.begin_post(format!("{}:ended", self.task.id)).await?;
+            if let Err(e) = self.deps.replies.ended(&self.task, &message, &post).await {
                 tracing::warn!(error = %e, "could not tell the user how the task ended");
             }
         }
@@ -77,6 +81,7 @@ impl Segment<'_> {
             t.error = error.clone();
             t.lease = None;
             t.waiting_for = None;
+            t.posting = None;
             Some(vec![EntryKind::Status {
                 status,
                 detail: detail.clone(),
@@ -88,6 +93,21 @@ impl Segment<'_> {
             delegation::cancel_children(store, queue, &self.task).await;
         }
         Ok(SegmentEnd::Finished(status))
+    }
+
+    /// Records that the post `key` starts (unless this is a retry of it),
+    /// so that a retry after a crash looks for the message before posting
+    /// it again. Nothing is written for a task nobody is told about.
+    pub(super) async fn begin_post(&mut self, key: String) -> Result<PostKey, WorkerError> {
+        let maybe_posted = self.task.posting.as_deref() == Some(key.as_str());
+        if !maybe_posted && self.deps.replies.posts_for(&self.task) {
+            self.commit(|t| {
+                t.posting = Some(key.clone());
+                Some(Vec::new())
+            })
+            .await?;
+        }
+        Ok(PostKey { key, maybe_posted })
     }
 
     /// Checkpoint and release the lease, send the next wake, and only then

@@ -44,7 +44,10 @@ impl Segment<'_> {
                 Err(CompactionError::NothingToCompact) => "Nothing to compact yet.".to_owned(),
                 Err(e) => format!("Could not compact ({e}); the history is unchanged."),
             };
-            self.deps.replies.answer(&self.task, &msg).await?;
+            let post = self
+                .begin_post(format!("{}:compacted", self.task.id))
+                .await?;
+            self.deps.replies.answer(&self.task, &msg, &post).await?;
             return self
                 .end(TaskStatus::Succeeded, Some(msg), None)
                 .await

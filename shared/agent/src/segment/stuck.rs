@@ -54,7 +54,7 @@ pub(super) fn repetition(agent: &AgentConfig, transcript: &[Entry]) -> Repetitio
         _ => return Repetition::No,
     };
     let in_a_row = agent.max_identical_calls.max(2);
-    let in_window = in_a_row * 2;
+    let in_window = in_a_row.saturating_mul(2);
     let sig = |c: &ToolCall| (c.name.clone(), c.arguments.to_string());
     let mut worst: Option<(String, u32)> = None;
     for end in calls.len() - last_turn..calls.len() {

@@ -37,7 +37,9 @@ impl Segment<'_> {
                     let out = ToolOutput::error(r.message(&call.name));
                     answered.push(result_entry(step, &call, out, max_chars, guard));
                 }
-                Decision::Answer(out) => answered.push(result_entry(step, &call, out, max_chars, guard)),
+                Decision::Answer(out) => {
+                    answered.push(result_entry(step, &call, out, max_chars, guard))
+                }
                 Decision::Run { tool, mark_started } => {
                     if mark_started {
                         started_marks.push(EntryKind::ToolStarted {

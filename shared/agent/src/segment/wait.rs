@@ -118,10 +118,14 @@ impl Segment<'_> {
             .cloned()
             .collect();
         for a in unshown {
-            let Some(message) = prompts.ask(&self.task, &a).await? else {
+            let post = self
+                .begin_post(format!("{}:{}", self.task.id, a.approval_id))
+                .await?;
+            let Some(message) = prompts.ask(&self.task, &a, &post).await? else {
                 continue;
             };
             self.commit(|t| {
+                t.posting = None;
                 let slot = t
                     .approvals
                     .iter_mut()

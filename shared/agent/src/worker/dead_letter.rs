@@ -4,7 +4,7 @@
 
 use super::Deps;
 use crate::delegation;
-use baton_core::{EntryKind, StoreError, Task, TaskStatus, Wake};
+use baton_core::{EntryKind, PostKey, StoreError, Task, TaskStatus, Wake};
 
 #[tracing::instrument(skip_all)]
 pub(super) async fn handle(
@@ -29,8 +29,7 @@ pub(super) async fn handle(
                 .error
                 .clone()
                 .unwrap_or_else(|| "no error was recorded".to_owned());
-            let msg =
-                format!("gave up after {receive_count} delivery attempts: {last}");
+            let msg = format!("gave up after {receive_count} delivery attempts: {last}");
             t.status = TaskStatus::Failed;
             t.error = Some(msg.clone());
             t.lease = None;
@@ -48,7 +47,13 @@ pub(super) async fn handle(
             delegation::report_ended(&deps.store, deps.queue.as_ref(), &task).await;
         } else {
             let message = format!("Sorry, this task failed: {reason}");
-            if let Err(e) = deps.replies.ended(&task, &message).await {
+            // No record says whether an earlier delivery of this message
+            // posted it: look first.
+            let post = PostKey {
+                key: format!("{}:ended", task.id),
+                maybe_posted: true,
+            };
+            if let Err(e) = deps.replies.ended(&task, &message, &post).await {
                 tracing::warn!(error = %e, "could not tell the user about the failed task");
             }
         }

@@ -16,8 +16,8 @@ use crate::error::WorkerError;
 use crate::sanitize::NO_REPLY;
 use async_trait::async_trait;
 use baton_core::{
-    now_ms, rfc3339, Created, EntryKind, Millis, Origin, ReplyError, ReplySink, ScheduleFire, Task,
-    TaskId, TaskStatus, Wake,
+    now_ms, rfc3339, Created, EntryKind, Millis, Origin, PostKey, ReplyError, ReplySink,
+    ScheduleFire, Task, TaskId, TaskStatus, Wake,
 };
 use baton_schedule::validate::next_fire_after;
 use baton_schedule::{
@@ -256,18 +256,22 @@ fn reply_err(e: impl std::fmt::Display) -> ReplyError {
 
 #[async_trait]
 impl ReplySink for HeartbeatReplies {
-    async fn answer(&self, task: &Task, text: &str) -> Result<(), ReplyError> {
+    fn posts_for(&self, task: &Task) -> bool {
+        self.inner.posts_for(task)
+    }
+
+    async fn answer(&self, task: &Task, text: &str, post: &PostKey) -> Result<(), ReplyError> {
         let Some(schedule_id) = self
             .store
             .schedule_of_task(&task.id)
             .await
             .map_err(reply_err)?
         else {
-            return self.inner.answer(task, text).await;
+            return self.inner.answer(task, text, post).await;
         };
         let schedule = self.store.get(&schedule_id).await.map_err(reply_err)?;
         let Some(schedule) = schedule.filter(|s| s.kind == ScheduleKind::Heartbeat) else {
-            return self.inner.answer(task, text).await;
+            return self.inner.answer(task, text, post).await;
         };
         let now = now_ms();
         let window = i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX);
@@ -276,9 +280,9 @@ impl ReplySink for HeartbeatReplies {
             tracing::info!(schedule_id = %schedule_id, task_id = %task.id, "heartbeat finding already reported; not posted again");
             return Ok(());
         }
-        // Post, then remember: a crash in between posts once more rather
-        // than never.
-        self.inner.answer(task, text).await?;
+        // Post, then remember: a crash in between finds the post (its key)
+        // rather than posting it again.
+        self.inner.answer(task, text, post).await?;
         if let Err(e) = self
             .store
             .update(&schedule_id, |s| {
@@ -292,8 +296,8 @@ impl ReplySink for HeartbeatReplies {
         Ok(())
     }
 
-    async fn ended(&self, task: &Task, message: &str) -> Result<(), ReplyError> {
-        self.inner.ended(task, message).await
+    async fn ended(&self, task: &Task, message: &str, post: &PostKey) -> Result<(), ReplyError> {
+        self.inner.ended(task, message, post).await
     }
 
     async fn progress(&self, task: &Task, status: &str) {
