@@ -4,8 +4,8 @@
 //! ([`requests`]). Results and how to read them: docs/performance.md and
 //! docs/deploy.md.
 
-pub mod model;
-pub mod requests;
+pub(crate) mod model;
+pub(crate) mod requests;
 
 use anyhow::Context;
 use baton_agent::{SegmentBudget, Worker, WorkerSettings};
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Steps per task in the overhead run.
     #[arg(long, default_value_t = 200)]
     steps: u32,
@@ -44,7 +44,7 @@ struct Rig {
 
 mod tempfile_dir {
     /// A directory removed on drop (the bench must not leave data behind).
-    pub struct TempDir(pub std::path::PathBuf);
+    pub(super) struct TempDir(pub std::path::PathBuf);
     impl Drop for TempDir {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
@@ -137,7 +137,7 @@ async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
     Ok(task.id)
 }
 
-pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.count_requests {
         println!(
             "# baton bench --count-requests (ingest + worker over counted ports, instant model)\n"

@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::Args;
 
 #[derive(Args)]
-pub struct BootstrapArgs {
+pub(crate) struct BootstrapArgs {
     /// Prefix of every resource name.
     #[arg(long, default_value = "baton-dev")]
     prefix: String,
@@ -17,7 +17,7 @@ pub struct BootstrapArgs {
     visibility_timeout: u32,
 }
 
-pub async fn run(args: BootstrapArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: BootstrapArgs) -> anyhow::Result<()> {
     let cfg = baton_aws::load_sdk_config().await;
     let names = baton_aws::ResourceNames::for_stack(&args.prefix);
     let env = baton_aws::bootstrap(

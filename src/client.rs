@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::time::Duration;
 
 #[derive(Args, Clone)]
-pub struct ApiArgs {
+pub(crate) struct ApiArgs {
     /// Base URL of the Baton HTTP API.
     #[arg(
         long,
@@ -18,7 +18,7 @@ pub struct ApiArgs {
 }
 
 #[derive(Subcommand)]
-pub enum TaskCommand {
+pub(crate) enum TaskCommand {
     /// Submit a task and print its id (with --wait, wait for its answer).
     Submit {
         /// The instruction for the agent.
@@ -112,7 +112,7 @@ impl Api {
     }
 }
 
-pub async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Result<()> {
+pub(crate) async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Result<()> {
     let api = Api::new(&args)?;
     match command {
         TaskCommand::Submit {
@@ -263,7 +263,7 @@ fn short(s: &str) -> String {
 }
 
 /// `baton trace ID`: spans as an indented timeline with bars.
-pub async fn run_trace(args: ApiArgs, id: &str) -> anyhow::Result<()> {
+pub(crate) async fn run_trace(args: ApiArgs, id: &str) -> anyhow::Result<()> {
     let api = Api::new(&args)?;
     let v = api
         .call(
@@ -278,7 +278,7 @@ pub async fn run_trace(args: ApiArgs, id: &str) -> anyhow::Result<()> {
 }
 
 /// Renders a trace JSON as a text timeline (pure, for tests).
-pub fn render_trace(v: &Value) -> String {
+pub(crate) fn render_trace(v: &Value) -> String {
     let spans = v["spans"].as_array().cloned().unwrap_or_default();
     if spans.is_empty() {
         return "no spans\n".to_owned();

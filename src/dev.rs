@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BackendKind {
+pub(crate) enum BackendKind {
     /// Durable embedded store under --data-dir (no cloud account needed).
     Embedded,
     /// The AWS adapters (`AWS_ENDPOINT_URL` for moto/LocalStack, or real AWS).
@@ -22,7 +22,7 @@ pub enum BackendKind {
 }
 
 #[derive(Args)]
-pub struct DevArgs {
+pub(crate) struct DevArgs {
     /// Address of the HTTP routes.
     #[arg(long, default_value = "127.0.0.1:3000", env = "BATON_LISTEN")]
     listen: SocketAddr,
@@ -45,7 +45,7 @@ pub struct DevArgs {
 /// The segment budget locally, unless `BATON_SEGMENT_BUDGET_MS` says otherwise.
 const LOCAL_SEGMENT_BUDGET: Duration = Duration::from_secs(600);
 
-pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: DevArgs) -> anyhow::Result<()> {
     baton_runtime::init_tracing(false);
     let mut config = Config::from_env().context("invalid configuration")?;
     let visibility = Duration::from_millis(args.visibility_timeout_ms.max(300));

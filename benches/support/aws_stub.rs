@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 type Items = Arc<Mutex<BTreeMap<(String, String), Value>>>;
 
 /// The stub server; stops when dropped.
-pub struct AwsStub {
+pub(crate) struct AwsStub {
     addr: std::net::SocketAddr,
     handle: tokio::task::JoinHandle<()>,
     /// Requests answered, by operation name.
@@ -31,7 +31,7 @@ pub struct AwsStub {
 impl AwsStub {
     /// Serves on `listener` (bound beforehand, so its address can go into
     /// the environment before any thread starts).
-    pub fn start(listener: std::net::TcpListener) -> std::io::Result<Self> {
+    pub(crate) fn start(listener: std::net::TcpListener) -> std::io::Result<Self> {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
@@ -54,12 +54,12 @@ impl AwsStub {
     }
 
     /// `http://127.0.0.1:<port>`, for `AWS_ENDPOINT_URL`.
-    pub fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// A queue URL the stub accepts (any URL is accepted).
-    pub fn queue_url(&self) -> String {
+    pub(crate) fn queue_url(&self) -> String {
         format!("{}/000000000000/bench-work", self.endpoint())
     }
 }

@@ -10,7 +10,7 @@ use baton_core::{
 
 /// A model that calls one tool per turn, cycling through `tools`, until
 /// turn `steps`, which answers `answer`. Every turn reports `usage`.
-pub struct InstantModel {
+pub(crate) struct InstantModel {
     pub name: &'static str,
     pub steps: u32,
     pub tools: Vec<&'static str>,
@@ -57,7 +57,7 @@ impl LlmProvider for InstantModel {
 }
 
 /// A tool returning `bytes` bytes of `fill`: a page fetched, a payload.
-pub struct SizedTool {
+pub(crate) struct SizedTool {
     pub name: &'static str,
     pub bytes: usize,
     pub fill: char,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 /// Requests and capacity units, as the AWS adapters would spend them.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// DynamoDB `GetItem` (strongly consistent).
     pub get_item: u64,
     /// DynamoDB `Query` on the table (strongly consistent).
@@ -71,7 +71,7 @@ pub struct Counts {
 
 impl Counts {
     /// All DynamoDB requests.
-    pub fn dynamodb_requests(&self) -> u64 {
+    pub(crate) fn dynamodb_requests(&self) -> u64 {
         self.get_item
             + self.query
             + self.query_index
@@ -81,7 +81,7 @@ impl Counts {
     }
 
     /// All requests to AWS services Baton makes itself.
-    pub fn aws_requests(&self) -> u64 {
+    pub(crate) fn aws_requests(&self) -> u64 {
         self.dynamodb_requests()
             + self.sqs_send
             + self.sqs_receive
@@ -93,7 +93,7 @@ impl Counts {
     }
 
     /// `self - earlier`, field by field.
-    pub fn since(&self, earlier: &Counts) -> Counts {
+    pub(crate) fn since(&self, earlier: &Counts) -> Counts {
         Counts {
             get_item: self.get_item - earlier.get_item,
             query: self.query - earlier.query,
@@ -122,7 +122,7 @@ impl Counts {
 
 /// Shared, lockable counts.
 #[derive(Clone, Default)]
-pub struct Counter(Arc<Mutex<Counts>>);
+pub(crate) struct Counter(Arc<Mutex<Counts>>);
 
 impl Counter {
     fn lock(&self) -> MutexGuard<'_, Counts> {
@@ -131,7 +131,7 @@ impl Counter {
     }
 
     /// A copy of the counts so far.
-    pub fn snapshot(&self) -> Counts {
+    pub(crate) fn snapshot(&self) -> Counts {
         self.lock().clone()
     }
 }
@@ -151,7 +151,7 @@ fn number_size(n: i128) -> usize {
 /// The item's size by DynamoDB's rule (attribute names plus values), as
 /// `shared/aws/src/table.rs` encodes it: `pk`, `sk`, `v`, `data`, and
 /// `gsi1pk` and `ttl` when set.
-pub fn dynamodb_item_size(item: &Item) -> usize {
+pub(crate) fn dynamodb_item_size(item: &Item) -> usize {
     let mut size = 2 + item.key.pk.len() + 2 + item.key.sk.len();
     size += 1 + number_size(i128::from(item.version));
     size += 4 + item.data.len();
@@ -182,7 +182,7 @@ struct Stored {
 }
 
 /// A [`Table`] that counts the DynamoDB requests and units its calls cost.
-pub struct CountingTable {
+pub(crate) struct CountingTable {
     inner: Arc<dyn Table>,
     counts: Counter,
     stored: Mutex<HashMap<Key, Stored>>,
@@ -190,7 +190,7 @@ pub struct CountingTable {
 
 impl CountingTable {
     /// Counts into `counts` the calls it forwards to `inner`.
-    pub fn new(inner: Arc<dyn Table>, counts: Counter) -> Self {
+    pub(crate) fn new(inner: Arc<dyn Table>, counts: Counter) -> Self {
         CountingTable {
             inner,
             counts,
@@ -330,14 +330,14 @@ impl Table for CountingTable {
 }
 
 /// A [`WorkQueue`] that counts SQS requests.
-pub struct CountingQueue {
+pub(crate) struct CountingQueue {
     inner: Arc<dyn WorkQueue>,
     counts: Counter,
 }
 
 impl CountingQueue {
     /// Counts into `counts` the calls it forwards to `inner`.
-    pub fn new(inner: Arc<dyn WorkQueue>, counts: Counter) -> Self {
+    pub(crate) fn new(inner: Arc<dyn WorkQueue>, counts: Counter) -> Self {
         CountingQueue { inner, counts }
     }
 }
@@ -371,14 +371,14 @@ impl WorkQueue for CountingQueue {
 }
 
 /// A [`BlobStore`] that counts S3 requests.
-pub struct CountingBlobs {
+pub(crate) struct CountingBlobs {
     inner: Arc<dyn BlobStore>,
     counts: Counter,
 }
 
 impl CountingBlobs {
     /// Counts into `counts` the calls it forwards to `inner`.
-    pub fn new(inner: Arc<dyn BlobStore>, counts: Counter) -> Self {
+    pub(crate) fn new(inner: Arc<dyn BlobStore>, counts: Counter) -> Self {
         CountingBlobs { inner, counts }
     }
 }
@@ -406,7 +406,7 @@ impl BlobStore for CountingBlobs {
 }
 
 /// One run of a scripted task through ingest and worker.
-pub struct TaskRun {
+pub(crate) struct TaskRun {
     /// LLM calls (steps) of the task.
     pub steps: u32,
     /// Requests made while ingest handled `POST /tasks`.
@@ -507,7 +507,7 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
 /// Submits one task with `POST /tasks` (a thread and an idempotency key,
 /// as a client that may retry sends it), then runs every wake it causes
 /// until the queue is empty, as Lambda's event source mapping would.
-pub async fn run_task(steps: u32, result_bytes: usize) -> anyhow::Result<TaskRun> {
+pub(crate) async fn run_task(steps: u32, result_bytes: usize) -> anyhow::Result<TaskRun> {
     let rig = rig(steps, result_bytes)?;
     let body = serde_json::json!({
         "input": "What changed in the release notes since last week? Summarise in three bullets.",
@@ -584,7 +584,7 @@ pub async fn run_task(steps: u32, result_bytes: usize) -> anyhow::Result<TaskRun
 }
 
 /// Prints the per-task request counts of `runs` as a Markdown table.
-pub fn print(runs: &[TaskRun]) {
+pub(crate) fn print(runs: &[TaskRun]) {
     let header: Vec<String> = runs
         .iter()
         .map(|r| format!("{}-step task", r.steps))

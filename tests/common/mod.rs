@@ -12,26 +12,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const TOKEN: &str = "test-token-0123456789abcdef";
-pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
+pub(crate) const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 
 /// Which adapters `baton dev` runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     Embedded,
     /// The AWS adapters against a moto server started for the test.
     Aws,
 }
 
 #[derive(Clone, Copy, Debug)]
-pub enum Wire {
+pub(crate) enum Wire {
     OpenAi,
     Anthropic,
     /// Bedrock Converse, SigV4-signed with the mock server's AWS keys.
     Bedrock,
 }
 
-pub struct Options {
+pub(crate) struct Options {
     pub backend: Backend,
     pub wire: Wire,
     pub segment_budget_ms: Option<u64>,
@@ -52,7 +52,7 @@ impl Default for Options {
 }
 
 /// A running `baton dev` and the servers it talks to.
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub url: String,
     pub llm: MockLlmServer,
     pub slack: FakeSlack,
@@ -66,7 +66,7 @@ pub struct TestApp {
 }
 
 impl TestApp {
-    pub async fn spawn(options: Options) -> TestApp {
+    pub(crate) async fn spawn(options: Options) -> TestApp {
         let llm = MockLlmServer::start().await;
         let slack = FakeSlack::start().await;
         let data_dir = tempfile::tempdir().expect("tempdir");
@@ -106,7 +106,7 @@ impl TestApp {
         app
     }
 
-    pub fn data_dir(&self) -> &Path {
+    pub(crate) fn data_dir(&self) -> &Path {
         self.data_dir.path()
     }
 
@@ -207,23 +207,23 @@ impl TestApp {
     }
 
     /// SIGKILL, no goodbye: what a crash looks like.
-    pub fn kill9(&mut self) {
+    pub(crate) fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             c.kill().expect("kill -9");
             let _ = c.wait();
         }
     }
 
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.kill9();
         self.start();
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
-    pub async fn submit(&self, input: &str, key: Option<&str>) -> reqwest::Response {
+    pub(crate) async fn submit(&self, input: &str, key: Option<&str>) -> reqwest::Response {
         let mut req = self
             .http
             .post(format!("{}/tasks", self.url))
@@ -235,7 +235,7 @@ impl TestApp {
         req.send().await.expect("POST /tasks")
     }
 
-    pub async fn submit_ok(&self, input: &str) -> String {
+    pub(crate) async fn submit_ok(&self, input: &str) -> String {
         let r = self.submit(input, None).await;
         let status = r.status();
         let v: Value = r.json().await.unwrap_or(Value::Null);
@@ -248,7 +248,7 @@ impl TestApp {
         v["task_id"].as_str().expect("task_id").to_owned()
     }
 
-    pub async fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
         let r = self
             .http
             .get(format!("{}{path}", self.url))
@@ -260,13 +260,13 @@ impl TestApp {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    pub async fn task(&self, id: &str) -> Value {
+    pub(crate) async fn task(&self, id: &str) -> Value {
         let (status, v) = self.get(&format!("/tasks/{id}")).await;
         assert_eq!(status, 200, "GET /tasks/{id}: {v}");
         v
     }
 
-    pub async fn events(&self, id: &str) -> Vec<Value> {
+    pub(crate) async fn events(&self, id: &str) -> Vec<Value> {
         let mut all = Vec::new();
         let mut after: Option<u64> = None;
         loop {
@@ -282,7 +282,7 @@ impl TestApp {
     }
 
     /// Polls until the task reaches a terminal status.
-    pub async fn wait_done(&self, id: &str, within: Duration) -> Value {
+    pub(crate) async fn wait_done(&self, id: &str, within: Duration) -> Value {
         let started = Instant::now();
         loop {
             let t = self.task(id).await;
@@ -302,7 +302,7 @@ impl TestApp {
     }
 
     /// A Slack-signed request with a current timestamp.
-    pub async fn slack_post(
+    pub(crate) async fn slack_post(
         &self,
         path: &str,
         body: &[u8],
@@ -331,7 +331,7 @@ impl TestApp {
 
 impl TestApp {
     /// The task store the running app writes to, opened beside it.
-    pub async fn store(&self) -> baton_core::TaskStore {
+    pub(crate) async fn store(&self) -> baton_core::TaskStore {
         match &self.aws {
             Some((moto, env)) => {
                 let cfg = moto.sdk_config().await;
@@ -364,7 +364,7 @@ impl Drop for TestApp {
 
 /// Checks a finished task's transcript: steps numbered 1..=n once each,
 /// every tool call answered exactly once.
-pub fn assert_clean_transcript(events: &[Value], steps: u64) {
+pub(crate) fn assert_clean_transcript(events: &[Value], steps: u64) {
     let assistant_steps: Vec<u64> = events
         .iter()
         .filter(|e| e["type"] == "assistant_message")

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 /// Paths of the two function binaries.
 #[derive(Clone, Debug)]
-pub struct Binaries {
+pub(crate) struct Binaries {
     /// `functions/ingest`.
     pub ingest: PathBuf,
     /// `functions/worker`.
@@ -27,7 +27,7 @@ pub struct Binaries {
 
 /// The function binaries, built once per process (see the module docs).
 /// Blocks while cargo builds.
-pub fn binaries() -> Result<Binaries, String> {
+pub(crate) fn binaries() -> Result<Binaries, String> {
     static BUILT: OnceLock<Result<Binaries, String>> = OnceLock::new();
     BUILT.get_or_init(locate_or_build).clone()
 }
@@ -174,7 +174,7 @@ fn build() -> Result<Binaries, String> {
 /// environment is what Lambda sets (runtime API address, function metadata,
 /// region, credentials) plus the function's own variables, and nothing
 /// inherited from the test. Killed when dropped.
-pub struct FunctionProcess {
+pub(crate) struct FunctionProcess {
     child: Child,
     /// When the process was spawned (cold start begins).
     pub spawned: Instant,
@@ -186,7 +186,7 @@ impl FunctionProcess {
     /// Starts `exe` against the Runtime API at `runtime_api` (`host:port`)
     /// with the function variables `vars`. stdout and stderr (the JSON log
     /// lines) go to a temporary file, see [`FunctionProcess::log`].
-    pub fn spawn(
+    pub(crate) fn spawn(
         exe: &Path,
         runtime_api: &str,
         vars: &[(String, String)],
@@ -241,13 +241,13 @@ impl FunctionProcess {
     }
 
     /// The process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Peak resident set size so far, in KiB (`VmHWM` of
     /// `/proc/<pid>/status`); `None` once the process is gone or off Linux.
-    pub fn peak_rss_kib(&self) -> Option<u64> {
+    pub(crate) fn peak_rss_kib(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
         status
             .lines()
@@ -256,12 +256,12 @@ impl FunctionProcess {
     }
 
     /// What the function logged so far (stdout and stderr).
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Waits at most `timeout` for the process to exit by itself.
-    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -275,12 +275,12 @@ impl FunctionProcess {
     }
 
     /// The exit status, if the process has already exited.
-    pub fn exited(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 
     /// A context line for assertion messages: the name and the log tail.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let log = self.log();
         let tail: String = log
             .chars()

@@ -25,7 +25,7 @@
 //! (through `#[path]`), so some items are unused in one of them.
 #![allow(dead_code)]
 
-pub mod functions;
+pub(crate) mod functions;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -41,7 +41,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot, Notify};
 
 /// The function ARN every invocation carries.
-pub const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:baton-test";
+pub(crate) const FUNCTION_ARN: &str = "arn:aws:lambda:us-east-1:123456789012:function:baton-test";
 
 /// One queued invocation, as `next` hands it out.
 struct Invocation {
@@ -52,7 +52,7 @@ struct Invocation {
 
 /// How an invocation ended, as the function reported it.
 #[derive(Clone, Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// `POST .../response`: the handler's result.
     Response {
         /// The raw body the runtime posted.
@@ -73,7 +73,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The response body as JSON; an error outcome is an `Err` naming it.
-    pub fn json_response(&self) -> Result<serde_json::Value, String> {
+    pub(crate) fn json_response(&self) -> Result<serde_json::Value, String> {
         match self {
             Outcome::Response { body, .. } => serde_json::from_slice(body).map_err(|e| {
                 format!(
@@ -91,7 +91,7 @@ impl Outcome {
     }
 
     /// When the outcome reached the Runtime API.
-    pub fn at(&self) -> Instant {
+    pub(crate) fn at(&self) -> Instant {
         match self {
             Outcome::Response { at, .. } | Outcome::Error { at, .. } => *at,
         }
@@ -100,7 +100,7 @@ impl Outcome {
 
 /// Why waiting for an outcome failed.
 #[derive(Debug)]
-pub enum WaitError {
+pub(crate) enum WaitError {
     /// No outcome within the time allowed.
     Timeout {
         request_id: String,
@@ -130,7 +130,7 @@ impl std::fmt::Display for WaitError {
 impl std::error::Error for WaitError {}
 
 /// A queued invocation whose outcome can be awaited.
-pub struct Pending {
+pub(crate) struct Pending {
     /// The `Lambda-Runtime-Aws-Request-Id` it was given.
     pub request_id: String,
     rx: oneshot::Receiver<Outcome>,
@@ -138,7 +138,7 @@ pub struct Pending {
 
 impl Pending {
     /// Waits for the function's response or error, at most `timeout`.
-    pub async fn wait(self, timeout: Duration) -> Result<Outcome, WaitError> {
+    pub(crate) async fn wait(self, timeout: Duration) -> Result<Outcome, WaitError> {
         let request_id = self.request_id;
         match tokio::time::timeout(timeout, self.rx).await {
             Ok(Ok(outcome)) => Ok(outcome),
@@ -153,7 +153,7 @@ impl Pending {
 
 /// An `init/error` report.
 #[derive(Clone, Debug)]
-pub struct InitError {
+pub(crate) struct InitError {
     /// The `Lambda-Runtime-Function-Error-Type` header, when sent.
     pub error_type: Option<String>,
     /// The raw error document.
@@ -178,7 +178,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The Runtime API double. Stops when dropped.
-pub struct RuntimeApi {
+pub(crate) struct RuntimeApi {
     addr: SocketAddr,
     shared: Arc<Shared>,
     tx: mpsc::UnboundedSender<Invocation>,
@@ -189,7 +189,7 @@ pub struct RuntimeApi {
 impl RuntimeApi {
     /// Starts the server on a free loopback port (panics if none can be
     /// bound: test setup only).
-    pub async fn start() -> RuntimeApi {
+    pub(crate) async fn start() -> RuntimeApi {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             queue: tokio::sync::Mutex::new(rx),
@@ -231,19 +231,19 @@ impl RuntimeApi {
     }
 
     /// `host:port`, the value of `AWS_LAMBDA_RUNTIME_API`.
-    pub fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         self.addr.to_string()
     }
 
     /// Queues `event` with a deadline `timeout` from now (the function's
     /// configured timeout, as Lambda computes it when handing the event out
     /// would be slightly later; close enough for tests).
-    pub fn enqueue(&self, event: &serde_json::Value, timeout: Duration) -> Pending {
+    pub(crate) fn enqueue(&self, event: &serde_json::Value, timeout: Duration) -> Pending {
         self.enqueue_raw(event.to_string().into_bytes(), timeout)
     }
 
     /// [`RuntimeApi::enqueue`] with raw bytes (for malformed events).
-    pub fn enqueue_raw(&self, event: Vec<u8>, timeout: Duration) -> Pending {
+    pub(crate) fn enqueue_raw(&self, event: Vec<u8>, timeout: Duration) -> Pending {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request_id = format!("00000000-0000-4000-8000-{n:012}");
         let deadline = SystemTime::now() + timeout;
@@ -267,7 +267,7 @@ impl RuntimeApi {
 
     /// Queues `event` (function timeout 60 s) and waits at most `timeout`
     /// for its outcome.
-    pub async fn invoke(
+    pub(crate) async fn invoke(
         &self,
         event: &serde_json::Value,
         timeout: Duration,
@@ -280,7 +280,7 @@ impl RuntimeApi {
     /// Waits until `next` has been called at least `n` times in all (the
     /// first call marks the end of the function's init phase); returns the
     /// time of the `n`th call, or `None` after `timeout`.
-    pub async fn wait_for_poll(&self, n: usize, timeout: Duration) -> Option<Instant> {
+    pub(crate) async fn wait_for_poll(&self, n: usize, timeout: Duration) -> Option<Instant> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let notified = self.shared.polled.notified();
@@ -294,13 +294,13 @@ impl RuntimeApi {
     }
 
     /// The `init/error` reports received.
-    pub fn init_errors(&self) -> Vec<InitError> {
+    pub(crate) fn init_errors(&self) -> Vec<InitError> {
         lock(&self.shared.init_errors).clone()
     }
 
     /// Requests that broke the protocol (unknown routes, answers to unknown
     /// or already answered invocations).
-    pub fn violations(&self) -> Vec<String> {
+    pub(crate) fn violations(&self) -> Vec<String> {
         lock(&self.shared.violations).clone()
     }
 }

@@ -545,7 +545,7 @@ pub(crate) mod testkit {
 
     /// Appends entries with increasing seqs.
     #[derive(Default)]
-    pub struct Log {
+    pub(crate) struct Log {
         pub entries: Vec<Entry>,
         step: u32,
         calls: u32,
@@ -558,11 +558,11 @@ pub(crate) mod testkit {
             seq
         }
 
-        pub fn user(&mut self, text: &str) -> u64 {
+        pub(crate) fn user(&mut self, text: &str) -> u64 {
             self.push(EntryKind::UserMessage { text: text.into() })
         }
 
-        pub fn answer(&mut self, text: &str) -> u64 {
+        pub(crate) fn answer(&mut self, text: &str) -> u64 {
             self.step += 1;
             let step = self.step;
             self.push(EntryKind::AssistantMessage {
@@ -576,7 +576,7 @@ pub(crate) mod testkit {
 
         /// One step calling one tool, with its result of `result` text.
         /// Returns the call id.
-        pub fn tool_step(&mut self, result: &str) -> String {
+        pub(crate) fn tool_step(&mut self, result: &str) -> String {
             self.step += 1;
             self.calls += 1;
             let step = self.step;
@@ -607,7 +607,7 @@ pub(crate) mod testkit {
             id
         }
 
-        pub fn summary(&mut self, text: &str, through_seq: u64) -> u64 {
+        pub(crate) fn summary(&mut self, text: &str, through_seq: u64) -> u64 {
             self.push(EntryKind::Summary {
                 text: text.into(),
                 through_seq,

@@ -34,7 +34,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-pub fn check_bearer(expected: Option<&ApiToken>, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn check_bearer(
+    expected: Option<&ApiToken>,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
     let Some(expected) = expected else {
         return Err(ApiError::unauthorized(
             "the task API is disabled: BATON_API_TOKEN is not set",

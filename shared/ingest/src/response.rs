@@ -42,7 +42,7 @@ impl ApiError {
     }
 }
 
-pub fn json(status: StatusCode, body: &serde_json::Value) -> Response<Bytes> {
+pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response<Bytes> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut r = Response::new(Bytes::from(bytes));
     *r.status_mut() = status;
@@ -77,4 +77,4 @@ pub(crate) fn json_body<T: serde::de::DeserializeOwned>(
         .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 
-pub type Answer = Result<Response<Bytes>, ApiError>;
+pub(crate) type Answer = Result<Response<Bytes>, ApiError>;

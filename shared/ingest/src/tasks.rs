@@ -11,7 +11,7 @@ use serde_json::json;
 use std::time::Duration;
 
 /// Longest accepted task input, in characters.
-pub const MAX_INPUT_CHARS: usize = 100_000;
+pub(crate) const MAX_INPUT_CHARS: usize = 100_000;
 /// Most events returned by one call of the events route.
 const MAX_EVENTS: usize = 500;
 

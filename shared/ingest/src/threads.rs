@@ -14,7 +14,7 @@ use baton_core::{now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, T
 use std::time::Duration;
 
 /// Input to submit.
-pub struct Submission {
+pub(crate) struct Submission {
     pub text: String,
     pub agent: String,
     pub origin: Origin,
@@ -25,7 +25,7 @@ pub struct Submission {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Submitted {
+pub(crate) enum Submitted {
     Created(TaskId),
     /// This request was handled before; this is its task.
     Duplicate(TaskId),
@@ -36,7 +36,7 @@ pub enum Submitted {
 }
 
 impl Submitted {
-    pub fn task_id(&self) -> &TaskId {
+    pub(crate) fn task_id(&self) -> &TaskId {
         match self {
             Submitted::Created(id)
             | Submitted::Duplicate(id)

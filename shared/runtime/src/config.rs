@@ -62,10 +62,10 @@ pub struct Config {
 /// `BATON_LLM_MODEL` for `bedrock` when unset: Claude Haiku 4.5 through
 /// the global cross-region inference profile, which every commercial region
 /// offers (newer Claude models are not invocable by bare model id).
-pub const DEFAULT_BEDROCK_MODEL: &str = "global.anthropic.claude-haiku-4-5-20251001-v1:0";
+pub(crate) const DEFAULT_BEDROCK_MODEL: &str = "global.anthropic.claude-haiku-4-5-20251001-v1:0";
 
 /// Tool names an agents file may name.
-pub const KNOWN_TOOLS: &[&str] = &[
+pub(crate) const KNOWN_TOOLS: &[&str] = &[
     "http_request",
     "current_time",
     "sleep",

@@ -38,7 +38,7 @@ pub fn parse_args<T: DeserializeOwned>(
 
 /// One tool call: parses the arguments as `T`, runs `op` on them, and turns
 /// either failure into an error result the model can read.
-pub async fn run<T, F, Fut>(tool: &str, arguments: serde_json::Value, op: F) -> ToolOutput
+pub(crate) async fn run<T, F, Fut>(tool: &str, arguments: serde_json::Value, op: F) -> ToolOutput
 where
     T: DeserializeOwned,
     F: FnOnce(T) -> Fut,

@@ -265,13 +265,13 @@ pub enum Refusal {
 /// Where a vetted URL may connect: the addresses its host resolved to, all
 /// checked. `domain` is set when the host is a name (IP literals need no pin).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Vetted {
+pub(crate) struct Vetted {
     pub domain: Option<String>,
     pub addrs: Vec<SocketAddr>,
 }
 
 /// Checks scheme, resolves the host and checks every address it resolves to.
-pub async fn vet(url: &Url, allow: &AllowList) -> Result<Vetted, Refusal> {
+pub(crate) async fn vet(url: &Url, allow: &AllowList) -> Result<Vetted, Refusal> {
     let scheme = url.scheme();
     if scheme != "http" && scheme != "https" {
         return Err(Refusal::Scheme(scheme.to_owned()));

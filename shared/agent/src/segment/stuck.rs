@@ -276,8 +276,8 @@ mod tests {
         let sleep = ("sleep", json!({"seconds": 60}));
         let mut kinds = Vec::new();
         for _ in 0..10 {
-            kinds.push(turn(&[sleep.clone()]));
-            kinds.push(turn(&[get.clone()]));
+            kinds.push(turn(std::slice::from_ref(&sleep)));
+            kinds.push(turn(std::slice::from_ref(&get)));
             assert_eq!(
                 repetition(&agent(), &entries(kinds.clone())),
                 Repetition::No
@@ -288,12 +288,13 @@ mod tests {
     #[test]
     fn the_same_call_in_a_row_is_warned_once_then_stopped() {
         let get = ("http_request", json!({"url": "https://x.test/a"}));
-        let mut kinds = vec![turn(&[get.clone()]), turn(&[get.clone()])];
+        let once = std::slice::from_ref(&get);
+        let mut kinds = vec![turn(once), turn(once)];
         assert_eq!(
             repetition(&agent(), &entries(kinds.clone())),
             Repetition::No
         );
-        kinds.push(turn(&[get.clone()]));
+        kinds.push(turn(std::slice::from_ref(&get)));
         assert_eq!(
             repetition(&agent(), &entries(kinds.clone())),
             Repetition::Warn {

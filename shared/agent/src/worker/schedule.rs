@@ -30,7 +30,7 @@ use std::time::Duration;
 /// How long a heartbeat does not repeat a finding, unless configured.
 pub const DEFAULT_REPEAT_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// The answer a heartbeat gives when nothing needs attention.
-pub const HEARTBEAT_OK: &str = "HEARTBEAT_OK";
+pub(super) const HEARTBEAT_OK: &str = "HEARTBEAT_OK";
 /// How long a firing of a schedule still being created waits.
 const PENDING_RETRY: Duration = Duration::from_secs(5);
 
@@ -202,7 +202,7 @@ fn origin_of(s: &Schedule) -> Origin {
 }
 
 /// The first user message of a firing's task.
-pub fn task_input(s: &Schedule, scheduled_time: &str) -> String {
+pub(super) fn task_input(s: &Schedule, scheduled_time: &str) -> String {
     match s.kind {
         ScheduleKind::Task => format!(
             "Scheduled task (schedule {}, {} in {}, run for {scheduled_time}):\n\n{}",
@@ -219,7 +219,7 @@ pub fn task_input(s: &Schedule, scheduled_time: &str) -> String {
 }
 
 /// The hash of a finding's normalised text (case and white space ignored).
-pub fn finding_hash(text: &str) -> String {
+pub(super) fn finding_hash(text: &str) -> String {
     let normal = text
         .split_whitespace()
         .collect::<Vec<_>>()

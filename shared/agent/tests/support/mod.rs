@@ -10,7 +10,7 @@ use std::time::Duration;
 /// Runs the worker over the queue until it has been empty for a while. The
 /// messages of a batch are handled concurrently, as the worker Lambda does.
 /// Any disposition but `Ack` fails the test.
-pub async fn drain(worker: &Worker, queue: &dyn WorkQueue) {
+pub(crate) async fn drain(worker: &Worker, queue: &dyn WorkQueue) {
     let mut idle = 0;
     while idle < 3 {
         let got = queue.receive(10, Duration::from_millis(100)).await.unwrap();
@@ -34,7 +34,7 @@ pub async fn drain(worker: &Worker, queue: &dyn WorkQueue) {
 }
 
 /// A Slack-born task's origin: a thread in channel C1 of workspace T1.
-pub fn slack_origin(user: &str) -> Origin {
+pub(crate) fn slack_origin(user: &str) -> Origin {
     Origin::Slack {
         team_id: "T1".into(),
         channel: "C1".into(),
@@ -44,7 +44,7 @@ pub fn slack_origin(user: &str) -> Origin {
 }
 
 /// Creates a task of the default agent with `text` as its input and wakes it.
-pub async fn submit(
+pub(crate) async fn submit(
     store: &TaskStore,
     queue: &dyn WorkQueue,
     origin: Origin,
@@ -71,7 +71,7 @@ pub async fn submit(
 }
 
 /// Sends a wake for `id`, as ingest does after a decision or a cancel.
-pub async fn wake(queue: &dyn WorkQueue, id: &TaskId) {
+pub(crate) async fn wake(queue: &dyn WorkQueue, id: &TaskId) {
     queue
         .send(&Wake::new(id.clone(), "test").to_body(), Duration::ZERO)
         .await
