@@ -5,7 +5,7 @@ use anyhow::Context;
 use baton_agent::{Disposition, SegmentBudget, Worker, WorkerSettings};
 use baton_core::WorkQueue;
 use baton_embedded::QueueConfig;
-use baton_runtime::{App, Backend, Config};
+use baton_runtime::{App, Backend, Settings};
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,7 @@ const LOCAL_SEGMENT_BUDGET: Duration = Duration::from_secs(600);
 
 pub(crate) async fn run(args: DevArgs) -> anyhow::Result<()> {
     baton_runtime::init_tracing(false);
-    let mut config = Config::from_env().context("invalid configuration")?;
+    let mut settings = Settings::from_env().context("invalid configuration")?;
     let visibility = Duration::from_millis(args.visibility_timeout_ms.max(300));
     let backend = match args.backend {
         BackendKind::Embedded => {
@@ -57,20 +57,20 @@ pub(crate) async fn run(args: DevArgs) -> anyhow::Result<()> {
             };
             Backend::embedded(&args.data_dir, queue).context("opening the embedded backend")?
         }
-        BackendKind::Aws => Backend::aws_from_env().await?,
+        BackendKind::Aws => Backend::aws(&settings.aws).await?,
     };
-    if config.api_token.is_none() {
-        config.api_token = Some(dev_token(&args.data_dir)?);
+    if settings.api_token.is_none() {
+        settings.api_token = Some(dev_token(&args.data_dir)?);
     }
-    let settings = WorkerSettings {
+    let timing = WorkerSettings {
         lease_ttl: visibility * 2 / 3,
         heartbeat_every: visibility / 4,
         visibility,
         retry_delay: Duration::from_secs(1).min(visibility),
         ..WorkerSettings::default()
     };
-    let budget = config.segment_budget.unwrap_or(LOCAL_SEGMENT_BUDGET);
-    let app = App::new(config, backend, settings).context("invalid configuration")?;
+    let budget = settings.segment_budget.unwrap_or(LOCAL_SEGMENT_BUDGET);
+    let app = App::new(settings, backend, timing).context("invalid configuration")?;
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

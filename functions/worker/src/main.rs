@@ -15,24 +15,14 @@ use lambda_runtime::{service_fn, Error, LambdaEvent};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// Time kept back from the invocation's deadline to checkpoint, send the
-/// next wake and return (`BATON_SEGMENT_MARGIN_MS` overrides it).
-const DEFAULT_MARGIN: Duration = Duration::from_secs(30);
-
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     baton_runtime::init_tracing(true);
     let app = Arc::new(baton_runtime::lambda_app().await.inspect_err(|e| {
         tracing::error!(error = %e, "start-up failed");
     })?);
-    let margin = std::env::var("BATON_SEGMENT_MARGIN_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .unwrap_or(DEFAULT_MARGIN);
-    let dlq_arn = std::env::var("BATON_DLQ_ARN")
-        .ok()
-        .filter(|v| !v.is_empty());
+    let margin = app.settings.lambda.segment_margin;
+    let dlq_arn = app.settings.lambda.dlq_arn.clone();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let app = app.clone();
         let dlq_arn = dlq_arn.clone();
@@ -52,7 +42,7 @@ async fn handle(
         .duration_since(SystemTime::now())
         .unwrap_or_default()
         .saturating_sub(margin);
-    let budget = app.config.segment_budget.map_or(left, |b| b.min(left));
+    let budget = app.settings.segment_budget.map_or(left, |b| b.min(left));
     let records = event.payload.records;
     let results = futures::future::join_all(records.into_iter().map(|record| async move {
         let id = record.message_id.clone().unwrap_or_default();

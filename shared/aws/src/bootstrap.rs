@@ -195,11 +195,6 @@ impl Environment {
             .collect()
     }
 
-    /// Reads the environment from the process's `BATON_*` variables.
-    pub fn from_env() -> Result<Environment, MissingVar> {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
     /// Reads the environment through `lookup` (e.g. a map, in tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Environment, MissingVar> {
         let get = |k: &'static str| lookup(k).filter(|v| !v.is_empty()).ok_or(MissingVar(k));

@@ -2,11 +2,12 @@
 
 use crate::response::ApiError;
 use http::HeaderMap;
+use secrecy::{ExposeSecret, SecretString};
 use std::fmt;
 
 /// The API bearer token. Its Debug output never shows it.
 #[derive(Clone)]
-pub struct ApiToken(String);
+pub struct ApiToken(SecretString);
 
 impl ApiToken {
     /// Refuses tokens too short to be secret.
@@ -15,11 +16,11 @@ impl ApiToken {
         if s.len() < 16 {
             return Err("BATON_API_TOKEN must be at least 16 characters".into());
         }
-        Ok(ApiToken(s.to_owned()))
+        Ok(ApiToken(SecretString::from(s.to_owned())))
     }
 
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 }
 
@@ -48,7 +49,7 @@ pub(crate) fn check_bearer(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
-    if constant_time_eq(given.trim().as_bytes(), expected.0.as_bytes()) {
+    if constant_time_eq(given.trim().as_bytes(), expected.expose().as_bytes()) {
         Ok(())
     } else {
         Err(ApiError::unauthorized("invalid bearer token"))

@@ -1,31 +1,35 @@
-//! A credential that never shows up in logs, errors or Debug output.
+//! A credential that never shows up in logs, errors or Debug output: a
+//! [`SecretString`] (redacted `Debug`, zeroed on drop) with the one thing
+//! a provider needs besides sending it — redacting it from text.
 
+use secrecy::{ExposeSecret, SecretString};
 use std::fmt;
 
-/// An API key or token. `Debug` and `Display` print `[redacted]`; the value is
+/// An API key or token. `Debug` and `Display` never show it; the value is
 /// only reachable through [`Secret::expose`], at the place it goes on the wire.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+#[derive(Clone)]
+pub struct Secret(SecretString);
 
 impl Secret {
     /// Wraps a credential.
     pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
+        Secret(SecretString::from(value.into()))
     }
 
     /// The raw value, for building a request header. Do not log it.
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 
     /// Replaces every occurrence of the secret in `text` (e.g. a provider's
     /// error message that quotes the key back) with `[redacted]`.
     pub fn redact_in(&self, text: &str) -> String {
         // Short values would redact unrelated text; real keys are long.
-        if self.0.len() < 8 {
+        let secret = self.expose();
+        if secret.len() < 8 {
             return text.to_string();
         }
-        text.replace(&self.0, "[redacted]")
+        text.replace(secret, "[redacted]")
     }
 }
 
@@ -41,15 +45,23 @@ impl fmt::Display for Secret {
     }
 }
 
+impl PartialEq for Secret {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+impl Eq for Secret {}
+
 impl From<String> for Secret {
     fn from(value: String) -> Self {
-        Secret(value)
+        Secret::new(value)
     }
 }
 
 impl From<&str> for Secret {
     fn from(value: &str) -> Self {
-        Secret(value.to_string())
+        Secret::new(value)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The handlers, built once per process over a backend.
 
 use crate::backend::Backend;
-use crate::config::Config;
+use crate::settings::Settings;
 use baton_agent::{Worker, WorkerSettings};
 use baton_core::{NoReplies, ReplySink};
 use baton_ingest::{Ingest, SlackIngest};
@@ -16,7 +16,7 @@ pub struct App {
     pub ingest: Ingest,
     pub worker: Arc<Worker>,
     pub backend: Backend,
-    pub config: Config,
+    pub settings: Settings,
     /// Schedule records and plans, when the backend has a scheduler.
     pub schedules: Option<baton_schedule::ScheduleService>,
 }
@@ -28,31 +28,31 @@ impl App {
     /// the work saved at start-up, none of that code is linked into (or
     /// paged in by) the ingest binary, which is most of its memory
     /// (docs/performance-lambda.md). The LLM settings are parsed with the
-    /// rest of [`Config`] but not checked further here: the worker checks
+    /// rest of [`Settings`] but not checked further here: the worker checks
     /// them at its own start-up.
-    pub fn ingest_only(config: &Config, backend: &Backend) -> Ingest {
+    pub fn ingest_only(settings: &Settings, backend: &Backend) -> Ingest {
         let schedules = schedule_service(backend);
-        ingest_handler(config, backend, config.agents(), schedules.as_ref())
+        ingest_handler(settings, backend, settings.agents(), schedules.as_ref())
     }
 
     pub fn new(
-        config: Config,
+        settings: Settings,
         backend: Backend,
-        settings: WorkerSettings,
-    ) -> Result<Self, crate::ConfigError> {
-        let agents = config.agents();
-        let llm = build_provider(&config.llm, RetryPolicy::default()).map_err(|e| {
-            crate::ConfigError::Invalid {
+        timing: WorkerSettings,
+    ) -> Result<Self, crate::SettingsError> {
+        let agents = settings.agents();
+        let llm = build_provider(&settings.llm, RetryPolicy::default()).map_err(|e| {
+            crate::SettingsError::Invalid {
                 name: "BATON_LLM_PROVIDER",
                 message: e.to_string(),
             }
         })?;
-        let tools = Toolset::builtins(config.http_allow.clone());
+        let tools = Toolset::builtins(settings.http_allow.clone());
         let mut tools: Vec<Arc<dyn baton_core::Tool>> =
             tools.names().iter().filter_map(|n| tools.get(n)).collect();
         let schedules = schedule_service(&backend);
         if let Some(service) = &schedules {
-            let admins = crate::scheduling::admins_from_env();
+            let admins = settings.schedule_admins.clone();
             tools.extend(
                 baton_tools::ScheduleTools::new(service.clone(), backend.store.clone(), admins)
                     .tools(),
@@ -61,15 +61,15 @@ impl App {
         // Memory needs only the task table, so every backend has it.
         tools.extend(baton_tools::MemoryTools::new(backend.store.clone()).tools());
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
-        let replies: Arc<dyn ReplySink> = match &config.slack {
+        let replies: Arc<dyn ReplySink> = match &settings.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s
                     .bot_token
                     .clone()
-                    .ok_or(crate::ConfigError::Missing("SLACK_BOT_TOKEN"))?;
+                    .ok_or(crate::SettingsError::Missing("SLACK_BOT_TOKEN"))?;
                 let client =
                     baton_slack::web::SlackClient::new(&s.api_url, token).map_err(|e| {
-                        crate::ConfigError::Invalid {
+                        crate::SettingsError::Invalid {
                             name: "SLACK_API_URL",
                             message: e.to_string(),
                         }
@@ -90,27 +90,24 @@ impl App {
             tools,
             agents.clone(),
             replies,
-            settings,
+            timing,
         );
         worker = worker
-            .with_budgets(config.settings.budgets.clone())
-            .with_input_guard(config.settings.guard.input_guard);
+            .with_budgets(settings.deployment.budgets.clone())
+            .with_input_guard(settings.deployment.guard.input_guard);
         if let Some(prompts) = approval_prompts {
             worker = worker.with_approval_prompts(prompts);
         }
         if let Some(service) = &schedules {
-            worker = worker.with_schedules(
-                service.clone(),
-                crate::scheduling::repeat_window_from_env()?,
-            );
+            worker = worker.with_schedules(service.clone(), settings.heartbeat_repeat_window);
         }
         let worker = Arc::new(worker);
-        let ingest = ingest_handler(&config, &backend, agents, schedules.as_ref());
+        let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref());
         Ok(App {
             ingest,
             worker,
             backend,
-            config,
+            settings,
             schedules,
         })
     }
@@ -129,12 +126,12 @@ fn schedule_service(backend: &Backend) -> Option<baton_schedule::ScheduleService
 /// The one place the ingest handler is built, for [`App::new`] and
 /// [`App::ingest_only`].
 fn ingest_handler(
-    config: &Config,
+    settings: &Settings,
     backend: &Backend,
     agents: baton_settings::Agents,
     schedules: Option<&baton_schedule::ScheduleService>,
 ) -> Ingest {
-    let slack = config.slack.as_ref().map(|s| SlackIngest {
+    let slack = settings.slack.as_ref().map(|s| SlackIngest {
         signing_secret: s.signing_secret.clone(),
         bot_user_id: s.bot_user_id.clone(),
     });
@@ -142,10 +139,10 @@ fn ingest_handler(
         backend.store.clone(),
         backend.queue.clone(),
         agents,
-        config.api_token.clone(),
+        settings.api_token.clone(),
         slack,
     )
-    .with_input_guard(config.settings.guard.input_guard);
+    .with_input_guard(settings.deployment.guard.input_guard);
     match schedules {
         Some(service) => ingest.with_scheduler(service.clone()),
         None => ingest,

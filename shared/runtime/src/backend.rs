@@ -1,5 +1,6 @@
 //! The adapters of one backend, embedded or AWS.
 
+use crate::settings::AwsResources;
 use baton_agent::Worker;
 use baton_core::{QueueError, TaskStore, WorkQueue};
 use baton_embedded::{EmbeddedBackend, EmbeddedQueue, QueueConfig};
@@ -74,11 +75,8 @@ pub struct Backend {
     pub embedded_scheduler: Option<Arc<baton_embedded::EmbeddedScheduler>>,
 }
 
-fn required(name: &'static str) -> Result<String, BackendError> {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .ok_or(BackendError::MissingVar(name))
+fn required(name: &'static str, value: &Option<String>) -> Result<String, BackendError> {
+    value.clone().ok_or(BackendError::MissingVar(name))
 }
 
 impl Backend {
@@ -98,15 +96,14 @@ impl Backend {
     }
 
     /// The AWS backend named by `BATON_TABLE`, `BATON_QUEUE_URL`,
-    /// `BATON_TRACE_BUCKET` and (optionally) `BATON_DLQ_URL`, with clients
-    /// built from the standard AWS configuration (`AWS_ENDPOINT_URL` included).
-    pub async fn aws_from_env() -> Result<Self, BackendError> {
-        let table = required("BATON_TABLE")?;
-        let queue_url = required("BATON_QUEUE_URL")?;
-        let bucket = required("BATON_TRACE_BUCKET")?;
-        let dlq_url = std::env::var("BATON_DLQ_URL")
-            .ok()
-            .filter(|v| !v.trim().is_empty());
+    /// `BATON_TRACE_BUCKET` and (optionally) `BATON_DLQ_URL` (read into
+    /// [`AwsResources`]), with clients built from the standard AWS
+    /// configuration (`AWS_ENDPOINT_URL` included).
+    pub async fn aws(aws: &AwsResources) -> Result<Self, BackendError> {
+        let table = required("BATON_TABLE", &aws.table)?;
+        let queue_url = required("BATON_QUEUE_URL", &aws.queue_url)?;
+        let bucket = required("BATON_TRACE_BUCKET", &aws.trace_bucket)?;
+        let dlq_url = aws.dlq_url.clone();
         let cfg = baton_aws::load_sdk_config().await;
         let sqs = baton_aws::sqs_client(&cfg);
         let store = TaskStore::new(
@@ -121,7 +118,8 @@ impl Backend {
             )),
         );
         let queue: Arc<dyn WorkQueue> = Arc::new(baton_aws::SqsQueue::new(sqs.clone(), queue_url));
-        let scheduling = crate::scheduling::for_aws(&cfg, store.table().clone(), queue.clone());
+        let scheduling =
+            crate::scheduling::for_aws(&cfg, aws, store.table().clone(), queue.clone());
         Ok(Backend {
             store,
             queue,

@@ -41,8 +41,8 @@
 //!
 //! ```no_run
 //! # async fn reply() -> Result<(), baton_slack::SlackError> {
-//! use baton_slack::{mrkdwn, SlackClient};
-//! let slack = SlackClient::from_env()?; // SLACK_API_URL, SLACK_BOT_TOKEN
+//! use baton_slack::{mrkdwn, BotToken, SlackClient};
+//! let slack = SlackClient::new("https://slack.com/api", BotToken::new("xoxb-…"))?;
 //! slack.set_thread_status("C123", "1700000000.000100", "is thinking…").await?;
 //! let text = mrkdwn::from_markdown("**Done**: see [the run](https://example.com/r/1)");
 //! let ts = slack.post_message("C123", Some("1700000000.000100"), &text, None).await?;

@@ -6,6 +6,7 @@
 //! accepted only if the signature matches (compared in constant time) and the
 //! timestamp is within five minutes of now, which bounds replays.
 
+use secrecy::{ExposeSecret, SecretString};
 use std::fmt;
 
 use hmac::{Hmac, Mac};
@@ -28,28 +29,21 @@ const VERSION_PREFIX: &str = "v0=";
 /// Hex length of a SHA-256 digest.
 const DIGEST_HEX_LEN: usize = 64;
 
-/// The Slack app's signing secret. Its `Debug` never shows the value.
+/// The Slack app's signing secret: a [`SecretString`], so its `Debug` never
+/// shows the value and it is zeroed on drop.
 #[derive(Clone)]
-pub struct SigningSecret(String);
+pub struct SigningSecret(SecretString);
 
 impl SigningSecret {
     /// Wraps a signing secret (as shown on the app's "Basic Information" page).
     pub fn new(secret: impl Into<String>) -> Self {
-        Self(secret.into())
-    }
-
-    /// Reads `SLACK_SIGNING_SECRET`; `None` if unset or empty.
-    pub fn from_env() -> Option<Self> {
-        std::env::var("SLACK_SIGNING_SECRET")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .map(Self)
+        Self(SecretString::from(secret.into()))
     }
 
     fn mac(&self) -> HmacSha256 {
         // HMAC accepts keys of any length, so this cannot fail; fall back to an
         // empty key rather than panic to keep library code panic-free.
-        HmacSha256::new_from_slice(self.0.as_bytes())
+        HmacSha256::new_from_slice(self.0.expose_secret().as_bytes())
             .unwrap_or_else(|_| HmacSha256::new(&Default::default()))
     }
 }

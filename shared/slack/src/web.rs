@@ -6,6 +6,7 @@
 //! HTTP 429 with `Retry-After` when rate limiting; a 429 means the call was
 //! not processed, so it is safe to retry.
 
+use secrecy::{ExposeSecret, SecretString};
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
@@ -36,27 +37,20 @@ const MAX_REPLY_PAGES: usize = 10;
 const FALLBACK_RETRY_AFTER: Duration = Duration::from_secs(1);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A Slack bot token (`xoxb-...`). Its `Debug` never shows the value.
+/// A Slack bot token (`xoxb-...`): a [`SecretString`], so its `Debug` never
+/// shows the value and it is zeroed on drop.
 #[derive(Clone)]
-pub struct BotToken(String);
+pub struct BotToken(SecretString);
 
 impl BotToken {
     /// Wraps a bot token.
     pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
-    }
-
-    /// Reads `SLACK_BOT_TOKEN`; `None` if unset or empty.
-    pub fn from_env() -> Option<Self> {
-        std::env::var("SLACK_BOT_TOKEN")
-            .ok()
-            .filter(|t| !t.is_empty())
-            .map(Self)
+        Self(SecretString::from(token.into()))
     }
 
     /// The raw token, for code that must send it elsewhere. Do not log it.
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose_secret()
     }
 }
 
@@ -157,18 +151,6 @@ impl SlackClient {
             max_retries: DEFAULT_MAX_RETRIES,
             max_retry_wait: DEFAULT_MAX_RETRY_WAIT,
         })
-    }
-
-    /// A client from `SLACK_API_URL` (default [`DEFAULT_API_URL`]) and
-    /// `SLACK_BOT_TOKEN` (required).
-    pub fn from_env() -> Result<Self, SlackError> {
-        let token = BotToken::from_env()
-            .ok_or_else(|| SlackError::Config("SLACK_BOT_TOKEN is not set".into()))?;
-        let base = std::env::var("SLACK_API_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_API_URL.to_string());
-        Self::new(&base, token)
     }
 
     /// Retries of a rate-limited call, and the cap on each wait.

@@ -81,14 +81,6 @@ impl AllowList {
         Ok(AllowList { entries })
     }
 
-    /// Reads `BATON_HTTP_ALLOW`; unset means empty.
-    pub fn from_env() -> Result<Self, AllowListError> {
-        match std::env::var(ALLOW_ENV) {
-            Ok(list) => AllowList::parse(&list),
-            Err(_) => Ok(AllowList::default()),
-        }
-    }
-
     /// Adds one pair (for code that builds the list without a string).
     pub fn insert(&mut self, host: &str, port: u16) -> Result<(), AllowListError> {
         let parsed = AllowList::parse(&format_host_port(host, port))?;

@@ -196,13 +196,6 @@ impl AgentsSource {
         }
     }
 
-    /// [`AgentsSource::locate`] over the process environment and working
-    /// directory.
-    pub fn from_env() -> Result<Option<Self>, ConfigFileError> {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        Self::locate(|name| std::env::var(name).ok(), &cwd)
-    }
-
     /// Where the text came from (a path, or `BATON_AGENTS_TOML`).
     pub fn origin(&self) -> &str {
         &self.origin

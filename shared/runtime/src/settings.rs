@@ -1,17 +1,29 @@
-//! Typed configuration from the environment (see `docs/configuration.md`).
+//! The one typed load of Baton's settings: every environment variable the
+//! runtime reads (docs/configuration.md), with the secrets stored in SSM
+//! Parameter Store layered under the process environment, read and checked
+//! once at start-up. Nothing else in the runtime reads the environment:
+//! the backends, the scheduler, the Lambda entry points and `baton dev`
+//! take their values from [`Settings`]. (The AWS SDK reads its own standard
+//! variables — `AWS_REGION`, credentials, `AWS_ENDPOINT_URL*` — when its
+//! configuration is loaded; `baton dev`'s command-line flags may come from
+//! the environment too, as clap reads them.)
 
+use baton_agent::{delegation::DELEGATE, timer::SLEEP};
 use baton_ingest::ApiToken;
 use baton_llm::{LlmConfig, Secret};
 use baton_settings::{AgentConfig, Agents};
 use baton_settings::{AgentsConfig, AgentsSource, ConfigFileError, GlobalSettings};
 use baton_slack::signature::SigningSecret;
 use baton_slack::web::BotToken;
+use baton_tools::memory::{FORGET, RECALL, REMEMBER};
+use baton_tools::schedule::{SCHEDULE_CREATE, SCHEDULE_DELETE, SCHEDULE_LIST};
 use baton_tools::AllowList;
+use baton_tools::{CURRENT_TIME, HTTP_REQUEST};
 use std::collections::HashMap;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub enum SettingsError {
     #[error("{name}: {message}")]
     Invalid { name: &'static str, message: String },
     #[error("{0} is required")]
@@ -20,8 +32,8 @@ pub enum ConfigError {
     Agents(#[from] ConfigFileError),
 }
 
-fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
+fn invalid(name: &'static str, message: impl Into<String>) -> SettingsError {
+    SettingsError::Invalid {
         name,
         message: message.into(),
     }
@@ -36,9 +48,42 @@ pub struct SlackConfig {
     pub bot_user_id: Option<String>,
 }
 
+/// Where the AWS backend lives: the names the SAM stack (or `baton
+/// bootstrap`) gives the functions. Checked when the AWS backend is built,
+/// so `baton dev` on the embedded backend needs none of them.
+#[derive(Clone, Debug, Default)]
+pub struct AwsResources {
+    /// `BATON_TABLE`.
+    pub table: Option<String>,
+    /// `BATON_QUEUE_URL`.
+    pub queue_url: Option<String>,
+    /// `BATON_TRACE_BUCKET`.
+    pub trace_bucket: Option<String>,
+    /// `BATON_DLQ_URL`: the dead-letter queue `baton dev --backend aws` drains.
+    pub dlq_url: Option<String>,
+    /// `BATON_SCHEDULE_GROUP`, `BATON_SCHEDULER_ROLE_ARN`, `BATON_QUEUE_ARN`:
+    /// EventBridge Scheduler, when all three are set.
+    pub schedule_group: Option<String>,
+    pub scheduler_role_arn: Option<String>,
+    pub queue_arn: Option<String>,
+}
+
+/// The worker Lambda's own settings.
+#[derive(Clone, Debug)]
+pub struct LambdaSettings {
+    /// `BATON_SEGMENT_MARGIN_MS`: time kept back from the invocation's
+    /// deadline to checkpoint and hand over.
+    pub segment_margin: Duration,
+    /// `BATON_DLQ_ARN`: records from this queue are dead letters.
+    pub dlq_arn: Option<String>,
+}
+
+/// The default of `BATON_SEGMENT_MARGIN_MS`.
+pub const DEFAULT_SEGMENT_MARGIN: Duration = Duration::from_secs(30);
+
 /// Everything Baton reads from its environment.
 #[derive(Clone, Debug)]
-pub struct Config {
+pub struct Settings {
     pub llm: LlmConfig,
     pub model: String,
     pub api_token: Option<ApiToken>,
@@ -56,7 +101,14 @@ pub struct Config {
     /// `BATON_AGENTS_FILE` or `./baton.toml`) over the settings above.
     pub agents: Agents,
     /// The agents file's global settings (input guard, monthly budgets).
-    pub settings: GlobalSettings,
+    pub deployment: GlobalSettings,
+    /// `BATON_SCHEDULE_ADMINS`: schedule owners who may delete any schedule.
+    pub schedule_admins: Vec<String>,
+    /// `BATON_HEARTBEAT_REPEAT_WINDOW_SECS`: how long a heartbeat does not
+    /// post the same finding again.
+    pub heartbeat_repeat_window: Duration,
+    pub aws: AwsResources,
+    pub lambda: LambdaSettings,
 }
 
 /// `BATON_LLM_MODEL` for `bedrock` when unset: Claude Haiku 4.5 through
@@ -64,18 +116,18 @@ pub struct Config {
 /// offers (newer Claude models are not invocable by bare model id).
 pub(crate) const DEFAULT_BEDROCK_MODEL: &str = "global.anthropic.claude-haiku-4-5-20251001-v1:0";
 
-/// Tool names an agents file may name.
+/// Tool names an agents file may name: the built-in tools' own constants.
 pub(crate) const KNOWN_TOOLS: &[&str] = &[
-    "http_request",
-    "current_time",
-    "sleep",
-    "schedule_create",
-    "schedule_list",
-    "schedule_delete",
-    "remember",
-    "recall",
-    "forget",
-    "delegate",
+    HTTP_REQUEST,
+    CURRENT_TIME,
+    SLEEP,
+    SCHEDULE_CREATE,
+    SCHEDULE_LIST,
+    SCHEDULE_DELETE,
+    REMEMBER,
+    RECALL,
+    FORGET,
+    DELEGATE,
 ];
 
 /// Where configuration values come from: the process environment, with
@@ -95,7 +147,7 @@ impl Source<'_> {
             .filter(|v| !v.is_empty())
     }
 
-    fn num<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, ConfigError> {
+    fn num<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, SettingsError> {
         self.var(name)
             .map(|v| {
                 v.parse::<T>()
@@ -105,15 +157,27 @@ impl Source<'_> {
     }
 }
 
-impl Config {
+impl Settings {
     /// Reads the environment. Errors name the variable at fault.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_env_and_secrets(&HashMap::new())
+    pub fn from_env() -> Result<Self, SettingsError> {
+        Self::load(&HashMap::new())
+    }
+
+    /// For the Lambda functions: the secrets under `BATON_SECRETS_PATH` (if
+    /// set) from SSM Parameter Store, then [`Settings::load`] over them.
+    pub async fn load_for_lambda() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let env = HashMap::new();
+        let src = Source { secrets: &env };
+        let secrets = match src.var("BATON_SECRETS_PATH") {
+            Some(path) => crate::secrets::load(&baton_aws::load_sdk_config().await, &path).await?,
+            None => HashMap::new(),
+        };
+        Ok(Self::load(&secrets)?)
     }
 
     /// Reads the environment, falling back to `secrets` (name → value, as
     /// loaded by [`crate::secrets::load`]) for variables it does not set.
-    pub fn from_env_and_secrets(secrets: &HashMap<String, String>) -> Result<Self, ConfigError> {
+    pub fn load(secrets: &HashMap<String, String>) -> Result<Self, SettingsError> {
         let src = Source { secrets };
         let var = |name: &str| src.var(name);
         let provider = var("BATON_LLM_PROVIDER").unwrap_or_else(|| "scripted".to_owned());
@@ -157,7 +221,7 @@ impl Config {
                 let model = model_var.unwrap_or_else(|| DEFAULT_BEDROCK_MODEL.to_owned());
                 let region = var("AWS_REGION")
                     .or_else(|| var("AWS_DEFAULT_REGION"))
-                    .ok_or(ConfigError::Missing("AWS_REGION"))?;
+                    .ok_or(SettingsError::Missing("AWS_REGION"))?;
                 // Not AWS_ENDPOINT_URL: that one redirects every AWS client
                 // (moto in tests, LocalStack), which do not speak Converse.
                 let endpoint_url =
@@ -212,9 +276,39 @@ impl Config {
             Some(source) => source.load(&base, KNOWN_TOOLS)?,
             None => AgentsConfig::from_base(base),
         };
-        Ok(Config {
+        let heartbeat_repeat_window = src
+            .num::<u64>("BATON_HEARTBEAT_REPEAT_WINDOW_SECS")?
+            .map_or(baton_agent::DEFAULT_REPEAT_WINDOW, Duration::from_secs);
+        let schedule_admins = var("BATON_SCHEDULE_ADMINS")
+            .map(|v| {
+                v.split(',')
+                    .map(|a| a.trim().to_owned())
+                    .filter(|a| !a.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let aws = AwsResources {
+            table: var("BATON_TABLE"),
+            queue_url: var("BATON_QUEUE_URL"),
+            trace_bucket: var("BATON_TRACE_BUCKET"),
+            dlq_url: var("BATON_DLQ_URL"),
+            schedule_group: var("BATON_SCHEDULE_GROUP"),
+            scheduler_role_arn: var("BATON_SCHEDULER_ROLE_ARN"),
+            queue_arn: var("BATON_QUEUE_ARN"),
+        };
+        let lambda = LambdaSettings {
+            segment_margin: src
+                .num::<u64>("BATON_SEGMENT_MARGIN_MS")?
+                .map_or(DEFAULT_SEGMENT_MARGIN, Duration::from_millis),
+            dlq_arn: var("BATON_DLQ_ARN"),
+        };
+        Ok(Settings {
             agents: loaded.agents,
-            settings: loaded.settings,
+            deployment: loaded.settings,
+            schedule_admins,
+            heartbeat_repeat_window,
+            aws,
+            lambda,
             llm,
             model,
             api_token,
@@ -239,13 +333,13 @@ mod tests {
 
     /// Values go in as stored secrets, which the process environment
     /// would override: these tests assume it sets none of them.
-    fn bedrock(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    fn bedrock(extra: &[(&str, &str)]) -> Result<Settings, SettingsError> {
         let values: HashMap<String, String> = [("BATON_LLM_PROVIDER", "bedrock")]
             .iter()
             .chain(extra)
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Config::from_env_and_secrets(&values)
+        Settings::load(&values)
     }
 
     fn env_has(names: &[&str]) -> bool {
@@ -315,7 +409,34 @@ mod tests {
             return;
         }
         let err = bedrock(&[]).unwrap_err();
-        assert!(matches!(err, ConfigError::Missing("AWS_REGION")), "{err}");
+        assert!(matches!(err, SettingsError::Missing("AWS_REGION")), "{err}");
         assert_eq!(err.to_string(), "AWS_REGION is required");
+    }
+
+    #[test]
+    fn a_bad_number_names_its_variable() {
+        if env_has(&[
+            "BATON_SEGMENT_MARGIN_MS",
+            "BATON_HEARTBEAT_REPEAT_WINDOW_SECS",
+        ]) {
+            eprintln!("skipped: the environment sets the variables");
+            return;
+        }
+        for name in [
+            "BATON_SEGMENT_MARGIN_MS",
+            "BATON_HEARTBEAT_REPEAT_WINDOW_SECS",
+        ] {
+            let values = HashMap::from([(name.to_owned(), "soon".to_owned())]);
+            let err = Settings::load(&values).unwrap_err();
+            assert!(err.to_string().starts_with(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_known_tools_are_the_tools_names() {
+        // The settings crate names two tools in its checks (it sits below
+        // the tools): they must be the tools' own names.
+        assert_eq!(baton_settings::approval::DELEGATE_TOOL, DELEGATE);
+        assert_eq!(baton_settings::approval::HTTP_TOOL, HTTP_REQUEST);
     }
 }
