@@ -3,7 +3,7 @@
 //! wait can end — approve, deny, expiry, a decision racing the wait, a
 //! cancel — ends it right and tells people.
 
-mod support;
+use crate::harness::{self as support, Harness, Options};
 
 use async_trait::async_trait;
 use baton_agent::{Worker, WorkerSettings};
@@ -18,7 +18,7 @@ use baton_llm::ScriptedProvider;
 use baton_settings::ApprovalRule;
 use baton_settings::{AgentConfig, Agents};
 use baton_slack::testing::FakeSlack;
-use baton_slack::{SlackApprovals, SlackReplies};
+use baton_slack::SlackApprovals;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,15 +41,6 @@ impl Tool for Deploy {
     }
 }
 
-struct Rig {
-    _dir: tempfile::TempDir,
-    backend: EmbeddedBackend,
-    store: TaskStore,
-    worker: Worker,
-    slack: FakeSlack,
-    deploys: Arc<AtomicU32>,
-}
-
 fn agent(expires_after: Duration) -> AgentConfig {
     let mut a = AgentConfig::new("default", "scripted");
     a.approval.require = Some(vec![ApprovalRule::parse("deploy").unwrap()]);
@@ -58,71 +49,52 @@ fn agent(expires_after: Duration) -> AgentConfig {
     a
 }
 
-/// A rig whose approval requests are shown by `prompts` (given the store
-/// and the fake Slack).
+/// A harness whose approval requests are shown by `prompts` (given the
+/// store and the fake Slack), and the count of deploys that ran.
 async fn rig_with(
     expires_after: Duration,
-    prompts: impl FnOnce(&TaskStore, &FakeSlack) -> Arc<dyn ApprovalPrompts>,
-) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
-    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
-    let slack = FakeSlack::start().await;
+    prompts: impl FnOnce(&TaskStore, &FakeSlack) -> Arc<dyn ApprovalPrompts> + 'static,
+) -> (Harness, Arc<AtomicU32>) {
     let deploys = Arc::new(AtomicU32::new(0));
-    let worker = Worker::new(
-        store.clone(),
-        backend.queue.clone(),
-        Arc::new(ScriptedProvider::new()),
-        vec![Arc::new(Deploy(deploys.clone()))],
-        Agents::new(agent(expires_after), Vec::new()),
-        Arc::new(SlackReplies::new(slack.client())),
-        WorkerSettings::default(),
-    )
-    .with_approval_prompts(prompts(&store, &slack));
-    Rig {
-        _dir: dir,
-        backend,
-        store,
-        worker,
-        slack,
-        deploys,
-    }
+    let h = Harness::start(Options {
+        tools: vec![Arc::new(Deploy(deploys.clone()))],
+        agents: Agents::new(agent(expires_after), Vec::new()),
+        slack_replies: true,
+        prompts: Some(Box::new(prompts)),
+        ..Options::default()
+    })
+    .await;
+    (h, deploys)
 }
 
 fn slack_buttons(_: &TaskStore, slack: &FakeSlack) -> Arc<dyn ApprovalPrompts> {
     Arc::new(SlackApprovals::new(slack.client()))
 }
 
-async fn rig() -> Rig {
+async fn rig() -> (Harness, Arc<AtomicU32>) {
     rig_with(Duration::from_secs(3600), slack_buttons).await
 }
 
 const INPUT: &str = r#"#tool=deploy #args={"env":"prod"}"#;
 
-async fn submit(r: &Rig) -> TaskId {
-    support::submit(
-        &r.store,
-        r.backend.queue.as_ref(),
-        support::slack_origin("U_REQ"),
-        INPUT,
-    )
-    .await
+async fn submit(r: &Harness) -> TaskId {
+    r.submit(support::slack_origin("U_REQ"), INPUT).await
 }
 
-async fn wake(r: &Rig, id: &TaskId) {
-    support::wake(r.backend.queue.as_ref(), id).await;
+async fn wake(r: &Harness, id: &TaskId) {
+    r.wake(id).await;
 }
 
-async fn drain(r: &Rig) {
-    support::drain(&r.worker, r.backend.queue.as_ref()).await;
+async fn drain(r: &Harness) {
+    r.drain().await;
 }
 
-async fn task(r: &Rig, id: &TaskId) -> Task {
+async fn task(r: &Harness, id: &TaskId) -> Task {
     r.store.get(id).await.unwrap().unwrap()
 }
 
 /// What ingest does on a click or an HTTP decision.
-async fn decide(r: &Rig, id: &TaskId, approval_id: &str, verdict: Verdict, by: &str) {
+async fn decide(r: &Harness, id: &TaskId, approval_id: &str, verdict: Verdict, by: &str) {
     let (t, _) = r
         .store
         .update(id, None, |t| {
@@ -156,7 +128,7 @@ fn approval_of(t: &Task) -> String {
 
 #[tokio::test]
 async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
-    let r = rig().await;
+    let (r, deploys) = rig().await;
     let id = submit(&r).await;
     drain(&r).await;
 
@@ -164,11 +136,7 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
     assert_eq!(t.status, TaskStatus::Waiting);
     assert!(t.lease.is_none(), "no worker holds a waiting task");
     let approval_id = approval_of(&t);
-    assert_eq!(
-        r.deploys.load(Ordering::SeqCst),
-        0,
-        "not run before approval"
-    );
+    assert_eq!(deploys.load(Ordering::SeqCst), 0, "not run before approval");
     // Slack shows the request with both buttons, in the thread.
     let asked = r.slack.posted();
     assert_eq!(asked.len(), 1);
@@ -190,7 +158,7 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
     drain(&r).await;
     let t = task(&r, &id).await;
     assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
-    assert_eq!(r.deploys.load(Ordering::SeqCst), 1);
+    assert_eq!(deploys.load(Ordering::SeqCst), 1);
     assert!(t.result.unwrap().contains("deployed"));
     // The request message now says who approved, with no buttons left.
     let ts = r.slack.calls("chat.update");
@@ -203,7 +171,7 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
 
 #[tokio::test]
 async fn a_denied_call_is_not_run_and_the_model_is_told() {
-    let r = rig().await;
+    let (r, deploys) = rig().await;
     let id = submit(&r).await;
     drain(&r).await;
     let approval_id = approval_of(&task(&r, &id).await);
@@ -212,7 +180,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told() {
     drain(&r).await;
     let t = task(&r, &id).await;
     assert_eq!(t.status, TaskStatus::Succeeded);
-    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+    assert_eq!(deploys.load(Ordering::SeqCst), 0);
     let answer = t.result.unwrap();
     assert!(answer.contains("denied"), "{answer}");
     let update = &r.slack.calls("chat.update")[0];
@@ -224,7 +192,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told() {
 
 #[tokio::test]
 async fn an_approval_nobody_decides_expires_as_a_denial_the_user_is_told_of() {
-    let r = rig_with(Duration::from_millis(300), slack_buttons).await;
+    let (r, deploys) = rig_with(Duration::from_millis(300), slack_buttons).await;
     let id = submit(&r).await;
     drain(&r).await;
     // The expiry wake was queued with a delay; the drain above may already
@@ -238,7 +206,7 @@ async fn an_approval_nobody_decides_expires_as_a_denial_the_user_is_told_of() {
     }
     let t = task(&r, &id).await;
     assert_eq!(t.status, TaskStatus::Succeeded);
-    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+    assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert_eq!(
         t.approvals[0].decision.as_ref().unwrap().verdict,
         Verdict::Expired
@@ -299,12 +267,12 @@ async fn a_decision_that_beats_the_wait_is_not_lost() {
             .ok()
             .map(|(e, _)| e)
     };
-    let r = rig_with(Duration::from_secs(3600), on_ask(approve)).await;
+    let (r, deploys) = rig_with(Duration::from_secs(3600), on_ask(approve)).await;
     let id = submit(&r).await;
     drain(&r).await;
     let t = task(&r, &id).await;
     assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.waiting_for);
-    assert_eq!(r.deploys.load(Ordering::SeqCst), 1);
+    assert_eq!(deploys.load(Ordering::SeqCst), 1);
     assert!(
         !r.store
             .transcript(&id)
@@ -324,7 +292,7 @@ async fn a_decision_that_beats_the_wait_is_not_lost() {
 
 #[tokio::test]
 async fn cancelling_a_waiting_task_ends_it_and_tells_the_user() {
-    let r = rig().await;
+    let (r, deploys) = rig().await;
     let id = submit(&r).await;
     drain(&r).await;
     assert_eq!(task(&r, &id).await.status, TaskStatus::Waiting);
@@ -340,7 +308,7 @@ async fn cancelling_a_waiting_task_ends_it_and_tells_the_user() {
     drain(&r).await;
     let t = task(&r, &id).await;
     assert_eq!(t.status, TaskStatus::Cancelled);
-    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+    assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert!(r
         .slack
         .posted()
@@ -350,7 +318,7 @@ async fn cancelling_a_waiting_task_ends_it_and_tells_the_user() {
 
 #[tokio::test]
 async fn an_early_wake_leaves_the_wait_alone() {
-    let r = rig().await;
+    let (r, _deploys) = rig().await;
     let id = submit(&r).await;
     drain(&r).await;
     let before = task(&r, &id).await;
@@ -370,12 +338,12 @@ async fn a_cancel_that_beats_the_wait_ends_the_task() {
         t.cancel_requested = true;
         Some(Vec::new())
     };
-    let r = rig_with(Duration::from_secs(3600), on_ask(cancel)).await;
+    let (r, deploys) = rig_with(Duration::from_secs(3600), on_ask(cancel)).await;
     let id = submit(&r).await;
     drain(&r).await;
     let t = task(&r, &id).await;
     assert_eq!(t.status, TaskStatus::Cancelled, "{:?}", t.waiting_for);
-    assert_eq!(r.deploys.load(Ordering::SeqCst), 0);
+    assert_eq!(deploys.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]

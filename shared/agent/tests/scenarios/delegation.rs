@@ -3,16 +3,13 @@
 //! their results as tool results; failures reach the parent; cancelling the
 //! parent cancels its children.
 
-mod support;
+use crate::harness::{Harness, Options};
 
 use async_trait::async_trait;
-use baton_agent::{Worker, WorkerSettings};
-use baton_core::NoReplies;
 use baton_core::{
     Completion, CompletionRequest, EntryKind, LlmError, LlmProvider, Message, Origin, Task, TaskId,
-    TaskStatus, TaskStore, ToolCall, Usage, WaitingFor,
+    TaskStatus, ToolCall, Usage, WaitingFor,
 };
-use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_llm::ScriptedProvider;
 use baton_settings::{AgentConfig, Agents};
 use serde_json::json;
@@ -81,56 +78,37 @@ impl LlmProvider for Lead {
     }
 }
 
-struct Rig {
-    _dir: tempfile::TempDir,
-    backend: EmbeddedBackend,
-    store: TaskStore,
-    worker: Worker,
-}
-
-async fn rig(children: Vec<(&'static str, &'static str)>) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
-    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
+async fn rig(children: Vec<(&'static str, &'static str)>) -> Harness {
     let mut lead = AgentConfig::new("default", "lead-model");
     lead.delegates = vec!["researcher".into(), "writer".into()];
     let mut researcher = AgentConfig::new("researcher", "scripted");
     researcher.description = Some("looks things up".into());
     researcher.limits.max_steps = 2;
     let writer = AgentConfig::new("writer", "scripted");
-    let worker = Worker::new(
-        store.clone(),
-        backend.queue.clone(),
-        Arc::new(Lead {
+    Harness::start(Options {
+        llm: Arc::new(Lead {
             children,
             scripted: ScriptedProvider::new(),
         }),
-        Vec::new(),
-        Agents::new(lead, vec![researcher, writer]),
-        Arc::new(NoReplies),
-        WorkerSettings::default(),
-    );
-    Rig {
-        _dir: dir,
-        backend,
-        store,
-        worker,
-    }
+        agents: Agents::new(lead, vec![researcher, writer]),
+        ..Options::default()
+    })
+    .await
 }
 
-async fn submit(r: &Rig) -> TaskId {
-    support::submit(&r.store, r.backend.queue.as_ref(), Origin::Http, "go").await
+async fn submit(r: &Harness) -> TaskId {
+    r.submit(Origin::Http, "go").await
 }
 
-async fn wake(r: &Rig, id: &TaskId) {
-    support::wake(r.backend.queue.as_ref(), id).await;
+async fn wake(r: &Harness, id: &TaskId) {
+    r.wake(id).await;
 }
 
-async fn drain(r: &Rig) {
-    support::drain(&r.worker, r.backend.queue.as_ref()).await;
+async fn drain(r: &Harness) {
+    r.drain().await;
 }
 
-async fn task(r: &Rig, id: &TaskId) -> Task {
+async fn task(r: &Harness, id: &TaskId) -> Task {
     r.store.get(id).await.unwrap().unwrap()
 }
 

@@ -3,16 +3,13 @@
 //! message; a failing model falls back along the agent's own chain; repeated
 //! tool errors escalate to the stronger model.
 
-mod support;
+use crate::harness::{self as support, Harness, Options};
 
 use async_trait::async_trait;
-use baton_agent::{Worker, WorkerSettings};
-use baton_core::NoReplies;
 use baton_core::{
-    Completion, CompletionRequest, LlmError, LlmProvider, Message, Task, TaskStatus, TaskStore,
-    ToolCall, Usage,
+    Completion, CompletionRequest, LlmError, LlmProvider, Message, Task, TaskStatus, ToolCall,
+    Usage,
 };
-use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_settings::BudgetSettings;
 use baton_settings::Escalation;
 use baton_settings::ModelPrice;
@@ -68,36 +65,16 @@ impl LlmProvider for Model {
     }
 }
 
-struct Rig {
-    _dir: tempfile::TempDir,
-    backend: EmbeddedBackend,
-    store: TaskStore,
-    worker: Worker,
-    model: Arc<Model>,
-}
-
-fn rig(agent: AgentConfig, model: Model, budgets: BudgetSettings) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
-    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
+async fn rig(agent: AgentConfig, model: Model, budgets: BudgetSettings) -> (Harness, Arc<Model>) {
     let model = Arc::new(model);
-    let worker = Worker::new(
-        store.clone(),
-        backend.queue.clone(),
-        model.clone(),
-        Vec::new(),
-        Agents::new(agent, Vec::new()),
-        Arc::new(NoReplies),
-        WorkerSettings::default(),
-    )
-    .with_budgets(budgets);
-    Rig {
-        _dir: dir,
-        backend,
-        store,
-        worker,
-        model,
-    }
+    let h = Harness::start(Options {
+        llm: model.clone(),
+        agents: Agents::new(agent, Vec::new()),
+        budgets: Some(budgets),
+        ..Options::default()
+    })
+    .await;
+    (h, model)
 }
 
 fn model(tool_turns: usize, broken: Vec<&'static str>) -> Model {
@@ -108,7 +85,7 @@ fn model(tool_turns: usize, broken: Vec<&'static str>) -> Model {
     }
 }
 
-async fn run(r: &Rig, user: &str) -> Task {
+async fn run(r: &Harness, user: &str) -> Task {
     let queue = r.backend.queue.as_ref();
     let id = support::submit(&r.store, queue, support::slack_origin(user), "go").await;
     support::drain(&r.worker, queue).await;
@@ -132,7 +109,7 @@ async fn the_cost_budget_ends_the_task_with_what_was_spent() {
     let mut agent = priced(AgentConfig::new("default", "m"));
     agent.max_cost_usd = Some(0.005);
     agent.max_identical_calls = 100;
-    let r = rig(agent, model(10, vec![]), BudgetSettings::default());
+    let (r, _llm) = rig(agent, model(10, vec![]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
     assert_eq!(t.status, TaskStatus::Failed);
     let error = t.error.clone().unwrap();
@@ -150,7 +127,7 @@ async fn the_monthly_user_budget_stops_the_next_task_of_that_user_only() {
         workspace_monthly_tokens: None,
         user_monthly_tokens: Some(3_000),
     };
-    let r = rig(agent, model(1, vec![]), budgets);
+    let (r, _llm) = rig(agent, model(1, vec![]), budgets).await;
     // 2 steps of 2,000 tokens: over the user's 3,000 by the end.
     let first = run(&r, "U1").await;
     assert_eq!(first.status, TaskStatus::Succeeded, "{:?}", first.error);
@@ -171,7 +148,7 @@ async fn the_monthly_user_budget_stops_the_next_task_of_that_user_only() {
 async fn an_overloaded_model_falls_back_along_the_agents_chain() {
     let mut agent = AgentConfig::new("default", "m");
     agent.fallback_models = vec!["backup".into()];
-    let r = rig(agent, model(0, vec!["m"]), BudgetSettings::default());
+    let (r, _llm) = rig(agent, model(0, vec!["m"]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
     assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
     assert_eq!(t.result.as_deref(), Some("answered by backup"));
@@ -185,10 +162,10 @@ async fn repeated_tool_errors_escalate_to_the_stronger_model() {
         after_tool_errors: 2,
     });
     agent.max_identical_calls = 100;
-    let r = rig(agent, model(3, vec![]), BudgetSettings::default());
+    let (r, llm) = rig(agent, model(3, vec![]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
     assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
-    let answered = r.model.answered_by.lock().unwrap().clone();
+    let answered = llm.answered_by.lock().unwrap().clone();
     // Two failed tool calls by `m`, then `strong` for the rest of the task.
     assert_eq!(answered, ["m", "m", "strong", "strong"]);
     assert_eq!(t.result.as_deref(), Some("answered by strong"));

@@ -2,63 +2,22 @@
 //! fires, the worker creates and runs the task, heartbeats post only new
 //! findings, and a doubly delivered firing makes one task.
 
-mod support;
+use crate::harness::{Harness, Options};
 
-use baton_agent::{Disposition, SegmentBudget, Worker, WorkerSettings};
-use baton_core::{now_ms, Delivery, ScheduleFire, TaskStatus, TaskStore, WorkMessage, WorkQueue};
-use baton_embedded::{EmbeddedBackend, EmbeddedScheduler, QueueConfig};
-use baton_llm::ScriptedProvider;
+use baton_agent::{Disposition, SegmentBudget};
+use baton_core::{now_ms, Delivery, ScheduleFire, TaskStatus, WorkMessage, WorkQueue};
 use baton_schedule::validate::{new_schedule, validate};
 use baton_schedule::ScheduleState;
-use baton_schedule::{
-    Schedule, ScheduleKind, ScheduleService, ScheduleStore, ScheduleTarget, Scheduler,
-};
-use baton_settings::{AgentConfig, Agents};
-use baton_slack::testing::FakeSlack;
-use baton_slack::SlackReplies;
-use std::sync::Arc;
+use baton_schedule::{Schedule, ScheduleKind, ScheduleTarget, Scheduler};
 use std::time::Duration;
 
-struct Rig {
-    _dir: tempfile::TempDir,
-    backend: EmbeddedBackend,
-    store: TaskStore,
-    scheduler: Arc<EmbeddedScheduler>,
-    service: ScheduleService,
-    worker: Worker,
-    slack: FakeSlack,
-}
-
-async fn rig() -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
-    let store = TaskStore::new(backend.table.clone(), backend.blobs.clone());
-    let scheduler = Arc::new(EmbeddedScheduler::new(
-        backend.table.clone(),
-        backend.queue.clone(),
-    ));
-    let service =
-        ScheduleService::new(ScheduleStore::new(backend.table.clone()), scheduler.clone());
-    let slack = FakeSlack::start().await;
-    let worker = Worker::new(
-        store.clone(),
-        backend.queue.clone(),
-        Arc::new(ScriptedProvider::new()),
-        Vec::new(),
-        Agents::new(AgentConfig::new("default", "scripted"), Vec::new()),
-        Arc::new(SlackReplies::new(slack.client())),
-        WorkerSettings::default(),
-    )
-    .with_schedules(service.clone(), Duration::from_secs(3600));
-    Rig {
-        _dir: dir,
-        backend,
-        store,
-        scheduler,
-        service,
-        worker,
-        slack,
-    }
+async fn rig() -> Harness {
+    Harness::start(Options {
+        slack_replies: true,
+        schedules: Some(Duration::from_secs(3600)),
+        ..Options::default()
+    })
+    .await
 }
 
 fn schedule(
@@ -89,8 +48,8 @@ fn firing(id: &str, scheduled_time: Option<&str>) -> String {
     .to_body()
 }
 
-async fn drain(r: &Rig) {
-    support::drain(&r.worker, r.backend.queue.as_ref()).await;
+async fn drain(r: &Harness) {
+    r.drain().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
