@@ -1,7 +1,7 @@
 //! Cold start, warm latency and peak memory of the `ingest` Lambda binary.
 //!
 //! Runs the release `ingest` binary N times as a fresh process under the
-//! local Lambda Runtime API double (`tests/runtime_api/`), against moto's
+//! local Lambda Runtime API double (`tests/e2e/runtime_api/`), against moto's
 //! DynamoDB and SQS, the way Lambda runs it: the first event (a
 //! Slack-signed `app_mention`) is already waiting when the process starts.
 //!
@@ -25,7 +25,7 @@
 //! `BATON_BENCH_PEERS`, default `stub,moto`). Results and the machine:
 //! docs/performance-lambda.md.
 
-#[path = "../tests/runtime_api/mod.rs"]
+#[path = "../tests/e2e/runtime_api/mod.rs"]
 mod runtime_api;
 
 #[path = "support/aws_stub.rs"]

@@ -1,6 +1,6 @@
 //! Rough numbers behind the "one connection behind a mutex" choice. Not a
 //! benchmark suite; run with
-//! `cargo test -p baton-embedded --release --test throughput -- --ignored --nocapture`.
+//! `cargo test -p baton-embedded --release --test embedded throughput -- --ignored --nocapture`.
 
 use std::sync::Arc;
 use std::time::Instant;

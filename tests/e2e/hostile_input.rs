@@ -1,9 +1,7 @@
 //! Every input is hostile until verified: each kind of bad request gets a
 //! clear 4xx with a JSON error, and nothing is written, queued or answered.
 
-mod common;
-
-use common::{Backend, Options, TestApp, SIGNING_SECRET, TOKEN};
+use crate::common::{Backend, Options, TestApp, SIGNING_SECRET, TOKEN};
 use serde_json::{json, Value};
 
 /// The signature with its last hex digit changed.

@@ -21,7 +21,7 @@
 //! let body = outcome.json_response()?;
 //! ```
 //!
-//! Shared by `tests/lambda_functions.rs` and `benches/ingest_cold_start.rs`
+//! Shared by `tests/e2e/lambda_functions.rs` and `benches/ingest_cold_start.rs`
 //! (through `#[path]`), so some items are unused in one of them.
 #![allow(dead_code)]
 

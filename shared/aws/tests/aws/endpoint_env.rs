@@ -1,6 +1,8 @@
 //! `load_sdk_config` honours the standard `AWS_ENDPOINT_URL` override (and S3
-//! then uses path-style addressing). Its own test binary, because it sets
-//! process environment variables.
+//! then uses path-style addressing). It sets process environment variables;
+//! the other tests of this binary build their SDK configuration explicitly
+//! (`MotoServer::sdk_config`), which takes precedence, so they are not
+//! affected.
 
 use baton_aws::testing::MotoServer;
 use baton_core::BlobStore;

@@ -1,9 +1,7 @@
 //! Agents configured in a file: validated at start with errors that name
 //! the field, and applied to the tasks.
 
-mod common;
-
-use common::{Options, TestApp};
+use crate::common::{Options, TestApp};
 use std::process::Command;
 use std::time::Duration;
 
@@ -45,7 +43,7 @@ async fn agents_from_the_file_apply_to_tasks() {
     let r = app
         .http
         .post(format!("{}/tasks", app.url))
-        .bearer_auth(common::TOKEN)
+        .bearer_auth(crate::common::TOKEN)
         .json(&serde_json::json!({"input": "hello", "agent": "terse"}))
         .send()
         .await

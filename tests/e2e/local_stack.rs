@@ -1,9 +1,7 @@
 //! End to end on one machine: the real `baton dev` binary over the
 //! embedded backend, a mock LLM speaking all three wire formats, a fake Slack.
 
-mod common;
-
-use common::{assert_clean_transcript, Backend, Options, TestApp, Wire, TOKEN};
+use crate::common::{assert_clean_transcript, Backend, Options, TestApp, Wire, TOKEN};
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -3,9 +3,7 @@
 //! backends, the mock LLM (its `#empty`, `#repeat`, `#poll`,
 //! `#overflow_first`, `#reject_first` directives) and the fake Slack.
 
-mod common;
-
-use common::{Backend, Options, TestApp};
+use crate::common::{Backend, Options, TestApp};
 use serde_json::{json, Value};
 use std::time::Duration;
 

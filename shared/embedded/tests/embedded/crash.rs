@@ -89,7 +89,7 @@ fn crash_child() {
 fn run_child_and_kill(dir: &std::path::Path, acks: usize, grace: Duration) -> u64 {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
-            "crash_child",
+            "crash::crash_child",
             "--exact",
             "--ignored",
             "--nocapture",

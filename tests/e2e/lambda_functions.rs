@@ -1,6 +1,6 @@
 //! The two Lambda binaries, `ingest` and `worker`, run as real processes
 //! through the real Lambda Runtime API protocol (a local double of it,
-//! `tests/runtime_api/`) against moto's DynamoDB, SQS and S3.
+//! `tests/e2e/runtime_api/`) against moto's DynamoDB, SQS and S3.
 //!
 //! The test plays the Lambda service: it hands the functions API Gateway
 //! HTTP API (payload 2.0) and SQS events, reads their responses, and, like
@@ -10,15 +10,13 @@
 //! Needs `moto_server` (see `baton_aws::testing`); builds the function
 //! binaries on first use (see `runtime_api::functions`).
 
-mod runtime_api;
-
+use crate::runtime_api::functions::{binaries, FunctionProcess};
+use crate::runtime_api::{Outcome, RuntimeApi};
 use base64::Engine;
 use baton_aws::testing::MotoServer;
 use baton_aws::{DynamoTable, Environment, ResourceNames, S3Blobs, SqsQueue};
 use baton_core::{Delivery, Task, TaskId, TaskStatus, TaskStore, Wake, WorkQueue};
 use baton_slack::signature::SigningSecret;
-use runtime_api::functions::{binaries, FunctionProcess};
-use runtime_api::{Outcome, RuntimeApi};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

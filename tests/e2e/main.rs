@@ -1,0 +1,14 @@
+//! End to end, one binary: the real `baton` binary (`baton dev`, the CLI)
+//! and the Lambda binaries under a local Lambda Runtime API, against a mock
+//! LLM server speaking the providers' wire formats, a fake Slack Web API and
+//! moto; plus the crate-layering check over `cargo metadata`.
+
+mod common;
+mod runtime_api;
+
+mod configuration;
+mod hostile_input;
+mod lambda_functions;
+mod layers;
+mod local_stack;
+mod loop_recovery;
