@@ -58,7 +58,8 @@ pub(crate) async fn run(args: DevArgs) -> anyhow::Result<()> {
             Backend::embedded(&args.data_dir, queue).context("opening the embedded backend")?
         }
         BackendKind::Aws => Backend::aws(&settings.aws).await?,
-    };
+    }
+    .with_active_shards(settings.active_index_shards);
     if settings.api_token.is_none() {
         settings.api_token = Some(dev_token(&args.data_dir)?);
     }

@@ -87,9 +87,11 @@ impl MonthlyBudgets {
     /// before each LLM call.
     pub async fn exhausted(&self, task: &Task, now: Millis) -> Result<Option<String>, LedgerError> {
         let month = Month::of(now);
-        for s in self.scopes(&task.origin) {
-            let used = self.ledger.usage(&s.scope, month).await?.total();
-            if used >= s.limit {
+        let scoped = self.scopes(&task.origin);
+        let scopes: Vec<UsageScope> = scoped.iter().map(|s| s.scope.clone()).collect();
+        let used = self.ledger.usage_of(&scopes, month).await?;
+        for (s, used) in scoped.into_iter().zip(used) {
+            if used.total() >= s.limit {
                 let who = match s.whose {
                     Whose::Workspace => "this workspace has",
                     Whose::Api => "the HTTP API has",

@@ -6,13 +6,13 @@
 //! attributes and TTL, updates) what is missing or different, so running
 //! [`bootstrap`] again with the same arguments changes nothing.
 
-use crate::table::{ATTR_GSI1PK, ATTR_PK, ATTR_SK, ATTR_TTL, GSI1};
+use crate::table::{ATTR_GSI1PK, ATTR_PK, ATTR_SK, ATTR_TTL, GSI_KEYS};
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TableDescription, TimeToLiveSpecification,
-    TimeToLiveStatus,
+    AttributeDefinition, BillingMode, CreateGlobalSecondaryIndexAction, GlobalSecondaryIndex,
+    GlobalSecondaryIndexUpdate, IndexStatus, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, TableDescription, TimeToLiveSpecification, TimeToLiveStatus,
 };
 use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
 use aws_sdk_sqs::types::QueueAttributeName;
@@ -309,7 +309,17 @@ pub(crate) async fn ensure_table(
         Err(e) => return Err(aws("DynamoDB DescribeTable", e)),
     };
     match existing {
-        Some(desc) => check_table(name, &desc)?,
+        Some(desc) => {
+            check_table(name, &desc)?;
+            if !desc
+                .global_secondary_indexes()
+                .iter()
+                .any(|g| g.index_name() == Some(GSI_KEYS))
+            {
+                // A table made by a release before the keys-only index.
+                add_keys_index(client, name).await?;
+            }
+        }
         None => create_table(client, name).await?,
     }
     ensure_ttl(client, name).await
@@ -331,31 +341,78 @@ fn check_table(name: &str, desc: &TableDescription) -> Result<(), BootstrapError
             detail: format!("key schema is {keys:?}, want {ATTR_PK} (HASH), {ATTR_SK} (RANGE)"),
         });
     }
-    if !desc
-        .global_secondary_indexes()
-        .iter()
-        .any(|g| g.index_name() == Some(GSI1))
-    {
-        return Err(BootstrapError::Mismatch {
-            resource: format!("table {name}"),
-            detail: format!("global secondary index {GSI1} is missing"),
-        });
-    }
     Ok(())
 }
 
-async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str) -> Result<(), BootstrapError> {
-    let gsi = GlobalSecondaryIndex::builder()
-        .index_name(GSI1)
+/// The sparse index of live tasks and schedules: keys only
+/// ([`crate::table::GSI_KEYS`]).
+fn keys_index() -> Result<GlobalSecondaryIndex, BootstrapError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(GSI_KEYS)
         .key_schema(key_element(ATTR_GSI1PK, KeyType::Hash)?)
         .key_schema(key_element(ATTR_PK, KeyType::Range)?)
         .projection(
             Projection::builder()
-                .projection_type(ProjectionType::All)
+                .projection_type(ProjectionType::KeysOnly)
                 .build(),
         )
         .build()
-        .map_err(|e| aws("building table definition", e))?;
+        .map_err(|e| aws("building table definition", e))
+}
+
+/// Adds the keys-only index to an existing table and waits until it is
+/// active (DynamoDB fills it from the items already there).
+async fn add_keys_index(
+    client: &aws_sdk_dynamodb::Client,
+    name: &str,
+) -> Result<(), BootstrapError> {
+    let gsi = keys_index()?;
+    let create = CreateGlobalSecondaryIndexAction::builder()
+        .index_name(GSI_KEYS)
+        .set_key_schema(Some(gsi.key_schema().to_vec()))
+        .set_projection(gsi.projection().cloned())
+        .build()
+        .map_err(|e| aws("building index definition", e))?;
+    client
+        .update_table()
+        .table_name(name)
+        .attribute_definitions(string_attr(ATTR_PK)?)
+        .attribute_definitions(string_attr(ATTR_GSI1PK)?)
+        .global_secondary_index_updates(
+            GlobalSecondaryIndexUpdate::builder().create(create).build(),
+        )
+        .send()
+        .await
+        .map_err(|e| aws("DynamoDB UpdateTable (adding the keys-only index)", e))?;
+    tracing::info!(table = name, index = GSI_KEYS, "adding the keys-only index");
+    let started = std::time::Instant::now();
+    loop {
+        let desc = client
+            .describe_table()
+            .table_name(name)
+            .send()
+            .await
+            .map_err(|e| aws("DynamoDB DescribeTable", e))?;
+        let active = desc.table().is_some_and(|t| {
+            t.global_secondary_indexes().iter().any(|g| {
+                g.index_name() == Some(GSI_KEYS) && g.index_status() == Some(&IndexStatus::Active)
+            })
+        });
+        if active {
+            return Ok(());
+        }
+        if started.elapsed() > TABLE_ACTIVE_TIMEOUT {
+            return Err(BootstrapError::Mismatch {
+                resource: format!("table {name}"),
+                detail: format!("index {GSI_KEYS} did not become active in time"),
+            });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str) -> Result<(), BootstrapError> {
+    let gsi = keys_index()?;
     let created = client
         .create_table()
         .table_name(name)

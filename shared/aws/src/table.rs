@@ -8,20 +8,30 @@
 //! | `sk` | S | sort key ([`Key::sk`]) |
 //! | `v` | N | [`Item::version`] |
 //! | `data` | S | [`Item::data`] (JSON) |
-//! | `gsi1pk` | S | [`Item::index`], only when `Some` (sparse index `gsi1`) |
+//! | `gsi1pk` | S | [`Item::index`], only when `Some` (sparse, keys-only index `gsi2`) |
 //! | `ttl` | N | [`Item::expires_at`], only when `Some` (DynamoDB TTL) |
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use baton_core::table::validate;
 use baton_core::{Condition, Item, Key, Table, TableError, Write};
 use std::collections::HashMap;
 
-/// Name of the sparse global secondary index (hash key `gsi1pk`, range key `pk`).
-pub const GSI1: &str = "gsi1";
+/// The sparse global secondary index [`Table::query_index`] reads: hash
+/// key `gsi1pk`, range key `pk`, keys only, so a write that keeps an item's
+/// index value costs the index nothing.
+pub const GSI_KEYS: &str = "gsi2";
+/// The index of releases before 0.2 (same keys, every attribute
+/// projected): no longer read; kept by the template while a deployment
+/// upgrades (docs/scale.md, "Upgrading"), then dropped.
+pub const GSI1_LEGACY: &str = "gsi1";
+/// Keys per `BatchGetItem` request (DynamoDB's limit).
+const BATCH_GET_KEYS: usize = 100;
+/// How often unprocessed keys of a batch read are asked for again.
+const BATCH_GET_TRIES: u32 = 8;
 /// Partition key attribute.
 pub const ATTR_PK: &str = "pk";
 /// Sort key attribute.
@@ -72,14 +82,14 @@ impl DynamoTable {
         &self.table_name
     }
 
-    /// Runs one Query (following `LastEvaluatedKey`) and collects items that
-    /// satisfy `keep`, up to `limit`.
-    async fn run_query(
+    /// Runs one Query (following `LastEvaluatedKey`) and collects what
+    /// `map` keeps of each raw item, up to `limit`.
+    async fn run_query<T>(
         &self,
         spec: QuerySpec,
         limit: usize,
-        keep: impl Fn(&Item) -> bool,
-    ) -> Result<Vec<Item>, TableError> {
+        map: impl Fn(&HashMap<String, AttributeValue>) -> Result<Option<T>, TableError>,
+    ) -> Result<Vec<T>, TableError> {
         let mut out = Vec::new();
         let mut start: Option<HashMap<String, AttributeValue>> = None;
         loop {
@@ -102,9 +112,8 @@ impl DynamoTable {
             }
             let resp = req.send().await.map_err(|e| unavailable("Query", e))?;
             for raw in resp.items() {
-                let item = decode(raw)?;
-                if keep(&item) {
-                    out.push(item);
+                if let Some(kept) = map(raw)? {
+                    out.push(kept);
                     if out.len() >= limit {
                         return Ok(out);
                     }
@@ -115,6 +124,50 @@ impl DynamoTable {
                 _ => return Ok(out),
             }
         }
+    }
+
+    /// One `BatchGetItem` (strongly consistent) of at most
+    /// [`BATCH_GET_KEYS`] keys, asking again for the keys DynamoDB leaves
+    /// unprocessed (throttling) with a short backoff.
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, TableError> {
+        let mut pending: Vec<HashMap<String, AttributeValue>> =
+            keys.iter().map(key_attrs).collect();
+        let mut out = Vec::with_capacity(keys.len());
+        for attempt in 0..BATCH_GET_TRIES {
+            if attempt > 0 {
+                let ms = (20u64 << attempt.min(6)).min(1000);
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut pending)))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| TableError::Unavailable(format!("building BatchGetItem: {e}")))?;
+            let resp = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table_name, request)
+                .send()
+                .await
+                .map_err(|e| unavailable("BatchGetItem", e))?;
+            if let Some(items) = resp.responses().and_then(|r| r.get(&self.table_name)) {
+                for raw in items {
+                    out.push(decode(raw)?);
+                }
+            }
+            match resp
+                .unprocessed_keys()
+                .and_then(|u| u.get(&self.table_name))
+                .map(|k| k.keys().to_vec())
+            {
+                Some(left) if !left.is_empty() => pending = left,
+                _ => return Ok(out),
+            }
+        }
+        Err(TableError::Unavailable(format!(
+            "DynamoDB BatchGetItem: {} keys still unprocessed after {BATCH_GET_TRIES} tries",
+            pending.len()
+        )))
     }
 }
 
@@ -400,8 +453,11 @@ impl Table for DynamoTable {
             key_condition: key_condition.to_owned(),
             values,
         };
-        self.run_query(spec, limit, |item| {
-            item.key.sk.starts_with(sk_prefix) && after_sk.is_none_or(|a| item.key.sk.as_str() > a)
+        self.run_query(spec, limit, |raw| {
+            let item = decode(raw)?;
+            let keep = item.key.sk.starts_with(sk_prefix)
+                && after_sk.is_none_or(|a| item.key.sk.as_str() > a);
+            Ok(keep.then_some(item))
         })
         .await
     }
@@ -412,11 +468,37 @@ impl Table for DynamoTable {
             return Ok(Vec::new());
         }
         let spec = QuerySpec {
-            index: Some(GSI1.to_owned()),
+            index: Some(GSI_KEYS.to_owned()),
             key_condition: "gsi1pk = :i".to_owned(),
             values: HashMap::from([(":i".to_owned(), s(index))]),
         };
-        self.run_query(spec, limit, |_| true).await
+        // The index holds keys; the items come from the table, strongly
+        // consistent, and an item that left the index since (a task that
+        // ended) is left out.
+        let keys = self
+            .run_query(spec, limit, |raw| {
+                Ok(Some(Key::new(get_s(raw, ATTR_PK)?, get_s(raw, ATTR_SK)?)))
+            })
+            .await?;
+        let items = self.get_many(&keys).await?;
+        Ok(items
+            .into_iter()
+            .flatten()
+            .filter(|i| i.index.as_deref() == Some(index))
+            .collect())
+    }
+
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, TableError> {
+        let mut found: HashMap<Key, Item> = HashMap::with_capacity(keys.len());
+        let mut unique: Vec<Key> = keys.to_vec();
+        unique.sort();
+        unique.dedup();
+        for chunk in unique.chunks(BATCH_GET_KEYS) {
+            for item in self.batch_get(chunk).await? {
+                found.insert(item.key.clone(), item);
+            }
+        }
+        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
     }
 
     async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {

@@ -6,7 +6,7 @@
 //!
 //! | item | pk | sk | index |
 //! | --- | --- | --- | --- |
-//! | task | `TASK#{id}` | `TASK` | `active` while not terminal |
+//! | task | `TASK#{id}` | `TASK` | `active#{shard}` while not terminal |
 //! | transcript entry | `TASK#{id}` | `E#{seq:010}` | |
 //! | dedupe key | `DEDUPE#{key}` | `DEDUPE` | |
 //! | thread | `THREAD#{key}` | `THREAD` | |
@@ -21,8 +21,16 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// The sparse index listing tasks that are not terminal (for the reaper).
-pub const ACTIVE_INDEX: &str = "active";
+/// The sparse index listing tasks that are not terminal (for the reaper),
+/// before it was sharded: read until no task is left in it (tasks started
+/// by an earlier release move to a shard on their next write).
+pub const LEGACY_ACTIVE_INDEX: &str = "active";
+/// How many shards the active-task index is spread over by default. Every
+/// write of a task entering or leaving the index lands on one shard, so
+/// one index partition takes 1/N of them (docs/scale.md).
+pub const DEFAULT_ACTIVE_SHARDS: u32 = 16;
+/// The most shards the setting may name.
+pub const MAX_ACTIVE_SHARDS: u32 = 256;
 /// How long dedupe keys are kept.
 pub const DEDUPE_TTL_SECS: i64 = 24 * 3600;
 /// Entries whose JSON is larger than this go to the blob store. DynamoDB
@@ -81,6 +89,16 @@ pub struct TaskStore {
     blobs: Arc<dyn BlobStore>,
     offload_threshold: usize,
     bytes_written: Arc<AtomicU64>,
+    active_shards: u32,
+}
+
+/// The index shard of a task that is not terminal: `active#{n}`, `n`
+/// derived from the task id.
+pub fn active_index(id: &TaskId, shards: u32) -> String {
+    format!(
+        "{LEGACY_ACTIVE_INDEX}#{:02}",
+        crate::table::shard_of(id.as_str(), shards)
+    )
 }
 
 fn task_key(id: &TaskId) -> Key {
@@ -106,7 +124,22 @@ impl TaskStore {
             blobs,
             offload_threshold: DEFAULT_OFFLOAD_THRESHOLD,
             bytes_written: Arc::new(AtomicU64::new(0)),
+            active_shards: DEFAULT_ACTIVE_SHARDS,
         }
+    }
+
+    /// Spreads the active-task index over `shards` shards (clamped to
+    /// `1..=MAX_ACTIVE_SHARDS`). Every process of a deployment must use
+    /// the same number; raising it later is safe (the listing reads every
+    /// shard up to the new number), lowering it strands tasks in the
+    /// shards no longer read until their next write.
+    pub fn with_active_shards(mut self, shards: u32) -> Self {
+        self.active_shards = shards.clamp(1, MAX_ACTIVE_SHARDS);
+        self
+    }
+
+    pub fn active_shards(&self) -> u32 {
+        self.active_shards
     }
 
     pub fn with_offload_threshold(mut self, bytes: usize) -> Self {
@@ -134,7 +167,7 @@ impl TaskStore {
             key: task_key(&task.id),
             version: task.version,
             data,
-            index: (!task.status.is_terminal()).then(|| ACTIVE_INDEX.to_owned()),
+            index: (!task.status.is_terminal()).then(|| active_index(&task.id, self.active_shards)),
             expires_at: None,
         })
     }
@@ -451,18 +484,29 @@ impl TaskStore {
         self.entries(id, None, usize::MAX).await
     }
 
-    /// Tasks that are not terminal.
+    /// Tasks that are not terminal, at most `limit`: every shard of the
+    /// index, then the unsharded index of earlier releases.
     pub async fn active_tasks(&self, limit: usize) -> Result<Vec<Task>, StoreError> {
-        let items = self.table.query_index(ACTIVE_INDEX, limit).await?;
-        items
-            .into_iter()
-            .filter(|i| i.key.sk == "TASK")
-            .map(|i| {
-                let mut t: Task = serde_json::from_str(&i.data).map_err(corrupt)?;
-                t.version = i.version;
-                Ok(t)
-            })
-            .collect()
+        let mut names: Vec<String> = (0..self.active_shards)
+            .map(|n| format!("{LEGACY_ACTIVE_INDEX}#{n:02}"))
+            .collect();
+        names.push(LEGACY_ACTIVE_INDEX.to_owned());
+        let mut out = Vec::new();
+        for name in names {
+            let left = limit.saturating_sub(out.len());
+            if left == 0 {
+                break;
+            }
+            for item in self.table.query_index(&name, left).await? {
+                if item.key.sk != "TASK" {
+                    continue;
+                }
+                let mut t: Task = serde_json::from_str(&item.data).map_err(corrupt)?;
+                t.version = item.version;
+                out.push(t);
+            }
+        }
+        Ok(out)
     }
 
     pub async fn thread(&self, key: &str) -> Result<Option<Thread>, StoreError> {
@@ -587,6 +631,65 @@ mod tests {
             "the concurrent write survives"
         );
         assert_eq!(fresh.steps, 1);
+    }
+
+    #[tokio::test]
+    async fn active_tasks_are_spread_over_shards_and_the_legacy_index_is_read() {
+        let (store, table) = store();
+        let store = store.with_active_shards(4);
+        let mut ids = Vec::new();
+        for _ in 0..20 {
+            let task = new_task();
+            store.create(&task, Vec::new(), None).await.unwrap();
+            ids.push(task.id);
+        }
+        // A task written by a release before sharding.
+        let old = new_task();
+        table
+            .transact(vec![Write::Put {
+                item: Item {
+                    key: task_key(&old.id),
+                    version: 1,
+                    data: serde_json::to_string(&old).unwrap(),
+                    index: Some(LEGACY_ACTIVE_INDEX.to_owned()),
+                    expires_at: None,
+                },
+                condition: Condition::NotExists,
+            }])
+            .await
+            .unwrap();
+        let shards: std::collections::BTreeSet<String> =
+            ids.iter().map(|id| active_index(id, 4)).collect();
+        assert!(shards.len() > 1, "20 tasks on one shard: {shards:?}");
+        assert!(shards.iter().all(|s| s.starts_with("active#0")));
+        let mut listed: Vec<TaskId> = store
+            .active_tasks(100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(listed.len(), 21);
+        listed.sort();
+        let mut want = ids.clone();
+        want.push(old.id.clone());
+        want.sort();
+        assert_eq!(listed, want);
+        assert_eq!(
+            store.active_tasks(5).await.unwrap().len(),
+            5,
+            "the limit holds"
+        );
+
+        // A terminal task leaves its shard.
+        store
+            .update(&ids[0], None, |t| {
+                t.status = crate::task::TaskStatus::Succeeded;
+                Ok(Some(Vec::new()))
+            })
+            .await
+            .unwrap();
+        assert_eq!(store.active_tasks(100).await.unwrap().len(), 20);
     }
 
     #[tokio::test]

@@ -56,6 +56,17 @@ pub enum Write {
     Delete { key: Key, condition: Condition },
 }
 
+/// A stable shard number in `0..shards` for `name` (FNV-1a): the same on
+/// every process and every release, since it is part of stored keys.
+pub fn shard_of(name: &str, shards: u32) -> u32 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (hash % u64::from(shards.max(1))) as u32
+}
+
 /// The most writes one transaction may hold (DynamoDB's classic limit;
 /// both adapters enforce it so code that works locally works on AWS).
 pub const MAX_TRANSACTION_WRITES: usize = 25;
@@ -110,6 +121,17 @@ pub enum TableError {
 pub trait Table: Send + Sync {
     async fn get(&self, key: &Key) -> Result<Option<Item>, TableError>;
 
+    /// The items at `keys`, in the same order (`None` where there is none).
+    /// Adapters with a batch read override it (DynamoDB's `BatchGetItem`:
+    /// one request for up to 100 keys); the default reads one by one.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, TableError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            out.push(self.get(key).await?);
+        }
+        Ok(out)
+    }
+
     /// Items of partition `pk` whose sort key starts with `sk_prefix` and is
     /// greater than `after_sk`, in ascending sort-key order, at most `limit`.
     async fn query(
@@ -121,8 +143,35 @@ pub trait Table: Send + Sync {
     ) -> Result<Vec<Item>, TableError>;
 
     /// Items whose sparse index is `index`, at most `limit`, in no set order.
+    ///
+    /// The index holds keys only (on DynamoDB a `KEYS_ONLY` projection, so
+    /// a write that leaves an item's index value unchanged costs the index
+    /// nothing); adapters read the items themselves from the table, and
+    /// leave out those that no longer carry `index`.
     async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError>;
 
     /// Applies all writes or none. At most 25 writes, no two on one key.
     async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_stable_and_spread() {
+        // Part of stored keys: these values must never change.
+        assert_eq!(shard_of("", 16), (0xcbf2_9ce4_8422_2325u64 % 16) as u32);
+        assert_eq!(shard_of("abc", 1), 0);
+        assert_eq!(shard_of("abc", 0), 0);
+        let mut counts = [0u32; 16];
+        for i in 0..16_000 {
+            counts[shard_of(&format!("task-{i}"), 16) as usize] += 1;
+        }
+        // Each shard within 15% of the mean of 1,000.
+        assert!(
+            counts.iter().all(|&c| (850..=1150).contains(&c)),
+            "{counts:?}"
+        );
+    }
 }

@@ -80,6 +80,13 @@ fn required(name: &'static str, value: &Option<String>) -> Result<String, Backen
 }
 
 impl Backend {
+    /// Spreads the index of running tasks over `shards` shards
+    /// (`BATON_ACTIVE_INDEX_SHARDS`).
+    pub fn with_active_shards(mut self, shards: u32) -> Self {
+        self.store = self.store.with_active_shards(shards);
+        self
+    }
+
     /// The durable embedded backend under `data_dir`.
     pub fn embedded(data_dir: &Path, queue: QueueConfig) -> Result<Self, BackendError> {
         let b = EmbeddedBackend::open(data_dir, queue)

@@ -42,7 +42,9 @@ pub fn init_tracing(json: bool) {
 /// once per process, at startup.
 pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
     let settings = Settings::load_for_lambda().await?;
-    let backend = Backend::aws(&settings.aws).await?;
+    let backend = Backend::aws(&settings.aws)
+        .await?
+        .with_active_shards(settings.active_index_shards);
     let timing = baton_agent::WorkerSettings {
         lease_ttl: std::time::Duration::from_secs(60),
         heartbeat_every: std::time::Duration::from_secs(20),
@@ -59,6 +61,8 @@ pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync
 pub async fn lambda_ingest(
 ) -> Result<baton_ingest::Ingest, Box<dyn std::error::Error + Send + Sync>> {
     let settings = Settings::load_for_lambda().await?;
-    let backend = Backend::aws(&settings.aws).await?;
+    let backend = Backend::aws(&settings.aws)
+        .await?
+        .with_active_shards(settings.active_index_shards);
     Ok(App::ingest_only(&settings, &backend))
 }

@@ -109,6 +109,9 @@ pub struct Settings {
     pub heartbeat_repeat_window: Duration,
     pub aws: AwsResources,
     pub lambda: LambdaSettings,
+    /// `BATON_ACTIVE_INDEX_SHARDS`: the shards of the index of running
+    /// tasks (docs/scale.md). Every function of a deployment must agree.
+    pub active_index_shards: u32,
 }
 
 /// `BATON_LLM_MODEL` for `bedrock` when unset: Claude Haiku 4.5 through
@@ -302,7 +305,17 @@ impl Settings {
                 .map_or(DEFAULT_SEGMENT_MARGIN, Duration::from_millis),
             dlq_arn: var("BATON_DLQ_ARN"),
         };
+        let active_index_shards = src
+            .num::<u32>("BATON_ACTIVE_INDEX_SHARDS")?
+            .unwrap_or(baton_core::store::DEFAULT_ACTIVE_SHARDS);
+        if !(1..=baton_core::store::MAX_ACTIVE_SHARDS).contains(&active_index_shards) {
+            return Err(invalid(
+                "BATON_ACTIVE_INDEX_SHARDS",
+                format!("must be from 1 to {}", baton_core::store::MAX_ACTIVE_SHARDS),
+            ));
+        }
         Ok(Settings {
+            active_index_shards,
             agents: loaded.agents,
             deployment: loaded.settings,
             schedule_admins,
@@ -425,10 +438,37 @@ mod tests {
         for name in [
             "BATON_SEGMENT_MARGIN_MS",
             "BATON_HEARTBEAT_REPEAT_WINDOW_SECS",
+            "BATON_ACTIVE_INDEX_SHARDS",
         ] {
             let values = HashMap::from([(name.to_owned(), "soon".to_owned())]);
             let err = Settings::load(&values).unwrap_err();
             assert!(err.to_string().starts_with(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn active_index_shards_default_and_range() {
+        if env_has(&["BATON_ACTIVE_INDEX_SHARDS"]) {
+            eprintln!("skipped: the environment sets the variable");
+            return;
+        }
+        let shards = |v: &str| {
+            Settings::load(&HashMap::from([(
+                "BATON_ACTIVE_INDEX_SHARDS".to_owned(),
+                v.to_owned(),
+            )]))
+        };
+        assert_eq!(
+            Settings::load(&HashMap::new()).unwrap().active_index_shards,
+            16
+        );
+        assert_eq!(shards("64").unwrap().active_index_shards, 64);
+        for bad in ["0", "257", "many"] {
+            let err = shards(bad).unwrap_err();
+            assert!(
+                err.to_string().starts_with("BATON_ACTIVE_INDEX_SHARDS"),
+                "{err}"
+            );
         }
     }
 

@@ -198,7 +198,7 @@ async fn bootstrap_creates_everything_and_is_idempotent() {
         Some(&BillingMode::PayPerRequest)
     );
     let gsi = &desc.global_secondary_indexes()[0];
-    assert_eq!(gsi.index_name(), Some(GSI1));
+    assert_eq!(gsi.index_name(), Some(GSI_KEYS));
     let gsi_keys: Vec<_> = gsi
         .key_schema()
         .iter()
@@ -210,7 +210,7 @@ async fn bootstrap_creates_everything_and_is_idempotent() {
     );
     assert_eq!(
         gsi.projection().and_then(|p| p.projection_type()),
-        Some(&ProjectionType::All)
+        Some(&ProjectionType::KeysOnly)
     );
     let ttl = ddb
         .describe_time_to_live()
@@ -283,4 +283,73 @@ async fn an_existing_table_with_the_wrong_shape_is_reported() {
         matches!(&err, BootstrapError::Mismatch { resource, .. } if resource == "table wrong"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_table_of_an_earlier_release_gets_the_keys_only_index() {
+    let moto = MotoServer::start().expect("moto must be installed");
+    let cfg = moto.sdk_config().await;
+    let ddb = crate::dynamodb_client(&cfg);
+    // The table as releases before the keys-only index made it.
+    let legacy = GlobalSecondaryIndex::builder()
+        .index_name(crate::table::GSI1_LEGACY)
+        .key_schema(key_element(ATTR_GSI1PK, KeyType::Hash).unwrap())
+        .key_schema(key_element(ATTR_PK, KeyType::Range).unwrap())
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .unwrap();
+    ddb.create_table()
+        .table_name("old")
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(string_attr(ATTR_PK).unwrap())
+        .attribute_definitions(string_attr(ATTR_SK).unwrap())
+        .attribute_definitions(string_attr(ATTR_GSI1PK).unwrap())
+        .key_schema(key_element(ATTR_PK, KeyType::Hash).unwrap())
+        .key_schema(key_element(ATTR_SK, KeyType::Range).unwrap())
+        .global_secondary_indexes(legacy)
+        .send()
+        .await
+        .unwrap();
+    // A task an earlier release left running, in the unsharded index.
+    let table = crate::DynamoTable::new(ddb.clone(), "old");
+    use baton_core::{Condition, Item, Key, Table, Write};
+    let item = Item {
+        key: Key::new("TASK#old", "TASK"),
+        version: 3,
+        data: "{}".into(),
+        index: Some("active".into()),
+        expires_at: None,
+    };
+    table
+        .transact(vec![Write::Put {
+            item: item.clone(),
+            condition: Condition::NotExists,
+        }])
+        .await
+        .unwrap();
+
+    ensure_table(&ddb, "old").await.unwrap();
+    let desc = ddb
+        .describe_table()
+        .table_name("old")
+        .send()
+        .await
+        .unwrap()
+        .table
+        .unwrap();
+    let mut names: Vec<_> = desc
+        .global_secondary_indexes()
+        .iter()
+        .filter_map(|g| g.index_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, [crate::table::GSI1_LEGACY, GSI_KEYS]);
+    // The running task is found through the new index.
+    assert_eq!(table.query_index("active", 10).await.unwrap(), vec![item]);
+    // And a second run changes nothing.
+    ensure_table(&ddb, "old").await.unwrap();
 }

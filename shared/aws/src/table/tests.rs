@@ -513,3 +513,41 @@ async fn task_store_on_dynamodb_and_s3() {
     assert_eq!(active.len(), 1);
     assert_eq!(active[0].id, task.id);
 }
+
+#[tokio::test]
+async fn get_many_reads_in_batches_in_order() {
+    let (_moto, table, _) = setup().await;
+    // 130 items: more than one BatchGetItem of 100 keys.
+    let mut keys = Vec::new();
+    for chunk in (0..130).collect::<Vec<_>>().chunks(25) {
+        let writes = chunk
+            .iter()
+            .map(|i| {
+                put(
+                    item(&format!("B#{i}"), "X", 1, &format!("{i}")),
+                    Condition::None,
+                )
+            })
+            .collect();
+        table.transact(writes).await.unwrap();
+    }
+    for i in (0..130).rev() {
+        keys.push(Key::new(format!("B#{i}"), "X"));
+        if i % 10 == 0 {
+            keys.push(Key::new(format!("MISSING#{i}"), "X"));
+        }
+    }
+    keys.push(Key::new("B#7", "X")); // a key twice
+    let got = table.get_many(&keys).await.unwrap();
+    assert_eq!(got.len(), keys.len());
+    for (key, found) in keys.iter().zip(&got) {
+        match found {
+            Some(i) => {
+                assert_eq!(&i.key, key);
+                assert_eq!(i.data, key.pk.trim_start_matches("B#"));
+            }
+            None => assert!(key.pk.starts_with("MISSING#"), "{key:?} not found"),
+        }
+    }
+    assert!(table.get_many(&[]).await.unwrap().is_empty());
+}

@@ -62,9 +62,11 @@ async fn counters_per_scope_and_month_over_dynamodb() {
         Usage::default()
     );
 
-    // The item as stored: its key, version and TTL.
+    // The item as stored: its key (the shard of the increment's id),
+    // version and TTL.
+    let shard = baton_core::table::shard_of("call-1", baton_core::ledger::USAGE_SHARDS);
     let item = table
-        .get(&Key::new("USAGE#team:T1", "M#2026-11"))
+        .get(&Key::new(format!("USAGE#team:T1#{shard}"), "M#2026-11"))
         .await
         .unwrap()
         .expect("workspace counter stored");
