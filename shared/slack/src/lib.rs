@@ -32,7 +32,7 @@
 //! verify(&secret, &ts_header, &sig_header, body, now).expect("401 otherwise");
 //! match classify(body, Some("U0BOT")).expect("400 otherwise") {
 //!     Inbound::UrlVerification { challenge } => assert_eq!(challenge, "abc"),
-//!     Inbound::Message(msg) => { /* dedupe on msg.event_id, queue a task */ }
+//!     Inbound::Message(msg) => { /* dedupe on (team, channel, message ts), queue a task */ }
 //!     Inbound::Ignored { reason } => { /* 200, nothing to do */ let _ = reason; }
 //! }
 //! ```

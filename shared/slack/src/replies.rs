@@ -1,7 +1,7 @@
 //! Answers, endings and progress of a task posted to its Slack thread.
 
 use crate::status::{clamp, StatusLimiter};
-use crate::web::{SlackClient, SlackError};
+use crate::web::{ApiErrorKind, SlackClient, SlackError};
 use async_trait::async_trait;
 use baton_core::{Origin, PostKey, ReplyError, ReplySink, Task};
 use std::sync::Arc;
@@ -101,27 +101,22 @@ enum StatusFailure {
     App,
 }
 
-/// Slack error codes after which no status update can succeed anywhere.
-const APP_WIDE_ERRORS: &[&str] = &[
-    "missing_scope",
-    "not_allowed_token_type",
-    "not_authed",
-    "invalid_auth",
-    "account_inactive",
-    "token_revoked",
-    "token_expired",
-    "unknown_method",
-];
-
 fn classify(e: &SlackError) -> StatusFailure {
     match e {
-        SlackError::Api(code) if APP_WIDE_ERRORS.contains(&code.as_str()) => StatusFailure::App,
-        SlackError::Api(code) if code == "ratelimited" => {
-            StatusFailure::Transient { retry_after: None }
-        }
+        SlackError::Api {
+            kind: ApiErrorKind::App,
+            ..
+        } => StatusFailure::App,
+        SlackError::Api {
+            kind: ApiErrorKind::Transient,
+            ..
+        } => StatusFailure::Transient { retry_after: None },
         // Any other definite refusal (`not_allowed`, `channel_not_found`,
         // `invalid_thread_ts`, `not_in_channel`, ...) is about the thread.
-        SlackError::Api(_) => StatusFailure::Thread,
+        SlackError::Api {
+            kind: ApiErrorKind::Conversation | ApiErrorKind::Other,
+            ..
+        } => StatusFailure::Thread,
         SlackError::RateLimited { retry_after } => StatusFailure::Transient {
             retry_after: retry_after.or(Some(Duration::from_secs(1))),
         },
@@ -200,10 +195,70 @@ impl ReplySink for SlackReplies {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::FakeSlack;
+    use baton_core::{Limits, TaskId};
+
+    fn slack_task() -> Task {
+        Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Slack {
+                team_id: "T1".into(),
+                channel: "C1".into(),
+                thread_ts: "1.0".into(),
+                user: "U1".into(),
+            },
+            None,
+            Limits::default(),
+            0,
+        )
+    }
+
+    #[tokio::test]
+    async fn an_answer_is_posted_when_the_thread_cannot_be_read() {
+        let fake = FakeSlack::start().await;
+        fake.fail_always("conversations.replies", "missing_scope");
+        let replies = SlackReplies::new(fake.client()).without_progress();
+        let task = slack_task();
+        let retry = PostKey {
+            key: format!("{}:answer:1", task.id),
+            maybe_posted: true,
+        };
+        replies
+            .answer(&task, "the answer", &retry)
+            .await
+            .expect("told, without the duplicate check");
+        let posted = fake.posted();
+        assert_eq!(posted.len(), 1);
+        assert_eq!(posted[0].text, "the answer");
+        assert_eq!(posted[0].thread_ts.as_deref(), Some("1.0"));
+    }
+
+    #[tokio::test]
+    async fn an_answer_waits_while_slack_cannot_answer_the_lookup() {
+        let fake = FakeSlack::start().await;
+        let client = fake
+            .client()
+            .with_retry_policy(0, Duration::from_millis(10));
+        let replies = SlackReplies::new(client).without_progress();
+        let task = slack_task();
+        let retry = PostKey {
+            key: format!("{}:ended", task.id),
+            maybe_posted: true,
+        };
+        fake.rate_limit_next("conversations.replies", 0);
+        replies
+            .ended(&task, "failed", &retry)
+            .await
+            .expect_err("the post is retried later");
+        assert!(fake.posted().is_empty());
+        replies.ended(&task, "failed", &retry).await.expect("told");
+        assert_eq!(fake.posted().len(), 1);
+    }
 
     #[test]
     fn failures_are_classified() {
-        let api = |c: &str| SlackError::Api(c.into());
+        let api = SlackError::api;
         assert_eq!(classify(&api("missing_scope")), StatusFailure::App);
         assert_eq!(classify(&api("invalid_auth")), StatusFailure::App);
         assert_eq!(classify(&api("not_allowed")), StatusFailure::Thread);

@@ -66,6 +66,9 @@ struct Inner {
     /// Current state of each message (posts with updates applied).
     messages: Vec<PostedMessage>,
     injected: HashMap<String, VecDeque<Injected>>,
+    /// Methods that answer this error to every call (after the injected
+    /// answers are used up), until told otherwise.
+    refused: HashMap<String, String>,
 }
 
 struct Shared {
@@ -208,6 +211,22 @@ impl FakeSlack {
         self.inject(method, Injected::Hold(hold));
     }
 
+    /// Makes every call of `method` answer `{"ok": false, "error": error}`
+    /// from now on (until [`FakeSlack::stop_failing`]), like an app that
+    /// lacks a scope: `missing_scope` also names the scope the method
+    /// needs (`needed`) and the ones the app has (`provided`), as Slack does.
+    pub fn fail_always(&self, method: &str, error: &str) {
+        self.shared
+            .lock()
+            .refused
+            .insert(method.to_string(), error.to_string());
+    }
+
+    /// Undoes [`FakeSlack::fail_always`] for `method`.
+    pub fn stop_failing(&self, method: &str) {
+        self.shared.lock().refused.remove(method);
+    }
+
     fn inject(&self, method: &str, what: Injected) {
         self.shared
             .lock()
@@ -228,6 +247,25 @@ impl Drop for FakeSlack {
 
 fn slack_error(code: &str) -> Response {
     Json(json!({"ok": false, "error": code})).into_response()
+}
+
+/// The scopes an app installed with only `im:history` lacks for `method`.
+const NEEDED_HISTORY: &str = "channels:history,groups:history,mpim:history";
+
+/// A refusal of `method`, as Slack words it (`missing_scope` says which
+/// scope is needed and which the app has).
+fn refusal(method: &str, code: &str) -> Response {
+    if code != "missing_scope" {
+        return slack_error(code);
+    }
+    let needed = match method {
+        "conversations.replies" | "conversations.history" => NEEDED_HISTORY,
+        "assistant.threads.setStatus" | "chat.postMessage" | "chat.update" => "chat:write",
+        _ => "unknown",
+    };
+    Json(json!({"ok": false, "error": code, "needed": needed,
+                "provided": "app_mentions:read,chat:write,im:history"}))
+    .into_response()
 }
 
 async fn handle(
@@ -273,15 +311,18 @@ async fn handle(
         return slack_error("invalid_form_data");
     };
 
-    let injected = shared
-        .lock()
-        .injected
-        .get_mut(&method)
-        .and_then(VecDeque::pop_front);
+    let (injected, refused) = {
+        let mut inner = shared.lock();
+        let injected = inner
+            .injected
+            .get_mut(&method)
+            .and_then(VecDeque::pop_front);
+        (injected, inner.refused.get(&method).cloned())
+    };
     let mut hold = None;
     match injected {
         Some(Injected::Hold(d)) => hold = Some(d),
-        Some(Injected::Error(code)) => return slack_error(&code),
+        Some(Injected::Error(code)) => return refusal(&method, &code),
         Some(Injected::RateLimited(secs)) => {
             return (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -290,7 +331,11 @@ async fn handle(
             )
                 .into_response();
         }
-        None => {}
+        None => {
+            if let Some(code) = refused {
+                return refusal(&method, &code);
+            }
+        }
     }
 
     let response = answer(&shared, &method, &body);

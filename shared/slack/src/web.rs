@@ -84,8 +84,16 @@ pub enum SlackError {
         status: u16,
     },
     /// `{"ok": false, "error": code}`, e.g. `channel_not_found`, `not_authed`.
-    #[error("Slack API error: {0}")]
-    Api(String),
+    #[error("Slack API error: {code}{}", needs(.needed))]
+    Api {
+        /// Slack's error code.
+        code: String,
+        /// What the code means for the caller ([`ApiErrorKind::of`]).
+        kind: ApiErrorKind,
+        /// The scopes Slack says the call needs (`needed`, sent with
+        /// `missing_scope`).
+        needed: Option<String>,
+    },
     /// Still rate limited after the allowed retries.
     #[error("Slack rate limited the call (retry after {retry_after:?})")]
     RateLimited {
@@ -100,6 +108,114 @@ pub enum SlackError {
         /// What was wrong.
         message: String,
     },
+}
+
+/// " (needs SCOPES)" when Slack named the scopes a call needs.
+fn needs(needed: &Option<String>) -> String {
+    needed
+        .as_deref()
+        .map(|n| format!(" (needs {n})"))
+        .unwrap_or_default()
+}
+
+/// What an `{"ok": false}` answer means for the caller. Slack's error codes
+/// are read here, once ([`ApiErrorKind::of`]); callers decide on the kind,
+/// never on the code's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// No call of this kind can succeed anywhere until the app is
+    /// reinstalled or reconfigured: a scope missing, a bad, revoked or
+    /// wrong-type token, a method Slack does not offer.
+    App,
+    /// This conversation refuses the app: not a member, no such channel or
+    /// thread, archived, read-only.
+    Conversation,
+    /// Slack could not handle the call just now: trying again may succeed.
+    Transient,
+    /// Any other refusal (bad arguments, ...): the same call fails again.
+    Other,
+}
+
+/// Codes after which no call of the kind can succeed, whatever the
+/// conversation.
+const APP_ERRORS: &[&str] = &[
+    "missing_scope",
+    "not_allowed_token_type",
+    "not_authed",
+    "invalid_auth",
+    "account_inactive",
+    "token_revoked",
+    "token_expired",
+    "no_permission",
+    "ekm_access_denied",
+    "team_access_not_granted",
+    "unknown_method",
+    "method_deprecated",
+    "deprecated_endpoint",
+];
+
+/// Codes about the one conversation (or thread) the call names.
+const CONVERSATION_ERRORS: &[&str] = &[
+    "channel_not_found",
+    "not_in_channel",
+    "is_archived",
+    "thread_not_found",
+    "cannot_reply_to_message",
+    "restricted_action",
+    "restricted_action_read_only_channel",
+    "restricted_action_thread_only_channel",
+    "restricted_action_non_threadable_channel",
+];
+
+/// Codes Slack documents as its own momentary trouble.
+const TRANSIENT_ERRORS: &[&str] = &[
+    "ratelimited",
+    "internal_error",
+    "fatal_error",
+    "service_unavailable",
+];
+
+impl ApiErrorKind {
+    /// The kind of Slack error `code`.
+    pub fn of(code: &str) -> Self {
+        if APP_ERRORS.contains(&code) {
+            ApiErrorKind::App
+        } else if CONVERSATION_ERRORS.contains(&code) {
+            ApiErrorKind::Conversation
+        } else if TRANSIENT_ERRORS.contains(&code) {
+            ApiErrorKind::Transient
+        } else {
+            ApiErrorKind::Other
+        }
+    }
+}
+
+impl SlackError {
+    /// The error of an `{"ok": false, "error": code}` answer.
+    pub fn api(code: impl Into<String>) -> Self {
+        let code = code.into();
+        SlackError::Api {
+            kind: ApiErrorKind::of(&code),
+            code,
+            needed: None,
+        }
+    }
+
+    /// Whether the same call may succeed if made again later: Slack was
+    /// busy or failing (rate limits, 5xx, its own transient codes), the
+    /// network failed, or the answer came garbled. A refusal (a scope
+    /// missing, no access to the conversation, bad arguments, a bad token)
+    /// is not.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            SlackError::RateLimited { .. }
+            | SlackError::Transport { .. }
+            | SlackError::Decode { .. } => true,
+            SlackError::Status { status, .. } => *status >= 500,
+            SlackError::Api { kind, .. } => *kind == ApiErrorKind::Transient,
+            SlackError::Config(_) => false,
+        }
+    }
 }
 
 /// Client for `chat.postMessage`, `chat.update` and
@@ -294,9 +410,25 @@ impl SlackClient {
         maybe_posted: bool,
     ) -> Result<String, SlackError> {
         if maybe_posted {
-            if let Some(ts) = self.find_post(channel, thread_ts, key).await? {
-                tracing::info!(%key, "message already posted; not posting it again");
-                return Ok(ts);
+            match self.find_post(channel, thread_ts, key).await {
+                Ok(Some(ts)) => {
+                    tracing::info!(%key, %ts, "message already posted; not posting it again");
+                    return Ok(ts);
+                }
+                Ok(None) => {}
+                // Slack may answer the lookup later: try the post again then.
+                Err(e) if e.is_transient() => return Err(e),
+                // It never will (a scope missing, no access to the
+                // conversation): a lost message is worse than a rare
+                // duplicate, so post without the check.
+                Err(e) => tracing::warn!(
+                    %key,
+                    %channel,
+                    error = %e,
+                    "cannot look for a message already posted (reading conversations needs the \
+                     channels:history, groups:history, im:history and mpim:history scopes); \
+                     posting without duplicate protection"
+                ),
             }
         }
         self.post_message_keyed(channel, thread_ts, text, blocks, key)
@@ -428,7 +560,16 @@ impl SlackClient {
                         .unwrap_or("unknown_error")
                         .to_string();
                     tracing::warn!(method, error = %code, "slack api error");
-                    Err(SlackError::Api(code))
+                    let needed = answer
+                        .get("needed")
+                        .and_then(Value::as_str)
+                        .filter(|n| !n.is_empty())
+                        .map(str::to_owned);
+                    Err(SlackError::Api {
+                        kind: ApiErrorKind::of(&code),
+                        code,
+                        needed,
+                    })
                 }
                 None => Err(SlackError::Decode {
                     method: method.to_string(),
@@ -595,7 +736,7 @@ mod tests {
             .await
             .expect_err("auth");
         assert!(
-            matches!(&err, SlackError::Api(code) if code == "invalid_auth"),
+            matches!(&err, SlackError::Api { code, .. } if code == "invalid_auth"),
             "{err}"
         );
         assert!(fake.posted().is_empty());
@@ -610,14 +751,14 @@ mod tests {
             .post_message("C404", None, "x", None)
             .await
             .expect_err("fail");
-        assert!(matches!(&err, SlackError::Api(code) if code == "channel_not_found"));
+        assert!(matches!(&err, SlackError::Api { code, .. } if code == "channel_not_found"));
         // Only the next call fails.
         c.post_message("C1", None, "x", None).await.expect("ok");
         let err = c
             .update_message("C1", "1.2", "x", None)
             .await
             .expect_err("unknown ts");
-        assert!(matches!(&err, SlackError::Api(code) if code == "message_not_found"));
+        assert!(matches!(&err, SlackError::Api { code, .. } if code == "message_not_found"));
     }
 
     #[tokio::test]
@@ -671,7 +812,7 @@ mod tests {
             .update_message("C1", "1.1", "x", None)
             .await
             .expect_err("api error");
-        assert!(matches!(&err, SlackError::Api(code) if code == "cant_update_message"));
+        assert!(matches!(&err, SlackError::Api { code, .. } if code == "cant_update_message"));
         assert!(!err.to_string().contains(TOKEN));
     }
 
@@ -773,6 +914,109 @@ mod tests {
         let posted = fake.posted();
         assert_eq!(posted[0].text.chars().count(), MAX_TEXT_CHARS);
         assert!(posted[0].text.ends_with(TRUNCATION_MARKER));
+    }
+
+    #[test]
+    fn slack_error_codes_are_read_into_kinds() {
+        for (code, kind) in [
+            ("missing_scope", ApiErrorKind::App),
+            ("invalid_auth", ApiErrorKind::App),
+            ("not_in_channel", ApiErrorKind::Conversation),
+            ("channel_not_found", ApiErrorKind::Conversation),
+            ("ratelimited", ApiErrorKind::Transient),
+            ("internal_error", ApiErrorKind::Transient),
+            ("invalid_arguments", ApiErrorKind::Other),
+        ] {
+            assert_eq!(ApiErrorKind::of(code), kind, "{code}");
+            let transient = kind == ApiErrorKind::Transient;
+            assert_eq!(SlackError::api(code).is_transient(), transient, "{code}");
+        }
+        let status = |status| SlackError::Status {
+            method: "m".into(),
+            status,
+        };
+        assert!(status(503).is_transient());
+        assert!(!status(404).is_transient());
+        assert!(SlackError::RateLimited { retry_after: None }.is_transient());
+        assert!(!SlackError::Config("x".into()).is_transient());
+    }
+
+    #[tokio::test]
+    async fn a_missing_scope_is_typed_and_names_the_scopes() {
+        let fake = FakeSlack::start().await;
+        fake.fail_always("conversations.replies", "missing_scope");
+        let err = fake
+            .client()
+            .find_post("C1", Some("1.0"), "k")
+            .await
+            .expect_err("no history scope");
+        let SlackError::Api { kind, needed, .. } = &err else {
+            panic!("expected an API error, got {err:?}");
+        };
+        assert_eq!(*kind, ApiErrorKind::App);
+        assert!(needed
+            .as_deref()
+            .is_some_and(|n| n.contains("channels:history")));
+        assert!(err.to_string().contains("channels:history"), "{err}");
+        assert!(!err.is_transient());
+    }
+
+    #[tokio::test]
+    async fn a_lookup_slack_refuses_for_good_does_not_stop_the_post() {
+        let fake = FakeSlack::start().await;
+        let c = fake.client();
+        // A message was posted, the record of it was lost, and the app
+        // cannot read the conversation: post again (a duplicate rather
+        // than no message at all).
+        let first = c
+            .post_once("C1", Some("1.0"), "answer", None, "task:answer:1", false)
+            .await
+            .expect("post");
+        fake.fail_always("conversations.replies", "missing_scope");
+        let again = c
+            .post_once("C1", Some("1.0"), "answer", None, "task:answer:1", true)
+            .await
+            .expect("posted without the lookup");
+        assert_ne!(first, again);
+        assert_eq!(fake.posted().len(), 2);
+        assert!(fake.calls("conversations.replies").is_empty());
+        // Any other refusal of the lookup is treated the same.
+        fake.stop_failing("conversations.replies");
+        fake.fail_next("conversations.history", "not_in_channel");
+        c.post_once("C2", None, "notice", None, "task:ended", true)
+            .await
+            .expect("posted without the lookup");
+        assert_eq!(fake.posted().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_lookup_that_fails_for_now_fails_the_post_for_a_retry() {
+        let fake = FakeSlack::start().await;
+        let c = fake
+            .client()
+            .with_retry_policy(1, Duration::from_millis(10));
+        fake.rate_limit_next("conversations.replies", 0);
+        fake.rate_limit_next("conversations.replies", 0);
+        let err = c
+            .post_once("C1", Some("1.0"), "answer", None, "task:answer:1", true)
+            .await
+            .expect_err("rate limited");
+        assert!(err.is_transient(), "{err}");
+        fake.fail_next("conversations.replies", "internal_error");
+        let err = c
+            .post_once("C1", Some("1.0"), "answer", None, "task:answer:1", true)
+            .await
+            .expect_err("slack trouble");
+        assert!(err.is_transient(), "{err}");
+        assert!(fake.posted().is_empty(), "nothing posted unchecked");
+        // Once Slack answers, the post goes out (once).
+        c.post_once("C1", Some("1.0"), "answer", None, "task:answer:1", true)
+            .await
+            .expect("post");
+        c.post_once("C1", Some("1.0"), "answer", None, "task:answer:1", true)
+            .await
+            .expect("found");
+        assert_eq!(fake.posted().len(), 1);
     }
 
     #[tokio::test]

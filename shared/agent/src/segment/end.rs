@@ -12,6 +12,13 @@ use std::time::Duration;
 impl Segment<'_> {
     /// Delivers the final answer, then finishes. `None` means a message
     /// arrived meanwhile and the loop goes on.
+    ///
+    /// On a retry of the post the sink first looks for the message; one it
+    /// finds counts as delivered exactly like one it posts now: either way
+    /// the task is then recorded as succeeded, `posting` cleared in the same
+    /// commit (or, when a message arrived meanwhile, goes on with it).
+    /// Unlike an approval request an answer is never edited later, so no
+    /// `ts` is kept for it.
     pub(super) async fn deliver(&mut self, answer: String) -> Step {
         let clean = sanitize(&answer);
         // A child's answer goes to its parent, not to the user.
@@ -67,7 +74,7 @@ impl Segment<'_> {
         } else if let Some(message) = told {
             let post = self.begin_post(format!("{}:ended", self.task.id)).await?;
             if let Err(e) = self.deps.replies.ended(&self.task, &message, &post).await {
-                tracing::warn!(error = %e, "could not tell the user how the task ended");
+                tracing::warn!(task_id = %self.task.id, error = %e, "could not tell the user how the task ended");
             }
         }
         let detail = error.clone().or_else(|| result.clone()).unwrap_or_default();

@@ -34,6 +34,9 @@ pub(super) async fn handle(
             t.error = Some(msg.clone());
             t.lease = None;
             t.waiting_for = None;
+            // Whatever post was under way, the failure notice below looks
+            // for its own message first.
+            t.posting = None;
             Ok(Some(vec![EntryKind::Status {
                 status: TaskStatus::Failed,
                 detail: msg,
@@ -54,7 +57,7 @@ pub(super) async fn handle(
                 maybe_posted: true,
             };
             if let Err(e) = deps.replies.ended(&task, &message, &post).await {
-                tracing::warn!(error = %e, "could not tell the user about the failed task");
+                tracing::warn!(task_id = %task.id, error = %e, "could not tell the user about the failed task");
             }
         }
         delegation::cancel_children(&deps.store, deps.queue.as_ref(), &task).await;
