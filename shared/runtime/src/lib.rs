@@ -26,8 +26,11 @@ pub use settings::{
 pub fn init_tracing(json: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // stderr: stdout is for what a command prints (`baton dev`'s address,
+    // the CLI's JSON); Lambda sends both to CloudWatch.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_writer(std::io::stderr)
         .with_target(false);
     let _ = if json {
         builder.json().without_time().try_init()
