@@ -1,9 +1,10 @@
 //! `baton bench`: orchestration overhead per step and bytes written per
 //! task, on the embedded backend with a zero-latency model; with
 //! `--count-requests`, the AWS requests and capacity units one task costs
-//! ([`requests`]). Results and how to read them: docs/performance.md and
+//! ([`requests`]); with `--load N`, N tasks at once ([`load`]). Results and how to read them: docs/performance.md and
 //! docs/deploy.md.
 
+pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod requests;
 
@@ -34,6 +35,23 @@ pub(crate) struct BenchArgs {
     /// tasks).
     #[arg(long)]
     count_requests: bool,
+    /// Instead: submit this many tasks at once through ingest and run
+    /// them with the worker (comma-separated for several runs, e.g.
+    /// `100,1000`): throughput, submit-to-answer latency, errors, where
+    /// the time goes and the hottest partition key.
+    #[arg(long, value_delimiter = ',')]
+    load: Vec<usize>,
+    /// Model calls per task in the load run.
+    #[arg(long, default_value_t = 3)]
+    load_steps: u32,
+    /// Concurrent work-queue consumers in the load run.
+    #[arg(long, default_value_t = 8)]
+    consumers: usize,
+    /// The load run's backend: `embedded` (a temporary directory) or `aws`
+    /// (the resources named by BATON_TABLE, BATON_QUEUE_URL and
+    /// BATON_TRACE_BUCKET, e.g. from `baton bootstrap` against moto).
+    #[arg(long, default_value = "embedded")]
+    backend: String,
 }
 
 struct Rig {
@@ -137,7 +155,73 @@ async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
     Ok(task.id)
 }
 
+/// The ports of one load run on `backend`.
+async fn load_stack(backend: &str) -> anyhow::Result<load::Stack> {
+    match backend {
+        "embedded" => {
+            let dir =
+                std::env::temp_dir().join(format!("baton-load-{}", uuid::Uuid::new_v4().simple()));
+            let b = EmbeddedBackend::open(&dir, QueueConfig::default())
+                .context("opening the embedded backend")?;
+            Ok(load::Stack {
+                table: b.table.clone(),
+                blobs: b.blobs.clone(),
+                queue: b.queue.clone(),
+                _keep: Box::new((tempfile_dir::TempDir(dir), b)),
+            })
+        }
+        "aws" => {
+            let settings = baton_runtime::Settings::from_env().context("invalid configuration")?;
+            let b = baton_runtime::Backend::aws(&settings.aws).await?;
+            Ok(load::Stack {
+                table: b.store.table().clone(),
+                blobs: b.store.blobs().clone(),
+                queue: b.queue.clone(),
+                _keep: Box::new(()),
+            })
+        }
+        other => anyhow::bail!("unknown backend `{other}`: expected embedded or aws"),
+    }
+}
+
+async fn run_load(args: &BenchArgs) -> anyhow::Result<()> {
+    // Warnings and errors (a refused request, a retried segment) to stderr.
+    baton_runtime::init_tracing(false);
+    println!(
+        "# baton bench --load (ingest + worker, instant model, {} backend)\n",
+        args.backend
+    );
+    let mut reports = Vec::new();
+    for &tasks in &args.load {
+        let shape = load::Load {
+            tasks,
+            steps: args.load_steps,
+            consumers: args.consumers,
+            batch: 10,
+            active_shards: baton_core::store::DEFAULT_ACTIVE_SHARDS,
+        };
+        reports.push(load::run(load_stack(&args.backend).await?, shape).await?);
+    }
+    println!("| backend | tasks | steps | tasks/s | steps/s | p50 ms | p99 ms | errors | retries | writes | hottest key, share |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    for r in &reports {
+        load::print(&args.backend, r);
+    }
+    println!("\nWhere the time goes (busy ms per task, summed over concurrent calls):\n");
+    println!("| backend | tasks | wall s | segments/task | ingest | worker | of which table | of which queue |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for r in &reports {
+        load::print_time(&args.backend, r);
+    }
+    let failed: usize = reports.iter().map(|r| r.errors).sum();
+    anyhow::ensure!(failed == 0, "{failed} tasks failed under load");
+    Ok(())
+}
+
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if !args.load.is_empty() {
+        return run_load(&args).await;
+    }
     if args.count_requests {
         println!(
             "# baton bench --count-requests (ingest + worker over counted ports, instant model)\n"
