@@ -384,14 +384,10 @@ pub fn head_and_tail(text: &str, keep: usize) -> String {
 /// `text` cut to its first and last `keep` characters, with a marker
 /// naming `what` was cut. Unchanged when it is short enough.
 pub(crate) fn cut_middle(text: &str, keep: usize, what: &str) -> String {
-    let total = text.chars().count();
-    if total <= keep.saturating_mul(2) {
-        return text.to_owned();
-    }
-    let head: String = text.chars().take(keep).collect();
-    let tail: String = text.chars().skip(total - keep).collect();
-    let cut = total - 2 * keep;
-    format!("{head}\n\n[... {cut} characters of {what} were trimmed to save context ...]\n\n{tail}")
+    baton_core::tool::cut_middle(text, keep, keep, |cut, _| {
+        format!("\n\n[... {cut} characters of {what} were trimmed to save context ...]\n\n")
+    })
+    .0
 }
 
 /// Providers reject a tool call without a result and a result without its

@@ -103,6 +103,11 @@ pub enum LlmError {
     },
     #[error("provider rejected the request (HTTP {status}): {message}")]
     Rejected { status: u16, message: String },
+    /// A rejection of a request longer than the model's context window,
+    /// recognised by the provider from its error response: the one
+    /// refusal a shorter request fixes. Worded like any rejection.
+    #[error("provider rejected the request (HTTP {status}): {message}")]
+    ContextOverflow { status: u16, message: String },
     #[error("could not reach the provider: {0}")]
     Transport(String),
     #[error("could not read the provider's answer: {0}")]
@@ -111,33 +116,13 @@ pub enum LlmError {
     Config(String),
 }
 
-/// What the providers say when a request is longer than the model's
-/// context window, lower-cased: OpenAI's `context_length_exceeded` code
-/// (and its "maximum context length" text), Anthropic's "prompt is too
-/// long", Bedrock's `ValidationException` "input is too long" (and "too
-/// many input tokens" of some models behind it).
-const CONTEXT_OVERFLOW_MARKERS: &[&str] = &[
-    "context_length_exceeded",
-    "maximum context length",
-    "prompt is too long",
-    "input is too long",
-    "too many input tokens",
-    "context window",
-];
-
 impl LlmError {
     /// Whether the provider refused the request for being longer than the
     /// model's context window (the one refusal a shorter request fixes).
-    /// Providers keep the error body in `Rejected::message`; the markers are
-    /// their documented error codes and texts.
+    /// The provider decides, from its error response
+    /// ([`LlmError::ContextOverflow`]).
     pub fn is_context_overflow(&self) -> bool {
-        match self {
-            LlmError::Rejected { status, message } if (400..500).contains(status) => {
-                let m = message.to_ascii_lowercase();
-                CONTEXT_OVERFLOW_MARKERS.iter().any(|k| m.contains(k))
-            }
-            _ => false,
-        }
+        matches!(self, LlmError::ContextOverflow { .. })
     }
 
     /// Whether trying again later may succeed.
@@ -200,19 +185,23 @@ mod tests {
     }
 
     #[test]
-    fn context_overflow_is_recognised_in_each_provider_wording() {
-        let rejected = |status, message: &str| LlmError::Rejected {
-            status,
-            message: message.into(),
+    fn context_overflow_is_a_final_rejection_known_by_its_type() {
+        let overflow = LlmError::ContextOverflow {
+            status: 400,
+            message: "prompt is too long: 210000 tokens > 200000 maximum".into(),
         };
-        for body in [
-            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 128000 tokens"}}"#,
-            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
-            r#"{"__type":"ValidationException","message":"Input is too long for requested model."}"#,
-        ] {
-            assert!(rejected(400, body).is_context_overflow(), "{body}");
+        assert!(overflow.is_context_overflow());
+        assert!(!overflow.is_retryable());
+        assert_eq!(
+            overflow.to_string(),
+            "provider rejected the request (HTTP 400): prompt is too long: 210000 tokens > 200000 maximum"
+        );
+        // The words alone decide nothing: the provider classifies.
+        assert!(!LlmError::Rejected {
+            status: 400,
+            message: "prompt is too long".into()
         }
-        assert!(!rejected(400, r#"{"error":"invalid tool schema"}"#).is_context_overflow());
+        .is_context_overflow());
         assert!(!LlmError::Transport("prompt is too long".into()).is_context_overflow());
     }
 }

@@ -74,29 +74,45 @@ pub trait Tool: Send + Sync {
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
 }
 
+/// `text` with its middle cut out: its first `head` and last `tail`
+/// characters kept, with `marker(cut, total)` between them (`cut`
+/// characters of `total` left out), and how many were cut. Unchanged (and
+/// 0) when it has no more than `head + tail` characters. Character-safe.
+/// The one head-and-tail cut: tool results here, old tool results and
+/// summarised messages in the agent's context.
+pub fn cut_middle(
+    text: &str,
+    head: usize,
+    tail: usize,
+    marker: impl FnOnce(usize, usize) -> String,
+) -> (String, usize) {
+    let total = text.chars().count();
+    if total <= head.saturating_add(tail) {
+        return (text.to_owned(), 0);
+    }
+    let cut = total - head - tail;
+    let head: String = text.chars().take(head).collect();
+    let tail: String = text.chars().skip(total - tail).collect();
+    (format!("{head}{}{tail}", marker(cut, total)), cut)
+}
+
 /// Cuts a tool result to `max_chars`, keeping its head and tail (the end
 /// of an output often holds the error or the summary), with a marker the
 /// model can read saying how much was cut. Returns the text and how many
 /// characters were cut.
 pub fn truncate(text: &str, max_chars: usize, tool: &str) -> (String, u64) {
-    let total = text.chars().count();
-    if total <= max_chars {
-        return (text.to_owned(), 0);
-    }
     let tail_len = max_chars / 5;
-    let head_len = max_chars - tail_len;
-    let cut = total - head_len - tail_len;
-    let head: String = text.chars().take(head_len).collect();
-    let tail: String = text.chars().skip(total - tail_len).collect();
-    let marker = format!(
-        "\n[OUTPUT TRUNCATED: {cut} of {total} characters from {tool} were cut here; ask for a narrower result if you need them]\n"
-    );
-    (format!("{head}{marker}{tail}"), cut as u64)
+    let (out, cut) = cut_middle(text, max_chars - tail_len, tail_len, |cut, total| {
+        format!(
+            "\n[OUTPUT TRUNCATED: {cut} of {total} characters from {tool} were cut here; ask for a narrower result if you need them]\n"
+        )
+    });
+    (out, cut as u64)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::truncate;
+    use super::{cut_middle, truncate};
 
     #[test]
     fn idempotency_key_names_task_step_and_call() {
@@ -116,5 +132,15 @@ mod tests {
         assert!(out.ends_with(&text[980..]));
         assert!(out.contains("900 of 1000 characters from http_request"));
         assert_eq!(truncate("short", 100, "t"), ("short".to_owned(), 0));
+    }
+
+    #[test]
+    fn cut_middle_is_char_safe_and_names_the_cut() {
+        let marker = |cut: usize, total: usize| format!("[{cut}/{total}]");
+        let s = "é".repeat(10);
+        assert_eq!(cut_middle(&s, 5, 5, marker), (s.clone(), 0));
+        let (out, cut) = cut_middle(&"日".repeat(30), 4, 2, marker);
+        assert_eq!((out.as_str(), cut), ("日日日日[24/30]日日", 24));
+        assert_eq!(cut_middle("abc", usize::MAX, 1, marker).1, 0);
     }
 }

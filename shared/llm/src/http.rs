@@ -5,6 +5,8 @@ use crate::secret::Secret;
 use baton_core::CompletionRequest;
 use baton_core::LlmError;
 use reqwest::header::HeaderMap;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::time::{Duration, SystemTime};
 
 /// Longest provider error text kept in an error message.
@@ -48,19 +50,44 @@ pub(crate) fn normalize_base_url(base: &str) -> Result<String, LlmError> {
     Ok(trimmed.to_string())
 }
 
-/// POSTs `body` and returns the decoded JSON answer, or the mapped error.
-/// `key` is only used to scrub the provider's error text.
-pub(crate) async fn post_json(
+/// POSTs `body` and returns the decoded answer, or the mapped error.
+/// `key` is only used to scrub the provider's error text;
+/// `is_context_overflow` is the provider's reading of a refusal's body and
+/// text ([`overflowed`]).
+pub(crate) async fn post_json<B, R>(
     request: reqwest::RequestBuilder,
-    body: &serde_json::Value,
+    body: &B,
     timeout: Duration,
     key: Option<&Secret>,
-) -> Result<serde_json::Value, LlmError> {
+    is_context_overflow: fn(&[u8], &str) -> bool,
+) -> Result<R, LlmError>
+where
+    B: Serialize + ?Sized,
+    R: DeserializeOwned,
+{
     let answer = send(request.json(body), timeout, key).await?;
     if !(200..300).contains(&answer.status) {
-        return Err(map_error(answer.status, &answer.headers, &answer.body, key));
+        let error = map_error(answer.status, &answer.headers, &answer.body, key);
+        return Err(overflowed(error, &answer.body, is_context_overflow));
     }
     decode_json(&answer.body)
+}
+
+/// A refusal the provider's `is_context_overflow` recognises (from the
+/// error body and the error text) as a request too long for the model's
+/// context window becomes [`LlmError::ContextOverflow`], with the same
+/// status and text.
+pub(crate) fn overflowed(
+    error: LlmError,
+    body: &[u8],
+    is_context_overflow: fn(&[u8], &str) -> bool,
+) -> LlmError {
+    match error {
+        LlmError::Rejected { status, message } if is_context_overflow(body, &message) => {
+            LlmError::ContextOverflow { status, message }
+        }
+        other => other,
+    }
 }
 
 /// A provider's HTTP answer, whatever its status.
@@ -96,9 +123,13 @@ pub(crate) async fn send(
     })
 }
 
-/// A successful answer's JSON body.
-pub(crate) fn decode_json(body: &[u8]) -> Result<serde_json::Value, LlmError> {
-    serde_json::from_slice(body).map_err(|e| LlmError::Decode(format!("invalid JSON: {e}")))
+/// A successful answer's body, typed: text that is not JSON and JSON of
+/// another shape are both undecodable answers, told apart.
+pub(crate) fn decode_json<R: DeserializeOwned>(body: &[u8]) -> Result<R, LlmError> {
+    serde_json::from_slice(body).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => LlmError::Decode(format!("unexpected JSON: {e}")),
+        _ => LlmError::Decode(format!("invalid JSON: {e}")),
+    })
 }
 
 fn scrub(text: String, key: Option<&Secret>) -> String {

@@ -6,12 +6,18 @@
 //!   [`AwsCredentials`] (no API key);
 //! * [`ScriptedProvider`]: a deterministic offline model for demos and
 //!   tests, driven by directives in the conversation ([`script`]);
-//! * [`Retrying`] and [`Fallback`]: retries with backoff that honours
-//!   `retry-after`, and a chain of models tried in order (the agent loop
-//!   chooses fallback models per agent; [`build_provider`] builds none);
+//! * [`Retrying`]: retries with backoff that honours `retry-after`
+//!   (fallback models are the agent loop's business, chosen per agent);
 //! * [`build_provider`]: all of the above from an [`LlmConfig`];
 //! * `mock` (feature `mock-server`): an HTTP server speaking all three wire
-//!   formats, for end-to-end tests.
+//!   formats, for end-to-end tests. The mappings run backwards for it
+//!   (reading requests, writing responses) are compiled only with that
+//!   feature, not into the Lambdas.
+//!
+//! Each wire format's bodies are serde types (`openai::wire`, …) shared by
+//! the client and the mock server. A provider that recognises a refusal of
+//! a request too long for the model's context window reports it as
+//! [`baton_core::LlmError::ContextOverflow`].
 //!
 //! ```
 //! use baton_llm::{build_provider, LlmConfig, RetryPolicy};
@@ -25,6 +31,7 @@ mod config;
 #[cfg(test)]
 mod fixtures;
 mod http;
+mod mapping;
 #[cfg(feature = "mock-server")]
 pub mod mock;
 pub mod openai;
@@ -37,6 +44,6 @@ pub use anthropic::AnthropicProvider;
 pub use bedrock::{AwsCredentials, BedrockProvider};
 pub use config::{build_provider, LlmConfig};
 pub use openai::{MaxTokensField, OpenAiProvider};
-pub use retry::{Fallback, FallbackEntry, RetryPolicy, Retrying};
+pub use retry::{RetryPolicy, Retrying};
 pub use scripted::ScriptedProvider;
 pub use secret::Secret;

@@ -37,7 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use baton_core::CompletionRequest;
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -174,14 +174,35 @@ enum Wire {
 
 impl Wire {
     fn error(self, status: StatusCode, kind: &str, message: &str) -> Response {
-        let body = match self {
-            Wire::OpenAi => json!({"error": {"message": message, "type": kind, "code": null}}),
-            Wire::Anthropic => {
-                json!({"type": "error", "error": {"type": kind, "message": message}})
+        let mut response = match self {
+            Wire::OpenAi => {
+                let body = openai::wire::ErrorResponse {
+                    error: openai::wire::ErrorDetail {
+                        message: message.to_owned(),
+                        kind: Some(kind.to_owned()),
+                        code: None,
+                    },
+                };
+                (status, Json(body)).into_response()
             }
-            Wire::Bedrock => json!({"message": message}),
+            Wire::Anthropic => {
+                let body = anthropic::wire::ErrorResponse {
+                    kind: "error".to_owned(),
+                    error: anthropic::wire::ErrorDetail {
+                        kind: kind.to_owned(),
+                        message: message.to_owned(),
+                    },
+                };
+                (status, Json(body)).into_response()
+            }
+            Wire::Bedrock => {
+                let body = bedrock::wire::ErrorResponse {
+                    message: message.to_owned(),
+                    kind: None,
+                };
+                (status, Json(body)).into_response()
+            }
         };
-        let mut response = (status, Json(body)).into_response();
         if matches!(self, Wire::Bedrock) {
             // AWS names the error type in a header; the body has only the message.
             if let Ok(v) = axum::http::HeaderValue::from_str(kind) {
@@ -231,7 +252,7 @@ async fn openai_route(
     if !authorised {
         return unauthorised(Wire::OpenAi);
     }
-    let decoded = parse(&body).and_then(|json| openai::decode_request(&json));
+    let decoded = parse(&body).and_then(|wire| openai::from_wire_request(&wire));
     match decoded {
         Ok(request) => answer(Wire::OpenAi, &shared, request, n).await,
         Err(e) => Wire::OpenAi.invalid(&e),
@@ -250,7 +271,7 @@ async fn anthropic_route(
     if header(&headers, "anthropic-version").is_none() {
         return Wire::Anthropic.invalid("anthropic-version header is required");
     }
-    let decoded = parse(&body).and_then(|json| anthropic::decode_request(&json));
+    let decoded = parse(&body).and_then(|wire| anthropic::from_wire_request(&wire));
     match decoded {
         Ok(request) => answer(Wire::Anthropic, &shared, request, n).await,
         Err(e) => Wire::Anthropic.invalid(&e),
@@ -268,7 +289,7 @@ async fn bedrock_route(
     if let Err((kind, message)) = check_signature("POST", &uri, &headers, &body) {
         return Wire::Bedrock.error(StatusCode::FORBIDDEN, kind, &message);
     }
-    let decoded = parse(&body).and_then(|json| bedrock::decode_request(&json, &model));
+    let decoded = parse(&body).and_then(|wire| bedrock::from_wire_request(&wire, &model));
     match decoded {
         Ok(request) => answer(Wire::Bedrock, &shared, request, n).await,
         Err(e) => Wire::Bedrock.invalid(&e),
@@ -291,8 +312,9 @@ fn unauthorised(wire: Wire) -> Response {
     )
 }
 
-fn parse(body: &[u8]) -> Result<Value, String> {
-    serde_json::from_slice(body).map_err(|e| format!("invalid JSON: {e}"))
+/// A request body in the route's wire format.
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(body).map_err(|e| format!("invalid request: {e}"))
 }
 
 /// Checks a request's SigV4 signature the way AWS does: the
@@ -447,12 +469,20 @@ async fn answer(wire: Wire, shared: &Shared, request: CompletionRequest, n: usiz
     if !plan.sleep.is_zero() {
         tokio::time::sleep(plan.sleep).await;
     }
-    let body = match wire {
-        Wire::OpenAi => openai::encode_response(&plan.completion, &format!("chatcmpl-mock-{n}")),
-        Wire::Anthropic => anthropic::encode_response(&plan.completion, &format!("msg_mock_{n}")),
-        Wire::Bedrock => bedrock::encode_response(&plan.completion),
-    };
-    (StatusCode::OK, Json(body)).into_response()
+    match wire {
+        Wire::OpenAi => {
+            let body = openai::to_wire_response(&plan.completion, &format!("chatcmpl-mock-{n}"));
+            (StatusCode::OK, Json(body)).into_response()
+        }
+        Wire::Anthropic => {
+            let body = anthropic::to_wire_response(&plan.completion, &format!("msg_mock_{n}"));
+            (StatusCode::OK, Json(body)).into_response()
+        }
+        Wire::Bedrock => {
+            let body = bedrock::to_wire_response(&plan.completion);
+            (StatusCode::OK, Json(body)).into_response()
+        }
+    }
 }
 
 /// Whether this call of the conversation should fail, counting it if so.

@@ -1,9 +1,8 @@
-//! Retries of transient provider failures, and fallback to other models.
+//! Retries of transient provider failures.
 
 use async_trait::async_trait;
 use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider};
 use rand::Rng;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// How a [`Retrying`] provider retries.
@@ -106,82 +105,6 @@ impl<P: LlmProvider> LlmProvider for Retrying<P> {
                 Err(e) => return Err(e),
             }
         }
-    }
-}
-
-/// One link of a [`Fallback`] chain.
-#[derive(Clone)]
-pub struct FallbackEntry {
-    /// The provider (normally already wrapped in [`Retrying`]).
-    pub provider: Arc<dyn LlmProvider>,
-    /// The model to ask for; `None` keeps the request's model.
-    pub model: Option<String>,
-}
-
-/// Tries providers (or models) in order: when one fails with a retryable
-/// error (after its own retries), the next one gets the request. A
-/// non-retryable error (a rejected request) ends the chain at once, since
-/// another model would most likely reject it too.
-pub struct Fallback {
-    entries: Vec<FallbackEntry>,
-    name: String,
-}
-
-impl Fallback {
-    /// A chain of `entries`, tried first to last.
-    pub fn new(entries: Vec<FallbackEntry>) -> Result<Self, LlmError> {
-        if entries.is_empty() {
-            return Err(LlmError::Config("a fallback chain needs a provider".into()));
-        }
-        let name = entries
-            .iter()
-            .map(|e| e.provider.name())
-            .collect::<Vec<_>>()
-            .join(",");
-        Ok(Fallback { entries, name })
-    }
-}
-
-#[async_trait]
-impl LlmProvider for Fallback {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
-        let mut last_error = LlmError::Config("a fallback chain needs a provider".into());
-        for (i, entry) in self.entries.iter().enumerate() {
-            let result = match &entry.model {
-                Some(model) => {
-                    let mut req = request.clone();
-                    req.model = model.clone();
-                    entry.provider.complete(&req).await
-                }
-                None => entry.provider.complete(request).await,
-            };
-            match result {
-                Ok(mut completion) => {
-                    if completion.model.is_empty() {
-                        completion.model =
-                            entry.model.clone().unwrap_or_else(|| request.model.clone());
-                    }
-                    return Ok(completion);
-                }
-                Err(e) if e.is_retryable() => {
-                    if i + 1 < self.entries.len() {
-                        tracing::warn!(
-                            provider = entry.provider.name(),
-                            model = entry.model.as_deref().unwrap_or(&request.model),
-                            error = %e,
-                            "LLM call failed; falling back to the next model"
-                        );
-                    }
-                    last_error = e;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last_error)
     }
 }
 
@@ -316,71 +239,5 @@ mod tests {
             d >= Duration::from_secs(10) && d <= Duration::from_secs(20),
             "{d:?}"
         );
-    }
-
-    #[tokio::test]
-    async fn fallback_moves_on_after_retryable_failure() {
-        let primary = Arc::new(Flaky::new(
-            "primary",
-            vec![LlmError::Overloaded { retry_after: None }],
-        ));
-        let secondary = Arc::new(Flaky::new("secondary", vec![]));
-        let chain = Fallback::new(vec![
-            FallbackEntry {
-                provider: primary.clone(),
-                model: Some("big-model".into()),
-            },
-            FallbackEntry {
-                provider: secondary.clone(),
-                model: Some("small-model".into()),
-            },
-        ])
-        .unwrap();
-        let c = chain.complete(&request()).await.unwrap();
-        assert_eq!(c.model, "small-model");
-        assert_eq!(primary.calls.load(Ordering::SeqCst), 1);
-        assert_eq!(secondary.calls.load(Ordering::SeqCst), 1);
-    }
-
-    #[tokio::test]
-    async fn fallback_stops_on_rejection_and_reports_last_error() {
-        let bad = LlmError::Rejected {
-            status: 400,
-            message: "bad".into(),
-        };
-        let primary = Arc::new(Flaky::new("p", vec![bad.clone()]));
-        let secondary = Arc::new(Flaky::new("s", vec![]));
-        let chain = Fallback::new(vec![
-            FallbackEntry {
-                provider: primary,
-                model: None,
-            },
-            FallbackEntry {
-                provider: secondary.clone(),
-                model: None,
-            },
-        ])
-        .unwrap();
-        assert_eq!(chain.complete(&request()).await, Err(bad));
-        assert_eq!(secondary.calls.load(Ordering::SeqCst), 0);
-
-        let a = Arc::new(Flaky::new("a", vec![LlmError::Transport("1".into())]));
-        let b = Arc::new(Flaky::new("b", vec![LlmError::Transport("2".into())]));
-        let chain = Fallback::new(vec![
-            FallbackEntry {
-                provider: a,
-                model: None,
-            },
-            FallbackEntry {
-                provider: b,
-                model: None,
-            },
-        ])
-        .unwrap();
-        assert_eq!(
-            chain.complete(&request()).await,
-            Err(LlmError::Transport("2".into()))
-        );
-        assert!(Fallback::new(vec![]).is_err());
     }
 }

@@ -2,12 +2,9 @@
 //! their own wire formats: the scripted engine drives a multi-step tool
 //! conversation, and `#fail_first` proves retries work end to end.
 
-use baton_core::{CompletionRequest, LlmError, LlmProvider, Message, ToolSpec};
+use baton_core::{CompletionRequest, LlmError, LlmProvider, Message, ToolCall, ToolSpec};
 use baton_llm::mock::MockLlmServer;
-use baton_llm::{
-    build_provider, AwsCredentials, Fallback, FallbackEntry, LlmConfig, OpenAiProvider,
-    RetryPolicy, Retrying, Secret,
-};
+use baton_llm::{build_provider, AwsCredentials, LlmConfig, RetryPolicy, Secret};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -235,44 +232,93 @@ async fn bedrock_throttling_is_retried_until_the_policy_gives_up() {
 }
 
 #[tokio::test]
-async fn a_fallback_chain_answers_when_the_first_model_keeps_failing() {
+async fn each_format_reports_a_context_overflow_by_its_type() {
     let server = MockLlmServer::start().await;
-    let policy = RetryPolicy {
-        max_attempts: 2,
-        ..fast_policy()
-    };
-    let openai = OpenAiProvider::new(
-        Some(&server.openai_base_url()),
-        Some(Secret::new("test-key-123456")),
-        "primary",
-    )
-    .unwrap();
-    let provider: Arc<dyn LlmProvider> = Arc::new(Retrying::new(openai, policy));
-    let chain = Fallback::new(vec![
-        FallbackEntry {
-            provider: provider.clone(),
-            model: Some("primary".into()),
-        },
-        FallbackEntry {
-            provider,
-            model: Some("secondary".into()),
-        },
-    ])
-    .unwrap();
-    let request = CompletionRequest {
-        model: String::new(),
-        system: String::new(),
-        messages: vec![Message::User {
-            content: "#fail_first=2 hello".into(),
-        }],
-        tools: vec![],
-        max_tokens: 10,
-    };
-    let c = chain.complete(&request).await.unwrap();
-    assert_eq!(c.model, "secondary");
-    assert_eq!(server.request_count(), 3);
-    let models: Vec<_> = server.received().into_iter().map(|r| r.model).collect();
-    assert_eq!(models, ["primary", "primary", "secondary"]);
+    for config in configs(&server, Some("test-key-123456")) {
+        let provider = build_provider(&config, fast_policy()).unwrap();
+        for (directive, overflow) in [("#overflow_first=1", true), ("#reject_first=1", false)] {
+            let request = CompletionRequest {
+                model: String::new(),
+                system: String::new(),
+                messages: vec![Message::User {
+                    content: format!("{directive} {config:?}"),
+                }],
+                tools: vec![],
+                max_tokens: 10,
+            };
+            let err = provider.complete(&request).await.unwrap_err();
+            assert_eq!(err.is_context_overflow(), overflow, "{config:?}: {err:?}");
+            assert!(
+                matches!(
+                    err,
+                    LlmError::Rejected { status: 400, .. }
+                        | LlmError::ContextOverflow { status: 400, .. }
+                ),
+                "{err:?}"
+            );
+            // Refusals are final: the next call of the conversation answers.
+            assert!(provider.complete(&request).await.is_ok());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_without_tools_tells_its_tool_turns_as_text() {
+    // The closing summary: no tools offered, tool calls in the history.
+    // (The mock refuses tool blocks without a toolConfig, as Converse does.)
+    let server = MockLlmServer::start().await;
+    for config in configs(&server, Some("test-key-123456")) {
+        let provider = build_provider(&config, fast_policy()).unwrap();
+        let call = ToolCall {
+            id: "call_1_0".into(),
+            name: "current_time".into(),
+            arguments: json!({"timezone": "UTC"}),
+        };
+        let request = CompletionRequest {
+            model: String::new(),
+            system: String::new(),
+            messages: vec![
+                Message::User {
+                    content: "#steps=3".into(),
+                },
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call],
+                },
+                Message::Tool {
+                    call_id: "call_1_0".into(),
+                    name: "current_time".into(),
+                    content: "12:00".into(),
+                    is_error: false,
+                },
+                Message::User {
+                    content: "Stop. Do not call any tools.".into(),
+                },
+            ],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        let c = provider.complete(&request).await.unwrap();
+        assert_eq!(
+            c.content, "[scripted model] summary after 1 turns",
+            "{config:?}"
+        );
+        let received = server.received().pop().unwrap();
+        assert!(
+            received.messages.iter().all(|m| match m {
+                Message::Assistant { tool_calls, .. } => tool_calls.is_empty(),
+                Message::Tool { .. } => false,
+                Message::User { .. } => true,
+            }),
+            "{config:?}: {received:?}"
+        );
+        let text = format!("{:?}", received.messages);
+        assert!(
+            text.contains(r#"[called tool current_time with {\"timezone\":\"UTC\"}]"#)
+                && text.contains("[result of current_time: 12:00]"),
+            "{text}"
+        );
+    }
 }
 
 #[tokio::test]

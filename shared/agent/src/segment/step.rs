@@ -42,7 +42,21 @@ impl Segment<'_> {
                     d.summarised_messages
                 ),
                 Err(CompactionError::NothingToCompact) => "Nothing to compact yet.".to_owned(),
-                Err(e) => format!("Could not compact ({e}); the history is unchanged."),
+                Err(e) => {
+                    // The detail (a provider's body) is for the logs only.
+                    tracing::warn!(task_id = %self.task.id, error = %e, "/compact failed; history kept");
+                    let why = match e {
+                        CompactionError::Llm(err) if err.is_retryable() => {
+                            "the model provider is unavailable"
+                        }
+                        CompactionError::Llm(
+                            LlmError::Rejected { .. } | LlmError::ContextOverflow { .. },
+                        ) => "the model provider refused the request",
+                        CompactionError::EmptySummary { .. } => "the model returned no summary",
+                        _ => "the model call failed",
+                    };
+                    format!("Could not compact the conversation: {why}. The history is unchanged.")
+                }
             };
             let post = self
                 .begin_post(format!("{}:compacted", self.task.id))
@@ -168,7 +182,10 @@ impl Segment<'_> {
                 }
                 continue;
             }
-            let refused = matches!(last, Some(LlmError::Rejected { .. }));
+            let refused = matches!(
+                last,
+                Some(LlmError::Rejected { .. } | LlmError::ContextOverflow { .. })
+            );
             if refused
                 && self.agent.escalation.is_some()
                 && !crate::model_choice::escalated(self.agent, &self.transcript)

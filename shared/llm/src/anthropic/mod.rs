@@ -1,16 +1,25 @@
 //! Anthropic Messages (`POST {base}/v1/messages`).
 //!
-//! The wire mapping lives in plain functions so the mock server can run it
-//! backwards.
+//! The bodies are typed in [`wire`]; the mapping to and from the neutral
+//! types lives in plain functions, and the mock server runs it backwards
+//! ([`server`]).
+
+#[cfg(any(test, feature = "mock-server"))]
+mod server;
+pub(crate) mod wire;
+
+#[cfg(any(test, feature = "mock-server"))]
+pub use server::{decode_request, encode_response};
+#[cfg(any(test, feature = "mock-server"))]
+pub(crate) use server::{from_wire_request, to_wire_response};
 
 use crate::http;
+use crate::mapping::{self, messages_to_send, object_arguments};
 use crate::secret::Secret;
 use async_trait::async_trait;
-use baton_core::{
-    Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, ToolSpec, Usage,
-};
-use serde_json::{json, Map, Value};
+use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, Usage};
 use std::time::Duration;
+use wire::{Block, Content, Role};
 
 /// The API version this mapping is written against.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -77,7 +86,14 @@ impl LlmProvider for AnthropicProvider {
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key.expose());
         }
-        let answer = http::post_json(builder, &body, self.timeout, self.api_key.as_ref()).await?;
+        let answer: wire::Response = http::post_json(
+            builder,
+            &body,
+            self.timeout,
+            self.api_key.as_ref(),
+            is_context_overflow,
+        )
+        .await?;
         let mut completion = decode_response(&answer)?;
         if completion.model.is_empty() {
             completion.model = model.to_string();
@@ -86,26 +102,26 @@ impl LlmProvider for AnthropicProvider {
     }
 }
 
+/// A call as a `tool_use` block.
+fn tool_use(call: &ToolCall) -> Block {
+    Block::ToolUse {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        input: object_arguments(&call.arguments),
+    }
+}
+
 /// The content blocks of one neutral message, and the role they go under.
-fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
+fn blocks(message: &Message) -> (Role, Vec<Block>) {
     match message {
-        Message::User { content } => ("user", text_block(content)),
+        Message::User { content } => (Role::User, text_block(content)),
         Message::Assistant {
             content,
             tool_calls,
         } => {
             let mut out = text_block(content);
-            out.extend(tool_calls.iter().map(|c| {
-                // `input` must be an object; arguments kept raw (invalid
-                // JSON) are wrapped rather than dropped.
-                let input = if c.arguments.is_object() {
-                    c.arguments.clone()
-                } else {
-                    json!({"_raw_arguments": c.arguments})
-                };
-                json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
-            }));
-            ("assistant", out)
+            out.extend(tool_calls.iter().map(tool_use));
+            (Role::Assistant, out)
         }
         Message::Tool {
             call_id,
@@ -113,307 +129,120 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
             is_error,
             ..
         } => {
-            let mut block =
-                json!({"type": "tool_result", "tool_use_id": call_id, "is_error": is_error});
-            // An empty result goes without content: empty text is refused.
-            if !content.is_empty() {
-                block["content"] = json!(content);
-            }
-            ("user", vec![block])
+            let block = Block::ToolResult {
+                tool_use_id: call_id.clone(),
+                // An empty result goes without content: empty text is refused.
+                content: (!content.is_empty()).then(|| Content::Text(content.clone())),
+                is_error: *is_error,
+            };
+            (Role::User, vec![block])
         }
     }
 }
 
 /// Anthropic rejects empty text blocks, so empty text becomes no block.
-fn text_block(text: &str) -> Vec<Value> {
+fn text_block(text: &str) -> Vec<Block> {
     if text.is_empty() {
         Vec::new()
     } else {
-        vec![json!({"type": "text", "text": text})]
+        vec![Block::Text {
+            text: text.to_owned(),
+        }]
     }
 }
 
 /// The Messages request body for `request`, asking `model`. Tool results
 /// travel in user messages, and consecutive same-role messages are merged
-/// because the API wants roles to alternate.
-pub fn encode_request(request: &CompletionRequest, model: &str) -> Value {
-    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
+/// because the API wants roles to alternate. A request without tools gets
+/// its tool turns as text ([`mapping::messages_to_send`]).
+pub(crate) fn encode_request(request: &CompletionRequest, model: &str) -> wire::Request {
+    let mut messages: Vec<wire::MessageParam> = Vec::new();
+    for message in messages_to_send(request).iter() {
         let (role, content) = blocks(message);
         if content.is_empty() {
             continue;
         }
         match messages.last_mut() {
-            Some((last_role, last)) if *last_role == role => last.extend(content),
-            _ => messages.push((role, content)),
+            Some(wire::MessageParam {
+                role: last_role,
+                content: Content::Blocks(last),
+            }) if *last_role == role => last.extend(content),
+            _ => messages.push(wire::MessageParam {
+                role,
+                content: Content::Blocks(content),
+            }),
         }
     }
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
     let max_tokens = if request.max_tokens == 0 {
         DEFAULT_MAX_TOKENS
     } else {
         request.max_tokens
     };
-    body.insert("max_tokens".into(), json!(max_tokens));
-    if !request.system.is_empty() {
-        body.insert("system".into(), json!(request.system));
-    }
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+    wire::Request {
+        model: model.to_owned(),
+        max_tokens,
+        system: (!request.system.is_empty()).then(|| Content::Text(request.system.clone())),
+        messages,
+        tools: request
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+            .map(|t| wire::Tool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect(),
     }
-    Value::Object(body)
-}
-
-fn u64_at(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// Reads a Messages response body.
-pub fn decode_response(body: &Value) -> Result<Completion, LlmError> {
+pub(crate) fn decode_response(body: &wire::Response) -> Result<Completion, LlmError> {
     let content = body
-        .get("content")
-        .and_then(Value::as_array)
+        .content
+        .as_ref()
         .ok_or_else(|| LlmError::Decode("response has no content array".into()))?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     for block in content {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                if let Some(t) = block.get("text").and_then(Value::as_str) {
-                    text.push_str(t);
-                }
-            }
-            Some("tool_use") => {
-                let id = block.get("id").and_then(Value::as_str);
-                let name = block.get("name").and_then(Value::as_str);
-                let (Some(id), Some(name)) = (id, name) else {
-                    return Err(LlmError::Decode("tool_use block without id or name".into()));
-                };
-                tool_calls.push(ToolCall {
-                    id: id.to_string(),
-                    name: name.to_string(),
-                    arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
-                });
-            }
-            // thinking, redacted_thinking, server tool blocks: not for us.
-            _ => {}
+        match block {
+            Block::Text { text: t } => text.push_str(t),
+            Block::ToolUse { id, name, input } => tool_calls.push(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: input.clone(),
+            }),
+            // Tool results are not for responses; thinking and the like
+            // are not for us.
+            Block::ToolResult { .. } | Block::Other => {}
         }
     }
     let usage = body
-        .get("usage")
+        .usage
         .map(|u| Usage {
             // Cached prompt tokens are input too, for budgets.
-            input_tokens: u64_at(u, "input_tokens")
-                .saturating_add(u64_at(u, "cache_creation_input_tokens"))
-                .saturating_add(u64_at(u, "cache_read_input_tokens")),
-            output_tokens: u64_at(u, "output_tokens"),
+            input_tokens: u
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(u.cache_creation_input_tokens.unwrap_or(0))
+                .saturating_add(u.cache_read_input_tokens.unwrap_or(0)),
+            output_tokens: u.output_tokens.unwrap_or(0),
         })
         .unwrap_or_default();
     Ok(Completion {
         content: text,
         tool_calls,
         usage,
-        stop_reason: body
-            .get("stop_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        stop_reason: body.stop_reason.clone().map(String::from),
+        model: body.model.clone(),
     })
 }
 
-/// Content as a string or an array of text blocks.
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// Reads a Messages request body back into a [`CompletionRequest`] (the
-/// inverse of [`encode_request`]; used by the mock server). A user message
-/// holding tool results becomes one `Tool` message per result.
-pub fn decode_request(body: &Value) -> Result<CompletionRequest, String> {
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .ok_or("missing model")?
-        .to_string();
-    let max_tokens = body
-        .get("max_tokens")
-        .and_then(Value::as_u64)
-        .ok_or("missing max_tokens")?;
-    let raw = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or("missing messages")?;
-    let mut messages = Vec::new();
-    for m in raw {
-        let role = m
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or("message without role")?;
-        let blocks: Vec<Value> = match m.get("content") {
-            Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-            Some(Value::Array(a)) => a.clone(),
-            _ => return Err("message content must be a string or an array".into()),
-        };
-        match role {
-            "user" => {
-                let mut text = Vec::new();
-                for b in &blocks {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            text.push(b.get("text").and_then(Value::as_str).unwrap_or_default())
-                        }
-                        Some("tool_result") => {
-                            let call_id = b
-                                .get("tool_use_id")
-                                .and_then(Value::as_str)
-                                .ok_or("tool_result without tool_use_id")?
-                                .to_string();
-                            let name = find_call_name(&messages, &call_id);
-                            messages.push(Message::Tool {
-                                call_id,
-                                name,
-                                content: text_of(b.get("content")),
-                                is_error: b
-                                    .get("is_error")
-                                    .and_then(Value::as_bool)
-                                    .unwrap_or(false),
-                            });
-                        }
-                        _ => {}
-                    }
-                }
-                if !text.is_empty() {
-                    messages.push(Message::User {
-                        content: text.join("\n"),
-                    });
-                }
-            }
-            "assistant" => {
-                let mut text = String::new();
-                let mut tool_calls = Vec::new();
-                for b in &blocks {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("text") => {
-                            text.push_str(b.get("text").and_then(Value::as_str).unwrap_or_default())
-                        }
-                        Some("tool_use") => tool_calls.push(ToolCall {
-                            id: b
-                                .get("id")
-                                .and_then(Value::as_str)
-                                .ok_or("tool_use without id")?
-                                .to_string(),
-                            name: b
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .ok_or("tool_use without name")?
-                                .to_string(),
-                            arguments: b.get("input").cloned().unwrap_or_else(|| json!({})),
-                        }),
-                        _ => {}
-                    }
-                }
-                messages.push(Message::Assistant {
-                    content: text,
-                    tool_calls,
-                });
-            }
-            other => return Err(format!("unknown role {other}")),
-        }
-    }
-    let tools = match body.get("tools") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(t) => t
-            .as_array()
-            .ok_or("tools is not an array")?
-            .iter()
-            .map(|t| {
-                Ok(ToolSpec {
-                    name: t
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or("tool without name")?
-                        .to_string(),
-                    description: t
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    input_schema: t.get("input_schema").cloned().unwrap_or_else(|| json!({})),
-                })
-            })
-            .collect::<Result<_, String>>()?,
-    };
-    Ok(CompletionRequest {
-        model,
-        system: text_of(body.get("system")),
-        messages,
-        tools,
-        max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
-    })
-}
-
-/// The name of the tool call `call_id` among earlier assistant messages.
-pub(crate) fn find_call_name(messages: &[Message], call_id: &str) -> String {
-    messages
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => tool_calls
-                .iter()
-                .find(|c| c.id == call_id)
-                .map(|c| c.name.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
-}
-
-/// A Messages response body for `completion` (the inverse of
-/// [`decode_response`]; used by the mock server).
-pub fn encode_response(completion: &Completion, id: &str) -> Value {
-    let mut content = text_block(&completion.content);
-    content.extend(
-        completion
-            .tool_calls
-            .iter()
-            .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})),
-    );
-    let stop_reason = match completion.stop_reason.as_deref() {
-        Some("tool_use") | Some("tool_calls") => "tool_use",
-        Some("max_tokens") | Some("length") => "max_tokens",
-        _ => "end_turn",
-    };
-    json!({
-        "id": id,
-        "type": "message",
-        "role": "assistant",
-        "model": completion.model,
-        "content": content,
-        "stop_reason": stop_reason,
-        "stop_sequence": null,
-        "usage": {"input_tokens": completion.usage.input_tokens, "output_tokens": completion.usage.output_tokens},
+/// Whether a refusal is for a prompt longer than the model's context
+/// window: an `invalid_request_error` saying "prompt is too long" (or that
+/// input and `max_tokens` exceed the context limit).
+fn is_context_overflow(body: &[u8], message: &str) -> bool {
+    serde_json::from_slice::<wire::ErrorResponse>(body).is_ok_and(|e| {
+        e.error.kind == "invalid_request_error" && mapping::mentions_context_overflow(message)
     })
 }
 
@@ -422,6 +251,7 @@ mod tests {
     use super::*;
     use crate::fixtures::call;
     use crate::{RetryPolicy, Retrying};
+    use serde_json::{json, Value};
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -544,6 +374,15 @@ mod tests {
                 ResponseTemplate::new(200).set_body_json(json!({"type": "message"})),
                 LlmError::Decode("response has no content array".into()),
             ),
+            (
+                ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}})),
+                LlmError::ContextOverflow { status: 400, message: "prompt is too long: 210000 tokens > 200000 maximum".into() },
+            ),
+            (
+                // The words alone are not enough: not an invalid request.
+                ResponseTemplate::new(403).set_body_json(json!({"type": "error", "error": {"type": "permission_error", "message": "prompt is too long for your plan"}})),
+                LlmError::Rejected { status: 403, message: "prompt is too long for your plan".into() },
+            ),
         ];
         for (template, expected) in cases {
             server.reset().await;
@@ -601,7 +440,7 @@ mod tests {
         let mut req = conversation();
         req.model = "m".into();
         req.max_tokens = 100;
-        let decoded = decode_request(&encode_request(&req, "m")).unwrap();
+        let decoded = decode_request(&json!(encode_request(&req, "m"))).unwrap();
         assert_eq!(decoded, req);
     }
 
@@ -617,7 +456,8 @@ mod tests {
             stop_reason: Some("tool_use".into()),
             model: "m".into(),
         };
-        assert_eq!(decode_response(&encode_response(&c, "id")).unwrap(), c);
+        let body = serde_json::from_value(encode_response(&c, "id")).unwrap();
+        assert_eq!(decode_response(&body).unwrap(), c);
     }
 
     #[test]
@@ -640,10 +480,10 @@ mod tests {
                     is_error: false,
                 },
             ],
-            tools: vec![],
+            tools: conversation().tools,
             max_tokens: 10,
         };
-        let body = encode_request(&req, "m");
+        let body = json!(encode_request(&req, "m"));
         assert_eq!(
             body["messages"][2]["content"],
             json!([{"type": "tool_result", "tool_use_id": "t1", "is_error": false}])
@@ -671,12 +511,60 @@ mod tests {
             tools: vec![],
             max_tokens: 10,
         };
-        let body = encode_request(&req, "m");
+        let body = serde_json::to_value(encode_request(&req, "m")).unwrap();
         assert!(body.get("system").is_none());
         assert!(body.get("tools").is_none());
         assert_eq!(
             body["messages"],
             json!([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}])
+        );
+    }
+
+    #[test]
+    fn without_tools_the_tool_turns_go_as_text() {
+        let mut req = conversation();
+        req.tools.clear();
+        let body = serde_json::to_value(encode_request(&req, "m")).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "time twice?"}]},
+                {"role": "assistant", "content": [{"type": "text", "text":
+                    "Checking.\n[called tool current_time with {}]\n[called tool current_time with {}]"}]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "[result of current_time: 12:00]"},
+                    {"type": "text", "text": "[error from current_time: bad zone]"},
+                    {"type": "text", "text": "hurry"}
+                ]}
+            ])
+        );
+        assert!(body.get("tools").is_none());
+        let shown = body.to_string();
+        assert!(
+            !shown.contains("tool_use") && !shown.contains("tool_result"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn unknown_blocks_and_stop_reasons_are_tolerated() {
+        let body = json!({
+            "content": [
+                {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}},
+                {"type": "text", "text": "hi", "citations": null}
+            ],
+            "stop_reason": "pause_turn", "model": "m", "container": null,
+            "usage": {"input_tokens": 1, "cache_creation_input_tokens": null, "output_tokens": 2}
+        });
+        let c = decode_response(&serde_json::from_value(body).unwrap()).unwrap();
+        assert_eq!(c.content, "hi");
+        assert_eq!(c.stop_reason.as_deref(), Some("pause_turn"));
+        assert_eq!(
+            c.usage,
+            Usage {
+                input_tokens: 1,
+                output_tokens: 2
+            }
         );
     }
 }

@@ -4,24 +4,33 @@
 //! There is no API key: every request is signed (service `bedrock`, the
 //! configured region) with credentials from an AWS credentials provider,
 //! normally the default chain of `aws-config`, which in Lambda yields the
-//! function role's credentials. The wire mapping lives in plain functions
-//! so the mock server can run it backwards.
+//! function role's credentials. The bodies are typed in [`wire`]; the
+//! mapping to and from the neutral types lives in plain functions, and the
+//! mock server runs it backwards ([`server`]).
+
+#[cfg(any(test, feature = "mock-server"))]
+mod server;
+pub(crate) mod wire;
+
+#[cfg(any(test, feature = "mock-server"))]
+pub use server::{decode_request, encode_response};
+#[cfg(any(test, feature = "mock-server"))]
+pub(crate) use server::{from_wire_request, to_wire_response};
 
 use crate::http;
+use crate::mapping::{self, messages_to_send, object_arguments};
 use async_trait::async_trait;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
-use baton_core::{
-    Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, ToolSpec, Usage,
-};
+use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, Usage};
 use reqwest::header::HeaderMap;
-use serde_json::{json, Map, Value};
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+use wire::{ContentBlock, Role};
 
 /// The SigV4 signing name of the Bedrock Runtime API.
 pub const SIGNING_NAME: &str = "bedrock";
@@ -271,7 +280,8 @@ impl LlmProvider for BedrockProvider {
             }
             return Err(map_error(answer.status, &answer.headers, &answer.body));
         }
-        let mut completion = decode_response(&http::decode_json(&answer.body)?)?;
+        let answer: wire::Response = http::decode_json(&answer.body)?;
+        let mut completion = decode_response(&answer)?;
         if completion.model.is_empty() {
             completion.model = model.to_string();
         }
@@ -344,11 +354,9 @@ fn error_type(headers: &HeaderMap, body: &[u8]) -> Option<String> {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .or_else(|| {
-            serde_json::from_slice::<Value>(body)
+            serde_json::from_slice::<wire::ErrorResponse>(body)
                 .ok()?
-                .get("__type")?
-                .as_str()
-                .map(str::to_string)
+                .kind
         })?;
     let name = raw.split(':').next().unwrap_or_default();
     let name = name.rsplit('#').next().unwrap_or_default().trim();
@@ -358,7 +366,9 @@ fn error_type(headers: &HeaderMap, body: &[u8]) -> Option<String> {
 /// Maps a non-2xx Bedrock answer to an [`LlmError`]. Throttling,
 /// unavailability and a model still loading are retryable whatever the
 /// status; the rest goes by status (validation and access errors are
-/// final). The AWS error type leads the message.
+/// final), and a `ValidationException` saying the input is too long for
+/// the model is a [`LlmError::ContextOverflow`]. The AWS error type leads
+/// the message.
 pub fn map_error(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
     let kind = error_type(headers, body);
     let retry_after = http::parse_retry_after(headers, SystemTime::now());
@@ -389,32 +399,40 @@ pub fn map_error(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
                 message,
                 retry_after,
             },
+            LlmError::Rejected { status, .. }
+                if kind.as_deref() == Some("ValidationException")
+                    && mapping::mentions_context_overflow(&message) =>
+            {
+                // "Input is too long for requested model", "too many input
+                // tokens", or the words of the model behind Converse.
+                LlmError::ContextOverflow { status, message }
+            }
             LlmError::Rejected { status, .. } => LlmError::Rejected { status, message },
             other => other,
         },
     }
 }
 
+/// A call as a `toolUse` block.
+fn tool_use(call: &ToolCall) -> ContentBlock {
+    ContentBlock::ToolUse(wire::ToolUse {
+        tool_use_id: call.id.clone(),
+        name: call.name.clone(),
+        input: object_arguments(&call.arguments),
+    })
+}
+
 /// The content blocks of one neutral message, and the role they go under.
-fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
+fn blocks(message: &Message) -> (Role, Vec<ContentBlock>) {
     match message {
-        Message::User { content } => ("user", text_block(content)),
+        Message::User { content } => (Role::User, text_block(content)),
         Message::Assistant {
             content,
             tool_calls,
         } => {
             let mut out = text_block(content);
-            out.extend(tool_calls.iter().map(|c| {
-                // `input` must be a JSON object; arguments kept raw
-                // (invalid JSON) are wrapped rather than dropped.
-                let input = if c.arguments.is_object() {
-                    c.arguments.clone()
-                } else {
-                    json!({"_raw_arguments": c.arguments})
-                };
-                json!({"toolUse": {"toolUseId": c.id, "name": c.name, "input": input}})
-            }));
-            ("assistant", out)
+            out.extend(tool_calls.iter().map(tool_use));
+            (Role::Assistant, out)
         }
         Message::Tool {
             call_id,
@@ -427,306 +445,127 @@ fn blocks(message: &Message) -> (&'static str, Vec<Value>) {
             } else {
                 content.as_str()
             };
-            let status = if *is_error { "error" } else { "success" };
-            let block = json!({"toolResult": {
-                "toolUseId": call_id,
-                "content": [{"text": text}],
-                "status": status,
-            }});
-            ("user", vec![block])
+            let block = ContentBlock::ToolResult(wire::ToolResult {
+                tool_use_id: call_id.clone(),
+                content: vec![wire::ToolResultBlock::Text(text.to_owned())],
+                status: Some(if *is_error {
+                    wire::ToolResultStatus::Error
+                } else {
+                    wire::ToolResultStatus::Success
+                }),
+            });
+            (Role::User, vec![block])
         }
     }
 }
 
 /// Converse refuses blank text blocks (empty or only whitespace), so blank
 /// text becomes no block.
-fn text_block(text: &str) -> Vec<Value> {
+fn text_block(text: &str) -> Vec<ContentBlock> {
     if text.trim().is_empty() {
         Vec::new()
     } else {
-        vec![json!({"text": text})]
+        vec![ContentBlock::Text(text.to_owned())]
     }
 }
 
 /// The Converse request body for `request` (the model goes in the URL).
 /// Tool results travel in user messages, and consecutive same-role
-/// messages are merged because Converse wants roles to alternate.
-pub fn encode_request(request: &CompletionRequest) -> Value {
-    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
+/// messages are merged because Converse wants roles to alternate. A
+/// request without tools gets its tool turns as text
+/// ([`mapping::messages_to_send`]): Converse refuses tool blocks without a
+/// `toolConfig`.
+pub(crate) fn encode_request(request: &CompletionRequest) -> wire::Request {
+    let mut messages: Vec<wire::Message> = Vec::new();
+    for message in messages_to_send(request).iter() {
         let (role, content) = blocks(message);
         if content.is_empty() {
             continue;
         }
         match messages.last_mut() {
-            Some((last_role, last)) if *last_role == role => last.extend(content),
-            _ => messages.push((role, content)),
+            Some(last) if last.role == role => last.content.extend(content),
+            _ => messages.push(wire::Message { role, content }),
         }
     }
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
-    let mut body = Map::new();
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.system.trim().is_empty() {
-        body.insert("system".into(), json!([{"text": request.system}]));
-    }
+    let system = if request.system.trim().is_empty() {
+        Vec::new()
+    } else {
+        vec![wire::SystemBlock {
+            text: Some(request.system.clone()),
+        }]
+    };
     let max_tokens = if request.max_tokens == 0 {
         DEFAULT_MAX_TOKENS
     } else {
         request.max_tokens
     };
-    body.insert("inferenceConfig".into(), json!({"maxTokens": max_tokens}));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+    let tool_config = (!request.tools.is_empty()).then(|| wire::ToolConfig {
+        tools: request
             .tools
             .iter()
-            .map(|t| {
-                let mut spec = json!({
-                    "name": t.name,
-                    "inputSchema": {"json": t.input_schema},
-                });
-                // Converse wants a description of at least one character.
-                if !t.description.trim().is_empty() {
-                    spec["description"] = json!(t.description);
-                }
-                json!({ "toolSpec": spec })
+            .map(|t| wire::Tool {
+                tool_spec: wire::ToolSpec {
+                    name: t.name.clone(),
+                    // Converse wants a description of at least one character.
+                    description: (!t.description.trim().is_empty()).then(|| t.description.clone()),
+                    input_schema: wire::InputSchema {
+                        json: t.input_schema.clone(),
+                    },
+                },
             })
-            .collect();
-        body.insert("toolConfig".into(), json!({ "tools": tools }));
+            .collect(),
+    });
+    wire::Request {
+        messages,
+        system,
+        inference_config: Some(wire::InferenceConfig {
+            max_tokens: Some(max_tokens),
+        }),
+        tool_config,
     }
-    Value::Object(body)
-}
-
-fn u64_at(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// Reads a Converse response body. It names no model; the caller fills
 /// in the one it asked for.
-pub fn decode_response(body: &Value) -> Result<Completion, LlmError> {
+pub(crate) fn decode_response(body: &wire::Response) -> Result<Completion, LlmError> {
     let content = body
-        .pointer("/output/message/content")
-        .and_then(Value::as_array)
+        .output
+        .as_ref()
+        .and_then(|o| o.message.as_ref())
+        .and_then(|m| m.content.as_ref())
         .ok_or_else(|| LlmError::Decode("response has no output.message.content".into()))?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     for block in content {
-        if let Some(t) = block.get("text").and_then(Value::as_str) {
-            text.push_str(t);
-        } else if let Some(call) = block.get("toolUse") {
-            let id = call.get("toolUseId").and_then(Value::as_str);
-            let name = call.get("name").and_then(Value::as_str);
-            let (Some(id), Some(name)) = (id, name) else {
-                return Err(LlmError::Decode(
-                    "toolUse block without toolUseId or name".into(),
-                ));
-            };
-            tool_calls.push(ToolCall {
-                id: id.to_string(),
-                name: name.to_string(),
-                arguments: call.get("input").cloned().unwrap_or_else(|| json!({})),
-            });
+        match block {
+            ContentBlock::Text(t) => text.push_str(t),
+            ContentBlock::ToolUse(call) => tool_calls.push(ToolCall {
+                id: call.tool_use_id.clone(),
+                name: call.name.clone(),
+                arguments: call.input.clone(),
+            }),
+            // reasoningContent, citations, images: not for us.
+            ContentBlock::ToolResult(_) | ContentBlock::Other => {}
         }
-        // reasoningContent, citations, images: not for us.
     }
     let usage = body
-        .get("usage")
+        .usage
         .map(|u| Usage {
             // Cached prompt tokens are input too, for budgets.
-            input_tokens: u64_at(u, "inputTokens")
-                .saturating_add(u64_at(u, "cacheReadInputTokens"))
-                .saturating_add(u64_at(u, "cacheWriteInputTokens")),
-            output_tokens: u64_at(u, "outputTokens"),
+            input_tokens: u
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(u.cache_read_input_tokens.unwrap_or(0))
+                .saturating_add(u.cache_write_input_tokens.unwrap_or(0)),
+            output_tokens: u.output_tokens.unwrap_or(0),
         })
         .unwrap_or_default();
     Ok(Completion {
         content: text,
         tool_calls,
         usage,
-        stop_reason: body
-            .get("stopReason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        stop_reason: body.stop_reason.clone().map(String::from),
         model: String::new(),
-    })
-}
-
-/// The text of a tool result's content blocks (JSON blocks as JSON text).
-fn tool_result_text(content: Option<&Value>) -> String {
-    let Some(blocks) = content.and_then(Value::as_array) else {
-        return String::new();
-    };
-    blocks
-        .iter()
-        .filter_map(|b| {
-            b.get("text")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .or_else(|| b.get("json").map(Value::to_string))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Reads a Converse request body, for `model` (from the URL, decoded),
-/// back into a [`CompletionRequest`] (the inverse of [`encode_request`];
-/// used by the mock server). A user message holding tool results becomes
-/// one `Tool` message per result.
-pub fn decode_request(body: &Value, model: &str) -> Result<CompletionRequest, String> {
-    let raw = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or("missing messages")?;
-    let mut messages = Vec::new();
-    for m in raw {
-        let role = m
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or("message without role")?;
-        let blocks = m
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or("message content must be an array")?;
-        match role {
-            "user" => {
-                let mut text = Vec::new();
-                for b in blocks {
-                    if let Some(t) = b.get("text").and_then(Value::as_str) {
-                        if t.trim().is_empty() {
-                            return Err("a text content block is blank".into());
-                        }
-                        text.push(t);
-                    } else if let Some(r) = b.get("toolResult") {
-                        let call_id = r
-                            .get("toolUseId")
-                            .and_then(Value::as_str)
-                            .ok_or("toolResult without toolUseId")?
-                            .to_string();
-                        let name = crate::anthropic::find_call_name(&messages, &call_id);
-                        messages.push(Message::Tool {
-                            call_id,
-                            name,
-                            content: tool_result_text(r.get("content")),
-                            is_error: r.get("status").and_then(Value::as_str) == Some("error"),
-                        });
-                    }
-                }
-                if !text.is_empty() {
-                    messages.push(Message::User {
-                        content: text.join("\n"),
-                    });
-                }
-            }
-            "assistant" => {
-                let mut text = String::new();
-                let mut tool_calls = Vec::new();
-                for b in blocks {
-                    if let Some(t) = b.get("text").and_then(Value::as_str) {
-                        if t.trim().is_empty() {
-                            return Err("a text content block is blank".into());
-                        }
-                        text.push_str(t);
-                    } else if let Some(c) = b.get("toolUse") {
-                        tool_calls.push(ToolCall {
-                            id: c
-                                .get("toolUseId")
-                                .and_then(Value::as_str)
-                                .ok_or("toolUse without toolUseId")?
-                                .to_string(),
-                            name: c
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .ok_or("toolUse without name")?
-                                .to_string(),
-                            arguments: c.get("input").cloned().unwrap_or_else(|| json!({})),
-                        });
-                    }
-                }
-                messages.push(Message::Assistant {
-                    content: text,
-                    tool_calls,
-                });
-            }
-            other => return Err(format!("unknown role {other}")),
-        }
-    }
-    let tools = match body.pointer("/toolConfig/tools") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(t) => t
-            .as_array()
-            .ok_or("toolConfig.tools is not an array")?
-            .iter()
-            .map(|t| {
-                let spec = t.get("toolSpec").ok_or("tool without toolSpec")?;
-                Ok(ToolSpec {
-                    name: spec
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or("toolSpec without name")?
-                        .to_string(),
-                    description: spec
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    input_schema: spec
-                        .pointer("/inputSchema/json")
-                        .cloned()
-                        .ok_or("toolSpec without inputSchema.json")?,
-                })
-            })
-            .collect::<Result<_, String>>()?,
-    };
-    let system = match body.get("system") {
-        None | Some(Value::Null) => String::new(),
-        Some(s) => s
-            .as_array()
-            .ok_or("system is not an array")?
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    };
-    let max_tokens = body
-        .pointer("/inferenceConfig/maxTokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    Ok(CompletionRequest {
-        model: model.to_string(),
-        system,
-        messages,
-        tools,
-        max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
-    })
-}
-
-/// A Converse response body for `completion` (the inverse of
-/// [`decode_response`]; used by the mock server).
-pub fn encode_response(completion: &Completion) -> Value {
-    let mut content = text_block(&completion.content);
-    content.extend(
-        completion
-            .tool_calls
-            .iter()
-            .map(|c| json!({"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}})),
-    );
-    let stop_reason = match completion.stop_reason.as_deref() {
-        Some("tool_use") | Some("tool_calls") => "tool_use",
-        Some("max_tokens") | Some("length") => "max_tokens",
-        _ => "end_turn",
-    };
-    let usage = completion.usage;
-    json!({
-        "output": {"message": {"role": "assistant", "content": content}},
-        "stopReason": stop_reason,
-        "usage": {
-            "inputTokens": usage.input_tokens,
-            "outputTokens": usage.output_tokens,
-            "totalTokens": usage.total(),
-        },
-        "metrics": {"latencyMs": 1},
     })
 }
 
@@ -737,6 +576,8 @@ mod tests {
     use crate::mock::{MockLlmServer, MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY};
     use crate::{RetryPolicy, Retrying};
     use aws_credential_types::provider::future;
+    use baton_core::ToolSpec;
+    use serde_json::{json, Value};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -1065,6 +906,32 @@ mod tests {
                 ResponseTemplate::new(200).set_body_json(json!({"output": {}})),
                 LlmError::Decode("response has no output.message.content".into()),
             ),
+            (
+                aws(400, "ValidationException", "Input is too long for requested model."),
+                LlmError::ContextOverflow {
+                    status: 400,
+                    message: "ValidationException: Input is too long for requested model.".into(),
+                },
+            ),
+            (
+                aws(
+                    400,
+                    "ValidationException",
+                    "The model returned the following errors: prompt is too long: 210000 tokens > 200000 maximum",
+                ),
+                LlmError::ContextOverflow {
+                    status: 400,
+                    message: "ValidationException: The model returned the following errors: prompt is too long: 210000 tokens > 200000 maximum".into(),
+                },
+            ),
+            (
+                // The words alone are not enough: not a validation error.
+                aws(403, "AccessDeniedException", "Input is too long for requested model."),
+                LlmError::Rejected {
+                    status: 403,
+                    message: "AccessDeniedException: Input is too long for requested model.".into(),
+                },
+            ),
         ];
         for (template, expected) in cases {
             server.reset().await;
@@ -1268,7 +1135,7 @@ mod tests {
         let mut req = conversation();
         req.model = "m".into();
         req.max_tokens = 100;
-        let decoded = decode_request(&encode_request(&req), "m").unwrap();
+        let decoded = decode_request(&json!(encode_request(&req)), "m").unwrap();
         assert_eq!(decoded, req);
     }
 
@@ -1284,7 +1151,8 @@ mod tests {
             stop_reason: Some("tool_use".into()),
             model: String::new(),
         };
-        assert_eq!(decode_response(&encode_response(&c)).unwrap(), c);
+        let body = serde_json::from_value(encode_response(&c)).unwrap();
+        assert_eq!(decode_response(&body).unwrap(), c);
     }
 
     #[test]
@@ -1318,12 +1186,11 @@ mod tests {
                     is_error: false,
                 },
             ],
-            tools: vec![],
+            tools: conversation().tools,
             max_tokens: 10,
         };
-        let body = encode_request(&req);
+        let body = serde_json::to_value(encode_request(&req)).unwrap();
         assert!(body.get("system").is_none());
-        assert!(body.get("toolConfig").is_none());
         assert_eq!(
             body["messages"],
             json!([
@@ -1356,9 +1223,59 @@ mod tests {
             }],
             max_tokens: 10,
         };
-        let body = encode_request(&req);
+        let body = serde_json::to_value(encode_request(&req)).unwrap();
         let spec = &body["toolConfig"]["tools"][0]["toolSpec"];
         assert_eq!(spec["name"], "t");
         assert!(spec.get("description").is_none(), "{spec}");
+    }
+
+    #[test]
+    fn without_tools_the_tool_turns_go_as_text() {
+        let mut req = conversation();
+        req.tools.clear();
+        let body = serde_json::to_value(encode_request(&req)).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"text": "time twice?"}]},
+                {"role": "assistant", "content": [{"text":
+                    "Checking.\n[called tool current_time with {}]\n[called tool current_time with {}]"}]},
+                {"role": "user", "content": [
+                    {"text": "[result of current_time: 12:00]"},
+                    {"text": "[error from current_time: bad zone]"},
+                    {"text": "hurry"}
+                ]}
+            ])
+        );
+        assert!(body.get("toolConfig").is_none());
+        let shown = body.to_string();
+        assert!(
+            !shown.contains("toolUse") && !shown.contains("toolResult"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn unknown_blocks_and_stop_reasons_are_tolerated() {
+        let body = json!({
+            "output": {"message": {"role": "assistant", "content": [
+                {"reasoningContent": {"reasoningText": {"text": "hmm", "signature": "s"}}},
+                {"citationsContent": {"content": []}},
+                {"text": "ok"}
+            ]}},
+            "stopReason": "guardrail_intervened",
+            "usage": {"inputTokens": 3, "outputTokens": 4, "serverToolUsage": {}},
+            "trace": {}, "performanceConfig": {"latency": "standard"}
+        });
+        let c = decode_response(&serde_json::from_value(body).unwrap()).unwrap();
+        assert_eq!(c.content, "ok");
+        assert_eq!(c.stop_reason.as_deref(), Some("guardrail_intervened"));
+        assert_eq!(
+            c.usage,
+            Usage {
+                input_tokens: 3,
+                output_tokens: 4
+            }
+        );
     }
 }

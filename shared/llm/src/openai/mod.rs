@@ -1,15 +1,27 @@
 //! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`).
 //!
 //! Works with OpenAI and the many servers that copy its API (vLLM, Ollama,
-//! LM Studio, llama.cpp, LiteLLM, OpenRouter, …). The wire mapping lives in
-//! plain functions so the mock server can run it backwards.
+//! LM Studio, llama.cpp, LiteLLM, OpenRouter, …). The bodies are typed in
+//! [`wire`]; the mapping to and from the neutral types lives in plain
+//! functions, and the mock server runs it backwards ([`server`]).
+
+#[cfg(any(test, feature = "mock-server"))]
+mod server;
+pub(crate) mod wire;
+
+#[cfg(any(test, feature = "mock-server"))]
+pub use server::{decode_request, encode_response};
+#[cfg(any(test, feature = "mock-server"))]
+pub(crate) use server::{from_wire_request, to_wire_response};
 
 use crate::http;
+use crate::mapping::{self, messages_to_send};
 use crate::secret::Secret;
 use async_trait::async_trait;
 use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, Usage};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::time::Duration;
+use wire::Content;
 
 /// Which field carries the output token limit.
 ///
@@ -90,7 +102,14 @@ impl LlmProvider for OpenAiProvider {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose());
         }
-        let answer = http::post_json(builder, &body, self.timeout, self.api_key.as_ref()).await?;
+        let answer: wire::Response = http::post_json(
+            builder,
+            &body,
+            self.timeout,
+            self.api_key.as_ref(),
+            is_context_overflow,
+        )
+        .await?;
         let mut completion = decode_response(&answer)?;
         if completion.model.is_empty() {
             completion.model = model.to_string();
@@ -99,72 +118,85 @@ impl LlmProvider for OpenAiProvider {
     }
 }
 
-/// The Chat Completions request body for `request`, asking `model`.
-pub fn encode_request(request: &CompletionRequest, model: &str, field: MaxTokensField) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
+fn text(s: &str) -> Option<Content> {
+    Some(Content::Text(s.to_owned()))
+}
+
+/// A neutral tool call as the wire's.
+fn wire_call(call: &ToolCall) -> wire::ToolCall {
+    wire::ToolCall {
+        id: Some(call.id.clone()),
+        kind: "function".to_owned(),
+        function: wire::FunctionCall {
+            name: call.name.clone(),
+            arguments: Value::String(arguments_string(&call.arguments)),
+        },
     }
-    for message in &request.messages {
-        messages.push(match message {
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut m = Map::new();
-                m.insert("role".into(), json!("assistant"));
-                // Content may be null only when the message has tool calls.
-                let content = if content.is_empty() && !tool_calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(content)
-                };
-                m.insert("content".into(), content);
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| {
-                            json!({
-                                "id": c.id,
-                                "type": "function",
-                                "function": {"name": c.name, "arguments": arguments_string(&c.arguments)},
-                            })
-                        })
-                        .collect();
-                    m.insert("tool_calls".into(), Value::Array(calls));
-                }
-                Value::Object(m)
-            }
-            Message::Tool {
-                call_id, content, ..
-            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+}
+
+/// An assistant turn's content: `null` only when the turn has tool calls
+/// and no text.
+fn assistant_content(content: &str, has_calls: bool) -> Option<Content> {
+    if content.is_empty() && has_calls {
+        None
+    } else {
+        text(content)
+    }
+}
+
+/// The Chat Completions request body for `request`, asking `model`. A
+/// request without tools gets its tool turns as text
+/// ([`mapping::messages_to_send`]).
+pub(crate) fn encode_request(
+    request: &CompletionRequest,
+    model: &str,
+    field: MaxTokensField,
+) -> wire::Request {
+    let history = messages_to_send(request);
+    let mut messages = Vec::with_capacity(history.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(wire::ChatMessage::System {
+            content: text(&request.system),
         });
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+    messages.extend(history.iter().map(|message| match message {
+        Message::User { content } => wire::ChatMessage::User {
+            content: text(content),
+        },
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => wire::ChatMessage::Assistant {
+            content: assistant_content(content, !tool_calls.is_empty()),
+            tool_calls: tool_calls.iter().map(wire_call).collect(),
+        },
+        Message::Tool {
+            call_id, content, ..
+        } => wire::ChatMessage::Tool {
+            tool_call_id: call_id.clone(),
+            content: text(content),
+        },
+    }));
+    let tools = request
+        .tools
+        .iter()
+        .map(|t| wire::Tool {
+            kind: "function".to_owned(),
+            function: wire::FunctionSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.input_schema.clone(),
+            },
+        })
+        .collect();
+    let limit = (request.max_tokens > 0).then_some(request.max_tokens);
+    wire::Request {
+        model: model.to_owned(),
+        messages,
+        tools,
+        max_tokens: limit.filter(|_| field == MaxTokensField::MaxTokens),
+        max_completion_tokens: limit.filter(|_| field == MaxTokensField::MaxCompletionTokens),
     }
-    if request.max_tokens > 0 {
-        let key = match field {
-            MaxTokensField::MaxTokens => "max_tokens",
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-        };
-        body.insert(key.into(), json!(request.max_tokens));
-    }
-    Value::Object(body)
 }
 
 /// Arguments go on the wire as a JSON string. Arguments that were kept as a
@@ -178,231 +210,75 @@ fn arguments_string(arguments: &Value) -> String {
 
 /// Arguments as received: valid JSON is parsed; anything else is kept as a
 /// JSON string so the tool, not the provider, reports the problem.
-fn parse_arguments(arguments: Option<&Value>) -> Value {
+fn parse_arguments(arguments: &Value) -> Value {
     match arguments {
-        None | Some(Value::Null) => json!({}),
-        Some(Value::String(raw)) if raw.trim().is_empty() => json!({}),
-        Some(Value::String(raw)) => {
+        Value::Null => json!({}),
+        Value::String(raw) if raw.trim().is_empty() => json!({}),
+        Value::String(raw) => {
             serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
         }
         // Some servers send the arguments already decoded.
-        Some(other) => other.clone(),
+        other => other.clone(),
     }
 }
 
-/// Text content: a string, null, or (some servers) an array of text parts.
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
-}
-
-fn decode_tool_calls(calls: Option<&Value>, prefix: &str) -> Result<Vec<ToolCall>, String> {
-    let Some(calls) = calls.filter(|c| !c.is_null()) else {
-        return Ok(Vec::new());
-    };
-    let calls = calls.as_array().ok_or("tool_calls is not an array")?;
+/// Wire tool calls as neutral ones; calls without an id get
+/// `{prefix}{index}`.
+fn decode_tool_calls(calls: &[wire::ToolCall], prefix: &str) -> Vec<ToolCall> {
     calls
         .iter()
         .enumerate()
-        .map(|(i, call)| {
-            let function = call.get("function").ok_or("tool call without function")?;
-            let name = function
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or("tool call without a name")?;
-            let id = call
-                .get("id")
-                .and_then(Value::as_str)
+        .map(|(i, call)| ToolCall {
+            id: call
+                .id
+                .clone()
                 .filter(|id| !id.is_empty())
-                .map(str::to_string)
                 // A few servers omit ids; results must still refer to something.
-                .unwrap_or_else(|| format!("{prefix}{i}"));
-            Ok(ToolCall {
-                id,
-                name: name.to_string(),
-                arguments: parse_arguments(function.get("arguments")),
-            })
+                .unwrap_or_else(|| format!("{prefix}{i}")),
+            name: call.function.name.clone(),
+            arguments: parse_arguments(&call.function.arguments),
         })
         .collect()
 }
 
-fn u64_at(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
-}
-
 /// Reads a Chat Completions response body.
-pub fn decode_response(body: &Value) -> Result<Completion, LlmError> {
+pub(crate) fn decode_response(body: &wire::Response) -> Result<Completion, LlmError> {
     let choice = body
-        .get("choices")
-        .and_then(|c| c.get(0))
+        .choices
+        .first()
         .ok_or_else(|| LlmError::Decode("response has no choices".into()))?;
     let message = choice
-        .get("message")
+        .message
+        .as_ref()
         .ok_or_else(|| LlmError::Decode("choice has no message".into()))?;
-    let tool_calls =
-        decode_tool_calls(message.get("tool_calls"), "call_").map_err(LlmError::Decode)?;
     let usage = body
-        .get("usage")
+        .usage
         .map(|u| Usage {
-            input_tokens: u64_at(u, "prompt_tokens"),
-            output_tokens: u64_at(u, "completion_tokens"),
+            input_tokens: u.prompt_tokens.unwrap_or(0),
+            output_tokens: u.completion_tokens.unwrap_or(0),
         })
         .unwrap_or_default();
     Ok(Completion {
-        content: content_text(message.get("content")),
-        tool_calls,
+        content: wire::text_of(message.content.as_ref()),
+        tool_calls: decode_tool_calls(&message.tool_calls, "call_"),
         usage,
-        stop_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        stop_reason: choice.finish_reason.clone().map(String::from),
+        model: body.model.clone(),
     })
 }
 
-/// Reads a Chat Completions request body back into a [`CompletionRequest`]
-/// (the inverse of [`encode_request`]; used by the mock server).
-pub fn decode_request(body: &Value) -> Result<CompletionRequest, String> {
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .ok_or("missing model")?
-        .to_string();
-    let raw_messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or("missing messages")?;
-    let mut system = Vec::new();
-    let mut messages = Vec::new();
-    for (i, m) in raw_messages.iter().enumerate() {
-        let role = m
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or("message without role")?;
-        let content = content_text(m.get("content"));
-        match role {
-            "system" | "developer" => system.push(content),
-            "user" => messages.push(Message::User { content }),
-            "assistant" => messages.push(Message::Assistant {
-                content,
-                tool_calls: decode_tool_calls(m.get("tool_calls"), &format!("call_m{i}_"))?,
-            }),
-            "tool" => {
-                let call_id = m
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .ok_or("tool message without tool_call_id")?
-                    .to_string();
-                // The wire format has no tool name; recover it from the call.
-                let name = messages
-                    .iter()
-                    .rev()
-                    .find_map(|prev| match prev {
-                        Message::Assistant { tool_calls, .. } => tool_calls
-                            .iter()
-                            .find(|c| c.id == call_id)
-                            .map(|c| c.name.clone()),
-                        _ => None,
-                    })
-                    .unwrap_or_default();
-                messages.push(Message::Tool {
-                    call_id,
-                    name,
-                    content,
-                    is_error: false,
-                });
-            }
-            other => return Err(format!("unknown role {other}")),
-        }
-    }
-    let tools = match body.get("tools") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(tools) => tools
-            .as_array()
-            .ok_or("tools is not an array")?
-            .iter()
-            .map(|t| {
-                let f = t.get("function").ok_or("tool without function")?;
-                Ok(baton_core::ToolSpec {
-                    name: f
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or("tool without name")?
-                        .to_string(),
-                    description: f
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    input_schema: f.get("parameters").cloned().unwrap_or_else(|| json!({})),
-                })
-            })
-            .collect::<Result<_, String>>()?,
-    };
-    let max_tokens = body
-        .get("max_tokens")
-        .or_else(|| body.get("max_completion_tokens"))
-        .and_then(Value::as_u64)
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-        .unwrap_or(0);
-    Ok(CompletionRequest {
-        model,
-        system: system.join("\n\n"),
-        messages,
-        tools,
-        max_tokens,
-    })
-}
-
-/// A Chat Completions response body for `completion` (the inverse of
-/// [`decode_response`]; used by the mock server).
-pub fn encode_response(completion: &Completion, id: &str) -> Value {
-    let mut message = Map::new();
-    message.insert("role".into(), json!("assistant"));
-    let content = if completion.content.is_empty() && !completion.tool_calls.is_empty() {
-        Value::Null
-    } else {
-        json!(completion.content)
-    };
-    message.insert("content".into(), content);
-    if !completion.tool_calls.is_empty() {
-        let calls: Vec<Value> = completion
-            .tool_calls
-            .iter()
-            .map(|c| {
-                json!({"id": c.id, "type": "function",
-                       "function": {"name": c.name, "arguments": arguments_string(&c.arguments)}})
-            })
-            .collect();
-        message.insert("tool_calls".into(), Value::Array(calls));
-    }
-    let finish_reason = match completion.stop_reason.as_deref() {
-        Some("tool_use") | Some("tool_calls") => "tool_calls",
-        Some("max_tokens") | Some("length") => "length",
-        _ => "stop",
-    };
-    json!({
-        "id": id,
-        "object": "chat.completion",
-        "created": chrono::Utc::now().timestamp(),
-        "model": completion.model,
-        "choices": [{"index": 0, "message": Value::Object(message), "finish_reason": finish_reason}],
-        "usage": {
-            "prompt_tokens": completion.usage.input_tokens,
-            "completion_tokens": completion.usage.output_tokens,
-            "total_tokens": completion.usage.total(),
-        },
-    })
+/// Whether a refusal is for a request longer than the model's context
+/// window: OpenAI's `context_length_exceeded` code, llama.cpp's
+/// `exceed_context_size_error` type, or the wording (`message` is the
+/// error text, read whatever the body's shape): servers that copy the API
+/// copy its errors loosely, and proxies pass on the words of the provider
+/// behind them.
+fn is_context_overflow(body: &[u8], message: &str) -> bool {
+    let typed = serde_json::from_slice::<wire::ErrorResponse>(body).is_ok_and(|e| {
+        e.error.code() == Some("context_length_exceeded")
+            || e.error.kind.as_deref() == Some("exceed_context_size_error")
+    });
+    typed || mapping::mentions_context_overflow(message)
 }
 
 #[cfg(test)]
@@ -591,6 +467,42 @@ mod tests {
                 ResponseTemplate::new(200).set_body_string("not json"),
                 LlmError::Decode("invalid JSON: expected ident at line 1 column 2".into()),
             ),
+            (
+                ResponseTemplate::new(200).set_body_json(json!({"choices": "none"})),
+                LlmError::Decode(
+                    "unexpected JSON: invalid type: string \"none\", expected a sequence at line 1 column 17"
+                        .into(),
+                ),
+            ),
+            // Too long for the context window: by code, or by wording
+            // (vLLM puts the fields at the top level).
+            (
+                ResponseTemplate::new(400).set_body_json(json!({"error": {
+                    "message": "Your input exceeds the limit.", "type": "invalid_request_error",
+                    "param": "messages", "code": "context_length_exceeded"}})),
+                LlmError::ContextOverflow {
+                    status: 400,
+                    message: "Your input exceeds the limit.".into(),
+                },
+            ),
+            (
+                ResponseTemplate::new(400).set_body_json(json!({"object": "error",
+                    "message": "This model's maximum context length is 4096 tokens.",
+                    "type": "BadRequestError", "code": 400})),
+                LlmError::ContextOverflow {
+                    status: 400,
+                    message: "This model's maximum context length is 4096 tokens.".into(),
+                },
+            ),
+            (
+                ResponseTemplate::new(400).set_body_json(json!({"error": {
+                    "message": "Invalid schema for function 'f'", "type": "invalid_request_error",
+                    "code": "invalid_function_parameters"}})),
+                LlmError::Rejected {
+                    status: 400,
+                    message: "Invalid schema for function 'f'".into(),
+                },
+            ),
         ];
         for (template, expected) in cases {
             server.reset().await;
@@ -648,7 +560,7 @@ mod tests {
         let mut req = conversation();
         req.model = "m".into();
         let decoded =
-            decode_request(&encode_request(&req, "m", MaxTokensField::MaxTokens)).unwrap();
+            decode_request(&json!(encode_request(&req, "m", MaxTokensField::MaxTokens))).unwrap();
         assert_eq!(decoded, req);
     }
 
@@ -668,10 +580,102 @@ mod tests {
             stop_reason: Some("tool_calls".into()),
             model: "m".into(),
         };
-        assert_eq!(decode_response(&encode_response(&c, "id")).unwrap(), c);
+        let body = serde_json::from_value(encode_response(&c, "id")).unwrap();
+        assert_eq!(decode_response(&body).unwrap(), c);
+        let no_choices = serde_json::from_value(json!({"choices": []})).unwrap();
         assert!(matches!(
-            decode_response(&json!({"choices": []})),
+            decode_response(&no_choices),
             Err(LlmError::Decode(_))
         ));
+    }
+
+    #[test]
+    fn loose_answers_are_read() {
+        // Nulls, missing ids, decoded or absent arguments, content parts,
+        // unknown fields, a finish reason this crate does not know.
+        let body = json!({
+            "id": null, "created": "yesterday", "model": null, "system_fingerprint": "fp",
+            "choices": [{"index": null, "finish_reason": "guarded", "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}],
+                "tool_calls": [
+                    {"function": {"name": "f", "arguments": {"x": 1}}},
+                    {"id": "", "type": "function", "function": {"name": "g"}}
+                ],
+                "refusal": null}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": null, "prompt_tokens_details": {}}
+        });
+        let c = decode_response(&serde_json::from_value(body).unwrap()).unwrap();
+        assert_eq!(c.content, "ab");
+        assert_eq!(c.stop_reason.as_deref(), Some("guarded"));
+        assert_eq!(c.model, "");
+        assert_eq!(
+            c.usage,
+            Usage {
+                input_tokens: 5,
+                output_tokens: 0
+            }
+        );
+        let calls: Vec<_> = c
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            [("call_0", "f", json!({"x": 1})), ("call_1", "g", json!({}))]
+        );
+        let body =
+            json!({"choices": [{"message": {"content": null, "tool_calls": null}}], "usage": null});
+        let c = decode_response(&serde_json::from_value(body).unwrap()).unwrap();
+        assert_eq!((c.content.as_str(), c.tool_calls.len()), ("", 0));
+        assert_eq!(c.stop_reason, None);
+    }
+
+    #[test]
+    fn requests_from_other_clients_are_read() {
+        let body = json!({
+            "model": "m", "stream": false,
+            "messages": [
+                {"role": "developer", "content": "d"},
+                {"role": "system", "content": [{"type": "text", "text": "s"}]},
+                {"role": "user", "content": [{"type": "text", "text": "u"}, {"type": "image_url", "image_url": {"url": "x"}}]},
+                {"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "f", "arguments": ""}}]},
+                {"role": "tool", "tool_call_id": "call_m3_0", "content": "r"}
+            ],
+            "tools": null, "max_completion_tokens": 7
+        });
+        let req = decode_request(&body).unwrap();
+        assert_eq!(req.system, "d\n\ns");
+        assert_eq!(req.max_tokens, 7);
+        assert_eq!(
+            req.messages[2],
+            Message::Tool {
+                call_id: "call_m3_0".into(),
+                name: "f".into(),
+                content: "r".into(),
+                is_error: false
+            }
+        );
+        assert!(decode_request(&json!({"model": "m", "messages": [{"role": "robot"}]})).is_err());
+    }
+
+    #[test]
+    fn without_tools_the_tool_turns_go_as_text() {
+        let mut req = conversation();
+        req.tools.clear();
+        let body =
+            serde_json::to_value(encode_request(&req, "m", MaxTokensField::MaxTokens)).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "what time is it?"},
+                {"role": "assistant", "content": "[called tool current_time with {\"timezone\":\"UTC\"}]"},
+                {"role": "user", "content": "[result of current_time: 12:00]"}
+            ])
+        );
+        assert!(body.get("tools").is_none());
+        assert!(!body.to_string().contains("tool_call"), "{body}");
     }
 }

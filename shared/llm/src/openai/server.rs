@@ -1,0 +1,104 @@
+//! The Chat Completions mapping run backwards, for the mock server: a
+//! request body read into the neutral request, a completion written as a
+//! response body.
+
+use super::{assistant_content, decode_tool_calls, wire, wire_call};
+use crate::mapping::find_call_name;
+use baton_core::{Completion, CompletionRequest, Message, ToolSpec};
+use serde_json::Value;
+
+/// Reads a Chat Completions request body (JSON) back into a
+/// [`CompletionRequest`]: the inverse of what the provider sends, for
+/// tests that play the server.
+pub fn decode_request(body: &Value) -> Result<CompletionRequest, String> {
+    let body = serde_json::from_value(body.clone()).map_err(|e| format!("invalid request: {e}"))?;
+    from_wire_request(&body)
+}
+
+/// A Chat Completions response body (JSON) for `completion`, for tests
+/// that play the server.
+pub fn encode_response(completion: &Completion, id: &str) -> Value {
+    serde_json::to_value(to_wire_response(completion, id)).unwrap_or_default()
+}
+
+/// Reads a Chat Completions request body back into a [`CompletionRequest`]
+/// (the inverse of [`super::encode_request`]).
+pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionRequest, String> {
+    let mut system = Vec::new();
+    let mut messages = Vec::new();
+    for (i, m) in body.messages.iter().enumerate() {
+        match m {
+            wire::ChatMessage::System { content } => system.push(wire::text_of(content.as_ref())),
+            wire::ChatMessage::User { content } => messages.push(Message::User {
+                content: wire::text_of(content.as_ref()),
+            }),
+            wire::ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => messages.push(Message::Assistant {
+                content: wire::text_of(content.as_ref()),
+                tool_calls: decode_tool_calls(tool_calls, &format!("call_m{i}_")),
+            }),
+            wire::ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => {
+                // The wire format has no tool name; recover it from the call.
+                let name = find_call_name(&messages, tool_call_id);
+                messages.push(Message::Tool {
+                    call_id: tool_call_id.clone(),
+                    name,
+                    content: wire::text_of(content.as_ref()),
+                    is_error: false,
+                });
+            }
+        }
+    }
+    let tools = body
+        .tools
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.function.name.clone(),
+            description: t.function.description.clone(),
+            input_schema: t.function.parameters.clone(),
+        })
+        .collect();
+    Ok(CompletionRequest {
+        model: body.model.clone(),
+        system: system.join("\n\n"),
+        messages,
+        tools,
+        max_tokens: body.max_tokens.or(body.max_completion_tokens).unwrap_or(0),
+    })
+}
+
+/// A Chat Completions response body for `completion` (the inverse of
+/// [`super::decode_response`]).
+pub(crate) fn to_wire_response(completion: &Completion, id: &str) -> wire::Response {
+    let finish_reason = match completion.stop_reason.as_deref() {
+        Some("tool_use") | Some("tool_calls") => wire::FinishReason::ToolCalls,
+        Some("max_tokens") | Some("length") => wire::FinishReason::Length,
+        _ => wire::FinishReason::Stop,
+    };
+    let message = wire::ResponseMessage {
+        role: Some("assistant".to_owned()),
+        content: assistant_content(&completion.content, !completion.tool_calls.is_empty()),
+        tool_calls: completion.tool_calls.iter().map(wire_call).collect(),
+    };
+    wire::Response {
+        id: Some(id.to_owned()),
+        object: Some("chat.completion".to_owned()),
+        created: Some(chrono::Utc::now().timestamp()),
+        model: completion.model.clone(),
+        choices: vec![wire::Choice {
+            index: 0,
+            message: Some(message),
+            finish_reason: Some(finish_reason),
+        }],
+        usage: Some(wire::Usage {
+            prompt_tokens: Some(completion.usage.input_tokens),
+            completion_tokens: Some(completion.usage.output_tokens),
+            total_tokens: Some(completion.usage.total()),
+        }),
+    }
+}
