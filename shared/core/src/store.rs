@@ -484,16 +484,18 @@ impl TaskStore {
         self.entries(id, None, usize::MAX).await
     }
 
-    /// Tasks that are not terminal, at most `limit`: every shard of the
-    /// index, then the unsharded index of earlier releases.
+    /// Tasks that are not terminal, at most `limit`, read evenly from every
+    /// shard of the index (so no shard is starved when there are more than
+    /// `limit`) and from the unsharded index of earlier releases.
     pub async fn active_tasks(&self, limit: usize) -> Result<Vec<Task>, StoreError> {
         let mut names: Vec<String> = (0..self.active_shards)
             .map(|n| format!("{LEGACY_ACTIVE_INDEX}#{n:02}"))
             .collect();
         names.push(LEGACY_ACTIVE_INDEX.to_owned());
+        let per_name = limit.div_ceil(names.len()).max(1);
         let mut out = Vec::new();
         for name in names {
-            let left = limit.saturating_sub(out.len());
+            let left = limit.saturating_sub(out.len()).min(per_name);
             if left == 0 {
                 break;
             }
