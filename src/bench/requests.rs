@@ -203,9 +203,9 @@ impl CountingTable {
     }
 
     /// Table and index WRU of one write, by DynamoDB's rules: the larger of
-    /// the old and new item, per KB; index writes for items entering,
-    /// leaving or changing in the sparse index (two when the index key
-    /// changes: a delete and a put).
+    /// the old and new item, per KB; for the keys-only index, one unit for
+    /// an item entering or leaving it, two when its index key changes (a
+    /// delete and a put), none when it stays (no projected attribute).
     fn write_units(&self, write: &Write) -> (f64, f64, usize) {
         let stored = self.stored();
         let old = stored.get(write.key()).cloned();
@@ -218,10 +218,9 @@ impl CountingTable {
         let old_index = old.and_then(|o| o.index);
         let gsi = match (&old_index, &new_index) {
             (None, None) => 0.0,
-            (Some(a), Some(b)) if a == b => units(new_size.max(old_size), 1024),
-            (Some(_), Some(_)) => units(old_size, 1024) + units(new_size, 1024),
-            (Some(_), None) => units(old_size, 1024),
-            (None, Some(_)) => units(new_size, 1024),
+            (Some(a), Some(b)) if a == b => 0.0,
+            (Some(_), Some(_)) => 2.0,
+            (Some(_), None) | (None, Some(_)) => 1.0,
         };
         let written = match write {
             Write::Put { .. } => new_size,
@@ -700,7 +699,7 @@ mod tests {
         let c = counts.snapshot();
         assert_eq!((c.put_item, c.transact), (1, 0));
         assert_eq!(c.wru, 2.0); // 1.5 KB -> 2 units
-        assert_eq!(c.gsi_wru, 2.0); // enters the index
+        assert_eq!(c.gsi_wru, 1.0); // enters the keys-only index
         t.transact(vec![
             Write::Put {
                 item: Item {
@@ -722,9 +721,9 @@ mod tests {
         let c = counts.snapshot();
         assert_eq!((c.transact, c.transact_items), (1, 2));
         // Overwrite costs by the larger (old) item, doubled in a transaction:
-        // 2 x 2 + 2 x 1; leaving the index costs the old size.
+        // 2 x 2 + 2 x 1; leaving the keys-only index costs one unit.
         assert_eq!(c.wru, 2.0 + 6.0);
-        assert_eq!(c.gsi_wru, 2.0 + 2.0);
+        assert_eq!(c.gsi_wru, 1.0 + 1.0);
         assert!(t.get(&Key::new("TASK#1", "META")).await.unwrap().is_some());
         assert!(t.get(&Key::new("nope", "nope")).await.unwrap().is_none());
         let c = counts.snapshot();
