@@ -155,6 +155,7 @@ mod tests {
             channel: "C1".into(),
             thread_ts: "1.0".into(),
             user: user.into(),
+            channel_type: None,
         }
     }
 

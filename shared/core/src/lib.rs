@@ -45,7 +45,7 @@ pub use reply::{NoReplies, PostKey, ReplyError, ReplySink};
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
-    Approval, Child, ChildOutcome, Decision, Limits, Origin, ParentLink, PostedMessage, Task,
+    Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin, ParentLink, PostedMessage, Task,
     TaskStatus, Verdict, WaitingFor,
 };
 pub use tool::{Tool, ToolContext, ToolOutput};

@@ -67,20 +67,28 @@ impl MemoryScope {
         }
     }
 
-    /// The user's and the workspace's scope of a task origin, in that order.
-    /// HTTP tasks have a single shared scope, returned once.
+    /// The scopes a task may read (and forget from): in a person's direct
+    /// messages with the bot, that person's scope and the workspace's, in
+    /// that order; anywhere else in Slack (channels, group DMs), where
+    /// others read along, the workspace's only. HTTP tasks have a single
+    /// shared scope.
     pub fn of_origin(origin: &Origin) -> Vec<MemoryScope> {
         match origin {
             Origin::Http => vec![MemoryScope::Api],
-            Origin::Slack { team_id, user, .. } => vec![
-                MemoryScope::User {
+            Origin::Slack { team_id, user, .. } => {
+                let workspace = MemoryScope::Workspace {
                     team_id: team_id.clone(),
-                    user: user.clone(),
-                },
-                MemoryScope::Workspace {
-                    team_id: team_id.clone(),
-                },
-            ],
+                };
+                if origin.is_direct_message() {
+                    let user = MemoryScope::User {
+                        team_id: team_id.clone(),
+                        user: user.clone(),
+                    };
+                    vec![user, workspace]
+                } else {
+                    vec![workspace]
+                }
+            }
         }
     }
 
@@ -439,4 +447,42 @@ pub fn rank(facts: Vec<Fact>, query: &str, limit: usize) -> Vec<Fact> {
             .then(a.id.cmp(&b.id))
     });
     scored.into_iter().take(limit).map(|(_, f)| f).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::ChannelType;
+
+    fn slack(channel_type: ChannelType) -> Origin {
+        Origin::Slack {
+            team_id: "T1".into(),
+            channel: "X1".into(),
+            thread_ts: "1.0".into(),
+            user: "U1".into(),
+            channel_type: Some(channel_type),
+        }
+    }
+
+    #[test]
+    fn personal_facts_are_read_only_in_direct_messages() {
+        let user = MemoryScope::User {
+            team_id: "T1".into(),
+            user: "U1".into(),
+        };
+        let team = MemoryScope::Workspace {
+            team_id: "T1".into(),
+        };
+        assert_eq!(
+            MemoryScope::of_origin(&slack(ChannelType::Im)),
+            vec![user, team.clone()]
+        );
+        for shared in [ChannelType::Channel, ChannelType::Group, ChannelType::Mpim] {
+            assert_eq!(MemoryScope::of_origin(&slack(shared)), vec![team.clone()]);
+        }
+        assert_eq!(
+            MemoryScope::of_origin(&Origin::Http),
+            vec![MemoryScope::Api]
+        );
+    }
 }

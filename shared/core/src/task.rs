@@ -53,7 +53,57 @@ pub enum Origin {
         /// in a thread).
         thread_ts: String,
         user: String,
+        /// What kind of conversation it is, as Slack says (`channel_type`
+        /// of message events); absent on tasks of earlier releases and on
+        /// mentions, whose events do not say ([`Origin::is_direct_message`]
+        /// then reads the channel id).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        channel_type: Option<ChannelType>,
     },
+}
+
+/// The kinds of Slack conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelType {
+    /// A direct message between the bot and one person.
+    Im,
+    /// A group direct message.
+    Mpim,
+    /// A public channel.
+    Channel,
+    /// A private channel.
+    Group,
+}
+
+impl ChannelType {
+    /// Slack's name (`im`, `mpim`, `channel`, `group`); `None` for others
+    /// (`app_home`).
+    pub fn parse(name: &str) -> Option<ChannelType> {
+        match name {
+            "im" => Some(ChannelType::Im),
+            "mpim" => Some(ChannelType::Mpim),
+            "channel" => Some(ChannelType::Channel),
+            "group" => Some(ChannelType::Group),
+            _ => None,
+        }
+    }
+}
+
+impl Origin {
+    /// Whether the task runs in one person's direct messages with the bot,
+    /// the only place where what is personal to that person may be shown.
+    /// When Slack did not say, a direct-message channel id starts with `D`.
+    pub fn is_direct_message(&self) -> bool {
+        match self {
+            Origin::Http => false,
+            Origin::Slack {
+                channel_type: Some(kind),
+                ..
+            } => *kind == ChannelType::Im,
+            Origin::Slack { channel, .. } => channel.starts_with('D'),
+        }
+    }
 }
 
 /// What a waiting task waits for. Serialised as the `waiting_for` of the
@@ -347,6 +397,41 @@ impl Task {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn slack(channel: &str, channel_type: Option<ChannelType>) -> Origin {
+        Origin::Slack {
+            team_id: "T1".into(),
+            channel: channel.into(),
+            thread_ts: "1.0".into(),
+            user: "U1".into(),
+            channel_type,
+        }
+    }
+
+    #[test]
+    fn only_a_direct_message_is_private_to_its_user() {
+        assert!(slack("D1", Some(ChannelType::Im)).is_direct_message());
+        assert!(!slack("C1", Some(ChannelType::Channel)).is_direct_message());
+        assert!(!slack("G1", Some(ChannelType::Group)).is_direct_message());
+        assert!(!slack("G2", Some(ChannelType::Mpim)).is_direct_message());
+        // Slack did not say (a mention; a task of an earlier release).
+        assert!(slack("D1", None).is_direct_message());
+        assert!(!slack("C1", None).is_direct_message());
+        // What Slack says wins over the id's look.
+        assert!(!slack("D1", Some(ChannelType::Mpim)).is_direct_message());
+        assert!(!Origin::Http.is_direct_message());
+        assert_eq!(ChannelType::parse("im"), Some(ChannelType::Im));
+        assert_eq!(ChannelType::parse("app_home"), None);
+    }
+
+    #[test]
+    fn origins_of_earlier_releases_still_read() {
+        let old = r#"{"kind":"slack","team_id":"T1","channel":"C1","thread_ts":"1.0","user":"U1"}"#;
+        let o: Origin = serde_json::from_str(old).unwrap();
+        assert_eq!(o, slack("C1", None));
+        let json = serde_json::to_string(&slack("D1", Some(ChannelType::Im))).unwrap();
+        assert!(json.contains(r#""channel_type":"im""#), "{json}");
+    }
 
     #[test]
     fn status_json_has_the_contract_fields() {

@@ -200,6 +200,7 @@ mod tests {
                 channel: "C1".into(),
                 thread_ts: "1.0".into(),
                 user: "U_REQ".into(),
+                channel_type: None,
             },
             None,
             Limits::default(),

@@ -139,6 +139,7 @@ fn slack_submission(m: InboundMessage) -> Submission {
             channel: m.channel,
             thread_ts,
             user: m.user,
+            channel_type: m.channel_type,
         },
     }
 }

@@ -176,6 +176,7 @@ mod tests {
                 channel: "C1".into(),
                 thread_ts: "1.0".into(),
                 user: "U1".into(),
+                channel_type: None,
             },
             None,
             Limits::default(),

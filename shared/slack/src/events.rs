@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use baton_core::ChannelType;
 use serde::{Deserialize, Serialize};
 
 /// The outer object of every Events API request, tagged by `type`.
@@ -144,6 +145,10 @@ pub struct InboundMessage {
     pub thread_ts: Option<String>,
     /// Mention or direct message.
     pub kind: MessageKind,
+    /// What Slack says the conversation is (message events say;
+    /// `app_mention` events do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_type: Option<ChannelType>,
 }
 
 impl InboundMessage {
@@ -296,6 +301,7 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
     };
 
     Ok(Inbound::Message(InboundMessage {
+        channel_type: ev.channel_type.as_deref().and_then(ChannelType::parse),
         team_id: cb.team_id,
         event_id: cb.event_id,
         channel,
@@ -385,6 +391,8 @@ mod tests {
                 ts: "1515449522.000016".into(),
                 thread_ts: None,
                 kind: MessageKind::Mention,
+                // app_mention events do not say.
+                channel_type: None,
             }))
         );
     }
@@ -404,6 +412,7 @@ mod tests {
             panic!("expected a message");
         };
         assert_eq!(m.kind, MessageKind::DirectMessage);
+        assert_eq!(m.channel_type, Some(ChannelType::Im));
         assert_eq!(m.channel, "D024BE91L");
         assert_eq!(m.user, "U061F7AUR");
         assert_eq!(m.text, "Can you summarise yesterday's incidents?");

@@ -321,12 +321,25 @@ mod tests {
         }
     }
 
+    /// The user's direct messages with the bot.
     fn slack(team: &str, user: &str) -> Origin {
         Origin::Slack {
             team_id: team.into(),
-            channel: "C1".into(),
+            channel: "D1".into(),
             thread_ts: "1.2".into(),
             user: user.into(),
+            channel_type: Some(baton_core::ChannelType::Im),
+        }
+    }
+
+    /// A channel others read along in.
+    fn channel(team: &str, user: &str) -> Origin {
+        Origin::Slack {
+            team_id: team.into(),
+            channel: "C1".into(),
+            thread_ts: "1.3".into(),
+            user: user.into(),
+            channel_type: Some(baton_core::ChannelType::Channel),
         }
     }
 
@@ -408,6 +421,13 @@ mod tests {
         );
         assert_eq!(env.recall(&bob, "").await, ["Deploys happen on Tuesdays"]);
         assert!(env.recall(&other_team, "").await.is_empty());
+        // In a channel, where others read along, Alice's own facts stay
+        // hidden: only the workspace's are recalled.
+        let alice_in_channel = env.task(channel("T1", "UALICE")).await;
+        assert_eq!(
+            env.recall(&alice_in_channel, "").await,
+            ["Deploys happen on Tuesdays"]
+        );
         assert!(env.recall(&api, "").await.is_empty());
 
         // HTTP tasks share one memory, whatever scope they ask for.

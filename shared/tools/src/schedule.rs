@@ -375,6 +375,7 @@ mod tests {
             channel: "C1".into(),
             thread_ts: "1.2".into(),
             user: "U1".into(),
+            channel_type: None,
         };
         assert_eq!(owner_of(&o), "slack:T1:U1");
     }

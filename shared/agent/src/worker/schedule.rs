@@ -196,6 +196,7 @@ fn origin_of(s: &Schedule) -> Origin {
                 channel: t.slack_channel.clone(),
                 thread_ts: t.thread_ts.clone().unwrap_or_default(),
                 user,
+                channel_type: None,
             }
         }
     }

@@ -39,6 +39,7 @@ pub(crate) fn slack_origin(user: &str) -> Origin {
         channel: "C1".into(),
         thread_ts: "100.1".into(),
         user: user.into(),
+        channel_type: None,
     }
 }
 

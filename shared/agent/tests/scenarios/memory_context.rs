@@ -17,9 +17,21 @@ use std::sync::Arc;
 fn origin(user: &str) -> Origin {
     Origin::Slack {
         team_id: "T1".into(),
-        channel: "C1".into(),
+        channel: "D1".into(),
         thread_ts: "1.0".into(),
         user: user.into(),
+        channel_type: Some(baton_core::ChannelType::Im),
+    }
+}
+
+/// A mention of the bot in a channel others read along in.
+fn channel_origin(user: &str) -> Origin {
+    Origin::Slack {
+        team_id: "T1".into(),
+        channel: "C1".into(),
+        thread_ts: "2.0".into(),
+        user: user.into(),
+        channel_type: None,
     }
 }
 
@@ -109,6 +121,14 @@ async fn remembered_facts_relevant_to_the_message_appear_in_the_request() {
     // Not relevant, or not this user's: not shown.
     assert!(!system.contains("Gerald"));
     assert!(!system.contains("laptop"));
+
+    // The same message from the same user in a channel: only the
+    // workspace's fact; what is personal to U1 stays out of a shared place.
+    let mut request = build_request(&agent, &log, vec![recall_spec()]);
+    let found = recall_for_prompt(&memory, &channel_origin("U1"), query).await;
+    assert_eq!(with_memory(&mut request, &found), 1);
+    assert!(request.system.contains("deploys happen"));
+    assert!(!request.system.contains("German"), "{}", request.system);
 }
 
 #[tokio::test]

@@ -50,6 +50,7 @@ fn slack_task(channel: &str, thread_ts: &str) -> Task {
             channel: channel.into(),
             thread_ts: thread_ts.into(),
             user: "U1".into(),
+            channel_type: None,
         },
         None,
         Limits::default(),

@@ -337,6 +337,7 @@ async fn tools_create_for_the_asking_user_and_only_the_owner_deletes() {
             channel: "C9".into(),
             thread_ts: "17.5".into(),
             user: user.into(),
+            channel_type: None,
         };
         Task::new(
             TaskId::generate(),
