@@ -8,6 +8,7 @@ mod runtime_api;
 
 mod configuration;
 mod hostile_input;
+mod http_tools;
 mod lambda_functions;
 mod layers;
 mod local_stack;

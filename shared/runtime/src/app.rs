@@ -58,6 +58,14 @@ impl App {
                     .tools(),
             );
         }
+        // The agents file's declared HTTP tools; an agent has one only when
+        // its `tools` list names it.
+        tools.extend(
+            settings
+                .http_tools()?
+                .into_iter()
+                .map(|t| t as Arc<dyn baton_core::Tool>),
+        );
         // Memory needs only the task table, so every backend has it.
         tools.extend(baton_tools::MemoryTools::new(backend.store.clone()).tools());
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;

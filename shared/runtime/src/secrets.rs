@@ -15,8 +15,10 @@ pub struct SecretsError {
     message: String,
 }
 
-/// The variable names a secrets path may provide; anything else under the
-/// path is ignored, so a stray parameter cannot reconfigure Baton.
+/// The settings a secrets path may provide. Other parameters under the
+/// path provide variables for the `${NAME}` references of declared HTTP
+/// tools, unless their names could be a setting ([`CONFIG_PREFIXES`]): a
+/// stray parameter cannot reconfigure Baton.
 pub const SECRET_NAMES: &[&str] = &[
     "SLACK_SIGNING_SECRET",
     "SLACK_BOT_TOKEN",
@@ -24,6 +26,32 @@ pub const SECRET_NAMES: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
 ];
+
+/// Prefixes of the variables Baton (and the AWS SDK) read as settings.
+pub const CONFIG_PREFIXES: &[&str] = &[
+    "BATON_",
+    "AWS_",
+    "SLACK_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "BEDROCK_",
+    "RUST_",
+];
+
+/// Whether a parameter named `var` (its last path segment) is taken: one of
+/// the [`SECRET_NAMES`], or a variable name (letters, digits, `_`) that no
+/// setting has.
+pub fn is_taken(var: &str) -> bool {
+    if SECRET_NAMES.contains(&var) {
+        return true;
+    }
+    let mut chars = var.chars();
+    let is_var_name = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    is_var_name && !CONFIG_PREFIXES.iter().any(|p| var.starts_with(p))
+}
 
 /// Loads the secrets under `path` (recursively, decrypted).
 pub async fn load(
@@ -52,12 +80,12 @@ pub async fn load(
                 continue;
             };
             let var = name.rsplit('/').next().unwrap_or_default();
-            if SECRET_NAMES.contains(&var) {
+            if is_taken(var) {
                 out.insert(var.to_owned(), value.to_owned());
             } else {
                 tracing::warn!(
                     parameter = name,
-                    "ignoring a parameter that names no known secret"
+                    "ignoring a parameter that names a setting other than a secret"
                 );
             }
         }
@@ -74,6 +102,25 @@ pub async fn load(
 mod tests {
     use baton_aws::testing::MotoServer;
 
+    #[test]
+    fn secrets_and_tool_variables_are_taken_settings_are_not() {
+        for name in ["SLACK_BOT_TOKEN", "OPENAI_API_KEY", "TRACKER_TOKEN", "_X1"] {
+            assert!(super::is_taken(name), "{name}");
+        }
+        for name in [
+            "BATON_MAX_STEPS",
+            "AWS_ENDPOINT_URL",
+            "SLACK_API_URL",
+            "OPENAI_BASE_URL",
+            "RUST_LOG",
+            "1ABC",
+            "A-B",
+            "",
+        ] {
+            assert!(!super::is_taken(name), "{name}");
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread")]
     async fn loads_known_secrets_under_the_path_only() {
         let moto = MotoServer::start().expect("moto");
@@ -82,7 +129,11 @@ mod tests {
         for (name, value) in [
             ("/baton/test/SLACK_BOT_TOKEN", "xoxb-secret"),
             ("/baton/test/BATON_API_TOKEN", "token-0123456789abcdef"),
-            ("/baton/test/SOMETHING_ELSE", "ignored"),
+            // For a declared HTTP tool's `${TRACKER_TOKEN}`.
+            ("/baton/test/TRACKER_TOKEN", "tracker-secret"),
+            // Settings that are not secrets are never taken from SSM.
+            ("/baton/test/BATON_MAX_STEPS", "1"),
+            ("/baton/test/AWS_ENDPOINT_URL", "http://evil.example"),
             ("/baton/other/OPENAI_API_KEY", "not-this-path"),
         ] {
             ssm.put_parameter()
@@ -94,8 +145,9 @@ mod tests {
                 .expect("put parameter");
         }
         let secrets = super::load(&cfg, "/baton/test/").await.expect("load");
-        assert_eq!(secrets.len(), 2, "{:?}", secrets.keys());
+        assert_eq!(secrets.len(), 3, "{:?}", secrets.keys());
         assert_eq!(secrets["SLACK_BOT_TOKEN"], "xoxb-secret");
+        assert_eq!(secrets["TRACKER_TOKEN"], "tracker-secret");
         assert_eq!(secrets["BATON_API_TOKEN"], "token-0123456789abcdef");
     }
 }

@@ -11,6 +11,7 @@
 use baton_agent::{delegation::DELEGATE, timer::SLEEP};
 use baton_ingest::ApiToken;
 use baton_llm::{LlmConfig, Secret};
+use baton_settings::{parse_template, HttpToolDecl, Problem, TemplatePart};
 use baton_settings::{AgentConfig, Agents};
 use baton_settings::{AgentsConfig, AgentsSource, ConfigFileError, GlobalSettings};
 use baton_slack::signature::SigningSecret;
@@ -18,8 +19,11 @@ use baton_slack::web::BotToken;
 use baton_tools::memory::{FORGET, RECALL, REMEMBER};
 use baton_tools::schedule::{SCHEDULE_CREATE, SCHEDULE_DELETE, SCHEDULE_LIST};
 use baton_tools::AllowList;
+use baton_tools::{DeclaredHttpTool, HttpMethod, HttpToolDef};
 use baton_tools::{CURRENT_TIME, HTTP_REQUEST};
+use secrecy::SecretString;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +116,13 @@ pub struct Settings {
     /// `BATON_ACTIVE_INDEX_SHARDS`: the shards of the index of running
     /// tasks (docs/scale.md). Every function of a deployment must agree.
     pub active_index_shards: u32,
+    /// The agents file's `[http_tools]`, their `${NAME}` references
+    /// resolved from the environment and the stored secrets; built into
+    /// tools by [`Settings::http_tools`].
+    pub http_tool_defs: Vec<HttpToolDef>,
+    /// Where the agents file came from, for errors found when its tools
+    /// are built.
+    pub agents_origin: String,
 }
 
 /// `BATON_LLM_MODEL` for `bedrock` when unset: Claude Haiku 4.5 through
@@ -157,6 +168,97 @@ impl Source<'_> {
                     .map_err(|_| invalid(name, format!("`{v}` is not a valid number")))
             })
             .transpose()
+    }
+}
+
+/// A declared value with its `${NAME}` references replaced by the
+/// variables' values (each also pushed to `secrets`, to be scrubbed from the
+/// tool's outputs). An unset variable is a problem at `path`; the message
+/// names the variable, never a value.
+fn resolve_template(
+    src: &Source<'_>,
+    path: &str,
+    template: &str,
+    secrets: &mut Vec<SecretString>,
+    problems: &mut Vec<Problem>,
+) -> SecretString {
+    let mut out = String::new();
+    // The file was checked: references are well formed.
+    for part in parse_template(template).unwrap_or_default() {
+        match part {
+            TemplatePart::Text(t) => out.push_str(&t),
+            TemplatePart::Var(name) => match src.var(&name) {
+                Some(value) => {
+                    out.push_str(&value);
+                    secrets.push(SecretString::from(value));
+                }
+                None => problems.push(Problem {
+                    path: path.to_owned(),
+                    message: format!("${{{name}}} is not set"),
+                }),
+            },
+        }
+    }
+    SecretString::from(out)
+}
+
+/// The declared HTTP tools with their references resolved; every problem
+/// at once.
+fn resolve_http_tools(
+    src: &Source<'_>,
+    decls: &[HttpToolDecl],
+) -> Result<Vec<HttpToolDef>, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut defs = Vec::with_capacity(decls.len());
+    for d in decls {
+        let at = format!("http_tools.{}", d.name);
+        let before = problems.len();
+        let mut secrets = Vec::new();
+        let url = resolve_template(
+            src,
+            &format!("{at}.url"),
+            &d.url,
+            &mut secrets,
+            &mut problems,
+        );
+        let headers = d
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let path = format!("{at}.headers.{name}");
+                let value = resolve_template(src, &path, value, &mut secrets, &mut problems);
+                (name.clone(), value)
+            })
+            .collect();
+        let method = match serde_json::from_value::<HttpMethod>(serde_json::json!(d.method)) {
+            Ok(m) => m,
+            Err(_) => {
+                problems.push(Problem {
+                    path: format!("{at}.method"),
+                    message: format!("unknown HTTP method `{}`", d.method),
+                });
+                continue;
+            }
+        };
+        if problems.len() > before {
+            continue;
+        }
+        defs.push(HttpToolDef {
+            name: d.name.clone(),
+            description: d.description.clone(),
+            method,
+            url,
+            url_template: d.url.clone(),
+            headers,
+            parameters: d.parameters.clone(),
+            timeout: d.timeout,
+            secrets,
+        });
+    }
+    if problems.is_empty() {
+        Ok(defs)
+    } else {
+        Err(problems)
     }
 }
 
@@ -275,10 +377,16 @@ impl Settings {
             base.system_prompt = p.clone();
         }
         let cwd = std::env::current_dir().unwrap_or_default();
-        let loaded = match AgentsSource::locate(|n| src.var(n), &cwd)? {
-            Some(source) => source.load(&base, KNOWN_TOOLS)?,
-            None => AgentsConfig::from_base(base),
+        let (loaded, origin) = match AgentsSource::locate(|n| src.var(n), &cwd)? {
+            Some(source) => (source.load(&base, KNOWN_TOOLS)?, source.origin().to_owned()),
+            None => (AgentsConfig::from_base(base), String::new()),
         };
+        let http_tool_defs = resolve_http_tools(&src, &loaded.http_tools).map_err(|problems| {
+            ConfigFileError::Invalid {
+                origin: origin.clone(),
+                problems,
+            }
+        })?;
         let heartbeat_repeat_window = src
             .num::<u64>("BATON_HEARTBEAT_REPEAT_WINDOW_SECS")?
             .map_or(baton_agent::DEFAULT_REPEAT_WINDOW, Duration::from_secs);
@@ -315,6 +423,8 @@ impl Settings {
             ));
         }
         Ok(Settings {
+            http_tool_defs,
+            agents_origin: origin,
             active_index_shards,
             agents: loaded.agents,
             deployment: loaded.settings,
@@ -337,6 +447,33 @@ impl Settings {
     /// The agents this configuration defines.
     pub fn agents(&self) -> Agents {
         self.agents.clone()
+    }
+
+    /// The declared HTTP tools, checked (URL, header values) and their
+    /// schemas compiled; every problem at once, named by its key. Called
+    /// where tools are built (the worker and `baton dev`), not by ingest.
+    pub fn http_tools(&self) -> Result<Vec<Arc<DeclaredHttpTool>>, SettingsError> {
+        let mut problems = Vec::new();
+        let mut tools = Vec::with_capacity(self.http_tool_defs.len());
+        for def in &self.http_tool_defs {
+            let at = format!("http_tools.{}", def.name);
+            match DeclaredHttpTool::new(def.clone()) {
+                Ok(tool) => tools.push(Arc::new(tool)),
+                Err(e) => problems.push(Problem {
+                    path: format!("{at}.{}", e.field),
+                    message: e.message,
+                }),
+            }
+        }
+        if problems.is_empty() {
+            Ok(tools)
+        } else {
+            Err(ConfigFileError::Invalid {
+                origin: self.agents_origin.clone(),
+                problems,
+            }
+            .into())
+        }
     }
 }
 
@@ -470,6 +607,121 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    const TICKET_TOOL: &str = r#"
+[http_tools.create_ticket]
+description = "Open a ticket in the tracker"
+method = "POST"
+url = "https://tracker.example.com/api/${TRACKER_PATH}"
+headers = { Authorization = "Bearer ${TRACKER_TOKEN}" }
+parameters = { type = "object", properties = { title = { type = "string" } }, required = ["title"] }
+
+[agents.default]
+tools = ["create_ticket", "current_time"]
+"#;
+
+    fn with_agents(file: &str, extra: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        let values: HashMap<String, String> = [("BATON_AGENTS_TOML", file)]
+            .iter()
+            .chain(extra)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::load(&values)
+    }
+
+    #[test]
+    fn declared_http_tools_resolve_references_from_the_environment_and_secrets() {
+        if env_has(&[
+            "BATON_AGENTS_TOML",
+            "BATON_AGENTS_FILE",
+            "TRACKER_TOKEN",
+            "TRACKER_PATH",
+        ]) {
+            eprintln!("skipped: the environment sets the variables");
+            return;
+        }
+        let secret = "tok-9f8e7d6c5b4a";
+        let s = with_agents(
+            TICKET_TOOL,
+            &[("TRACKER_TOKEN", secret), ("TRACKER_PATH", "tickets")],
+        )
+        .unwrap();
+        let tools = s.http_tools().unwrap();
+        assert_eq!(tools.len(), 1);
+        let tool = &tools[0];
+        assert_eq!(tool.name(), "create_ticket");
+        assert_eq!(
+            tool.scrub(&format!("echo: Bearer {secret} at tickets")),
+            "echo: Bearer [redacted] at [redacted]",
+            "every resolved value is scrubbed"
+        );
+        let shown = format!("{s:?}");
+        assert!(!shown.contains(secret), "{shown}");
+        assert!(s
+            .agents
+            .get("default")
+            .unwrap()
+            .allows_tool("create_ticket"));
+    }
+
+    #[test]
+    fn an_unset_reference_is_refused_naming_tool_key_and_variable() {
+        if env_has(&[
+            "BATON_AGENTS_TOML",
+            "BATON_AGENTS_FILE",
+            "TRACKER_TOKEN",
+            "TRACKER_PATH",
+        ]) {
+            eprintln!("skipped: the environment sets the variables");
+            return;
+        }
+        let err = with_agents(TICKET_TOOL, &[("TRACKER_PATH", "tickets")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "agents file: BATON_AGENTS_TOML: http_tools.create_ticket.headers.Authorization: \
+             ${TRACKER_TOKEN} is not set"
+        );
+        let err = with_agents(TICKET_TOOL, &[]).unwrap_err().to_string();
+        assert!(err.contains("2 problems"), "{err}");
+        assert!(
+            err.contains("http_tools.create_ticket.url: ${TRACKER_PATH} is not set"),
+            "{err}"
+        );
+        // A value that cannot be a header once resolved: named, not shown
+        // (found where the tools are built).
+        let err = with_agents(
+            TICKET_TOOL,
+            &[("TRACKER_PATH", "t"), ("TRACKER_TOKEN", "bad\nvalue-xyz")],
+        )
+        .unwrap()
+        .http_tools()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(
+                "http_tools.create_ticket.headers.Authorization: not a valid header value"
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("value-xyz"), "{err}");
+        // The schema is compiled when the tools are built.
+        let bad_schema = TICKET_TOOL.replace(
+            "title = { type = \"string\" }",
+            "title = { type = \"text\" }",
+        );
+        let err = with_agents(
+            &bad_schema,
+            &[("TRACKER_PATH", "t"), ("TRACKER_TOKEN", "x")],
+        )
+        .unwrap()
+        .http_tools()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("http_tools.create_ticket.parameters: not a valid JSON Schema"),
+            "{err}"
+        );
     }
 
     #[test]

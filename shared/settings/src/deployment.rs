@@ -2,6 +2,7 @@
 //! `[budgets]` tables, and what a loaded configuration yields.
 
 use crate::agent::{AgentConfig, Agents};
+use crate::http_tool::HttpToolDecl;
 use baton_core::input_guard::InputGuardMode;
 
 /// The `[guard]` table.
@@ -29,6 +30,8 @@ pub struct GlobalSettings {
 pub struct AgentsConfig {
     pub agents: Agents,
     pub settings: GlobalSettings,
+    /// The file's `[http_tools]`, by name, `${NAME}` references unresolved.
+    pub http_tools: Vec<HttpToolDecl>,
 }
 
 impl AgentsConfig {
@@ -37,6 +40,7 @@ impl AgentsConfig {
         AgentsConfig {
             agents: Agents::new(base, Vec::new()),
             settings: GlobalSettings::default(),
+            http_tools: Vec::new(),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod approval;
 pub mod context;
 pub mod deployment;
 pub mod file;
+pub mod http_tool;
 pub mod price;
 
 pub use agent::{AgentConfig, Agents, DEFAULT_SYSTEM_PROMPT};
@@ -20,4 +21,5 @@ pub use baton_core::input_guard::InputGuardMode;
 pub use context::{ContextSettings, Escalation};
 pub use deployment::{AgentsConfig, BudgetSettings, GlobalSettings, GuardSettings};
 pub use file::{AgentsSource, ConfigFileError, Problem};
+pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
 pub use price::{ModelPrice, ModelPrices};

@@ -75,7 +75,7 @@ impl HttpMethod {
         }
     }
 
-    fn to_reqwest(self) -> Method {
+    pub(crate) fn to_reqwest(self) -> Method {
         match self {
             HttpMethod::Get => Method::GET,
             HttpMethod::Head => Method::HEAD,
@@ -452,7 +452,7 @@ fn request_headers(given: Option<&BTreeMap<String, String>>) -> Result<HeaderMap
 }
 
 /// The body as text: UTF-8 as is, other text lossily, binary not at all.
-fn body_text(bytes: &[u8], content_type: Option<&str>) -> String {
+pub(crate) fn body_text(bytes: &[u8], content_type: Option<&str>) -> String {
     if bytes.is_empty() {
         return "(empty body)".into();
     }
@@ -482,7 +482,7 @@ fn is_textual(content_type: &str) -> bool {
 
 /// An error and its causes on one line, without the URL reqwest adds (it
 /// may carry credentials in its query).
-fn error_chain(err: &reqwest::Error) -> String {
+pub(crate) fn error_chain(err: &reqwest::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     if err.is_timeout() {
         parts.push("timed out".into());

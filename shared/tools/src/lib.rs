@@ -14,6 +14,11 @@
 //! - [`Toolset`]: name → tool, with [`Toolset::builtins`].
 //! - [`ScheduleTools`] (`schedule_create`, `schedule_list`,
 //!   `schedule_delete`).
+//! - [`DeclaredHttpTool`]: an operator's `[http_tools.NAME]` from the agents
+//!   file (docs/tools.md): arguments checked against its JSON Schema, sent
+//!   with the call's `Idempotency-Key`, no SSRF refusal (the operator chose
+//!   the host), and every secret value it was configured with scrubbed from
+//!   what it returns.
 //!
 //! Tools never fail with a Rust error: bad arguments, refusals and transport
 //! failures come back as [`baton_core::ToolOutput::error`] text that the
@@ -35,6 +40,7 @@
 //! ```
 
 mod args;
+mod declared;
 mod guard;
 mod http;
 pub mod memory;
@@ -45,6 +51,7 @@ mod time;
 mod toolset;
 
 pub use args::{input_schema, parse_args};
+pub use declared::{DeclaredHttpTool, DeclaredToolError, HttpToolDef, REDACTED};
 pub use guard::{blocked_reason, AllowList, AllowListError, Refusal, ALLOW_ENV};
 pub use http::{HttpConfig, HttpMethod, HttpRequestArgs, HttpRequestTool, HTTP_REQUEST};
 pub use memory::MemoryTools;

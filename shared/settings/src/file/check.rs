@@ -6,15 +6,59 @@ use super::Problem;
 use crate::agent::{AgentConfig, Agents};
 use crate::approval::*;
 use crate::deployment::*;
+use crate::http_tool::{
+    parse_template, valid_header_name, valid_tool_name, HttpToolDecl, TemplatePart,
+    DEFAULT_HTTP_TOOL_TIMEOUT,
+};
 use crate::price::{unpriced_models, ModelPrice};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 // ----------------------------------------------------------------- checking
 
+/// Headers a declared tool may not set: the HTTP client frames the request
+/// itself, and Baton sends the `Idempotency-Key`.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "idempotency-key",
+];
+
+/// A declared URL: `${NAME}` references well formed, and with each one
+/// replaced by a placeholder, an absolute http(s) URL with a host.
+fn check_url_template(url: &str) -> Result<(), String> {
+    let parts = parse_template(url)?;
+    let sample: String = parts
+        .iter()
+        .map(|p| match p {
+            TemplatePart::Text(t) => t.as_str(),
+            TemplatePart::Var(_) => "x",
+        })
+        .collect();
+    let parsed = url::Url::parse(&sample).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "must be an http:// or https:// URL, not {}:",
+            parsed.scheme()
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("must name a host".into());
+    }
+    Ok(())
+}
+
 pub(super) struct Checker<'a> {
     pub(super) problems: Vec<Problem>,
     pub(super) known_tools: &'a [&'a str],
+    /// Names of the file's `[http_tools]`, which agents may list too.
+    pub(super) declared_tools: Vec<String>,
     pub(super) base_dir: &'a Path,
 }
 
@@ -62,8 +106,9 @@ impl Checker<'_> {
     }
 
     fn check_tool(&mut self, path: String, name: &str) {
-        if !self.known_tools.contains(&name) {
+        if !self.known_tools.contains(&name) && !self.declared_tools.iter().any(|d| d == name) {
             let mut known: Vec<&str> = self.known_tools.to_vec();
+            known.extend(self.declared_tools.iter().map(String::as_str));
             known.sort_unstable();
             self.add(
                 path,
@@ -352,6 +397,8 @@ impl Checker<'_> {
         mut file: FileSpec,
         base: &AgentConfig,
     ) -> Option<AgentsConfig> {
+        self.declared_tools = file.http_tools.keys().cloned().collect();
+        let http_tools = self.check_http_tools(&file.http_tools);
         self.check_spec("defaults", &mut file.defaults, true);
         for (name, spec) in file.agents.iter_mut() {
             let at = format!("agents.{name}");
@@ -411,11 +458,152 @@ impl Checker<'_> {
                 user_monthly_tokens: file.budgets.user_monthly_tokens,
             },
         };
-        let others = agents.into_values().map(|(_, a)| a).collect();
+        let mut default = default;
+        let mut others: Vec<AgentConfig> = agents.into_values().map(|(_, a)| a).collect();
+        if !self.declared_tools.is_empty() {
+            // A declared tool is enabled by naming it: an agent without a
+            // `tools` list gets the built-in tools only.
+            let builtins: Vec<String> = self.known_tools.iter().map(|t| (*t).to_owned()).collect();
+            for a in std::iter::once(&mut default).chain(others.iter_mut()) {
+                if a.tools.is_none() {
+                    a.tools = Some(builtins.clone());
+                }
+            }
+        }
         self.problems.is_empty().then(|| AgentsConfig {
             agents: Agents::new(default, others),
             settings,
+            http_tools,
         })
+    }
+
+    /// The `[http_tools]` tables: names, methods, URLs, headers, the
+    /// parameters' schema (its shape; the tools crate compiles it), and the
+    /// syntax of `${NAME}` references (resolved later, by the runtime).
+    fn check_http_tools(&mut self, tools: &BTreeMap<String, HttpToolSpec>) -> Vec<HttpToolDecl> {
+        let mut out = Vec::with_capacity(tools.len());
+        for (name, spec) in tools {
+            let at = format!("http_tools.{name}");
+            let before = self.problems.len();
+            if !valid_tool_name(name) {
+                self.add(
+                    &at,
+                    "tool names are letters, digits, `_` and `-` (1 to 64 characters)",
+                );
+            } else if self.known_tools.contains(&name.as_str()) {
+                self.add(&at, format!("`{name}` is the name of a built-in tool"));
+            }
+            let description = match spec.description.as_deref().map(str::trim) {
+                None => {
+                    self.add(
+                        format!("{at}.description"),
+                        "required: what the tool does, for the model",
+                    );
+                    String::new()
+                }
+                Some("") => {
+                    self.add(format!("{at}.description"), "must not be empty");
+                    String::new()
+                }
+                Some(d) => d.to_owned(),
+            };
+            let method = match spec.method.as_deref().map(str::trim) {
+                None => {
+                    self.add(
+                        format!("{at}.method"),
+                        format!("required: one of {}", HTTP_METHODS.join(", ")),
+                    );
+                    String::new()
+                }
+                Some(m) if HTTP_METHODS.contains(&m.to_ascii_uppercase().as_str()) => {
+                    m.to_ascii_uppercase()
+                }
+                Some(m) => {
+                    self.add(
+                        format!("{at}.method"),
+                        format!(
+                            "unknown HTTP method `{m}`; expected one of {}",
+                            HTTP_METHODS.join(", ")
+                        ),
+                    );
+                    String::new()
+                }
+            };
+            let url = match spec.url.as_deref().map(str::trim) {
+                None => {
+                    self.add(format!("{at}.url"), "required: an http:// or https:// URL");
+                    String::new()
+                }
+                Some(u) => {
+                    if let Err(m) = check_url_template(u) {
+                        self.add(format!("{at}.url"), m);
+                    }
+                    u.to_owned()
+                }
+            };
+            for (header, value) in &spec.headers {
+                let path = format!("{at}.headers.{header}");
+                if !valid_header_name(header) {
+                    self.add(&path, "not a valid HTTP header name");
+                } else if RESERVED_HEADERS.contains(&header.to_ascii_lowercase().as_str()) {
+                    self.add(
+                        &path,
+                        "set by Baton or the HTTP client; it cannot be declared",
+                    );
+                }
+                match parse_template(value) {
+                    Err(m) => self.add(&path, m),
+                    Ok(parts) => {
+                        let literal: String = parts
+                            .iter()
+                            .map(|p| match p {
+                                TemplatePart::Text(t) => t.as_str(),
+                                TemplatePart::Var(_) => "x",
+                            })
+                            .collect();
+                        if literal.chars().any(|c| c.is_control()) {
+                            self.add(&path, "header values cannot hold control characters");
+                        }
+                    }
+                }
+            }
+            let parameters = match &spec.parameters {
+                None => serde_json::json!({"type": "object", "properties": {}}),
+                Some(p) => match serde_json::to_value(p) {
+                    Ok(v @ serde_json::Value::Object(_))
+                        if v.get("type") == Some(&serde_json::json!("object")) =>
+                    {
+                        v
+                    }
+                    Ok(_) => {
+                        self.add(
+                            format!("{at}.parameters"),
+                            "must be a JSON Schema of an object: a table with type = \"object\"",
+                        );
+                        serde_json::Value::Null
+                    }
+                    Err(e) => {
+                        self.add(format!("{at}.parameters"), format!("cannot be JSON: {e}"));
+                        serde_json::Value::Null
+                    }
+                },
+            };
+            let timeout = spec
+                .timeout
+                .map_or(DEFAULT_HTTP_TOOL_TIMEOUT, |DurationSpec(d)| d);
+            if self.problems.len() == before {
+                out.push(HttpToolDecl {
+                    name: name.clone(),
+                    description,
+                    method,
+                    url,
+                    headers: spec.headers.clone(),
+                    parameters,
+                    timeout,
+                });
+            }
+        }
+        out
     }
 
     /// The `[prices]` table: every model id valid, both prices given, each

@@ -213,6 +213,7 @@ impl AgentsSource {
         let mut checker = Checker {
             problems: Vec::new(),
             known_tools,
+            declared_tools: Vec::new(),
             base_dir: &self.base_dir,
         };
         let result = checker.resolve(spec, base);

@@ -26,6 +26,23 @@ pub(super) struct FileSpec {
     /// Model prices, by model id.
     #[serde(default)]
     pub(super) prices: BTreeMap<String, PriceSpec>,
+    /// Declared HTTP tools, by name.
+    #[serde(default)]
+    pub(super) http_tools: BTreeMap<String, HttpToolSpec>,
+}
+
+/// `[http_tools.NAME]`: an HTTP API called as a tool. The key names are a
+/// contract (docs/tools.md).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HttpToolSpec {
+    pub(super) description: Option<String>,
+    pub(super) method: Option<String>,
+    pub(super) url: Option<String>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    pub(super) parameters: Option<toml::Value>,
+    pub(super) timeout: Option<DurationSpec>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -850,3 +850,173 @@ fn errors_do_not_echo_prompt_text_beyond_the_offending_value() {
     let e = err("[agents.r]\nsystem_prompt = \"secret instructions\"\nmodel = 5\n");
     assert!(!e.contains("secret instructions"), "{e}");
 }
+
+// ------------------------------------------------------------ http tools
+
+const TICKET_TOOL: &str = r#"
+[http_tools.create_ticket]
+description = "Open a ticket in the tracker"
+method = "POST"
+url = "https://tracker.example.com/api/tickets"
+headers = { Authorization = "Bearer ${TRACKER_TOKEN}" }
+parameters = { type = "object", properties = { title = { type = "string" } }, required = ["title"] }
+"#;
+
+#[test]
+fn http_tools_are_declared_and_enabled_by_name() {
+    let text = format!(
+        "{TICKET_TOOL}\n[agents.default]\ntools = [\"current_time\", \"create_ticket\"]\n\n\
+         [agents.other]\nsystem_prompt = \"x\"\n\n[agents.default.approval]\nrequire = [\"create_ticket\"]\n"
+    );
+    let c = load(&text).unwrap();
+    assert_eq!(c.http_tools.len(), 1);
+    let t = &c.http_tools[0];
+    assert_eq!(t.name, "create_ticket");
+    assert_eq!(t.description, "Open a ticket in the tracker");
+    assert_eq!(t.method, "POST");
+    assert_eq!(t.url, "https://tracker.example.com/api/tickets");
+    assert_eq!(
+        t.headers.get("Authorization").map(String::as_str),
+        Some("Bearer ${TRACKER_TOKEN}"),
+        "references are resolved later, by the runtime"
+    );
+    assert_eq!(
+        t.parameters,
+        json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]})
+    );
+    assert_eq!(t.timeout, Duration::from_secs(30));
+    let default = c.agents.get("default").unwrap();
+    assert!(default.allows_tool("create_ticket"));
+    assert_eq!(
+        default.approval.require,
+        Some(vec![ApprovalRule::parse("create_ticket").unwrap()])
+    );
+    // An agent without a `tools` list keeps the built-ins, not the
+    // declared tools: those are enabled by naming them.
+    let other = c.agents.get("other").unwrap();
+    assert!(other.allows_tool("http_request"));
+    assert!(!other.allows_tool("create_ticket"));
+}
+
+#[test]
+fn http_tool_defaults_and_timeout() {
+    let c = load(
+        "[http_tools.weather]\ndescription = \"Weather\"\nmethod = \"get\"\n\
+         url = \"https://api.example.com/weather?key=${WEATHER_KEY}\"\ntimeout = \"5s\"\n",
+    )
+    .unwrap();
+    let t = &c.http_tools[0];
+    assert_eq!(t.method, "GET");
+    assert_eq!(t.timeout, Duration::from_secs(5));
+    assert_eq!(t.parameters, json!({"type": "object", "properties": {}}));
+    assert!(t.headers.is_empty());
+    // No agent names it: without a tools list, the agents keep the built-ins.
+    assert!(!c.agents.get("default").unwrap().allows_tool("weather"));
+}
+
+#[test]
+fn bad_http_tool_declarations_name_the_key() {
+    let tool = |body: &str| format!("[http_tools.t]\n{body}\n");
+    let ok = "description = \"d\"\nmethod = \"POST\"\nurl = \"https://x.example/a\"";
+    // Each bad configuration, and the key its error names.
+    let cases: Vec<(String, &str)> = vec![
+        (tool(&format!("{ok}\nbody = \"x\"")), "http_tools.t.body: unknown field `body`"),
+        (
+            tool("description = \"d\"\nmethod = \"FETCH\"\nurl = \"https://x.example/\""),
+            "http_tools.t.method: unknown HTTP method `FETCH`",
+        ),
+        (
+            tool("description = \"d\"\nurl = \"https://x.example/\""),
+            "http_tools.t.method: required",
+        ),
+        (
+            tool("description = \"d\"\nmethod = \"GET\"\nurl = \"ftp://x.example/\""),
+            "http_tools.t.url: must be an http:// or https:// URL",
+        ),
+        (
+            tool("description = \"d\"\nmethod = \"GET\"\nurl = \"not a url\""),
+            "http_tools.t.url: not a URL",
+        ),
+        (
+            tool("description = \"d\"\nmethod = \"GET\""),
+            "http_tools.t.url: required",
+        ),
+        (
+            tool("description = \"d\"\nmethod = \"GET\"\nurl = \"https://x.example/${OPEN\""),
+            "http_tools.t.url: `${` without a closing `}`",
+        ),
+        (
+            tool("method = \"GET\"\nurl = \"https://x.example/\""),
+            "http_tools.t.description: required",
+        ),
+        (
+            tool(&format!("{ok}\nparameters = {{ type = \"string\" }}")),
+            "http_tools.t.parameters: must be a JSON Schema of an object",
+        ),
+        (
+            tool(&format!("{ok}\nparameters = \"object\"")),
+            "http_tools.t.parameters: must be a JSON Schema of an object",
+        ),
+        (
+            tool(&format!("{ok}\nheaders = {{ \"Bad Name\" = \"x\" }}")),
+            "http_tools.t.headers.Bad Name: not a valid HTTP header name",
+        ),
+        (
+            tool(&format!("{ok}\nheaders = {{ Idempotency-Key = \"x\" }}")),
+            "http_tools.t.headers.Idempotency-Key: set by Baton",
+        ),
+        (
+            tool(&format!("{ok}\nheaders = {{ X-Key = \"${{A-B}}\" }}")),
+            "http_tools.t.headers.X-Key: `${A-B}` is not a variable reference",
+        ),
+        (
+            tool(&format!("{ok}\ntimeout = \"soon\"")),
+            "http_tools.t.timeout",
+        ),
+        (
+            format!("[http_tools.http_request]\n{ok}\n"),
+            "http_tools.http_request: `http_request` is the name of a built-in tool",
+        ),
+        (
+            format!("[http_tools.\"bad.name\"]\n{ok}\n"),
+            "http_tools.bad.name: tool names are letters, digits",
+        ),
+        (
+            format!("[http_tools.{}]\n{ok}\n", "a".repeat(65)),
+            "tool names are letters, digits, `_` and `-` (1 to 64 characters)",
+        ),
+        (
+            format!("{TICKET_TOOL}\n[agents.default]\ntools = [\"create_tiket\"]\n"),
+            "agents.default.tools[0]: unknown tool `create_tiket`; known tools: create_ticket, current_time, delegate, http_request, recall, remember",
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_err(&text, expected);
+    }
+}
+
+/// The TOML blocks of docs/tools.md load (with a prompt-less file).
+#[test]
+fn every_toml_block_in_the_tools_doc_loads() {
+    const TOOLS_DOC: &str = include_str!("../../../../docs/tools.md");
+    let mut n = 0;
+    let mut current: Option<String> = None;
+    for line in TOOLS_DOC.lines() {
+        match &mut current {
+            None if line.trim() == "```toml" => current = Some(String::new()),
+            Some(b) if line.trim() == "```" => {
+                if let Err(e) = load(b) {
+                    panic!("docs/tools.md block does not load: {e}\n{b}");
+                }
+                n += 1;
+                current = None;
+            }
+            Some(b) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            None => {}
+        }
+    }
+    assert!(n >= 1, "docs/tools.md has its example");
+}

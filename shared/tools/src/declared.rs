@@ -1,0 +1,355 @@
+//! Declared HTTP tools: an operator's `[http_tools.NAME]` (docs/tools.md)
+//! called as a tool of its own. The model sees the declared name,
+//! description and `parameters`; its arguments are checked against
+//! `parameters` (JSON Schema) and sent as the JSON body, or as the query
+//! string for GET, HEAD and DELETE, with the call's `Idempotency-Key`.
+//!
+//! The operator declared the host, so there is no SSRF refusal (unlike
+//! `http_request`), but the credentials in the declaration never show:
+//! header values and the URL are held as [`SecretString`], never logged,
+//! and every value a `${NAME}` reference resolved to is replaced by
+//! `[redacted]` in whatever the tool returns.
+
+use crate::args::parse_args;
+use crate::http::{body_text, error_chain, HttpMethod};
+use async_trait::async_trait;
+use baton_core::{Tool, ToolContext, ToolOutput, ToolSpec};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use secrecy::{ExposeSecret, SecretString};
+use std::fmt;
+use std::time::Duration;
+use url::Url;
+
+const USER_AGENT: &str = concat!("baton-http-tool/", env!("CARGO_PKG_VERSION"));
+
+/// What replaces a secret value in outputs.
+pub const REDACTED: &str = "[redacted]";
+
+/// A declared HTTP tool with its `${NAME}` references resolved. Plain
+/// data: [`DeclaredHttpTool::new`] checks it and compiles its schema (the
+/// worker's start-up; the ingest Lambda never builds tools, so it links no
+/// JSON Schema code).
+#[derive(Clone, Debug)]
+pub struct HttpToolDef {
+    pub name: String,
+    pub description: String,
+    pub method: HttpMethod,
+    /// The URL with its references resolved: it may hold a secret.
+    pub url: SecretString,
+    /// The URL as declared (references unresolved): what logs show.
+    pub url_template: String,
+    /// Header name and resolved value.
+    pub headers: Vec<(String, SecretString)>,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+    pub timeout: Duration,
+    /// Every value a reference resolved to; scrubbed from all outputs.
+    pub secrets: Vec<SecretString>,
+}
+
+/// Why a declaration cannot become a tool; `field` is the key under
+/// `http_tools.NAME` at fault. Never holds a secret value.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct DeclaredToolError {
+    pub field: String,
+    pub message: String,
+}
+
+fn decl_error(field: impl Into<String>, message: impl Into<String>) -> DeclaredToolError {
+    DeclaredToolError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// A declared HTTP tool, ready to call.
+pub struct DeclaredHttpTool {
+    name: String,
+    description: String,
+    method: HttpMethod,
+    url: Url,
+    url_template: String,
+    headers: HeaderMap,
+    parameters: serde_json::Value,
+    validator: jsonschema::Validator,
+    timeout: Duration,
+    max_body_bytes: usize,
+    /// Longest first, so a secret containing another is scrubbed whole.
+    secrets: Vec<SecretString>,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for DeclaredHttpTool {
+    /// Names and the declared URL only: never a header value.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<&str> = self.headers.keys().map(HeaderName::as_str).collect();
+        f.debug_struct("DeclaredHttpTool")
+            .field("name", &self.name)
+            .field("method", &self.method)
+            .field("url", &self.url_template)
+            .field("headers", &headers)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeclaredHttpTool {
+    /// Response body bytes kept, as `http_request`.
+    pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+    /// Checks what only a resolved declaration can show (the URL, the
+    /// header values) and compiles the `parameters` schema.
+    pub fn new(def: HttpToolDef) -> Result<Self, DeclaredToolError> {
+        // Url's parse errors never quote the input.
+        let url = Url::parse(def.url.expose_secret().trim())
+            .map_err(|e| decl_error("url", format!("not a URL once resolved: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(decl_error(
+                "url",
+                "must be an http:// or https:// URL with a host once resolved",
+            ));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &def.headers {
+            let at = format!("headers.{name}");
+            let header_name = HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|_| decl_error(&at, "not a valid HTTP header name"))?;
+            let mut header_value = HeaderValue::from_str(value.expose_secret().trim())
+                .map_err(|_| decl_error(&at, "not a valid header value once resolved"))?;
+            header_value.set_sensitive(true);
+            headers.insert(header_name, header_value);
+        }
+        let validator = jsonschema::validator_for(&def.parameters)
+            .map_err(|e| decl_error("parameters", format!("not a valid JSON Schema: {e}")))?;
+        let client = reqwest::Client::builder()
+            // The operator chose the host; a redirect is shown, not followed
+            // (the credentials are for the declared URL only).
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(def.timeout)
+            .connect_timeout(def.timeout.min(Duration::from_secs(10)))
+            .user_agent(USER_AGENT)
+            .build()
+            .map_err(|e| decl_error("url", format!("cannot build the HTTP client: {e}")))?;
+        let mut secrets: Vec<SecretString> = def
+            .secrets
+            .into_iter()
+            .filter(|s| !s.expose_secret().is_empty())
+            .collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.expose_secret().len()));
+        Ok(DeclaredHttpTool {
+            name: def.name,
+            description: def.description,
+            method: def.method,
+            url,
+            url_template: def.url_template,
+            headers,
+            parameters: def.parameters,
+            validator,
+            timeout: def.timeout,
+            max_body_bytes: Self::MAX_BODY_BYTES,
+            secrets,
+            client,
+        })
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `text` with every resolved secret value replaced by `[redacted]`.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for s in &self.secrets {
+            let s = s.expose_secret();
+            // As written, and as it reads once percent-encoded into a URL.
+            let encoded: String = url::form_urlencoded::byte_serialize(s.as_bytes()).collect();
+            for form in [s, encoded.as_str()] {
+                if out.contains(form) {
+                    out = out.replace(form, REDACTED);
+                }
+            }
+        }
+        out
+    }
+
+    /// The arguments' problems against `parameters`, one line each, named
+    /// by their path; `None` when they are valid.
+    fn argument_errors(&self, args: &serde_json::Value) -> Option<String> {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .take(10)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    format!("- {e}")
+                } else {
+                    format!("- at `{path}`: {e}")
+                }
+            })
+            .collect();
+        (!problems.is_empty()).then(|| problems.join("\n"))
+    }
+
+    /// The request this call sends: the URL (with the arguments as its
+    /// query for GET, HEAD and DELETE) and the body (JSON otherwise).
+    fn request(&self, args: &serde_json::Value, ctx: &ToolContext) -> reqwest::RequestBuilder {
+        let mut url = self.url.clone();
+        let in_query = matches!(
+            self.method,
+            HttpMethod::Get | HttpMethod::Head | HttpMethod::Delete
+        );
+        if in_query {
+            if let Some(map) = args.as_object().filter(|m| !m.is_empty()) {
+                let mut pairs = url.query_pairs_mut();
+                for (k, v) in map {
+                    let values = match v {
+                        serde_json::Value::Array(items) => items.clone(),
+                        other => vec![other.clone()],
+                    };
+                    for v in values {
+                        match v {
+                            serde_json::Value::Null => {}
+                            serde_json::Value::String(s) => {
+                                pairs.append_pair(k, &s);
+                            }
+                            other => {
+                                pairs.append_pair(k, &other.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut headers = self.headers.clone();
+        if let Ok(key) = HeaderValue::from_str(&ctx.idempotency_key) {
+            headers.insert("idempotency-key", key);
+        }
+        let mut req = self
+            .client
+            .request(self.method.to_reqwest(), url)
+            .headers(headers);
+        if !in_query {
+            req = req
+                .header(CONTENT_TYPE, "application/json")
+                .body(args.to_string());
+        }
+        req
+    }
+
+    async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
+        tracing::info!(
+            tool = %self.name,
+            method = self.method.as_str(),
+            url = %self.url_template,
+            "calling a declared HTTP tool"
+        );
+        let mut response = self
+            .request(&args, ctx)
+            .send()
+            .await
+            .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase);
+        let mut head = format!("HTTP {status}\n");
+        if let Some(ct) = &content_type {
+            head.push_str(&format!("content-type: {ct}\n"));
+        }
+        if let Some(loc) = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+        {
+            head.push_str(&format!("location: {loc}\n"));
+        }
+        head.push('\n');
+        let mut body = String::new();
+        if self.method != HttpMethod::Head {
+            let limit = self.max_body_bytes;
+            let mut bytes: Vec<u8> = Vec::new();
+            let mut truncated = false;
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| format!("reading the response failed: {}", error_chain(&e)))?
+            {
+                let room = limit - bytes.len();
+                if chunk.len() > room {
+                    bytes.extend_from_slice(&chunk[..room]);
+                    truncated = true;
+                    break;
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            body = body_text(&bytes, content_type.as_deref());
+            if truncated {
+                body.push_str(&format!("\n[truncated: response exceeded {limit} bytes]"));
+            }
+        }
+        let text = format!("{head}{body}");
+        if status.is_client_error() || status.is_server_error() {
+            Err(text)
+        } else {
+            Ok(text)
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for DeclaredHttpTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: self.parameters.clone(),
+        }
+    }
+
+    /// GET and HEAD may run again after a crash; anything else is never
+    /// repeated (an interrupted call is reported as such).
+    fn idempotent(&self, _arguments: &serde_json::Value) -> bool {
+        self.method.is_safe()
+    }
+
+    /// Anything but GET and HEAD waits for a human, unless the agent's
+    /// approval rules say otherwise.
+    fn needs_approval(&self, _arguments: &serde_json::Value) -> bool {
+        !self.method.is_safe()
+    }
+
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        // `null` counts as `{}`, as for the built-in tools.
+        let args: serde_json::Value = match parse_args(&self.name, arguments) {
+            Ok(v) => v,
+            Err(e) => return ToolOutput::error(self.scrub(&e)),
+        };
+        if let Some(problems) = self.argument_errors(&args) {
+            return ToolOutput::error(self.scrub(&format!(
+                "invalid arguments for {}; nothing was sent:\n{problems}",
+                self.name
+            )));
+        }
+        let outcome = tokio::time::timeout(self.timeout, self.run(args, ctx)).await;
+        match outcome {
+            Ok(Ok(text)) => ToolOutput::ok(self.scrub(&text)),
+            Ok(Err(text)) => {
+                let text = self.scrub(&text);
+                tracing::info!(tool = %self.name, "declared HTTP tool failed");
+                ToolOutput::error(text)
+            }
+            Err(_) => ToolOutput::error(format!(
+                "request timed out after {} ms",
+                self.timeout.as_millis()
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

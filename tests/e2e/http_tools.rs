@@ -1,0 +1,232 @@
+//! Declared HTTP tools (`[http_tools.NAME]`, docs/tools.md) through the
+//! real binary: a POST tool with a bearer `${SECRET}` header waits for
+//! approval, is sent once with the header and the Idempotency-Key, and the
+//! secret shows nowhere — not in the task, its events, its trace, what the
+//! model saw, nor the log.
+
+use crate::common::{Backend, Options, TestApp, TOKEN};
+use serde_json::{json, Value};
+use std::process::Command;
+use std::time::Duration;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const LONG: Duration = Duration::from_secs(60);
+const SECRET: &str = "trk-7Hq2ZpX9-very-secret-token";
+
+/// Answers 201 quoting the Authorization header it got: a server that
+/// echoes credentials, which the tool must scrub.
+struct EchoAuth;
+
+impl Respond for EchoAuth {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let auth = req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+            .to_owned();
+        ResponseTemplate::new(201).set_body_string(format!("ticket 42 created for {auth}"))
+    }
+}
+
+fn agents_file(addr: &str) -> String {
+    format!(
+        r#"
+[http_tools.create_ticket]
+description = "Open a ticket in the tracker"
+method = "POST"
+url = "http://{addr}/api/tickets"
+headers = {{ Authorization = "Bearer ${{TRACKER_TOKEN}}" }}
+parameters = {{ type = "object", properties = {{ title = {{ type = "string" }} }}, required = ["title"] }}
+
+[agents.default]
+tools = ["create_ticket", "current_time"]
+"#
+    )
+}
+
+/// Polls until the task waits, and returns its status JSON.
+async fn wait_waiting(app: &TestApp, id: &str) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let t = app.task(id).await;
+        if t["status"] == "waiting" {
+            return t;
+        }
+        assert!(
+            started.elapsed() < LONG
+                && !matches!(
+                    t["status"].as_str(),
+                    Some("succeeded" | "failed" | "cancelled")
+                ),
+            "task {id} did not wait: {t}\nlog:\n{}",
+            app.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The task's trace, once the task span is written.
+async fn trace(app: &TestApp, id: &str) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let (status, v) = app.get(&format!("/tasks/{id}/trace")).await;
+        let text = v.to_string();
+        if status == 200 && text.contains("create_ticket") {
+            return v;
+        }
+        assert!(
+            started.elapsed() < LONG,
+            "no trace with the tool call: {status} {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret(backend: Backend) {
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/api/tickets"))
+        .respond_with(EchoAuth)
+        .mount(&server)
+        .await;
+    let addr = server.address().to_string();
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![
+            ("BATON_AGENTS_TOML".into(), agents_file(&addr)),
+            ("TRACKER_TOKEN".into(), SECRET.into()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let id = app
+        .submit_ok(r#"#tool=create_ticket #args={"title":"Printer-on-fire"}"#)
+        .await;
+
+    let task = wait_waiting(&app, &id).await;
+    let waiting = &task["waiting_for"];
+    assert_eq!(waiting["kind"], "approval", "{task}");
+    assert_eq!(waiting["tool"], "create_ticket", "{task}");
+    assert!(
+        server.received_requests().await.unwrap().is_empty(),
+        "nothing sent before approval"
+    );
+    let approval = waiting["approval_id"].as_str().unwrap();
+    let r = app
+        .http
+        .post(format!("{}/tasks/{id}/approvals/{approval}", app.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"approve": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());
+    let result = task["result"].as_str().unwrap();
+    assert!(
+        result.contains("HTTP 201 Created")
+            && result.contains("ticket 42 created for Bearer [redacted]"),
+        "the model got the status and the scrubbed body: {result}"
+    );
+
+    // Called exactly once, with the header and the Idempotency-Key.
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 1, "called exactly once");
+    let req = &received[0];
+    assert_eq!(
+        req.headers["authorization"].to_str().unwrap(),
+        format!("Bearer {SECRET}")
+    );
+    let key = req.headers["idempotency-key"].to_str().unwrap();
+    assert!(key.starts_with(&format!("{id}:1:")), "{key}");
+    let body: Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(body, json!({"title": "Printer-on-fire"}));
+
+    // The secret shows nowhere.
+    let events = app.events(&id).await;
+    assert!(
+        events.iter().any(|e| e["type"] == "tool_result"),
+        "{events:?}"
+    );
+    let events = serde_json::to_string(&events).unwrap();
+    assert!(!events.contains(SECRET), "events: {events}");
+    assert!(events.contains("[redacted]"), "events: {events}");
+    let status = app.task(&id).await.to_string();
+    assert!(!status.contains(SECRET), "status: {status}");
+    let trace = trace(&app, &id).await.to_string();
+    assert!(!trace.contains(SECRET), "trace: {trace}");
+    let seen_by_model = format!("{:?}", app.llm.received());
+    assert!(seen_by_model.contains("create_ticket"));
+    assert!(!seen_by_model.contains(SECRET), "the model saw the secret");
+    let log = app.log();
+    assert!(log.contains("create_ticket"), "the call is logged: {log}");
+    assert!(!log.contains(SECRET), "log: {log}");
+}
+
+#[test]
+fn bad_http_tool_configuration_stops_start_up_naming_the_key() {
+    let run = |agents: &str, env: &[(&str, &str)]| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+        cmd.args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env_clear()
+            .env("BATON_AGENTS_TOML", agents);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success(), "started with:\n{agents}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let file = agents_file("127.0.0.1:9");
+    let stderr = run(&file, &[]);
+    assert!(
+        stderr.contains(
+            "http_tools.create_ticket.headers.Authorization: ${TRACKER_TOKEN} is not set"
+        ),
+        "{stderr}"
+    );
+    let stderr = run(
+        &file.replace("\"POST\"", "\"SEND\""),
+        &[("TRACKER_TOKEN", "x")],
+    );
+    assert!(
+        stderr.contains("http_tools.create_ticket.method: unknown HTTP method `SEND`"),
+        "{stderr}"
+    );
+    let stderr = run(
+        &file.replace("[\"create_ticket\", ", "[\"open_ticket\", "),
+        &[("TRACKER_TOKEN", SECRET)],
+    );
+    assert!(
+        stderr.contains("agents.default.tools[0]: unknown tool `open_ticket`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(SECRET), "{stderr}");
+}
+
+mod embedded {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret() {
+        super::declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret(
+            Backend::Embedded,
+        )
+        .await;
+    }
+}
+
+mod aws {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret() {
+        super::declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret(Backend::Aws)
+            .await;
+    }
+}
