@@ -155,6 +155,36 @@ async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
     Ok(task.id)
 }
 
+/// `POST /tasks` through `ingest` as a client that may retry sends it (a
+/// thread and an idempotency key); the id of the task it accepted.
+pub(crate) async fn post_task(
+    ingest: &baton_ingest::Ingest,
+    token: &str,
+    input: &str,
+    thread: &str,
+) -> anyhow::Result<TaskId> {
+    let body = serde_json::json!({ "input": input, "thread": thread }).to_string();
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("/tasks")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+        .body(bytes::Bytes::from(body))?;
+    let response = ingest.handle(request).await;
+    anyhow::ensure!(
+        response.status() == http::StatusCode::ACCEPTED,
+        "POST /tasks answered {}: {}",
+        response.status(),
+        String::from_utf8_lossy(response.body())
+    );
+    let accepted: serde_json::Value = serde_json::from_slice(response.body())?;
+    accepted["task_id"]
+        .as_str()
+        .and_then(|s| TaskId::parse(s).ok())
+        .ok_or_else(|| anyhow::anyhow!("no task_id in {accepted}"))
+}
+
 /// The ports of one load run on `backend`.
 async fn load_stack(backend: &str) -> anyhow::Result<load::Stack> {
     match backend {

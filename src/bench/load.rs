@@ -363,32 +363,15 @@ async fn submit(
     state: &RunState,
     busy_us: &AtomicU64,
 ) -> anyhow::Result<()> {
-    let body = serde_json::json!({
-        "input": format!("Load task {i}: fetch the page and summarise it."),
-        "thread": format!("load-{i}-{}", uuid::Uuid::new_v4().simple()),
-    })
-    .to_string();
-    let request = http::Request::builder()
-        .method("POST")
-        .uri("/tasks")
-        .header("authorization", format!("Bearer {TOKEN}"))
-        .header("content-type", "application/json")
-        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
-        .body(bytes::Bytes::from(body))?;
     let at = Instant::now();
-    let response = ingest.handle(request).await;
+    let id = super::post_task(
+        ingest,
+        TOKEN,
+        &format!("Load task {i}: fetch the page and summarise it."),
+        &format!("load-{i}-{}", uuid::Uuid::new_v4().simple()),
+    )
+    .await?;
     busy_us.fetch_add(at.elapsed().as_micros() as u64, Ordering::Relaxed);
-    anyhow::ensure!(
-        response.status() == http::StatusCode::ACCEPTED,
-        "POST /tasks answered {}: {}",
-        response.status(),
-        String::from_utf8_lossy(response.body())
-    );
-    let accepted: serde_json::Value = serde_json::from_slice(response.body())?;
-    let id = accepted["task_id"]
-        .as_str()
-        .and_then(|s| TaskId::parse(s).ok())
-        .ok_or_else(|| anyhow::anyhow!("no task_id in {accepted}"))?;
     lock(&state.submitted).insert(id, at);
     Ok(())
 }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use baton_agent::{SegmentBudget, Worker, WorkerSettings};
 use baton_core::NoReplies;
 use baton_core::{
-    BlobError, BlobStore, Delivery, Item, Key, QueueError, Table, TableError, TaskId, TaskStatus,
+    BlobError, BlobStore, Delivery, Item, Key, QueueError, Table, TableError, TaskStatus,
     TaskStore, Tool, Usage, WorkQueue, Write,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
@@ -508,33 +508,16 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
 /// until the queue is empty, as Lambda's event source mapping would.
 pub(crate) async fn run_task(steps: u32, result_bytes: usize) -> anyhow::Result<TaskRun> {
     let rig = rig(steps, result_bytes)?;
-    let body = serde_json::json!({
-        "input": "What changed in the release notes since last week? Summarise in three bullets.",
-        "thread": format!("bench-{}", uuid::Uuid::new_v4().simple()),
-    })
-    .to_string();
-    let request = http::Request::builder()
-        .method("POST")
-        .uri("/tasks")
-        .header("authorization", format!("Bearer {TOKEN}"))
-        .header("content-type", "application/json")
-        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
-        .body(bytes::Bytes::from(body))?;
     let before = rig.counts.snapshot();
     let started = Instant::now();
-    let response = rig.ingest.handle(request).await;
+    let id = super::post_task(
+        &rig.ingest,
+        TOKEN,
+        "What changed in the release notes since last week? Summarise in three bullets.",
+        &format!("bench-{}", uuid::Uuid::new_v4().simple()),
+    )
+    .await?;
     let ingest_time = started.elapsed();
-    anyhow::ensure!(
-        response.status() == http::StatusCode::ACCEPTED,
-        "POST /tasks answered {}: {}",
-        response.status(),
-        String::from_utf8_lossy(response.body())
-    );
-    let accepted: serde_json::Value = serde_json::from_slice(response.body())?;
-    let id = accepted["task_id"]
-        .as_str()
-        .and_then(|s| TaskId::parse(s).ok())
-        .ok_or_else(|| anyhow::anyhow!("no task_id in {accepted}"))?;
     let after_ingest = rig.counts.snapshot();
 
     let mut worker_time = Duration::ZERO;

@@ -45,8 +45,8 @@ pub use reply::{NoReplies, PostKey, ReplyError, ReplySink};
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
-    Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin, ParentLink, PostedMessage, Task,
-    TaskStatus, Verdict, WaitingFor,
+    Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin, ParentLink,
+    PostedMessage, Task, TaskStatus, Verdict, WaitingFor,
 };
 pub use tool::{Tool, ToolContext, ToolOutput};
 pub use trace::{Span, SpanRecorder};

@@ -4,6 +4,20 @@ use crate::conversation::ToolSpec;
 use crate::ids::TaskId;
 use async_trait::async_trait;
 
+/// Headers the HTTP client frames a request with itself; neither the model
+/// (`http_request`) nor a declared tool may set them, or the request's
+/// framing could be desynchronised. Lowercase.
+pub const CLIENT_MANAGED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+];
+
 /// What a tool knows about the call it serves.
 #[derive(Clone, Debug)]
 pub struct ToolContext {

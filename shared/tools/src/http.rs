@@ -23,19 +23,6 @@ const USER_AGENT: &str = concat!("baton-http-request/", env!("CARGO_PKG_VERSION"
 /// Response headers worth showing the model.
 const SHOWN_HEADERS: &[&str] = &["content-type", "content-length", "location", "retry-after"];
 
-/// Headers the HTTP client manages itself; letting the model set them could
-/// desynchronise request framing.
-const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "upgrade",
-    "te",
-    "trailer",
-];
-
 /// An HTTP method the tool supports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
@@ -437,7 +424,7 @@ fn request_headers(given: Option<&BTreeMap<String, String>>) -> Result<HeaderMap
     for (name, value) in given.into_iter().flatten() {
         let header_name = HeaderName::from_bytes(name.trim().as_bytes())
             .map_err(|_| RequestError::HeaderName(name.clone()))?;
-        if RESERVED_HEADERS.contains(&header_name.as_str()) {
+        if baton_core::tool::CLIENT_MANAGED_HEADERS.contains(&header_name.as_str()) {
             return Err(RequestError::ReservedHeader(name.clone()));
         }
         let mut header_value = HeaderValue::from_str(value.trim())

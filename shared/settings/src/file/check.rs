@@ -16,19 +16,11 @@ use std::path::Path;
 
 // ----------------------------------------------------------------- checking
 
-/// Headers a declared tool may not set: the HTTP client frames the request
-/// itself, and Baton sends the `Idempotency-Key`.
-const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "upgrade",
-    "te",
-    "trailer",
-    "idempotency-key",
-];
+/// Whether a declared tool may not set `header` (lowercase): the HTTP
+/// client frames the request itself, and Baton sends the `Idempotency-Key`.
+fn reserved_header(header: &str) -> bool {
+    baton_core::tool::CLIENT_MANAGED_HEADERS.contains(&header) || header == "idempotency-key"
+}
 
 /// A declared URL: `${NAME}` references well formed, and with each one
 /// replaced by a placeholder, an absolute http(s) URL with a host.
@@ -545,7 +537,7 @@ impl Checker<'_> {
                 let path = format!("{at}.headers.{header}");
                 if !valid_header_name(header) {
                     self.add(&path, "not a valid HTTP header name");
-                } else if RESERVED_HEADERS.contains(&header.to_ascii_lowercase().as_str()) {
+                } else if reserved_header(&header.to_ascii_lowercase()) {
                     self.add(
                         &path,
                         "set by Baton or the HTTP client; it cannot be declared",
