@@ -45,27 +45,6 @@ tools = ["create_ticket", "current_time"]
     )
 }
 
-/// Polls until the task waits, and returns its status JSON.
-async fn wait_waiting(app: &TestApp, id: &str) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let t = app.task(id).await;
-        if t["status"] == "waiting" {
-            return t;
-        }
-        assert!(
-            started.elapsed() < LONG
-                && !matches!(
-                    t["status"].as_str(),
-                    Some("succeeded" | "failed" | "cancelled")
-                ),
-            "task {id} did not wait: {t}\nlog:\n{}",
-            app.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// The task's trace, once the task span is written.
 async fn trace(app: &TestApp, id: &str) -> Value {
     let started = std::time::Instant::now();
@@ -104,7 +83,7 @@ async fn declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret(ba
         .submit_ok(r#"#tool=create_ticket #args={"title":"Printer-on-fire"}"#)
         .await;
 
-    let task = wait_waiting(&app, &id).await;
+    let task = app.wait_waiting(&id).await;
     let waiting = &task["waiting_for"];
     assert_eq!(waiting["kind"], "approval", "{task}");
     assert_eq!(waiting["tool"], "create_ticket", "{task}");

@@ -318,27 +318,6 @@ async fn http_request_tool_reaches_an_allowed_server_with_idempotency_key(backen
     );
 }
 
-/// Polls until the task waits, and returns its status JSON.
-async fn wait_waiting(app: &TestApp, id: &str) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let t = app.task(id).await;
-        if t["status"] == "waiting" {
-            return t;
-        }
-        assert!(
-            started.elapsed() < LONG
-                && !matches!(
-                    t["status"].as_str(),
-                    Some("succeeded" | "failed" | "cancelled")
-                ),
-            "task {id} did not wait: {t}\nlog:\n{}",
-            app.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// A POST (a side effect) waits for a human: nothing is sent until the
 /// approvals route approves it, then it is sent once.
 async fn a_post_waits_for_approval_then_runs_once(backend: Backend) {
@@ -354,7 +333,7 @@ async fn a_post_waits_for_approval_then_runs_once(backend: Backend) {
             "#tool=http_request #args={{\"method\":\"POST\",\"url\":\"http://{addr}/refunds\",\"body\":\"{{}}\"}}"
         ))
         .await;
-    let task = wait_waiting(&app, &id).await;
+    let task = app.wait_waiting(&id).await;
     let waiting = &task["waiting_for"];
     assert_eq!(waiting["kind"], "approval", "{task}");
     assert_eq!(waiting["tool"], "http_request");

@@ -266,6 +266,28 @@ impl TestApp {
         v
     }
 
+    /// Polls until the task waits (a minute at most, and failing at once
+    /// if it ends instead); its status JSON.
+    pub(crate) async fn wait_waiting(&self, id: &str) -> Value {
+        let started = std::time::Instant::now();
+        loop {
+            let t = self.task(id).await;
+            if t["status"] == "waiting" {
+                return t;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60)
+                    && !matches!(
+                        t["status"].as_str(),
+                        Some("succeeded" | "failed" | "cancelled")
+                    ),
+                "task {id} did not wait: {t}\nlog:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     pub(crate) async fn events(&self, id: &str) -> Vec<Value> {
         let mut all = Vec::new();
         let mut after: Option<u64> = None;
