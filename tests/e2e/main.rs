@@ -13,3 +13,4 @@ mod lambda_functions;
 mod layers;
 mod local_stack;
 mod loop_recovery;
+mod memory_scope;
