@@ -241,6 +241,10 @@ impl WorkQueue for TimedQueue {
 const TOKEN: &str = "bench-load-token-0123456789abcdef";
 /// A run that has not finished by then is reported as failed.
 const RUN_LIMIT: Duration = Duration::from_secs(1800);
+/// A run in which no task has ended for this long is stuck (a message lost
+/// to the dead-letter queue, a failed consumer): it stops and says so
+/// instead of waiting out [`RUN_LIMIT`].
+const STALL_LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs `load` over `stack`: submits every task through ingest while the
 /// consumers drain the queue, until every task has ended.
@@ -300,7 +304,11 @@ pub(crate) async fn run(stack: Stack, load: Load) -> anyhow::Result<Report> {
     let state = Arc::new(RunState {
         submitted: Mutex::default(),
         done: Mutex::default(),
+        early: Mutex::default(),
         ended: AtomicUsize::new(0),
+        last_end_ms: AtomicU64::new(0),
+        began: Instant::now(),
+        stop: std::sync::atomic::AtomicBool::new(false),
         errors: AtomicUsize::new(0),
         retries: AtomicU64::new(0),
         segments: AtomicU64::new(0),
@@ -347,10 +355,19 @@ pub(crate) async fn run(stack: Stack, load: Load) -> anyhow::Result<Report> {
 
 struct RunState {
     submitted: Mutex<HashMap<TaskId, Instant>>,
+    /// Tasks that ended before their `POST /tasks` returned (a consumer can
+    /// finish one first): when, and whether they succeeded. Guarded by
+    /// `submitted`'s lock, taken first, so each end is counted once.
+    early: Mutex<HashMap<TaskId, (Instant, bool)>>,
     /// Submit-to-answer time of each task that succeeded.
     done: Mutex<HashMap<TaskId, Duration>>,
     /// Tasks that ended, however.
     ended: AtomicUsize,
+    /// When the last one ended (ms since the run began).
+    last_end_ms: AtomicU64,
+    began: Instant,
+    /// Set when a consumer fails: the others stop too.
+    stop: std::sync::atomic::AtomicBool,
     errors: AtomicUsize,
     retries: AtomicU64,
     segments: AtomicU64,
@@ -372,7 +389,14 @@ async fn submit(
     )
     .await?;
     busy_us.fetch_add(at.elapsed().as_micros() as u64, Ordering::Relaxed);
-    lock(&state.submitted).insert(id, at);
+    let mut submitted = lock(&state.submitted);
+    let early = lock(&state.early).remove(&id);
+    match early {
+        Some((ended_at, ok)) => state.count_end(&id, ended_at.duration_since(at), ok),
+        None => {
+            submitted.insert(id, at);
+        }
+    }
     Ok(())
 }
 
@@ -385,12 +409,43 @@ async fn consume(
     state: Arc<RunState>,
     load: Load,
 ) -> anyhow::Result<()> {
+    let out = consume_until_done(&worker, &queue, &store, &state, load).await;
+    if out.is_err() {
+        state.stop.store(true, Ordering::Relaxed);
+    }
+    out
+}
+
+async fn consume_until_done(
+    worker: &Worker,
+    queue: &TimedQueue,
+    store: &TaskStore,
+    state: &RunState,
+    load: Load,
+) -> anyhow::Result<()> {
     let started = Instant::now();
     while state.ended.load(Ordering::Relaxed) < load.tasks {
+        if state.stop.load(Ordering::Relaxed) {
+            return Ok(()); // another consumer failed and says why
+        }
         anyhow::ensure!(
             started.elapsed() < RUN_LIMIT,
             "the load did not finish within {RUN_LIMIT:?}"
         );
+        let idle_ms = (state.began.elapsed().as_millis() as u64)
+            .saturating_sub(state.last_end_ms.load(Ordering::Relaxed));
+        if idle_ms > STALL_LIMIT.as_millis() as u64 {
+            let left: Vec<String> = lock(&state.submitted)
+                .keys()
+                .take(5)
+                .map(|id| id.to_string())
+                .collect();
+            anyhow::bail!(
+                "stuck: {} of {} tasks ended, none for {STALL_LIMIT:?} (e.g. {left:?})",
+                state.ended.load(Ordering::Relaxed),
+                load.tasks
+            );
+        }
         let batch = queue
             .receive(load.batch.max(1), Duration::from_millis(50))
             .await?;
@@ -417,7 +472,7 @@ async fn consume(
                 Disposition::Poison { reason } => anyhow::bail!("poison message: {reason}"),
             }
             if let Ok(WorkMessage::Wake(wake)) = WorkMessage::parse(&d.body) {
-                record_end(&store, &state, &wake.task_id).await?;
+                record_end(store, state, &wake.task_id).await?;
             }
         }
     }
@@ -432,16 +487,31 @@ async fn record_end(store: &TaskStore, state: &RunState, id: &TaskId) -> anyhow:
     if !task.status.is_terminal() {
         return Ok(());
     }
-    let Some(at) = lock(&state.submitted).remove(id) else {
-        return Ok(()); // recorded already (or not submitted by this run)
-    };
-    if task.status == TaskStatus::Succeeded {
-        lock(&state.done).insert(id.clone(), at.elapsed());
-    } else {
-        state.errors.fetch_add(1, Ordering::Relaxed);
+    let ok = task.status == TaskStatus::Succeeded;
+    let mut submitted = lock(&state.submitted);
+    match submitted.remove(id) {
+        Some(at) => state.count_end(id, at.elapsed(), ok),
+        // Its POST has not returned yet: `submit` counts it.
+        None => {
+            lock(&state.early)
+                .entry(id.clone())
+                .or_insert((Instant::now(), ok));
+        }
     }
-    state.ended.fetch_add(1, Ordering::Relaxed);
     Ok(())
+}
+
+impl RunState {
+    fn count_end(&self, id: &TaskId, took: Duration, ok: bool) {
+        if ok {
+            lock(&self.done).insert(id.clone(), took);
+        } else {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.ended.fetch_add(1, Ordering::Relaxed);
+        self.last_end_ms
+            .store(self.began.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
 }
 
 /// Prints a report as Markdown.
