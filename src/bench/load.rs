@@ -146,10 +146,8 @@ impl KeyRecorder {
                 Some(n) => indexed.insert(w.key().clone(), n.clone()),
                 None => indexed.remove(w.key()),
             };
-            if old != new {
-                for name in [old, new].into_iter().flatten() {
-                    *spread.per_key.entry(format!("index {name}")).or_default() += 1;
-                }
+            for name in super::requests::index_writes(old.as_deref(), new.as_deref()) {
+                *spread.per_key.entry(format!("index {name}")).or_default() += 1;
             }
         }
     }

@@ -173,6 +173,17 @@ fn units(size: usize, block: usize) -> f64 {
     size.div_ceil(block).max(1) as f64
 }
 
+/// The index keys a write touches on a keys-only index, by DynamoDB's
+/// rule: none when the item's index value stays, else the value it leaves
+/// and the value it enters (one write unit each, the entry being keys only).
+pub(crate) fn index_writes<'a>(
+    old: Option<&'a str>,
+    new: Option<&'a str>,
+) -> impl Iterator<Item = &'a str> {
+    let changed = old != new;
+    [old, new].into_iter().flatten().filter(move |_| changed)
+}
+
 /// What the wrapper remembers of a stored item, to price overwrites (a write
 /// costs by the larger of the old and new item) and index maintenance.
 #[derive(Clone)]
@@ -216,12 +227,7 @@ impl CountingTable {
         let old_size = old.as_ref().map_or(0, |o| o.size);
         let table = units(new_size.max(old_size), 1024);
         let old_index = old.and_then(|o| o.index);
-        let gsi = match (&old_index, &new_index) {
-            (None, None) => 0.0,
-            (Some(a), Some(b)) if a == b => 0.0,
-            (Some(_), Some(_)) => 2.0,
-            (Some(_), None) | (None, Some(_)) => 1.0,
-        };
+        let gsi = index_writes(old_index.as_deref(), new_index.as_deref()).count() as f64;
         let written = match write {
             Write::Put { .. } => new_size,
             Write::Delete { .. } => 0,
