@@ -87,6 +87,15 @@ impl AgentConfig {
             .as_ref()
             .is_none_or(|t| t.iter().any(|n| n == name))
     }
+
+    /// The MCP servers whose tools it may use (`mcp:NAME` in `tools`);
+    /// none without a `tools` list.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &str> {
+        self.tools
+            .iter()
+            .flatten()
+            .filter_map(|t| crate::mcp::server_of_entry(t))
+    }
 }
 
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are Baton, a helpful assistant that can call tools. \

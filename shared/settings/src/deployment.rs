@@ -3,6 +3,7 @@
 
 use crate::agent::{AgentConfig, Agents};
 use crate::http_tool::HttpToolDecl;
+use crate::mcp::McpServerDecl;
 use baton_core::input_guard::InputGuardMode;
 
 /// The `[guard]` table.
@@ -32,6 +33,9 @@ pub struct AgentsConfig {
     pub settings: GlobalSettings,
     /// The file's `[http_tools]`, by name, `${NAME}` references unresolved.
     pub http_tools: Vec<HttpToolDecl>,
+    /// The file's `[mcp]` servers, by name, `${NAME}` references
+    /// unresolved.
+    pub mcp_servers: Vec<McpServerDecl>,
 }
 
 impl AgentsConfig {
@@ -41,6 +45,7 @@ impl AgentsConfig {
             agents: Agents::new(base, Vec::new()),
             settings: GlobalSettings::default(),
             http_tools: Vec::new(),
+            mcp_servers: Vec::new(),
         }
     }
 }

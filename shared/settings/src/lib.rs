@@ -13,6 +13,7 @@ pub mod context;
 pub mod deployment;
 pub mod file;
 pub mod http_tool;
+pub mod mcp;
 pub mod price;
 
 pub use agent::{AgentConfig, Agents, DEFAULT_SYSTEM_PROMPT};
@@ -22,4 +23,5 @@ pub use context::{ContextSettings, Escalation};
 pub use deployment::{AgentsConfig, BudgetSettings, GlobalSettings, GuardSettings};
 pub use file::{AgentsSource, ConfigFileError, Problem};
 pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
+pub use mcp::McpServerDecl;
 pub use price::{ModelPrice, ModelPrices};

@@ -24,7 +24,7 @@ fn reserved_header(header: &str) -> bool {
 
 /// A declared URL: `${NAME}` references well formed, and with each one
 /// replaced by a placeholder, an absolute http(s) URL with a host.
-fn check_url_template(url: &str) -> Result<(), String> {
+pub(super) fn check_url_template(url: &str) -> Result<(), String> {
     let parts = parse_template(url)?;
     let sample: String = parts
         .iter()
@@ -51,6 +51,8 @@ pub(super) struct Checker<'a> {
     pub(super) known_tools: &'a [&'a str],
     /// Names of the file's `[http_tools]`, which agents may list too.
     pub(super) declared_tools: Vec<String>,
+    /// Names of the file's `[mcp]` servers (`mcp:NAME` in `tools`).
+    pub(super) mcp_servers: Vec<String>,
     pub(super) base_dir: &'a Path,
 }
 
@@ -79,7 +81,7 @@ pub(super) fn valid_model(m: &str) -> bool {
 }
 
 impl Checker<'_> {
-    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.problems.push(Problem {
             path: path.into(),
             message: message.into(),
@@ -98,6 +100,17 @@ impl Checker<'_> {
     }
 
     fn check_tool(&mut self, path: String, name: &str) {
+        if let Some(server) = crate::mcp::server_of_entry(name) {
+            if !self.mcp_servers.iter().any(|s| s == server) {
+                let declared = if self.mcp_servers.is_empty() {
+                    "none is declared; add an [mcp.NAME] table".to_owned()
+                } else {
+                    format!("declared: {}", self.mcp_servers.join(", "))
+                };
+                self.add(path, format!("unknown MCP server `{server}`; {declared}"));
+            }
+            return;
+        }
         if !self.known_tools.contains(&name) && !self.declared_tools.iter().any(|d| d == name) {
             let mut known: Vec<&str> = self.known_tools.to_vec();
             known.extend(self.declared_tools.iter().map(String::as_str));
@@ -276,6 +289,9 @@ impl Checker<'_> {
         for (i, r) in a.require.iter().flatten().enumerate() {
             match ApprovalRule::parse(r) {
                 Err(m) => self.add(format!("{at}.require[{i}]"), m),
+                // An MCP server's tools are listed at run time: a rule may
+                // name one (`SERVER__TOOL`) of a declared server.
+                Ok(rule) if self.names_mcp_tool(&rule.tool) => {}
                 Ok(rule) if rule.tool != ApprovalRule::ANY_TOOL => {
                     self.check_tool(format!("{at}.require[{i}]"), &rule.tool)
                 }
@@ -390,7 +406,9 @@ impl Checker<'_> {
         base: &AgentConfig,
     ) -> Option<AgentsConfig> {
         self.declared_tools = file.http_tools.keys().cloned().collect();
+        self.mcp_servers = file.mcp.keys().cloned().collect();
         let http_tools = self.check_http_tools(&file.http_tools);
+        let mcp_servers = self.check_mcp_servers(&file.mcp);
         self.check_spec("defaults", &mut file.defaults, true);
         for (name, spec) in file.agents.iter_mut() {
             let at = format!("agents.{name}");
@@ -452,9 +470,9 @@ impl Checker<'_> {
         };
         let mut default = default;
         let mut others: Vec<AgentConfig> = agents.into_values().map(|(_, a)| a).collect();
-        if !self.declared_tools.is_empty() {
-            // A declared tool is enabled by naming it: an agent without a
-            // `tools` list gets the built-in tools only.
+        if !self.declared_tools.is_empty() || !self.mcp_servers.is_empty() {
+            // A declared tool or server is enabled by naming it: an agent
+            // without a `tools` list gets the built-in tools only.
             let builtins: Vec<String> = self.known_tools.iter().map(|t| (*t).to_owned()).collect();
             for a in std::iter::once(&mut default).chain(others.iter_mut()) {
                 if a.tools.is_none() {
@@ -466,6 +484,7 @@ impl Checker<'_> {
             agents: Agents::new(default, others),
             settings,
             http_tools,
+            mcp_servers,
         })
     }
 
@@ -533,32 +552,7 @@ impl Checker<'_> {
                     u.to_owned()
                 }
             };
-            for (header, value) in &spec.headers {
-                let path = format!("{at}.headers.{header}");
-                if !valid_header_name(header) {
-                    self.add(&path, "not a valid HTTP header name");
-                } else if reserved_header(&header.to_ascii_lowercase()) {
-                    self.add(
-                        &path,
-                        "set by Baton or the HTTP client; it cannot be declared",
-                    );
-                }
-                match parse_template(value) {
-                    Err(m) => self.add(&path, m),
-                    Ok(parts) => {
-                        let literal: String = parts
-                            .iter()
-                            .map(|p| match p {
-                                TemplatePart::Text(t) => t.as_str(),
-                                TemplatePart::Var(_) => "x",
-                            })
-                            .collect();
-                        if literal.chars().any(|c| c.is_control()) {
-                            self.add(&path, "header values cannot hold control characters");
-                        }
-                    }
-                }
-            }
+            self.check_headers(&at, &spec.headers, reserved_header);
             let parameters = match &spec.parameters {
                 None => serde_json::json!({"type": "object", "properties": {}}),
                 Some(p) => match serde_json::to_value(p) {
@@ -596,6 +590,43 @@ impl Checker<'_> {
             }
         }
         out
+    }
+
+    /// `headers` of a declared tool or server at `at`: valid names, none
+    /// that `reserved` says Baton or the client sets, well-formed `${NAME}`
+    /// references and no control characters.
+    pub(super) fn check_headers(
+        &mut self,
+        at: &str,
+        headers: &BTreeMap<String, String>,
+        reserved: fn(&str) -> bool,
+    ) {
+        for (header, value) in headers {
+            let path = format!("{at}.headers.{header}");
+            if !valid_header_name(header) {
+                self.add(&path, "not a valid HTTP header name");
+            } else if reserved(&header.to_ascii_lowercase()) {
+                self.add(
+                    &path,
+                    "set by Baton or the HTTP client; it cannot be declared",
+                );
+            }
+            match parse_template(value) {
+                Err(m) => self.add(&path, m),
+                Ok(parts) => {
+                    let literal: String = parts
+                        .iter()
+                        .map(|p| match p {
+                            TemplatePart::Text(t) => t.as_str(),
+                            TemplatePart::Var(_) => "x",
+                        })
+                        .collect();
+                    if literal.chars().any(|c| c.is_control()) {
+                        self.add(&path, "header values cannot hold control characters");
+                    }
+                }
+            }
+        }
     }
 
     /// The `[prices]` table: every model id valid, both prices given, each

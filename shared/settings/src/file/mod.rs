@@ -20,6 +20,7 @@
 
 mod build;
 mod check;
+mod mcp;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -214,6 +215,7 @@ impl AgentsSource {
             problems: Vec::new(),
             known_tools,
             declared_tools: Vec::new(),
+            mcp_servers: Vec::new(),
             base_dir: &self.base_dir,
         };
         let result = checker.resolve(spec, base);

@@ -29,6 +29,23 @@ pub(super) struct FileSpec {
     /// Declared HTTP tools, by name.
     #[serde(default)]
     pub(super) http_tools: BTreeMap<String, HttpToolSpec>,
+    /// MCP servers, by name.
+    #[serde(default)]
+    pub(super) mcp: BTreeMap<String, McpSpec>,
+}
+
+/// `[mcp.NAME]`: an MCP server over streamable HTTP whose tools agents may
+/// use (`tools = ["mcp:NAME"]`). The key names are a contract
+/// (docs/tools.md).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct McpSpec {
+    pub(super) url: Option<String>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    pub(super) tools: Option<Vec<String>>,
+    pub(super) require_approval: Option<Vec<String>>,
+    pub(super) timeout: Option<DurationSpec>,
 }
 
 /// `[http_tools.NAME]`: an HTTP API called as a tool. The key names are a
