@@ -48,7 +48,9 @@ pub use task::{
     Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin, ParentLink,
     PostedMessage, Task, TaskStatus, Verdict, WaitingFor,
 };
-pub use tool::{Tool, ToolContext, ToolOutput};
+pub use tool::{
+    ListedTool, RemoteTools, Tool, ToolContext, ToolListing, ToolOutput, UnavailableServer,
+};
 pub use trace::{Span, SpanRecorder};
 pub use transcript::{Entry, EntryKind, NoteReason};
 pub use wake::{ScheduleFire, Wake, WorkMessage};

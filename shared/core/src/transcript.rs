@@ -7,6 +7,7 @@
 use crate::clock::Millis;
 use crate::conversation::{Message, ToolCall, Usage};
 use crate::task::TaskStatus;
+use crate::tool::ToolListing;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,6 +65,9 @@ pub enum EntryKind {
     /// after failing tools, the request for a closing summary. The model
     /// sees it as a user message; `reason` is what the loop decides on.
     Note { reason: NoteReason, text: String },
+    /// The tools of the agent's remote (MCP) servers, listed when the task
+    /// started; every segment offers the model these and no others.
+    ToolsListed { listing: ToolListing },
 }
 
 /// Why the runtime wrote a [`EntryKind::Note`].
@@ -99,6 +103,7 @@ impl EntryKind {
             EntryKind::Summary { .. } => "summary",
             EntryKind::Offloaded { .. } => "offloaded",
             EntryKind::Note { .. } => "note",
+            EntryKind::ToolsListed { .. } => "tools_listed",
         }
     }
 
@@ -111,6 +116,21 @@ impl EntryKind {
             EntryKind::Note { text, .. } => Some(Message::User {
                 content: format!("[Baton runtime note] {text}"),
             }),
+            // Servers that could not be listed: the model is told why it
+            // lacks their tools (the tools themselves go in the request).
+            EntryKind::ToolsListed { listing } if !listing.unavailable.is_empty() => {
+                let why: Vec<String> = listing
+                    .unavailable
+                    .iter()
+                    .map(|u| format!("`{}` ({})", u.server, u.reason))
+                    .collect();
+                Some(Message::User {
+                    content: format!(
+                        "[Baton runtime note] The tools of these MCP servers are unavailable for this task: {}.",
+                        why.join("; ")
+                    ),
+                })
+            }
             EntryKind::AssistantMessage {
                 text, tool_calls, ..
             } => Some(Message::Assistant {

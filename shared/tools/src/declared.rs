@@ -12,6 +12,7 @@
 
 use crate::args::parse_args;
 use crate::http::{body_text, error_chain, HttpMethod};
+use crate::redact::Secrets;
 use async_trait::async_trait;
 use baton_core::{Tool, ToolContext, ToolOutput, ToolSpec};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
@@ -21,9 +22,6 @@ use std::time::Duration;
 use url::Url;
 
 const USER_AGENT: &str = concat!("baton-http-tool/", env!("CARGO_PKG_VERSION"));
-
-/// What replaces a secret value in outputs.
-pub const REDACTED: &str = "[redacted]";
 
 /// A declared HTTP tool with its `${NAME}` references resolved. Plain
 /// data: [`DeclaredHttpTool::new`] checks it and compiles its schema (the
@@ -75,8 +73,7 @@ pub struct DeclaredHttpTool {
     validator: jsonschema::Validator,
     timeout: Duration,
     max_body_bytes: usize,
-    /// Longest first, so a secret containing another is scrubbed whole.
-    secrets: Vec<SecretString>,
+    secrets: Secrets,
     client: reqwest::Client,
 }
 
@@ -131,12 +128,7 @@ impl DeclaredHttpTool {
             .user_agent(USER_AGENT)
             .build()
             .map_err(|e| decl_error("url", format!("cannot build the HTTP client: {e}")))?;
-        let mut secrets: Vec<SecretString> = def
-            .secrets
-            .into_iter()
-            .filter(|s| !s.expose_secret().is_empty())
-            .collect();
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.expose_secret().len()));
+        let secrets = Secrets::new(def.secrets);
         Ok(DeclaredHttpTool {
             name: def.name,
             description: def.description,
@@ -160,18 +152,7 @@ impl DeclaredHttpTool {
 
     /// `text` with every resolved secret value replaced by `[redacted]`.
     pub fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for s in &self.secrets {
-            let s = s.expose_secret();
-            // As written, and as it reads once percent-encoded into a URL.
-            let encoded: String = url::form_urlencoded::byte_serialize(s.as_bytes()).collect();
-            for form in [s, encoded.as_str()] {
-                if out.contains(form) {
-                    out = out.replace(form, REDACTED);
-                }
-            }
-        }
-        out
+        self.secrets.scrub(text)
     }
 
     /// The arguments' problems against `parameters`, one line each, named

@@ -1,6 +1,45 @@
 //! Keeping credentials out of outputs and logs.
 
+use secrecy::{ExposeSecret, SecretString};
 use url::Url;
+
+/// What replaces a secret value in outputs.
+pub const REDACTED: &str = "[redacted]";
+
+/// The secret values a tool was configured with (what its `${NAME}`
+/// references resolved to), scrubbed from whatever it returns or reports.
+#[derive(Clone, Default)]
+pub struct Secrets {
+    /// Longest first, so a secret containing another is scrubbed whole.
+    values: Vec<SecretString>,
+}
+
+impl Secrets {
+    pub fn new(values: Vec<SecretString>) -> Self {
+        let mut values: Vec<SecretString> = values
+            .into_iter()
+            .filter(|s| !s.expose_secret().is_empty())
+            .collect();
+        values.sort_by_key(|s| std::cmp::Reverse(s.expose_secret().len()));
+        Secrets { values }
+    }
+
+    /// `text` with every secret value replaced by `[redacted]`, as written
+    /// and as it reads once percent-encoded into a URL.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for s in &self.values {
+            let s = s.expose_secret();
+            let encoded: String = url::form_urlencoded::byte_serialize(s.as_bytes()).collect();
+            for form in [s, encoded.as_str()] {
+                if out.contains(form) {
+                    out = out.replace(form, REDACTED);
+                }
+            }
+        }
+        out
+    }
+}
 
 /// Fragments of header and query-parameter names that usually carry a
 /// credential (`Authorization`, `X-Api-Key`, `X-Auth-Token`, `Cookie`, ...).

@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | this one | taking the lease, the step loop, commits under the lease |
 //! | [`step`] | one LLM call (phase one of a step), compaction, loop detection |
+//! | [`listing`] | the tools a segment offers; MCP tools listed once per task |
 //! | [`plan`] | what to do with a turn's tool calls: a pure decision |
 //! | [`tools`] | running the calls (phase two of a step) |
 //! | [`wait`] | waiting at zero compute: approval, children, timer |
@@ -17,6 +18,7 @@
 mod budget;
 mod end;
 mod limit;
+mod listing;
 mod plan;
 mod step;
 mod stuck;
@@ -61,6 +63,8 @@ pub(crate) struct Segment<'d> {
     owner: String,
     task: Task,
     transcript: Vec<Entry>,
+    /// What this segment offers the model (see [`listing`]).
+    tools: crate::worker::Tools,
     budget: SegmentBudget,
     trace: SegmentTrace,
     /// At most one compaction attempt per segment, so a failing summariser
@@ -108,6 +112,7 @@ impl<'d> Segment<'d> {
             owner,
             task,
             transcript,
+            tools: Default::default(),
             budget,
             trace: SegmentTrace::new(segment_start),
             compaction_tried: false,
@@ -156,6 +161,7 @@ impl<'d> Segment<'d> {
     /// The loop: guards, then phase two of an unfinished step, or the final
     /// answer, or the next LLM call.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
+        self.take_listing().await?;
         if self.task.segments > self.task.limits.max_segments {
             let limit = Limit::Segments(self.task.limits.max_segments);
             return self.stop_at(limit).await;

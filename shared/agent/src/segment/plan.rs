@@ -152,11 +152,8 @@ fn decide(
     let agent = turn.agent;
     let is_sleep = call.name == SLEEP && agent.allows_tool(SLEEP);
     let is_delegate = call.name == DELEGATE && delegation::may_delegate(agent);
-    let tool = turn
-        .tools
-        .get(&call.name)
-        .filter(|_| agent.allows_tool(&call.name))
-        .cloned();
+    // `tools` holds only what the agent may call (`listing::offered`).
+    let tool = turn.tools.get(&call.name).cloned();
     if !is_sleep && !is_delegate && tool.is_none() {
         return Decision::Refuse(Refusal::UnknownTool);
     }
@@ -313,10 +310,12 @@ mod tests {
         }
 
         fn plan(&self, pending: Vec<(ToolCall, bool)>) -> TurnPlan {
+            let agent = self.agents.resolve("default");
+            let tools = crate::segment::listing::offered(agent, &self.tools, None, None);
             let turn = Turn {
-                agent: self.agents.resolve("default"),
+                agent,
                 agents: &self.agents,
-                tools: &self.tools,
+                tools: &tools,
                 task: &self.task,
                 transcript: &self.transcript,
                 step: self.step().max(1),

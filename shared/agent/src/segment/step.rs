@@ -121,15 +121,14 @@ impl Segment<'_> {
         }
     }
 
-    /// The tools this agent may call this step: the registered ones it
-    /// allows, `sleep`, and `delegate` when it has agents to delegate to.
+    /// The tools this agent may call this step: those the segment offers
+    /// ([`super::listing`]), `sleep`, and `delegate` when it has agents to
+    /// delegate to.
     fn tool_specs(&self) -> Vec<ToolSpec> {
         let agent = self.agent;
-        self.deps
-            .tools
-            .iter()
-            .filter(|(name, _)| agent.allows_tool(name))
-            .map(|(_, t)| t.spec())
+        self.tools
+            .values()
+            .map(|t| t.spec())
             .chain(
                 agent
                     .allows_tool(crate::timer::SLEEP)

@@ -21,7 +21,7 @@ impl Segment<'_> {
         let turn = Turn {
             agent: self.agent,
             agents: &self.deps.agents,
-            tools: &self.deps.tools,
+            tools: &self.tools,
             task: &self.task,
             transcript: &self.transcript,
             step,

@@ -4,7 +4,7 @@ use super::WorkerSettings;
 use crate::spend::MonthlyBudgets;
 use baton_core::approval::ApprovalPrompts;
 use baton_core::input_guard::InputGuardMode;
-use baton_core::{LlmProvider, ReplySink, TaskStore, Tool, WorkQueue};
+use baton_core::{LlmProvider, RemoteTools, ReplySink, TaskStore, Tool, WorkQueue};
 use baton_schedule::{ScheduleService, Scheduler};
 use baton_settings::Agents;
 use std::collections::BTreeMap;
@@ -20,6 +20,8 @@ pub(crate) struct Deps {
     pub(crate) queue: Arc<dyn WorkQueue>,
     pub(crate) llm: Arc<dyn LlmProvider>,
     pub(crate) tools: Tools,
+    /// The MCP servers' tools, when the agents file declares servers.
+    pub(crate) remote: Option<Arc<dyn RemoteTools>>,
     pub(crate) agents: Agents,
     /// Where answers, endings and progress go (for heartbeat schedules,
     /// through the repeat filter).

@@ -23,7 +23,9 @@ use crate::segment::SegmentBudget;
 use crate::spend::MonthlyBudgets;
 use baton_core::approval::ApprovalPrompts;
 use baton_core::input_guard::InputGuardMode;
-use baton_core::{Delivery, LlmProvider, ReplySink, StoreError, Task, TaskStore, Tool};
+use baton_core::{
+    Delivery, LlmProvider, RemoteTools, ReplySink, StoreError, Task, TaskStore, Tool,
+};
 use baton_core::{WorkMessage, WorkQueue};
 use baton_schedule::ScheduleService;
 use baton_settings::{Agents, BudgetSettings};
@@ -100,6 +102,7 @@ impl Worker {
                 queue,
                 llm,
                 tools,
+                remote: None,
                 agents,
                 replies,
                 schedules: None,
@@ -122,6 +125,13 @@ impl Worker {
     /// deployment's `[guard] input_guard`; default `warn`).
     pub fn with_input_guard(mut self, mode: InputGuardMode) -> Self {
         self.deps.input_guard = mode;
+        self
+    }
+
+    /// Offers agents the tools of their MCP servers (`mcp:NAME` in an
+    /// agent's `tools`), listed once when each task starts.
+    pub fn with_remote_tools(mut self, remote: Arc<dyn RemoteTools>) -> Self {
+        self.deps.remote = Some(remote);
         self
     }
 

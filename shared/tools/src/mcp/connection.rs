@@ -1,0 +1,170 @@
+//! One MCP server: its transport settings, and a connection kept for
+//! reuse, made again after any failure.
+
+use super::content;
+use super::{readable, McpServerDef, McpServerError};
+use crate::redact::Secrets;
+use baton_core::ToolOutput;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use secrecy::ExposeSecret;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+pub(super) struct Connection {
+    def: McpServerDef,
+    url: Arc<str>,
+    headers: HashMap<HeaderName, HeaderValue>,
+    secrets: Secrets,
+    live: Mutex<Option<Arc<Client>>>,
+}
+
+impl Connection {
+    pub(super) fn new(def: McpServerDef) -> Result<Self, McpServerError> {
+        let error = |field: &str, message: &str| McpServerError {
+            field: field.to_owned(),
+            message: message.to_owned(),
+        };
+        // Url's parse errors never quote the input.
+        let url = url::Url::parse(def.url.expose_secret().trim())
+            .map_err(|e| error("url", &format!("not a URL once resolved: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(error(
+                "url",
+                "must be an http:// or https:// URL with a host once resolved",
+            ));
+        }
+        let mut headers = HashMap::new();
+        for (name, value) in &def.headers {
+            let at = format!("headers.{name}");
+            let header = HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|_| error(&at, "not a valid HTTP header name"))?;
+            let mut value = HeaderValue::from_str(value.expose_secret().trim())
+                .map_err(|_| error(&at, "not a valid header value once resolved"))?;
+            value.set_sensitive(true);
+            headers.insert(header, value);
+        }
+        let secrets = Secrets::new(def.secrets.clone());
+        Ok(Connection {
+            url: Arc::from(url.as_str()),
+            def,
+            headers,
+            secrets,
+            live: Mutex::new(None),
+        })
+    }
+
+    pub(super) fn def(&self) -> &McpServerDef {
+        &self.def
+    }
+
+    /// The live connection, made now if there is none.
+    async fn client(&self) -> Result<Arc<Client>, String> {
+        let mut live = self.live.lock().await;
+        if let Some(c) = live.as_ref() {
+            return Ok(c.clone());
+        }
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+            .custom_headers(self.headers.clone())
+            .max_concurrent_requests(8);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let info = ClientConfig::new(
+            Default::default(),
+            Implementation::new("baton", env!("CARGO_PKG_VERSION")),
+        );
+        // The stateless protocol when the server speaks it, else the
+        // `initialize` handshake and a session.
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
+        let connect = info.serve_with_lifecycle(transport, lifecycle);
+        let client = match tokio::time::timeout(self.def.timeout, connect).await {
+            Ok(Ok(c)) => Arc::new(c),
+            Ok(Err(e)) => return Err(format!("cannot connect: {}", readable(&self.secrets, &e))),
+            Err(_) => {
+                return Err(format!(
+                    "no answer within {} s",
+                    self.def.timeout.as_secs_f32()
+                ))
+            }
+        };
+        *live = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Forgets the connection after a failure: the next use makes a new
+    /// one (a session the server dropped, a restarted server).
+    async fn drop_client(&self) {
+        self.live.lock().await.take();
+    }
+
+    /// The server's tools, every page.
+    pub(super) async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, String> {
+        let client = self.client().await?;
+        match tokio::time::timeout(self.def.timeout, client.list_all_tools()).await {
+            Ok(Ok(tools)) => Ok(tools),
+            Ok(Err(e)) => {
+                self.drop_client().await;
+                Err(format!(
+                    "cannot list its tools: {}",
+                    readable(&self.secrets, &e)
+                ))
+            }
+            Err(_) => {
+                self.drop_client().await;
+                Err(format!(
+                    "no tool list within {} s",
+                    self.def.timeout.as_secs_f32()
+                ))
+            }
+        }
+    }
+
+    /// Calls `tool`. `Err` is a failure to reach the server or a protocol
+    /// error, as text the model may read; a result the server marks
+    /// `isError` is an `Ok` error output.
+    pub(super) async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<ToolOutput, String> {
+        let server = &self.def.name;
+        let client = self
+            .client()
+            .await
+            .map_err(|e| format!("MCP server `{server}`: {e}"))?;
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        match tokio::time::timeout(self.def.timeout, client.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(content::output(&result, &self.secrets)),
+            Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                // The server answered with a JSON-RPC error (unknown tool,
+                // bad arguments): the connection is fine.
+                Err(format!(
+                    "MCP server `{server}` refused the call: {}",
+                    readable(&self.secrets, &e.message)
+                ))
+            }
+            Ok(Err(e)) => {
+                self.drop_client().await;
+                Err(format!(
+                    "MCP server `{server}` failed: {}",
+                    readable(&self.secrets, &e)
+                ))
+            }
+            Err(_) => {
+                self.drop_client().await;
+                Err(format!(
+                    "MCP server `{server}` did not answer within {} s; the call may or may not have happened",
+                    self.def.timeout.as_secs_f32()
+                ))
+            }
+        }
+    }
+}
