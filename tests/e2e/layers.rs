@@ -63,6 +63,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-settings",
         ],
     ),
+    // Your own tools (docs/tools.md): the builder and its re-exports are
+    // all a crate adding tools needs.
+    ("baton-example-custom-tool", &["baton-runtime"]),
 ];
 
 #[test]

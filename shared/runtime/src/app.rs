@@ -1,14 +1,18 @@
-//! The handlers, built once per process over a backend.
+//! The handlers, built once per process over a backend, with the
+//! binary's own tools ([`AppBuilder`]) besides the built-in ones.
 
 use crate::backend::Backend;
-use crate::settings::Settings;
+use crate::settings::{Settings, SettingsError, KNOWN_TOOLS};
+use crate::BoxError;
 use baton_agent::{Worker, WorkerSettings};
-use baton_core::{NoReplies, ReplySink};
+use baton_core::{NoReplies, ReplySink, Tool};
 use baton_ingest::{Ingest, SlackIngest};
 use baton_llm::{build_provider, RetryPolicy};
 use baton_slack::SlackReplies;
 use baton_tools::Toolset;
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Ingest and worker over one backend.
 #[derive(Clone)]
@@ -22,6 +26,21 @@ pub struct App {
 }
 
 impl App {
+    /// A builder of the app with tools of your own besides the built-in
+    /// ones (docs/tools.md, *Your own Rust tools*):
+    ///
+    /// ```no_run
+    /// # async fn run(my_tool: impl baton_runtime::tool::Tool + 'static) -> Result<(), baton_runtime::BoxError> {
+    /// let app = baton_runtime::App::builder().tool(my_tool).lambda_app().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// (`run_worker_lambda` and `run_ingest_lambda` with the `lambda`
+    /// feature, `run_dev` with the `dev` feature.)
+    pub fn builder() -> AppBuilder {
+        AppBuilder::default()
+    }
+
     /// The ingest handler alone, built exactly as [`App::new`] builds it,
     /// for the ingest Lambda: it never runs the agent loop, so it builds
     /// no LLM provider, tools, Slack client, worker or reaper. Besides
@@ -35,20 +54,175 @@ impl App {
         ingest_handler(settings, backend, settings.agents(), schedules.as_ref())
     }
 
+    /// The app with the built-in tools only: `App::builder().build(..)`.
     pub fn new(
         settings: Settings,
         backend: Backend,
         timing: WorkerSettings,
-    ) -> Result<Self, crate::SettingsError> {
+    ) -> Result<Self, SettingsError> {
+        AppBuilder::default().build(settings, backend, timing)
+    }
+}
+
+/// Builds an [`App`], or the ingest handler alone, with tools of your own
+/// besides the built-in ones; from [`App::builder`].
+///
+/// A tool added here is one more tool the agents file may name in an
+/// agent's `tools` (an agent without a `tools` list has it, like the
+/// built-in tools), so the settings must be loaded through the builder
+/// ([`AppBuilder::settings_from_env`], [`AppBuilder::lambda_settings`]) for
+/// an agents file naming it to be accepted. Its name must be letters,
+/// digits, `_` and `-` (1 to 64 characters), without `__` (the MCP
+/// servers' tools are `SERVER__TOOL`), and not the name of a built-in tool,
+/// of a declared HTTP tool or of another added tool: a tool never silently
+/// replaces another; the build (and the settings load) is refused instead,
+/// naming the tool.
+///
+/// The ingest and the worker of a deployment must be built with the same
+/// tools: the ingest checks the agents file too.
+#[derive(Clone, Default)]
+pub struct AppBuilder {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for AppBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppBuilder")
+            .field("tools", &self.tool_names())
+            .finish()
+    }
+}
+
+impl AppBuilder {
+    /// Adds a tool.
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// The names of the added tools, in the order they were added.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    /// [`Settings::from_env`], with the added tools known to the agents
+    /// file.
+    pub fn settings_from_env(&self) -> Result<Settings, SettingsError> {
+        self.load_settings(&HashMap::new())
+    }
+
+    /// [`Settings::load`] (the environment over `secrets`), with the added
+    /// tools known to the agents file.
+    pub fn load_settings(
+        &self,
+        secrets: &HashMap<String, String>,
+    ) -> Result<Settings, SettingsError> {
+        let names = self.checked_names(&[])?;
+        Settings::load_knowing(secrets, &names)
+    }
+
+    /// [`Settings::load_for_lambda`] (over the `BATON_SECRETS_PATH`
+    /// secrets), with the added tools known to the agents file.
+    pub async fn lambda_settings(&self) -> Result<Settings, BoxError> {
+        let names = self.checked_names(&[])?;
+        Settings::load_for_lambda_knowing(&names).await
+    }
+
+    /// The ingest handler alone ([`App::ingest_only`]), after checking the
+    /// added tools' names against `settings`.
+    pub fn ingest_only(
+        &self,
+        settings: &Settings,
+        backend: &Backend,
+    ) -> Result<Ingest, SettingsError> {
+        self.checked_names(&declared_names(settings))?;
+        Ok(App::ingest_only(settings, backend))
+    }
+
+    /// The app of a Lambda function: settings from the environment (over
+    /// the `BATON_SECRETS_PATH` secrets), the AWS backend, and worker
+    /// timings fit for SQS with a visibility timeout longer than the
+    /// function's. Called once per process, at start-up.
+    pub async fn lambda_app(self) -> Result<App, BoxError> {
+        let settings = self.lambda_settings().await?;
+        let backend = Backend::aws(&settings.aws)
+            .await?
+            .with_active_shards(settings.active_index_shards);
+        Ok(self.build(settings, backend, lambda_timing())?)
+    }
+
+    /// The ingest handler of the ingest Lambda: the same settings and AWS
+    /// backend as [`AppBuilder::lambda_app`], without the worker side
+    /// ([`App::ingest_only`]). Called once per process, at start-up.
+    pub async fn lambda_ingest(self) -> Result<Ingest, BoxError> {
+        let settings = self.lambda_settings().await?;
+        let backend = Backend::aws(&settings.aws)
+            .await?
+            .with_active_shards(settings.active_index_shards);
+        Ok(self.ingest_only(&settings, &backend)?)
+    }
+
+    /// The names of the added tools, each checked: a valid tool name, not
+    /// reserved, not a built-in tool's nor one of `taken`, and not added
+    /// twice.
+    fn checked_names(&self, taken: &[&str]) -> Result<Vec<String>, SettingsError> {
+        let mut names: Vec<String> = Vec::with_capacity(self.tools.len());
+        for name in self.tool_names() {
+            let refuse = |message: &str| SettingsError::CustomTool {
+                name: name.clone(),
+                message: message.to_owned(),
+            };
+            if !valid_tool_name(&name) {
+                return Err(refuse(
+                    "tool names are letters, digits, `_` and `-` (1 to 64 characters)",
+                ));
+            }
+            if name.contains("__") {
+                return Err(refuse(
+                    "`__` is reserved for the tools of MCP servers (`SERVER__TOOL`)",
+                ));
+            }
+            if KNOWN_TOOLS.contains(&name.as_str()) {
+                return Err(refuse(
+                    "is the name of a built-in tool, which a tool of your own cannot replace",
+                ));
+            }
+            if taken.contains(&name.as_str()) {
+                return Err(refuse(
+                    "the agents file declares a tool of that name; rename one of them",
+                ));
+            }
+            if names.contains(&name) {
+                return Err(refuse("added twice"));
+            }
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    /// The ingest handler, the worker and the reaper over `backend`, with
+    /// the built-in tools and the added ones.
+    pub fn build(
+        self,
+        settings: Settings,
+        backend: Backend,
+        timing: WorkerSettings,
+    ) -> Result<App, SettingsError> {
         let agents = settings.agents();
         let llm = build_provider(&settings.llm, RetryPolicy::default()).map_err(|e| {
-            crate::SettingsError::Invalid {
+            SettingsError::Invalid {
                 name: "BATON_LLM_PROVIDER",
                 message: e.to_string(),
             }
         })?;
         let tools = Toolset::builtins(settings.http_allow.clone());
-        let mut tools: Vec<Arc<dyn baton_core::Tool>> =
+        let mut tools: Vec<Arc<dyn Tool>> =
             tools.names().iter().filter_map(|n| tools.get(n)).collect();
         let schedules = schedule_service(&backend);
         if let Some(service) = &schedules {
@@ -64,20 +238,26 @@ impl App {
             settings
                 .http_tools()?
                 .into_iter()
-                .map(|t| t as Arc<dyn baton_core::Tool>),
+                .map(|t| t as Arc<dyn Tool>),
         );
         // Memory needs only the task table, so every backend has it.
         tools.extend(baton_tools::MemoryTools::new(backend.store.clone()).tools());
+        // The binary's own tools, last, and never in place of another: the
+        // worker keeps one tool per name.
+        let taken: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+        let taken: Vec<&str> = taken.iter().map(String::as_str).collect();
+        self.checked_names(&taken)?;
+        tools.extend(self.tools);
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
         let replies: Arc<dyn ReplySink> = match &settings.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s
                     .bot_token
                     .clone()
-                    .ok_or(crate::SettingsError::Missing("SLACK_BOT_TOKEN"))?;
+                    .ok_or(SettingsError::Missing("SLACK_BOT_TOKEN"))?;
                 let client =
                     baton_slack::web::SlackClient::new(&s.api_url, token).map_err(|e| {
-                        crate::SettingsError::Invalid {
+                        SettingsError::Invalid {
                             name: "SLACK_API_URL",
                             message: e.to_string(),
                         }
@@ -109,6 +289,9 @@ impl App {
         if let Some(service) = &schedules {
             worker = worker.with_schedules(service.clone(), settings.heartbeat_repeat_window);
         }
+        if let Some(servers) = settings.mcp_servers()? {
+            worker = worker.with_remote_tools(Arc::new(servers));
+        }
         let worker = Arc::new(worker);
         let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref());
         Ok(App {
@@ -131,8 +314,37 @@ fn schedule_service(backend: &Backend) -> Option<baton_schedule::ScheduleService
     })
 }
 
-/// The one place the ingest handler is built, for [`App::new`] and
-/// [`App::ingest_only`].
+/// The worker timings of the Lambda functions: SQS with a visibility
+/// timeout longer than the function's.
+fn lambda_timing() -> WorkerSettings {
+    WorkerSettings {
+        lease_ttl: Duration::from_secs(60),
+        heartbeat_every: Duration::from_secs(20),
+        visibility: Duration::from_secs(90),
+        retry_delay: Duration::from_secs(10),
+        ..WorkerSettings::default()
+    }
+}
+
+/// The names of the agents file's declared HTTP tools.
+fn declared_names(settings: &Settings) -> Vec<&str> {
+    settings
+        .http_tool_defs
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect()
+}
+
+/// Names the model APIs accept (and the agents file's declared tools use).
+fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The one place the ingest handler is built, for [`AppBuilder::build`]
+/// and [`App::ingest_only`].
 fn ingest_handler(
     settings: &Settings,
     backend: &Backend,
@@ -154,5 +366,144 @@ fn ingest_handler(
     match schedules {
         Some(service) => ingest.with_scheduler(service.clone()),
         None => ingest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{ToolContext, ToolOutput, ToolSpec};
+
+    /// A tool that is only a name.
+    struct Named(&'static str);
+
+    #[async_trait::async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: self.0.to_owned(),
+                description: "test".to_owned(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }
+        }
+
+        async fn call(&self, _: serde_json::Value, _: &ToolContext) -> ToolOutput {
+            ToolOutput::ok(self.0)
+        }
+    }
+
+    /// Values go in as stored secrets, which the process environment
+    /// would override: these tests assume it sets none of them.
+    fn values(agents: &str) -> HashMap<String, String> {
+        HashMap::from([("BATON_AGENTS_TOML".to_owned(), agents.to_owned())])
+    }
+
+    fn env_has(names: &[&str]) -> bool {
+        names.iter().any(|n| std::env::var_os(n).is_some())
+    }
+
+    fn refusal(builder: AppBuilder) -> String {
+        match builder.load_settings(&HashMap::new()) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => {
+                assert!(matches!(e, SettingsError::CustomTool { .. }), "{e}");
+                e.to_string()
+            }
+        }
+    }
+
+    #[test]
+    fn a_tool_of_your_own_never_replaces_a_built_in_one() {
+        for name in KNOWN_TOOLS {
+            let err = refusal(App::builder().tool(Named(name)));
+            assert_eq!(
+                err,
+                format!(
+                    "custom tool `{name}`: is the name of a built-in tool, \
+                     which a tool of your own cannot replace"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_tool_of_your_own_needs_a_valid_unique_name() {
+        let long: &'static str = "x".repeat(65).leak();
+        for name in ["", "has space", "dotted.name", long] {
+            let err = refusal(App::builder().tool(Named(name)));
+            assert!(err.contains("letters, digits"), "{err}");
+        }
+        let err = refusal(App::builder().tool(Named("github__issues")));
+        assert!(
+            err.contains("reserved for the tools of MCP servers"),
+            "{err}"
+        );
+        let err = refusal(
+            App::builder()
+                .tool(Named("word_count"))
+                .tool(Named("word_count")),
+        );
+        assert_eq!(err, "custom tool `word_count`: added twice");
+        let ok = App::builder()
+            .tool(Named("word_count"))
+            .tools([Arc::new(Named("Dice-Roll_2")) as Arc<dyn Tool>]);
+        assert_eq!(ok.tool_names(), ["word_count", "Dice-Roll_2"]);
+        assert_eq!(ok.checked_names(&[]).unwrap(), ok.tool_names());
+    }
+
+    #[test]
+    fn the_agents_file_may_name_the_tools_of_your_own() {
+        if env_has(&["BATON_AGENTS_TOML", "BATON_AGENTS_FILE"]) {
+            eprintln!("skipped: the environment sets an agents file");
+            return;
+        }
+        let file = values("[agents.default]\ntools = [\"word_count\", \"current_time\"]\n");
+        let err = Settings::load(&file).unwrap_err().to_string();
+        assert!(err.contains("unknown tool `word_count`"), "{err}");
+        let settings = App::builder()
+            .tool(Named("word_count"))
+            .load_settings(&file)
+            .unwrap();
+        assert!(settings
+            .agents
+            .get("default")
+            .unwrap()
+            .allows_tool("word_count"));
+    }
+
+    #[test]
+    fn a_tool_of_your_own_cannot_take_a_declared_tools_name() {
+        if env_has(&[
+            "BATON_AGENTS_TOML",
+            "BATON_AGENTS_FILE",
+            "BATON_LLM_PROVIDER",
+        ]) {
+            eprintln!("skipped: the environment sets an agents file or a provider");
+            return;
+        }
+        let file = values(
+            "[http_tools.lookup]\ndescription = \"Look up\"\nmethod = \"GET\"\n\
+             url = \"https://example.com/lookup\"\n",
+        );
+        let builder = App::builder().tool(Named("lookup"));
+        // Loaded through the builder, the file is refused...
+        let err = builder.load_settings(&file).unwrap_err().to_string();
+        assert!(err.contains("http_tools.lookup"), "{err}");
+        // ...and settings loaded without it are refused at build.
+        let settings = Settings::load(&file).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Backend::embedded(dir.path(), Default::default()).unwrap();
+        let expected = "custom tool `lookup`: the agents file declares a tool of that name; \
+                        rename one of them";
+        let err = builder
+            .ingest_only(&settings, &backend)
+            .err()
+            .expect("refused");
+        assert_eq!(err.to_string(), expected);
+        let err = builder
+            .build(settings, backend, WorkerSettings::default())
+            .err()
+            .expect("refused");
+        assert_eq!(err.to_string(), expected);
     }
 }

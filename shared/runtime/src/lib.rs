@@ -6,20 +6,44 @@
 //! * [`Backend`] is the store, queue and blob adapters of one backend
 //!   (embedded or AWS).
 //! * [`App`] is the ingest handler, the worker and the reaper built over a
-//!   backend.
+//!   backend; [`App::builder`] adds tools of your own to the built-in ones.
+//! * With the `lambda` feature, the two Lambda functions' event loops
+//!   ([`AppBuilder::run_ingest_lambda`], [`AppBuilder::run_worker_lambda`]);
+//!   with the `dev` feature, the local dev server of `baton dev`
+//!   ([`AppBuilder::run_dev`]). A binary of your own with your own tools
+//!   is a few lines over them (docs/tools.md, *Your own Rust tools*).
 
 mod app;
 mod aws_credentials;
 mod backend;
+#[cfg(feature = "dev")]
+pub mod dev;
+#[cfg(feature = "lambda")]
+mod lambda;
+mod mcp;
 pub mod scheduling;
 pub mod secrets;
 mod settings;
 
-pub use app::App;
+pub use app::{App, AppBuilder};
 pub use backend::{Backend, BackendError, DeadLetters};
 pub use settings::{
     AwsResources, LambdaSettings, Settings, SettingsError, SlackConfig, DEFAULT_SEGMENT_MARGIN,
 };
+
+/// What a tool of your own implements, re-exported so that a crate adding
+/// one needs no other Baton crate: [`Tool`](tool::Tool), its
+/// [`ToolSpec`](tool::ToolSpec), [`ToolContext`](tool::ToolContext) and
+/// [`ToolOutput`](tool::ToolOutput) (and the [`TaskId`](tool::TaskId) of a
+/// context), and the [`async_trait`](tool::async_trait) attribute its
+/// `impl` takes.
+pub mod tool {
+    pub use async_trait::async_trait;
+    pub use baton_core::{TaskId, Tool, ToolContext, ToolOutput, ToolSpec};
+}
+
+/// The error of start-up and of the Lambda entry points.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Installs the tracing subscriber: JSON lines in Lambda (CloudWatch), human
 /// lines locally; level from `RUST_LOG` (default `info`).
@@ -39,33 +63,14 @@ pub fn init_tracing(json: bool) {
     };
 }
 
-/// The app of a Lambda function: settings from the environment (over the
-/// `BATON_SECRETS_PATH` secrets), the AWS backend, and worker timings fit
-/// for SQS with a visibility timeout longer than the function's. Called
-/// once per process, at startup.
-pub async fn lambda_app() -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
-    let settings = Settings::load_for_lambda().await?;
-    let backend = Backend::aws(&settings.aws)
-        .await?
-        .with_active_shards(settings.active_index_shards);
-    let timing = baton_agent::WorkerSettings {
-        lease_ttl: std::time::Duration::from_secs(60),
-        heartbeat_every: std::time::Duration::from_secs(20),
-        visibility: std::time::Duration::from_secs(90),
-        retry_delay: std::time::Duration::from_secs(10),
-        ..baton_agent::WorkerSettings::default()
-    };
-    Ok(App::new(settings, backend, timing)?)
+/// The app of a Lambda function with the built-in tools only:
+/// [`AppBuilder::lambda_app`] of [`App::builder`].
+pub async fn lambda_app() -> Result<App, BoxError> {
+    App::builder().lambda_app().await
 }
 
-/// The ingest handler of the ingest Lambda: the same settings and AWS
-/// backend as [`lambda_app`], without the worker side ([`App::ingest_only`]).
-/// Called once per process, at startup.
-pub async fn lambda_ingest(
-) -> Result<baton_ingest::Ingest, Box<dyn std::error::Error + Send + Sync>> {
-    let settings = Settings::load_for_lambda().await?;
-    let backend = Backend::aws(&settings.aws)
-        .await?
-        .with_active_shards(settings.active_index_shards);
-    Ok(App::ingest_only(&settings, &backend))
+/// The ingest handler of the ingest Lambda with the built-in tools only:
+/// [`AppBuilder::lambda_ingest`] of [`App::builder`].
+pub async fn lambda_ingest() -> Result<baton_ingest::Ingest, BoxError> {
+    App::builder().lambda_ingest().await
 }

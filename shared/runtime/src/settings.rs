@@ -34,6 +34,9 @@ pub enum SettingsError {
     Missing(&'static str),
     #[error("agents file: {0}")]
     Agents(#[from] ConfigFileError),
+    /// A tool added with [`crate::AppBuilder::tool`] that cannot be used.
+    #[error("custom tool `{name}`: {message}")]
+    CustomTool { name: String, message: String },
 }
 
 fn invalid(name: &'static str, message: impl Into<String>) -> SettingsError {
@@ -120,6 +123,9 @@ pub struct Settings {
     /// resolved from the environment and the stored secrets; built into
     /// tools by [`Settings::http_tools`].
     pub http_tool_defs: Vec<HttpToolDef>,
+    /// The agents file's `[mcp]` servers, their `${NAME}` references
+    /// resolved (values held as secrets); connected to by the worker.
+    pub mcp_server_defs: Vec<baton_tools::McpServerDef>,
     /// Where the agents file came from, for errors found when its tools
     /// are built.
     pub agents_origin: String,
@@ -146,7 +152,7 @@ pub(crate) const KNOWN_TOOLS: &[&str] = &[
 
 /// Where configuration values come from: the process environment, with
 /// secrets loaded from SSM Parameter Store layered underneath.
-struct Source<'a> {
+pub(crate) struct Source<'a> {
     secrets: &'a HashMap<String, String>,
 }
 
@@ -175,7 +181,7 @@ impl Source<'_> {
 /// variables' values (each also pushed to `secrets`, to be scrubbed from the
 /// tool's outputs). An unset variable is a problem at `path`; the message
 /// names the variable, never a value.
-fn resolve_template(
+pub(crate) fn resolve_template(
     src: &Source<'_>,
     path: &str,
     template: &str,
@@ -263,7 +269,10 @@ fn resolve_http_tools(
 }
 
 impl Settings {
-    /// Reads the environment. Errors name the variable at fault.
+    /// Reads the environment. Errors name the variable at fault. The
+    /// agents file may name the built-in tools; a binary with its own
+    /// tools loads its settings through [`crate::AppBuilder::settings_from_env`]
+    /// instead, so that it may name those too.
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::load(&HashMap::new())
     }
@@ -271,18 +280,41 @@ impl Settings {
     /// For the Lambda functions: the secrets under `BATON_SECRETS_PATH` (if
     /// set) from SSM Parameter Store, then [`Settings::load`] over them.
     pub async fn load_for_lambda() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Self::load_for_lambda_knowing(&[]).await
+    }
+
+    /// Reads the environment, falling back to `secrets` (name → value, as
+    /// loaded by [`crate::secrets::load`]) for variables it does not set.
+    pub fn load(secrets: &HashMap<String, String>) -> Result<Self, SettingsError> {
+        Self::load_knowing(secrets, &[])
+    }
+
+    /// [`Settings::load_for_lambda`], with `custom_tools` (the names of the
+    /// tools an [`crate::AppBuilder`] adds) known to the agents file besides
+    /// the built-in tools.
+    pub(crate) async fn load_for_lambda_knowing(
+        custom_tools: &[String],
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let env = HashMap::new();
         let src = Source { secrets: &env };
         let secrets = match src.var("BATON_SECRETS_PATH") {
             Some(path) => crate::secrets::load(&baton_aws::load_sdk_config().await, &path).await?,
             None => HashMap::new(),
         };
-        Ok(Self::load(&secrets)?)
+        Ok(Self::load_knowing(&secrets, custom_tools)?)
     }
 
-    /// Reads the environment, falling back to `secrets` (name → value, as
-    /// loaded by [`crate::secrets::load`]) for variables it does not set.
-    pub fn load(secrets: &HashMap<String, String>) -> Result<Self, SettingsError> {
+    /// [`Settings::load`], with `custom_tools` known to the agents file
+    /// besides the built-in tools: an agent's `tools` may name them.
+    pub(crate) fn load_knowing(
+        secrets: &HashMap<String, String>,
+        custom_tools: &[String],
+    ) -> Result<Self, SettingsError> {
+        let known_tools: Vec<&str> = KNOWN_TOOLS
+            .iter()
+            .copied()
+            .chain(custom_tools.iter().map(String::as_str))
+            .collect();
         let src = Source { secrets };
         let var = |name: &str| src.var(name);
         let provider = var("BATON_LLM_PROVIDER").unwrap_or_else(|| "scripted".to_owned());
@@ -378,7 +410,10 @@ impl Settings {
         }
         let cwd = std::env::current_dir().unwrap_or_default();
         let (loaded, origin) = match AgentsSource::locate(|n| src.var(n), &cwd)? {
-            Some(source) => (source.load(&base, KNOWN_TOOLS)?, source.origin().to_owned()),
+            Some(source) => (
+                source.load(&base, &known_tools)?,
+                source.origin().to_owned(),
+            ),
             None => (AgentsConfig::from_base(base), String::new()),
         };
         let http_tool_defs = resolve_http_tools(&src, &loaded.http_tools).map_err(|problems| {
@@ -387,6 +422,13 @@ impl Settings {
                 problems,
             }
         })?;
+        let mcp_server_defs =
+            crate::mcp::resolve_mcp_servers(&src, &loaded.mcp_servers).map_err(|problems| {
+                ConfigFileError::Invalid {
+                    origin: origin.clone(),
+                    problems,
+                }
+            })?;
         let heartbeat_repeat_window = src
             .num::<u64>("BATON_HEARTBEAT_REPEAT_WINDOW_SECS")?
             .map_or(baton_agent::DEFAULT_REPEAT_WINDOW, Duration::from_secs);
@@ -424,6 +466,7 @@ impl Settings {
         }
         Ok(Settings {
             http_tool_defs,
+            mcp_server_defs,
             agents_origin: origin,
             active_index_shards,
             agents: loaded.agents,
