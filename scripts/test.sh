@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every check of Baton: installs what the tests need (a moto server and
-# cfn-lint in .venv), lints the SAM template, checks formatting and clippy
-# (warnings are errors), then runs the Rust test suite.
+# Runs every check of Baton: installs what the tests need (a moto server,
+# cfn-lint and the Python MCP SDK in .venv; the reference MCP server
+# server-everything in .mcp-servers), lints the SAM template, checks
+# formatting and clippy (warnings are errors), then runs the Rust test suite.
 # Usage: ./scripts/test.sh [extra cargo test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,21 @@ if [ ! -x "$venv/bin/moto_server" ] || [ ! -x "$venv/bin/cfn-lint" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade pip
   "$venv/bin/pip" install --quiet 'moto[server]' cfn-lint
+fi
+
+# MCP servers the e2e tests run Baton's MCP client against (tests/e2e/common/mcp.rs):
+# tests/fixtures/mcp/tracker_server.py on the Python SDK (mcp 2.x: MCPServer)...
+if ! "$venv/bin/python" -c 'import mcp.server.mcpserver' 2>/dev/null; then
+  echo "== installing mcp (the Python MCP SDK) into $venv"
+  "$venv/bin/pip" install --quiet 'mcp>=2.3,<3'
+fi
+# ...and the reference server-everything (Node), in a git-ignored directory.
+mcp_servers=.mcp-servers
+if [ ! -f "$mcp_servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]; then
+  echo "== installing @modelcontextprotocol/server-everything into $mcp_servers"
+  mkdir -p "$mcp_servers"
+  npm install --prefix "$mcp_servers" --no-audit --no-fund --loglevel=error \
+    @modelcontextprotocol/server-everything@2026.8.31
 fi
 
 if [ -f infra/template.yaml ]; then

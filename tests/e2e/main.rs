@@ -13,4 +13,5 @@ mod lambda_functions;
 mod layers;
 mod local_stack;
 mod loop_recovery;
+mod mcp_tools;
 mod memory_scope;

@@ -3,6 +3,8 @@
 //! and a fake Slack Web API, both real HTTP servers on loopback.
 #![allow(dead_code)]
 
+pub(crate) mod mcp;
+
 use baton_llm::mock::MockLlmServer;
 use baton_slack::signature::SigningSecret;
 use baton_slack::testing::FakeSlack;
