@@ -187,9 +187,115 @@ impl Tool for McpTool {
 /// What a server's failure reads as: secrets scrubbed, at most a few
 /// hundred characters (an SDK error may quote a whole response).
 fn readable(secrets: &Secrets, error: &dyn std::fmt::Display) -> String {
-    let text = secrets.scrub(&error.to_string());
+    let mut text = secrets.scrub(&error.to_string());
+    // The SDK names its transport's Rust type (`Transport [rmcp::...]`):
+    // noise to a reader.
+    while let Some(start) = text.find(" [rmcp::") {
+        match text[start..].find("] ") {
+            Some(end) => text.replace_range(start..start + end + 1, ""),
+            None => break,
+        }
+    }
     baton_core::tool::cut_middle(&text, 300, 100, |cut, _| {
         format!(" [... {cut} characters ...] ")
     })
     .0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wiremock::matchers::any;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    fn def(url: String, secret: &str) -> McpServerDef {
+        McpServerDef {
+            name: "tracker".into(),
+            url: url.clone().into(),
+            url_template: url,
+            headers: vec![("Authorization".into(), format!("Bearer {secret}").into())],
+            tools: None,
+            require_approval: None,
+            timeout: Duration::from_secs(5),
+            secrets: vec![secret.to_owned().into()],
+        }
+    }
+
+    /// Garbage, a refused connection and an unconfigured server: each is
+    /// unavailable with a reason, none holding the secret, and a listed
+    /// tool whose server went away answers with an error.
+    #[tokio::test]
+    async fn servers_that_fail_are_unavailable_with_a_readable_reason() {
+        let secret = "tok-SECRET-123";
+        let garbage = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("content-type", "text/html")
+                    .set_body_string(format!("<html>not MCP {secret}</html>")),
+            )
+            .mount(&garbage)
+            .await;
+        let mut down = def("http://127.0.0.1:9/mcp".into(), secret);
+        down.name = "down".into();
+        let servers = McpServers::new(vec![def(format!("{}/mcp", garbage.uri()), secret), down])
+            .expect("valid declarations");
+        let listing = servers.list(&["tracker", "down", "nowhere"]).await;
+        assert!(listing.tools.is_empty());
+        let reasons: Vec<(&str, &str)> = listing
+            .unavailable
+            .iter()
+            .map(|u| (u.server.as_str(), u.reason.as_str()))
+            .collect();
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert_eq!(reasons[2], ("nowhere", "not configured"));
+        for (server, reason) in &reasons[..2] {
+            assert!(reason.starts_with("cannot connect"), "{server}: {reason}");
+            assert!(!reason.contains("rmcp::"), "{server}: {reason}");
+            assert!(!reason.contains(secret), "{server}: {reason}");
+        }
+
+        let listed = ListedTool {
+            server: "down".into(),
+            remote_name: "search".into(),
+            spec: ToolSpec {
+                name: "down__search".into(),
+                description: String::new(),
+                input_schema: serde_json::json!({"type": "object"}),
+            },
+            repeatable: true,
+            needs_approval: false,
+        };
+        let tool = servers.tool(&listed).expect("configured server");
+        let ctx = ToolContext::new(baton_core::TaskId::generate(), 1, "c1");
+        let out = tool.call(serde_json::json!({"q": "x"}), &ctx).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.starts_with("MCP server `down`: cannot connect"),
+            "{}",
+            out.content
+        );
+        let out = tool.call(serde_json::json!("not an object"), &ctx).await;
+        assert!(out.is_error && out.content.contains("must be a JSON object"));
+        let mut gone = listed.clone();
+        gone.server = "removed".into();
+        assert!(servers.tool(&gone).is_none());
+    }
+
+    #[test]
+    fn a_bad_resolved_declaration_names_its_key() {
+        let Err((server, e)) = McpServers::new(vec![def("not a url".into(), "s")]) else {
+            panic!("accepted")
+        };
+        assert_eq!((server.as_str(), e.field.as_str()), ("tracker", "url"));
+        let mut d = def("http://127.0.0.1:9/mcp".into(), "s");
+        d.headers = vec![("X-Key".into(), "bad\nvalue".to_owned().into())];
+        let Err((_, e)) = McpServers::new(vec![d]) else {
+            panic!("accepted")
+        };
+        assert_eq!(
+            e.to_string(),
+            "headers.X-Key: not a valid header value once resolved"
+        );
+    }
 }
