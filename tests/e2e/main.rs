@@ -3,6 +3,7 @@
 //! LLM server speaking the providers' wire formats, a fake Slack Web API and
 //! moto; plus the crate-layering check over `cargo metadata`.
 
+mod ask_user;
 mod common;
 mod runtime_api;
 
@@ -15,3 +16,4 @@ mod local_stack;
 mod loop_recovery;
 mod mcp_tools;
 mod memory_scope;
+mod routes;

@@ -18,6 +18,7 @@ pub mod delegation;
 mod error;
 pub mod model_choice;
 pub mod progress;
+pub mod question;
 pub mod reaper;
 pub mod sanitize;
 pub mod segment;

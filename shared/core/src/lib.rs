@@ -20,6 +20,7 @@ pub mod input_guard;
 pub mod lease;
 pub mod ledger;
 pub mod memory;
+pub mod question;
 pub mod queue;
 pub mod reply;
 pub mod store;

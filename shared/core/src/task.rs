@@ -122,6 +122,12 @@ pub enum WaitingFor {
     Timer {
         until: String,
     },
+    /// `ask_user`: the requester's next message answers `question`.
+    Reply {
+        question: String,
+        /// RFC 3339; unanswered by then, the agent goes on without it.
+        expires_at: String,
+    },
 }
 
 /// Per-task budgets. They are state: a loop cannot outlive them across any
@@ -299,6 +305,9 @@ pub struct Task {
     /// Tasks started by `delegate` calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<Child>,
+    /// Questions of `ask_user` calls, answered or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<crate::question::Question>,
     /// Set on a child task: whom to report to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
@@ -338,6 +347,7 @@ impl Task {
             cost_usd: 0.0,
             approvals: Vec::new(),
             children: Vec::new(),
+            questions: Vec::new(),
             parent: None,
         }
     }

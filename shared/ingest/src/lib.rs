@@ -48,6 +48,9 @@ pub struct Ingest {
     /// What the input guard does with input that looks like prompt
     /// injection ([`Ingest::with_input_guard`]); off by default here.
     input_guard: baton_settings::InputGuardMode,
+    /// Which agent serves a Slack message ([`Ingest::with_routes`]);
+    /// without routes, `default`.
+    routes: baton_settings::Routes,
 }
 
 impl Ingest {
@@ -68,7 +71,16 @@ impl Ingest {
             slack,
             schedules: None,
             input_guard: baton_settings::InputGuardMode::Off,
+            routes: baton_settings::Routes::default(),
         }
+    }
+
+    /// Slack messages go to the agent of the first route that matches
+    /// their workspace and channel (the agents file's `[[routes]]`), else
+    /// to `default`. `POST /tasks` names its agent itself.
+    pub fn with_routes(mut self, routes: baton_settings::Routes) -> Self {
+        self.routes = routes;
+        self
     }
 
     /// Screens every user input (HTTP and Slack, new tasks and messages to

@@ -5,6 +5,7 @@ use crate::tasks::parse_id;
 use crate::threads::Submission;
 use crate::{Ingest, SlackIngest};
 use baton_core::Origin;
+use baton_settings::Routes;
 use baton_slack::approvals as approval;
 use baton_slack::events::{Inbound, InboundMessage};
 use baton_slack::interactivity::Interaction;
@@ -57,7 +58,7 @@ impl Ingest {
                 ))
             }
             Inbound::Message(m) => {
-                let mut submission = slack_submission(m);
+                let mut submission = slack_submission(m, &self.routes);
                 // Slack retries anything but a 200, so a refusal is answered
                 // 200 and creates nothing (the guard has logged why).
                 if self.screen(&mut submission).is_err() {
@@ -73,6 +74,25 @@ impl Ingest {
                 let submitted = self.submit_screened(submission).await?;
                 tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack message accepted");
                 Ok(json(StatusCode::OK, &json!({"ok": true})))
+            }
+            Inbound::ThreadReply(m) => {
+                let mut submission = slack_submission(m, &self.routes);
+                if self.screen(&mut submission).is_err() {
+                    return Ok(json(
+                        StatusCode::OK,
+                        &json!({"ok": true, "ignored": "input_guard"}),
+                    ));
+                }
+                match self.reply_in_thread(submission).await? {
+                    Some(submitted) => {
+                        tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack thread reply accepted");
+                        Ok(json(StatusCode::OK, &json!({"ok": true})))
+                    }
+                    None => Ok(json(
+                        StatusCode::OK,
+                        &json!({"ok": true, "ignored": "thread message without a mention"}),
+                    )),
+                }
             }
         }
     }
@@ -122,25 +142,30 @@ impl Ingest {
     }
 }
 
-/// The conversation key of a Slack message: its thread, or the message
-/// itself when it starts one.
-fn slack_submission(m: InboundMessage) -> Submission {
+/// A Slack message as input: for the agent its workspace and channel are
+/// routed to, keyed by its thread (or the message itself when it starts
+/// one).
+fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
     let thread_ts = m.thread_ts.clone().unwrap_or_else(|| m.ts.clone());
+    let thread = format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts);
+    // The message, not the event: Slack may deliver one message under two
+    // event ids (a retry that got a new id, or `app_mention` and `message`
+    // for the same post), and it must start one task.
+    let dedupe_key = format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts);
+    let origin = Origin::Slack {
+        team_id: m.team_id.clone(),
+        channel: m.channel.clone(),
+        thread_ts,
+        user: m.user,
+        channel_type: m.channel_type,
+    };
+    let agent = routes.agent_for(&m.team_id, &m.channel, origin.is_direct_message());
     Submission {
         text: m.text,
-        agent: "default".to_owned(),
-        thread: Some(format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts)),
-        // The message, not the event: Slack may deliver one message under
-        // two event ids (a retry that got a new id, or `app_mention` and
-        // `message` for the same post), and it must start one task.
-        dedupe_key: Some(format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts)),
-        origin: Origin::Slack {
-            team_id: m.team_id,
-            channel: m.channel,
-            thread_ts,
-            user: m.user,
-            channel_type: m.channel_type,
-        },
+        agent: agent.to_owned(),
+        thread: Some(thread),
+        dedupe_key: Some(dedupe_key),
+        origin,
     }
 }
 
@@ -199,5 +224,40 @@ mod tests {
         assert_eq!(status, 200, "{v}");
         assert!(v.get("ignored").is_none(), "{v}");
         assert!(store.thread(thread).await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_slack_message_goes_to_the_agent_its_channel_is_routed_to() {
+        use baton_settings::{Route, RouteChannel, Routes};
+        let route = |channel: &str| Route {
+            team: Some("T061EG9R6".into()),
+            channel: RouteChannel::parse(channel),
+            agent: "researcher".into(),
+        };
+        for (routes, expected) in [
+            (vec![route("C0LAN2Q65")], "researcher"),
+            (vec![route("C0OTHER"), route("dm")], "default"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+            let store = TaskStore::new(b.table.clone(), b.blobs.clone());
+            let agents = Agents::new(
+                AgentConfig::new("default", "scripted"),
+                vec![AgentConfig::new("researcher", "scripted")],
+            );
+            let slack = SlackIngest {
+                signing_secret: SigningSecret::new(SECRET),
+                bot_user_id: Some("U0LAN0Z89".into()),
+            };
+            let ingest = Ingest::new(store.clone(), b.queue.clone(), agents, None, Some(slack))
+                .with_routes(Routes::new(routes));
+            let (status, v) = post_mention(&ingest, "what changed?").await;
+            assert_eq!(status, 200, "{v}");
+            let thread = "slack:T061EG9R6:C0LAN2Q65:1515449522.000016";
+            let t = store.thread(thread).await.unwrap().expect("a task");
+            let id = t.active_task.expect("running");
+            let task = store.get(&id).await.unwrap().unwrap();
+            assert_eq!(task.agent, expected);
+        }
     }
 }

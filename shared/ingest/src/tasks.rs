@@ -81,6 +81,7 @@ impl Ingest {
         match submitted {
             Submitted::Steered(_) => body["delivered_to_running_task"] = json!(true),
             Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
+            Submitted::Replied(_) => body["answered_question"] = json!(true),
             _ => {}
         }
         Ok(json(StatusCode::ACCEPTED, &body))

@@ -2,14 +2,16 @@
 //! on the same conversation thread.
 //!
 //! One task runs per thread at a time. A message that arrives while one
-//! runs goes into its inbox (the loop sees it at the next step); "stop" or
-//! "cancel" cancels it. Every path claims the request's dedupe key in the
+//! runs goes into its inbox (the loop sees it at the next step), or, from
+//! the task's requester while it has an `ask_user` question open, answers
+//! it; "stop" or "cancel" cancels it. Every path claims the request's dedupe key in the
 //! same write that acts on it, so a retried request acts once.
 
 use crate::response::ApiError;
 use crate::Ingest;
 use baton_core::input_guard::{self, GuardOutcome};
 use baton_core::store::Thread;
+use baton_core::{approval, question};
 use baton_core::{now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake};
 use std::time::Duration;
 
@@ -33,6 +35,8 @@ pub(crate) enum Submitted {
     Steered(TaskId),
     /// "stop" on a thread: the running task was asked to cancel.
     CancelRequested(TaskId),
+    /// The requester's reply to the task's `ask_user` question.
+    Replied(TaskId),
 }
 
 impl Submitted {
@@ -41,7 +45,8 @@ impl Submitted {
             Submitted::Created(id)
             | Submitted::Duplicate(id)
             | Submitted::Steered(id)
-            | Submitted::CancelRequested(id) => id,
+            | Submitted::CancelRequested(id)
+            | Submitted::Replied(id) => id,
         }
     }
 }
@@ -154,14 +159,26 @@ impl Ingest {
         };
         let stop = is_stop_word(&s.text);
         let text = s.text.clone();
+        let author = slack_user(&s.origin);
+        let mut replied = false;
         let result = self
             .store
             .update_claiming(&active, None, s.dedupe_key.as_deref(), |t| {
+                replied = false;
                 if t.status.is_terminal() {
                     return Ok(None);
                 }
                 if stop {
                     return Ok(Some(request_cancel(t)));
+                }
+                // The requester's message answers the task's question;
+                // anyone else's steers it (HTTP callers are the requester:
+                // they hold the API token).
+                if author == approval::requester(t) {
+                    if let Some(entries) = question::reply(t, &text, author, now_ms()) {
+                        replied = true;
+                        return Ok(Some(entries));
+                    }
                 }
                 t.inbox.push(text.clone());
                 Ok(Some(Vec::new()))
@@ -174,6 +191,19 @@ impl Ingest {
             }
             Ok((task, _)) if task.status.is_terminal() => Ok(None),
             Ok((task, _)) => {
+                if replied {
+                    if task.status == TaskStatus::Queued {
+                        // It waited for this reply: it runs again now.
+                        self.queue
+                            .send(
+                                &Wake::new(task.id.clone(), "reply").to_body(),
+                                Duration::ZERO,
+                            )
+                            .await
+                            .map_err(ApiError::unavailable)?;
+                    }
+                    return Ok(Some(Submitted::Replied(task.id)));
+                }
                 if stop && task.status != TaskStatus::Cancelled {
                     // Wake it so a queued or handed-over task ends promptly.
                     let _ = self
@@ -194,6 +224,53 @@ impl Ingest {
             // The thread points at a task that does not exist (a crash
             // between claiming the thread and creating the task): free.
             Err(StoreError::NotFound(_)) => Ok(None),
+            Err(e) => Err(ApiError::unavailable(e)),
+        }
+    }
+
+    /// A message in a thread that does not address the bot: the answer to
+    /// the question of the task running there, if its requester wrote it
+    /// while one is open; otherwise nothing (`None`).
+    pub(crate) async fn reply_in_thread(
+        &self,
+        s: Submission,
+    ) -> Result<Option<Submitted>, ApiError> {
+        let Some(key) = s.thread.as_deref() else {
+            return Ok(None);
+        };
+        let thread = self
+            .store
+            .thread(key)
+            .await
+            .map_err(ApiError::unavailable)?;
+        let Some(active) = thread.and_then(|t| t.active_task) else {
+            return Ok(None);
+        };
+        let author = slack_user(&s.origin);
+        let result = self
+            .store
+            .update_claiming(&active, None, s.dedupe_key.as_deref(), |t| {
+                if author.is_none() || author != approval::requester(t) {
+                    return Ok(None);
+                }
+                Ok(question::reply(t, &s.text, author, now_ms()))
+            })
+            .await;
+        match result {
+            Ok((task, written)) if !written.is_empty() => {
+                if task.status == TaskStatus::Queued {
+                    self.queue
+                        .send(
+                            &Wake::new(task.id.clone(), "reply").to_body(),
+                            Duration::ZERO,
+                        )
+                        .await
+                        .map_err(ApiError::unavailable)?;
+                }
+                Ok(Some(Submitted::Replied(task.id)))
+            }
+            Ok(_) | Err(StoreError::NotFound(_)) => Ok(None),
+            Err(StoreError::AlreadyClaimed(id)) => Ok(Some(Submitted::Duplicate(id))),
             Err(e) => Err(ApiError::unavailable(e)),
         }
     }
@@ -231,6 +308,14 @@ impl Ingest {
         }
         tracing::warn!(thread = key, "could not claim the thread under contention");
         Ok(())
+    }
+}
+
+/// The Slack user a message came from (`None` over HTTP).
+fn slack_user(origin: &Origin) -> Option<&str> {
+    match origin {
+        Origin::Slack { user, .. } if !user.is_empty() => Some(user.as_str()),
+        _ => None,
     }
 }
 

@@ -362,7 +362,8 @@ fn ingest_handler(
         settings.api_token.clone(),
         slack,
     )
-    .with_input_guard(settings.deployment.guard.input_guard);
+    .with_input_guard(settings.deployment.guard.input_guard)
+    .with_routes(settings.deployment.routes.clone());
     match schedules {
         Some(service) => ingest.with_scheduler(service.clone()),
         None => ingest,

@@ -5,6 +5,10 @@
 //! `/baton/prod/`), and each SecureString parameter under it provides the
 //! variable named by its last path segment (`/baton/prod/SLACK_BOT_TOKEN`
 //! provides `SLACK_BOT_TOKEN`). They are read once, at start-up.
+//!
+//! One setting that is not a secret may come from there too:
+//! `BATON_AGENTS_TOML`, the agents file, which may outgrow the 4 KB Lambda
+//! allows for all environment variables.
 
 use std::collections::HashMap;
 
@@ -25,6 +29,8 @@ pub const SECRET_NAMES: &[&str] = &[
     "BATON_API_TOKEN",
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
+    // The agents file (docs/deploy.md): a parameter holds up to 8 KB.
+    "BATON_AGENTS_TOML",
 ];
 
 /// Prefixes of the variables Baton (and the AWS SDK) read as settings.
@@ -104,7 +110,13 @@ mod tests {
 
     #[test]
     fn secrets_and_tool_variables_are_taken_settings_are_not() {
-        for name in ["SLACK_BOT_TOKEN", "OPENAI_API_KEY", "TRACKER_TOKEN", "_X1"] {
+        for name in [
+            "SLACK_BOT_TOKEN",
+            "OPENAI_API_KEY",
+            "BATON_AGENTS_TOML",
+            "TRACKER_TOKEN",
+            "_X1",
+        ] {
             assert!(super::is_taken(name), "{name}");
         }
         for name in [
@@ -129,6 +141,7 @@ mod tests {
         for (name, value) in [
             ("/baton/test/SLACK_BOT_TOKEN", "xoxb-secret"),
             ("/baton/test/BATON_API_TOKEN", "token-0123456789abcdef"),
+            ("/baton/test/BATON_AGENTS_TOML", "[agents.researcher]"),
             // For a declared HTTP tool's `${TRACKER_TOKEN}`.
             ("/baton/test/TRACKER_TOKEN", "tracker-secret"),
             // Settings that are not secrets are never taken from SSM.
@@ -145,7 +158,8 @@ mod tests {
                 .expect("put parameter");
         }
         let secrets = super::load(&cfg, "/baton/test/").await.expect("load");
-        assert_eq!(secrets.len(), 3, "{:?}", secrets.keys());
+        assert_eq!(secrets.len(), 4, "{:?}", secrets.keys());
+        assert_eq!(secrets["BATON_AGENTS_TOML"], "[agents.researcher]");
         assert_eq!(secrets["SLACK_BOT_TOKEN"], "xoxb-secret");
         assert_eq!(secrets["TRACKER_TOKEN"], "tracker-secret");
         assert_eq!(secrets["BATON_API_TOKEN"], "token-0123456789abcdef");

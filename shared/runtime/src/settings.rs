@@ -141,6 +141,7 @@ pub(crate) const KNOWN_TOOLS: &[&str] = &[
     HTTP_REQUEST,
     CURRENT_TIME,
     SLEEP,
+    baton_agent::question::ASK_USER,
     SCHEDULE_CREATE,
     SCHEDULE_LIST,
     SCHEDULE_DELETE,

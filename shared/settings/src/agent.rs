@@ -6,6 +6,7 @@ use crate::price::ModelPrices;
 use baton_core::Limits;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One named agent: its instructions, model, tools and limits.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,7 +47,13 @@ pub struct AgentConfig {
     pub context: ContextSettings,
     /// Named agents its `delegate` calls may start.
     pub delegates: Vec<String>,
+    /// How long an `ask_user` question waits for its reply
+    /// (`ask_user.expires_after`).
+    pub ask_user_expires_after: Duration,
 }
+
+/// How long an `ask_user` question waits when the agent does not say.
+pub const DEFAULT_ASK_USER_EXPIRES_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 impl AgentConfig {
     pub fn new(name: &str, model: &str) -> Self {
@@ -60,6 +67,7 @@ impl AgentConfig {
             max_tool_result_chars: 16_000,
             description: None,
             fallback_models: Vec::new(),
+            ask_user_expires_after: DEFAULT_ASK_USER_EXPIRES_AFTER,
             escalation: None,
             tool_call_caps: BTreeMap::new(),
             max_identical_calls: 3,

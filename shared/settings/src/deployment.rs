@@ -1,9 +1,11 @@
 //! Settings of the deployment rather than of one agent: the `[guard]` and
-//! `[budgets]` tables, and what a loaded configuration yields.
+//! `[budgets]` tables, the `[[routes]]`, and what a loaded configuration
+//! yields.
 
 use crate::agent::{AgentConfig, Agents};
 use crate::http_tool::HttpToolDecl;
 use crate::mcp::McpServerDecl;
+use crate::route::Routes;
 use baton_core::input_guard::InputGuardMode;
 
 /// The `[guard]` table.
@@ -24,6 +26,8 @@ pub struct BudgetSettings {
 pub struct GlobalSettings {
     pub guard: GuardSettings,
     pub budgets: BudgetSettings,
+    /// The `[[routes]]`: which agent serves Slack messages where.
+    pub routes: Routes,
 }
 
 /// What a loaded configuration yields.

@@ -15,6 +15,7 @@ pub mod file;
 pub mod http_tool;
 pub mod mcp;
 pub mod price;
+pub mod route;
 
 pub use agent::{AgentConfig, Agents, DEFAULT_SYSTEM_PROMPT};
 pub use approval::{ApprovalRule, ApprovalRules};
@@ -25,3 +26,4 @@ pub use file::{AgentsSource, ConfigFileError, Problem};
 pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
 pub use mcp::McpServerDecl;
 pub use price::{ModelPrice, ModelPrices};
+pub use route::{Route, RouteChannel, Routes};

@@ -169,8 +169,9 @@ pub enum IgnoreReason {
     OwnMessage,
     /// A message with a subtype (edit, delete, join, ...).
     Subtype(String),
-    /// A `message` outside a direct-message conversation (channel messages
-    /// reach Baton as `app_mention`).
+    /// A top-level `message` outside a direct-message conversation
+    /// (channel messages reach Baton as `app_mention`; thread replies as
+    /// [`Inbound::ThreadReply`]).
     NotDirectMessage,
     /// An event type Baton does not handle.
     UnsupportedEvent(String),
@@ -204,6 +205,9 @@ pub enum Inbound {
     },
     /// A user message to act on.
     Message(InboundMessage),
+    /// A message in a channel thread that does not mention the bot: it
+    /// may answer a question the bot asked there, and is nothing else.
+    ThreadReply(InboundMessage),
     /// Answer 200 and do nothing.
     Ignored {
         /// Why (for logs and tests).
@@ -279,7 +283,11 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
     if own_id.as_deref() == Some(user.as_str()) {
         return Ok(ignored(IgnoreReason::OwnMessage));
     }
-    if kind == MessageKind::DirectMessage && ev.channel_type.as_deref() != Some("im") {
+    // A plain message outside a DM matters only as a reply in a thread
+    // (the answer to an `ask_user` question needs no mention).
+    let thread_reply =
+        kind == MessageKind::DirectMessage && ev.channel_type.as_deref() != Some("im");
+    if thread_reply && ev.thread_ts.as_deref().is_none_or(str::is_empty) {
         return Ok(ignored(IgnoreReason::NotDirectMessage));
     }
     let channel = ev
@@ -300,7 +308,7 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
         (None, MessageKind::DirectMessage) => raw_text.trim().to_string(),
     };
 
-    Ok(Inbound::Message(InboundMessage {
+    let message = InboundMessage {
         channel_type: ev.channel_type.as_deref().and_then(ChannelType::parse),
         team_id: cb.team_id,
         event_id: cb.event_id,
@@ -310,7 +318,12 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
         ts,
         thread_ts: ev.thread_ts.filter(|t| !t.is_empty()),
         kind,
-    }))
+    };
+    Ok(if thread_reply {
+        Inbound::ThreadReply(message)
+    } else {
+        Inbound::Message(message)
+    })
 }
 
 /// Removes a leading `<@ID>` or `<@ID|label>` (for `bot_id`, or any user when
@@ -461,13 +474,27 @@ mod tests {
     }
 
     #[test]
-    fn channel_messages_are_ignored() {
+    fn top_level_channel_messages_are_ignored_and_thread_replies_kept_apart() {
         for ct in [json!("channel"), json!("mpim"), json!(null)] {
-            let body = with_event(MESSAGE_IM, json!({"channel_type": ct}));
+            let body = with_event(
+                MESSAGE_IM,
+                json!({"channel_type": ct, "thread_ts": null, "channel": "C1"}),
+            );
             assert_eq!(
                 reason(classify(&body, Some(BOT))),
                 IgnoreReason::NotDirectMessage
             );
+            let body = with_event(
+                MESSAGE_IM,
+                json!({"channel_type": ct, "thread_ts": "1700000000.000100", "channel": "C1"}),
+            );
+            match classify(&body, Some(BOT)) {
+                Ok(Inbound::ThreadReply(m)) => {
+                    assert_eq!(m.thread_ts.as_deref(), Some("1700000000.000100"));
+                    assert_eq!(m.channel, "C1");
+                }
+                other => panic!("expected a thread reply, got {other:?}"),
+            }
         }
     }
 

@@ -33,6 +33,7 @@
 //! match classify(body, Some("U0BOT")).expect("400 otherwise") {
 //!     Inbound::UrlVerification { challenge } => assert_eq!(challenge, "abc"),
 //!     Inbound::Message(msg) => { /* dedupe on (team, channel, message ts), queue a task */ }
+//!     Inbound::ThreadReply(msg) => { /* may answer the thread's open question */ }
 //!     Inbound::Ignored { reason } => { /* 200, nothing to do */ let _ = reason; }
 //! }
 //! ```

@@ -9,12 +9,14 @@
 //! | [`plan`] | what to do with a turn's tool calls: a pure decision |
 //! | [`tools`] | running the calls (phase two of a step) |
 //! | [`wait`] | waiting at zero compute: approval, children, timer |
+//! | [`ask`] | `ask_user`: post the question, wait for the reply |
 //! | [`end`] | deliver the answer, end the task, hand over |
 //! | [`limit`] | ending at a limit, with a summary of the work |
 //! | [`stuck`] | empty answers, repeated calls, failing tools |
 //! | [`trace`] | the segment's spans |
 //! | [`budget`] | the segment's time |
 
+mod ask;
 mod budget;
 mod end;
 mod limit;
@@ -278,7 +280,8 @@ fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKin
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
     if t.status == TaskStatus::Waiting {
         let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
-        if t.cancel_requested || deadline_passed || timer_due(t, now) {
+        let reply_overdue = baton_core::question::overdue(t, now);
+        if t.cancel_requested || deadline_passed || timer_due(t, now) || reply_overdue {
             // Cancelled or out of time while waiting, or the timer is up:
             // the loop takes it from here.
             t.waiting_for = None;
@@ -336,6 +339,7 @@ fn pending_wake(t: &Task) -> Option<i64> {
             .map(|u| u.timestamp_millis()),
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
         Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
+        Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
         None => None,
     };
     at.filter(|u| *u > now_ms())

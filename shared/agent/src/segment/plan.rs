@@ -4,6 +4,7 @@
 //! becomes a child task, or is the turn's `sleep`.
 
 use crate::delegation::{self, DELEGATE, MAX_CHILDREN_PER_STEP};
+use crate::question::ASK_USER;
 use crate::timer::SLEEP;
 use crate::worker::Tools;
 use baton_core::approval::{approval_id, refusal};
@@ -20,6 +21,8 @@ pub(super) struct Turn<'a> {
     pub(super) task: &'a Task,
     pub(super) transcript: &'a [Entry],
     pub(super) step: u32,
+    /// When the plan is made: whether an `ask_user` question has expired.
+    pub(super) now: baton_core::Millis,
 }
 
 /// Why a call is answered without being run.
@@ -77,6 +80,9 @@ pub(super) enum Decision {
     Delegate,
     /// The turn's `sleep`: the task waits once the other calls are done.
     Sleep,
+    /// An `ask_user` call without its reply yet: the task waits for it
+    /// once the other calls are done.
+    Ask,
 }
 
 impl fmt::Debug for Decision {
@@ -91,6 +97,7 @@ impl fmt::Debug for Decision {
             Decision::AwaitApproval => f.write_str("AwaitApproval"),
             Decision::Delegate => f.write_str("Delegate"),
             Decision::Sleep => f.write_str("Sleep"),
+            Decision::Ask => f.write_str("Ask"),
         }
     }
 }
@@ -154,7 +161,8 @@ fn decide(
     let is_delegate = call.name == DELEGATE && delegation::may_delegate(agent);
     // `tools` holds only what the agent may call (`listing::offered`).
     let tool = turn.tools.get(&call.name).cloned();
-    if !is_sleep && !is_delegate && tool.is_none() {
+    let is_ask = call.name == ASK_USER && agent.allows_tool(ASK_USER);
+    if !is_sleep && !is_delegate && !is_ask && tool.is_none() {
         return Decision::Refuse(Refusal::UnknownTool);
     }
     // Human approval, for whatever tool the rules name (`sleep` and
@@ -180,6 +188,9 @@ fn decide(
     if is_sleep {
         return Decision::Sleep;
     }
+    if is_ask {
+        return ask(turn, call);
+    }
     if is_delegate {
         if let Some(child) = turn.task.child_for_call(&call.id) {
             return match delegation::result_of(child) {
@@ -202,6 +213,26 @@ fn decide(
     Decision::Run {
         tool,
         mark_started: !idempotent,
+    }
+}
+
+/// An `ask_user` call: its reply (or that none came in time) once there
+/// is one; else it waits. A sub-agent has nobody to ask.
+fn ask(turn: &Turn<'_>, call: &ToolCall) -> Decision {
+    if turn.task.parent.is_some() {
+        return Decision::Answer(ToolOutput::error(
+            "a sub-agent cannot ask the user: answer with what you need to know, and the agent that delegated to you will ask",
+        ));
+    }
+    if let Some(q) = baton_core::question::question(turn.task, &call.id) {
+        return match baton_core::question::result_of(q, turn.now) {
+            Some(text) => Decision::Answer(ToolOutput::ok(text)),
+            None => Decision::Ask,
+        };
+    }
+    match crate::question::question_of(&call.arguments) {
+        Ok(_) => Decision::Ask,
+        Err(e) => Decision::Answer(ToolOutput::error(e)),
     }
 }
 
@@ -319,6 +350,7 @@ mod tests {
                 task: &self.task,
                 transcript: &self.transcript,
                 step: self.step().max(1),
+                now: 0,
             };
             plan(&turn, pending)
         }
@@ -352,8 +384,49 @@ mod tests {
                 Decision::AwaitApproval => "approval".into(),
                 Decision::Delegate => "delegate".into(),
                 Decision::Sleep => "sleep".into(),
+                Decision::Ask => "ask".into(),
             })
             .collect()
+    }
+
+    #[test]
+    fn ask_user_waits_until_answered_or_expired() {
+        use baton_core::question::{Question, Reply};
+        let mut w = World::new(|_| {});
+        let ask = |id: &str, q: &str| call(id, "ask_user", json!({ "question": q }));
+        assert_eq!(w.decide(&[ask("c1", "Which env?")]), ["ask"]);
+        let got = w.decide(&[call("c2", "ask_user", json!({}))]);
+        assert!(got[0].starts_with("answer: invalid arguments"), "{got:?}");
+        let question = |call_id: &str, expires_at: i64, reply: Option<&str>| Question {
+            step: 1,
+            call_id: call_id.into(),
+            question: "Which env?".into(),
+            asked_at: -10,
+            expires_at,
+            reply: reply.map(|text| Reply {
+                text: text.into(),
+                by: None,
+                at: 0,
+            }),
+        };
+        // Asked and unanswered: still waits (`now` is 0 in the world).
+        w.task.questions = vec![question("c3", 100, None)];
+        assert_eq!(w.decide(&[ask("c3", "Which env?")]), ["ask"]);
+        w.task.questions = vec![question("c4", 100, Some("staging"))];
+        assert_eq!(w.decide(&[ask("c4", "Which env?")]), ["answer: staging"]);
+        w.task.questions = vec![question("c5", 0, None)];
+        let got = w.decide(&[ask("c5", "Which env?")]);
+        assert!(got[0].starts_with("answer: no reply"), "{got:?}");
+        // A sub-agent has nobody to ask.
+        w.task.parent = Some(baton_core::ParentLink {
+            task_id: TaskId::generate(),
+            call_id: "p".into(),
+        });
+        let got = w.decide(&[ask("c6", "Which env?")]);
+        assert!(
+            got[0].starts_with("answer: a sub-agent cannot ask"),
+            "{got:?}"
+        );
     }
 
     #[test]

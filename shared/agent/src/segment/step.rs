@@ -122,8 +122,8 @@ impl Segment<'_> {
     }
 
     /// The tools this agent may call this step: those the segment offers
-    /// ([`super::listing`]), `sleep`, and `delegate` when it has agents to
-    /// delegate to.
+    /// ([`super::listing`]), `sleep`, `ask_user` (not in a sub-agent), and
+    /// `delegate` when it has agents to delegate to.
     fn tool_specs(&self) -> Vec<ToolSpec> {
         let agent = self.agent;
         self.tools
@@ -133,6 +133,11 @@ impl Segment<'_> {
                 agent
                     .allows_tool(crate::timer::SLEEP)
                     .then(crate::timer::sleep_spec),
+            )
+            // A sub-agent has nobody to ask.
+            .chain(
+                (agent.allows_tool(crate::question::ASK_USER) && self.task.parent.is_none())
+                    .then(crate::question::ask_user_spec),
             )
             .chain(crate::delegation::delegate_spec(agent, &self.deps.agents))
             .collect()

@@ -1,7 +1,7 @@
 //! Phase two of a step: the turn's tool calls, as [`plan`](super::plan)
 //! decided. Answers and `tool_started` marks are checkpointed first, then
 //! the runnable calls run in parallel, each result written as it completes;
-//! then the turn waits, if it must (approval, children, timer).
+//! then the turn waits, if it must (approval, children, a reply, timer).
 
 use super::plan::{plan, Decision, Turn};
 use super::{Segment, Step};
@@ -25,12 +25,14 @@ impl Segment<'_> {
             task: &self.task,
             transcript: &self.transcript,
             step,
+            now: now_ms(),
         };
         let plan = plan(&turn, pending);
         let mut answered = Vec::new();
         let mut started_marks = Vec::new();
         let mut runnable: Vec<(ToolCall, Arc<dyn Tool>)> = Vec::new();
         let (mut approval, mut delegate, mut sleep) = (Vec::new(), Vec::new(), None);
+        let mut ask = Vec::new();
         for (call, decision) in plan.calls {
             match decision {
                 Decision::Refuse(r) => {
@@ -53,6 +55,7 @@ impl Segment<'_> {
                 Decision::AwaitApproval => approval.push(call),
                 Decision::Delegate => delegate.push(call),
                 Decision::Sleep => sleep = Some(call),
+                Decision::Ask => ask.push(call),
             }
         }
         answered.extend(started_marks);
@@ -75,6 +78,9 @@ impl Segment<'_> {
         }
         if !delegate.is_empty() {
             return self.delegate(delegate).await;
+        }
+        if !ask.is_empty() {
+            return self.wait_for_reply(step, ask).await;
         }
         match sleep {
             Some(call) => self.start_timer(step, &call).await,

@@ -80,6 +80,9 @@ pub(super) fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
             a.approval.expires_after = d;
         }
     }
+    if let Some(DurationSpec(d)) = spec.ask_user.as_ref().and_then(|q| q.expires_after) {
+        a.ask_user_expires_after = d;
+    }
     if let Some(c) = &spec.context {
         let s = &mut a.context;
         if c.window_tokens.is_some() {

@@ -457,6 +457,8 @@ impl Checker<'_> {
             agents.insert(name.clone(), (at, agent));
         }
         self.check_delegation(&agents);
+        let names: Vec<&str> = agents.keys().map(String::as_str).collect();
+        let routes = self.check_routes(&file.routes, &names);
 
         let default = agents.remove("default").map(|(_, a)| a).unwrap_or(template);
         let settings = GlobalSettings {
@@ -467,6 +469,7 @@ impl Checker<'_> {
                 workspace_monthly_tokens: file.budgets.workspace_monthly_tokens,
                 user_monthly_tokens: file.budgets.user_monthly_tokens,
             },
+            routes,
         };
         let mut default = default;
         let mut others: Vec<AgentConfig> = agents.into_values().map(|(_, a)| a).collect();

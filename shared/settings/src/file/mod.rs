@@ -21,6 +21,7 @@
 mod build;
 mod check;
 mod mcp;
+mod routes;
 mod schema;
 #[cfg(test)]
 mod tests;

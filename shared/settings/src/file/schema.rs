@@ -32,6 +32,9 @@ pub(super) struct FileSpec {
     /// MCP servers, by name.
     #[serde(default)]
     pub(super) mcp: BTreeMap<String, McpSpec>,
+    /// Which agent serves Slack messages where, in order.
+    #[serde(default)]
+    pub(super) routes: Vec<super::routes::RouteSpec>,
 }
 
 /// `[mcp.NAME]`: an MCP server over streamable HTTP whose tools agents may
@@ -78,6 +81,14 @@ pub(super) struct AgentSpec {
     pub(super) approval: Option<ApprovalSpec>,
     pub(super) context: Option<ContextSpec>,
     pub(super) escalation: Option<EscalationSpec>,
+    pub(super) ask_user: Option<AskUserSpec>,
+}
+
+/// `[agents.NAME.ask_user]`: how long a question waits for its reply.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AskUserSpec {
+    pub(super) expires_after: Option<DurationSpec>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -1,0 +1,104 @@
+//! `ask_user`: record the question (once), post it where the requester
+//! reads (the Slack thread; HTTP clients see it in `waiting_for` and the
+//! events), and wait at zero compute for the reply, which ingest records
+//! on the task. The question expires after the agent's
+//! `ask_user.expires_after`; a wake then lets the model go on without it.
+
+use super::{start_waiting, Segment, SegmentEnd, Step};
+use crate::progress;
+use baton_core::question::{self, Question};
+use baton_core::{now_ms, rfc3339, EntryKind, TaskStatus, ToolCall, WaitingFor};
+
+impl Segment<'_> {
+    pub(super) async fn wait_for_reply(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
+        let now = now_ms();
+        let expires_at = now
+            .saturating_add(
+                i64::try_from(self.agent.ask_user_expires_after.as_millis()).unwrap_or(i64::MAX),
+            )
+            .min(self.task.limits.deadline_at.unwrap_or(i64::MAX));
+        let new: Vec<Question> = calls
+            .iter()
+            .filter(|c| question::question(&self.task, &c.id).is_none())
+            .filter_map(|c| {
+                let text = crate::question::question_of(&c.arguments).ok()?;
+                Some(Question {
+                    step,
+                    call_id: c.id.clone(),
+                    question: text,
+                    asked_at: now,
+                    expires_at,
+                    reply: None,
+                })
+            })
+            .collect();
+        for q in &new {
+            // Recorded before it is posted: a reply may arrive the moment
+            // it is, and ingest finds it here.
+            self.commit(|t| {
+                if question::question(t, &q.call_id).is_some() {
+                    return None;
+                }
+                t.questions.push(q.clone());
+                Some(vec![EntryKind::Status {
+                    status: TaskStatus::Running,
+                    detail: format!("asked: {}", q.question),
+                }])
+            })
+            .await?;
+            let post = self
+                .begin_post(format!("{}:ask:{}", self.task.id, q.call_id))
+                .await?;
+            if let Err(e) = self
+                .deps
+                .replies
+                .answer(&self.task, &q.question, &post)
+                .await
+            {
+                tracing::warn!(task_id = %self.task.id, error = %e, "could not post the question");
+            }
+            self.commit(|t| {
+                t.posting = None;
+                Some(Vec::new())
+            })
+            .await?;
+        }
+        // One question waits at a time; another call of the turn is asked
+        // once this one is settled.
+        self.commit(|t| {
+            if t.cancel_requested {
+                return None;
+            }
+            let open = t
+                .questions
+                .iter()
+                .find(|q| q.reply.is_none() && q.expires_at > now_ms())?
+                .clone();
+            let waiting_for = WaitingFor::Reply {
+                question: open.question.clone(),
+                expires_at: rfc3339(open.expires_at),
+            };
+            let detail = format!("waiting for a reply to: {}", open.question);
+            Some(vec![start_waiting(t, waiting_for, detail)])
+        })
+        .await?;
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
+        if let Some(q) = question::open(&self.task) {
+            let at = q.expires_at;
+            crate::timer::arm(
+                self.deps.queue.as_ref(),
+                self.deps.scheduler(),
+                &self.task.id,
+                at,
+            )
+            .await?;
+        }
+        self.deps
+            .replies
+            .progress(&self.task, progress::WAITING_FOR_REPLY)
+            .await;
+        Ok(Some(SegmentEnd::Waiting))
+    }
+}
