@@ -4,6 +4,7 @@
 //! ([`requests`]); with `--load N`, N tasks at once ([`load`]). Results and how to read them: docs/performance.md and
 //! docs/deploy.md.
 
+pub(crate) mod conversation;
 pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod requests;
@@ -47,6 +48,11 @@ pub(crate) struct BenchArgs {
     /// Concurrent work-queue consumers in the load run.
     #[arg(long, default_value_t = 8)]
     consumers: usize,
+    /// Instead: the input tokens of each message of conversations this
+    /// many messages long (comma-separated, e.g. `5,50,500`), each message
+    /// a new task starting with the conversation's recap.
+    #[arg(long, value_delimiter = ',')]
+    conversation: Vec<usize>,
     /// The load run's backend: `embedded` (a temporary directory) or `aws`
     /// (the resources named by BATON_TABLE, BATON_QUEUE_URL and
     /// BATON_TRACE_BUCKET, e.g. from `baton bootstrap` against moto).
@@ -249,6 +255,10 @@ async fn run_load(args: &BenchArgs) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if !args.conversation.is_empty() {
+        conversation::run(&args.conversation);
+        return Ok(());
+    }
     if !args.load.is_empty() {
         return run_load(&args).await;
     }

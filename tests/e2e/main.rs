@@ -8,6 +8,7 @@ mod common;
 mod runtime_api;
 
 mod configuration;
+mod conversations;
 mod hostile_input;
 mod http_tools;
 mod lambda_functions;
@@ -17,3 +18,4 @@ mod loop_recovery;
 mod mcp_tools;
 mod memory_scope;
 mod routes;
+mod stop_permissions;

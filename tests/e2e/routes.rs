@@ -128,7 +128,7 @@ async fn a_route_sends_a_channel_to_its_agent(backend: Backend) {
     let (agent, prompt) = served_by(
         &app,
         &direct_message("Ev3", "300.1", asked),
-        &format!("slack:{TEAM}:D0DIRECT:300.1"),
+        &format!("slack:{TEAM}:D0DIRECT"),
         asked,
     )
     .await;

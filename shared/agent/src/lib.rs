@@ -20,6 +20,7 @@ pub mod model_choice;
 pub mod progress;
 pub mod question;
 pub mod reaper;
+mod recap;
 pub mod sanitize;
 pub mod segment;
 pub mod spend;

@@ -20,8 +20,10 @@ pub mod input_guard;
 pub mod lease;
 pub mod ledger;
 pub mod memory;
+pub mod notice;
 pub mod question;
 pub mod queue;
+pub mod recap;
 pub mod reply;
 pub mod store;
 pub mod table;
@@ -41,6 +43,7 @@ pub use conversation::{
 pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
+pub use notice::{NoticeError, Notices};
 pub use queue::{Delivery, QueueError, WorkQueue};
 pub use reply::{NoReplies, PostKey, ReplyError, ReplySink};
 pub use store::{Created, StoreError, TaskStore};

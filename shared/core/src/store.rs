@@ -78,6 +78,9 @@ pub struct Thread {
     /// Completed tasks of the thread, oldest first (bounded).
     #[serde(default)]
     pub history: Vec<TaskId>,
+    /// The conversation's earlier turns, for its next task.
+    #[serde(default, skip_serializing_if = "crate::recap::Recap::is_empty")]
+    pub recap: crate::recap::Recap,
     #[serde(skip)]
     pub version: u64,
 }

@@ -305,6 +305,10 @@ pub struct Task {
     /// Tasks started by `delegate` calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<Child>,
+    /// How many entries at the start of the transcript are the
+    /// conversation's earlier turns ([`crate::recap`]), not this task's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub carried: u64,
     /// Questions of `ask_user` calls, answered or not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<crate::question::Question>,
@@ -347,6 +351,7 @@ impl Task {
             cost_usd: 0.0,
             approvals: Vec::new(),
             children: Vec::new(),
+            carried: 0,
             questions: Vec::new(),
             parent: None,
         }

@@ -12,6 +12,7 @@ mod response;
 mod routes;
 mod schedules;
 mod slack;
+mod stopping;
 mod tasks;
 mod threads;
 
@@ -51,6 +52,11 @@ pub struct Ingest {
     /// Which agent serves a Slack message ([`Ingest::with_routes`]);
     /// without routes, `default`.
     routes: baton_settings::Routes,
+    /// Slack user ids who may stop any task ([`Ingest::with_admins`]).
+    admins: Arc<[String]>,
+    /// Where a refused Slack user is told why ([`Ingest::with_notices`]);
+    /// without it the refusal is only logged.
+    notices: Option<Arc<dyn baton_core::Notices>>,
 }
 
 impl Ingest {
@@ -72,7 +78,24 @@ impl Ingest {
             schedules: None,
             input_guard: baton_settings::InputGuardMode::Off,
             routes: baton_settings::Routes::default(),
+            admins: Arc::from(Vec::new()),
+            notices: None,
         }
+    }
+
+    /// The deployment's admins (`BATON_ADMINS`, Slack user ids): besides a
+    /// task's requester and its agent's approvers, they may stop any task
+    /// from Slack.
+    pub fn with_admins(mut self, admins: Vec<String>) -> Self {
+        self.admins = Arc::from(admins);
+        self
+    }
+
+    /// Tells Slack users, in a note only they see, why a `stop` of theirs
+    /// was refused.
+    pub fn with_notices(mut self, notices: Arc<dyn baton_core::Notices>) -> Self {
+        self.notices = Some(notices);
+        self
     }
 
     /// Slack messages go to the agent of the first route that matches

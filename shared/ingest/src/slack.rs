@@ -2,7 +2,7 @@
 
 use crate::response::{json, Answer, ApiError};
 use crate::tasks::parse_id;
-use crate::threads::Submission;
+use crate::threads::{Submission, Submitted};
 use crate::{Ingest, SlackIngest};
 use baton_core::Origin;
 use baton_settings::Routes;
@@ -12,6 +12,9 @@ use baton_slack::interactivity::Interaction;
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde_json::json;
+
+/// The `ignored` reason of a refused stop ([`Ingest::may_stop`]).
+const NOT_ALLOWED_TO_STOP: &str = "not allowed to stop";
 
 impl Ingest {
     fn slack_settings(&self) -> Result<&SlackIngest, ApiError> {
@@ -71,7 +74,35 @@ impl Ingest {
                         &json!({"ok": true, "ignored": "input_guard"}),
                     ));
                 }
+                if submission.origin.is_direct_message()
+                    && self.reset_conversation(&submission).await?
+                {
+                    tracing::info!(
+                        thread = submission.thread.as_deref().unwrap_or_default(),
+                        "conversation reset"
+                    );
+                    if let (Some(notices), baton_core::Origin::Slack { channel, user, .. }) =
+                        (&self.notices, &submission.origin)
+                    {
+                        let note =
+                            "Starting a new conversation: I won't bring up what we said before.";
+                        if let Err(e) = notices.ephemeral(channel, user, None, note).await {
+                            tracing::warn!(error = %e, "could not confirm the reset");
+                        }
+                    }
+                    return Ok(json(
+                        StatusCode::OK,
+                        &json!({"ok": true, "conversation": "reset"}),
+                    ));
+                }
                 let submitted = self.submit_screened(submission).await?;
+                if let Submitted::StopRefused(_) = submitted {
+                    // Answered 200 all the same, so Slack does not retry.
+                    return Ok(json(
+                        StatusCode::OK,
+                        &json!({"ok": true, "ignored": NOT_ALLOWED_TO_STOP}),
+                    ));
+                }
                 tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack message accepted");
                 Ok(json(StatusCode::OK, &json!({"ok": true})))
             }
@@ -114,6 +145,22 @@ impl Ingest {
         match action.action_id.as_str() {
             "cancel_task" => {
                 let id = parse_id(action.value.as_deref().unwrap_or_default())?;
+                // The same rule as a `stop` in the thread; an unknown task
+                // is the 404 of `cancel_task` below.
+                let task = self.store.get(&id).await.map_err(ApiError::unavailable)?;
+                if let Some(task) = task.filter(|t| !self.may_stop(Some(&action.user_id), t)) {
+                    self.refuse_stop(
+                        &task,
+                        &action.user_id,
+                        action.channel.as_deref(),
+                        action.thread_ts.as_deref(),
+                    )
+                    .await;
+                    return Ok(json(
+                        StatusCode::OK,
+                        &json!({"ok": true, "ignored": NOT_ALLOWED_TO_STOP}),
+                    ));
+                }
                 // A 409 (already ended) is still a fine answer for a button.
                 match self.cancel_task(id.as_str()).await {
                     Ok(_) => {}
@@ -147,7 +194,16 @@ impl Ingest {
 /// one).
 fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
     let thread_ts = m.thread_ts.clone().unwrap_or_else(|| m.ts.clone());
-    let thread = format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts);
+    let is_dm = m.channel_type == Some(baton_core::ChannelType::Im)
+        || (m.channel_type.is_none() && m.channel.starts_with('D'));
+    // The conversation: a channel thread, or a whole direct-message
+    // conversation (a top-level DM continues it; answers still go in the
+    // message's thread).
+    let thread = if is_dm {
+        format!("slack:{}:{}", m.team_id, m.channel)
+    } else {
+        format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts)
+    };
     // The message, not the event: Slack may deliver one message under two
     // event ids (a retry that got a new id, or `app_mention` and `message`
     // for the same post), and it must start one task.

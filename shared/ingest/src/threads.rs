@@ -10,6 +10,7 @@
 use crate::response::ApiError;
 use crate::Ingest;
 use baton_core::input_guard::{self, GuardOutcome};
+use baton_core::recap::{Speaker, Turn};
 use baton_core::store::Thread;
 use baton_core::{approval, question};
 use baton_core::{now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake};
@@ -37,6 +38,9 @@ pub(crate) enum Submitted {
     CancelRequested(TaskId),
     /// The requester's reply to the task's `ask_user` question.
     Replied(TaskId),
+    /// "stop" on a thread from someone who may not stop its task
+    /// ([`Ingest::may_stop`]): nothing changed, and they were told.
+    StopRefused(TaskId),
 }
 
 impl Submitted {
@@ -46,9 +50,21 @@ impl Submitted {
             | Submitted::Duplicate(id)
             | Submitted::Steered(id)
             | Submitted::CancelRequested(id)
-            | Submitted::Replied(id) => id,
+            | Submitted::Replied(id)
+            | Submitted::StopRefused(id) => id,
         }
     }
+}
+
+/// `new` or `reset` alone (any case, trailing punctuation allowed).
+fn is_reset_word(text: &str) -> bool {
+    matches!(
+        text.trim()
+            .trim_end_matches(['.', '!'])
+            .to_ascii_lowercase()
+            .as_str(),
+        "new" | "reset"
+    )
 }
 
 fn is_stop_word(text: &str) -> bool {
@@ -109,9 +125,24 @@ impl Ingest {
             limits,
             now,
         );
-        let first = vec![EntryKind::UserMessage {
+        // A conversation whose earlier task ended: the new one starts with
+        // its earlier turns.
+        let recap = match &s.thread {
+            Some(key) => self
+                .store
+                .thread(key)
+                .await
+                .map_err(ApiError::unavailable)?
+                .map(|t| t.recap)
+                .unwrap_or_default(),
+            None => Default::default(),
+        };
+        let mut first = recap.entries();
+        let mut task = task;
+        task.carried = first.len() as u64;
+        first.push(EntryKind::UserMessage {
             text: s.text.clone(),
-        }];
+        });
         let created = self
             .store
             .create(&task, first, s.dedupe_key.as_deref())
@@ -161,14 +192,22 @@ impl Ingest {
         let text = s.text.clone();
         let author = slack_user(&s.origin);
         let mut replied = false;
+        let mut refused = false;
         let result = self
             .store
             .update_claiming(&active, None, s.dedupe_key.as_deref(), |t| {
                 replied = false;
+                refused = false;
                 if t.status.is_terminal() {
                     return Ok(None);
                 }
                 if stop {
+                    // Not allowed: the task is not written and the dedupe
+                    // key not claimed, so nothing of this message counts.
+                    if !self.may_stop(author, t) {
+                        refused = true;
+                        return Ok(None);
+                    }
                     return Ok(Some(request_cancel(t)));
                 }
                 // The requester's message answers the task's question;
@@ -185,6 +224,10 @@ impl Ingest {
             })
             .await;
         match result {
+            Ok((task, _)) if refused => {
+                self.refuse_stop_message(&task, &s.origin).await;
+                Ok(Some(Submitted::StopRefused(task.id)))
+            }
             // "stop" with nothing running: nothing to do, and no new task.
             Ok((task, _)) if task.status.is_terminal() && stop => {
                 Ok(Some(Submitted::CancelRequested(task.id)))
@@ -230,7 +273,8 @@ impl Ingest {
 
     /// A message in a thread that does not address the bot: the answer to
     /// the question of the task running there, if its requester wrote it
-    /// while one is open; otherwise nothing (`None`).
+    /// while one is open; otherwise, in a thread Baton is part of, a turn
+    /// of the conversation for its next task, starting no run (`None`).
     pub(crate) async fn reply_in_thread(
         &self,
         s: Submission,
@@ -243,36 +287,97 @@ impl Ingest {
             .thread(key)
             .await
             .map_err(ApiError::unavailable)?;
-        let Some(active) = thread.and_then(|t| t.active_task) else {
+        let Some(thread) = thread else {
+            // Not a conversation Baton is part of.
             return Ok(None);
         };
         let author = slack_user(&s.origin);
-        let result = self
-            .store
-            .update_claiming(&active, None, s.dedupe_key.as_deref(), |t| {
-                if author.is_none() || author != approval::requester(t) {
-                    return Ok(None);
+        if let Some(active) = &thread.active_task {
+            let result = self
+                .store
+                .update_claiming(active, None, s.dedupe_key.as_deref(), |t| {
+                    if author.is_none() || author != approval::requester(t) {
+                        return Ok(None);
+                    }
+                    Ok(question::reply(t, &s.text, author, now_ms()))
+                })
+                .await;
+            match result {
+                Ok((task, written)) if !written.is_empty() => {
+                    if task.status == TaskStatus::Queued {
+                        self.queue
+                            .send(
+                                &Wake::new(task.id.clone(), "reply").to_body(),
+                                Duration::ZERO,
+                            )
+                            .await
+                            .map_err(ApiError::unavailable)?;
+                    }
+                    return Ok(Some(Submitted::Replied(task.id)));
                 }
-                Ok(question::reply(t, &s.text, author, now_ms()))
-            })
-            .await;
-        match result {
-            Ok((task, written)) if !written.is_empty() => {
-                if task.status == TaskStatus::Queued {
-                    self.queue
-                        .send(
-                            &Wake::new(task.id.clone(), "reply").to_body(),
-                            Duration::ZERO,
-                        )
-                        .await
-                        .map_err(ApiError::unavailable)?;
-                }
-                Ok(Some(Submitted::Replied(task.id)))
+                Ok(_) | Err(StoreError::NotFound(_)) => {}
+                Err(StoreError::AlreadyClaimed(id)) => return Ok(Some(Submitted::Duplicate(id))),
+                Err(e) => return Err(ApiError::unavailable(e)),
             }
-            Ok(_) | Err(StoreError::NotFound(_)) => Ok(None),
-            Err(StoreError::AlreadyClaimed(id)) => Ok(Some(Submitted::Duplicate(id))),
-            Err(e) => Err(ApiError::unavailable(e)),
         }
+        self.add_to_conversation(thread, author, &s.text).await;
+        Ok(None)
+    }
+
+    /// Adds what someone said in the thread to its conversation, as
+    /// context for the next task. Best effort: lost under heavy contention.
+    async fn add_to_conversation(&self, mut thread: Thread, author: Option<&str>, text: &str) {
+        for _ in 0..3 {
+            thread.recap.push(Turn {
+                speaker: Speaker::User,
+                author: author.map(str::to_owned),
+                text: text.to_owned(),
+                at: now_ms(),
+            });
+            match self.store.put_thread(&thread).await {
+                Ok(true) => return,
+                Ok(false) => match self.store.thread(&thread.key).await {
+                    Ok(Some(fresh)) => thread = fresh,
+                    _ => return,
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not add a thread message to its conversation");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `new` or `reset` alone: the conversation starts afresh (its earlier
+    /// turns are forgotten; a running task is left to finish). Whether the
+    /// message was such a word.
+    pub(crate) async fn reset_conversation(&self, s: &Submission) -> Result<bool, ApiError> {
+        let Some(key) = s.thread.as_deref().filter(|_| is_reset_word(&s.text)) else {
+            return Ok(false);
+        };
+        for _ in 0..5 {
+            let Some(mut thread) = self
+                .store
+                .thread(key)
+                .await
+                .map_err(ApiError::unavailable)?
+            else {
+                return Ok(true);
+            };
+            if thread.recap.is_empty() {
+                return Ok(true);
+            }
+            thread.recap = Default::default();
+            if self
+                .store
+                .put_thread(&thread)
+                .await
+                .map_err(ApiError::unavailable)?
+            {
+                return Ok(true);
+            }
+        }
+        Err(ApiError::unavailable("the conversation is busy; try again"))
     }
 
     /// Points the thread at its new task. A lost race here (two first
@@ -289,6 +394,7 @@ impl Ingest {
                 key: key.to_owned(),
                 active_task: None,
                 history: Vec::new(),
+                recap: Default::default(),
                 version: 0,
             });
             if let Some(prev) = thread.active_task.take() {

@@ -8,7 +8,7 @@ use baton_agent::{Worker, WorkerSettings};
 use baton_core::{NoReplies, ReplySink, Tool};
 use baton_ingest::{Ingest, SlackIngest};
 use baton_llm::{build_provider, RetryPolicy};
-use baton_slack::SlackReplies;
+use baton_slack::{SlackNotices, SlackReplies};
 use baton_tools::Toolset;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,12 +43,13 @@ impl App {
 
     /// The ingest handler alone, built exactly as [`App::new`] builds it,
     /// for the ingest Lambda: it never runs the agent loop, so it builds
-    /// no LLM provider, tools, Slack client, worker or reaper. Besides
-    /// the work saved at start-up, none of that code is linked into (or
-    /// paged in by) the ingest binary, which is most of its memory
-    /// (docs/performance-lambda.md). The LLM settings are parsed with the
-    /// rest of [`Settings`] but not checked further here: the worker checks
-    /// them at its own start-up.
+    /// no LLM provider, tools, worker or reaper, and its Slack client (for
+    /// the note to someone whose `stop` is refused) only when it first
+    /// needs it. Besides the work saved at start-up, none of that code is
+    /// linked into (or paged in by) the ingest binary, which is most of its
+    /// memory (docs/performance-lambda.md). The LLM settings are parsed
+    /// with the rest of [`Settings`] but not checked further here: the
+    /// worker checks them at its own start-up.
     pub fn ingest_only(settings: &Settings, backend: &Backend) -> Ingest {
         let schedules = schedule_service(backend);
         ingest_handler(settings, backend, settings.agents(), schedules.as_ref())
@@ -363,7 +364,18 @@ fn ingest_handler(
         slack,
     )
     .with_input_guard(settings.deployment.guard.input_guard)
-    .with_routes(settings.deployment.routes.clone());
+    .with_routes(settings.deployment.routes.clone())
+    .with_admins(settings.admins.clone());
+    // Tells a Slack user their `stop` was refused; the client is built at
+    // the first such note, so the ingest's start-up does not pay for it.
+    let ingest = match settings
+        .slack
+        .as_ref()
+        .and_then(|s| Some((s, s.bot_token.clone()?)))
+    {
+        Some((s, token)) => ingest.with_notices(Arc::new(SlackNotices::new(&s.api_url, token))),
+        None => ingest,
+    };
     match schedules {
         Some(service) => ingest.with_scheduler(service.clone()),
         None => ingest,

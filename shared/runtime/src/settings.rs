@@ -111,6 +111,10 @@ pub struct Settings {
     pub deployment: GlobalSettings,
     /// `BATON_SCHEDULE_ADMINS`: schedule owners who may delete any schedule.
     pub schedule_admins: Vec<String>,
+    /// `BATON_ADMINS`: Slack user ids who may stop any task from Slack
+    /// (besides its requester and its agent's approvers). Not schedule
+    /// admins: those are owners with their workspace (`slack:TEAM:USER`).
+    pub admins: Vec<String>,
     /// `BATON_HEARTBEAT_REPEAT_WINDOW_SECS`: how long a heartbeat does not
     /// post the same finding again.
     pub heartbeat_repeat_window: Duration,
@@ -150,6 +154,26 @@ pub(crate) const KNOWN_TOOLS: &[&str] = &[
     FORGET,
     DELEGATE,
 ];
+
+/// The non-empty items of a comma-separated list, trimmed.
+fn comma_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(|a| a.trim().to_owned())
+        .filter(|a| !a.is_empty())
+        .collect()
+}
+
+/// Whether `id` looks like a Slack user id (`U…`, `W…`: capitals and
+/// digits), so a `slack:TEAM:USER` owner or a name given by mistake is
+/// refused at start rather than matching nobody.
+fn is_slack_user_id(id: &str) -> bool {
+    id.len() >= 2
+        && id.starts_with(['U', 'W'])
+        && id
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
 
 /// Where configuration values come from: the process environment, with
 /// secrets loaded from SSM Parameter Store layered underneath.
@@ -434,13 +458,17 @@ impl Settings {
             .num::<u64>("BATON_HEARTBEAT_REPEAT_WINDOW_SECS")?
             .map_or(baton_agent::DEFAULT_REPEAT_WINDOW, Duration::from_secs);
         let schedule_admins = var("BATON_SCHEDULE_ADMINS")
-            .map(|v| {
-                v.split(',')
-                    .map(|a| a.trim().to_owned())
-                    .filter(|a| !a.is_empty())
-                    .collect()
-            })
+            .map(|v| comma_list(&v))
             .unwrap_or_default();
+        let admins = var("BATON_ADMINS")
+            .map(|v| comma_list(&v))
+            .unwrap_or_default();
+        if let Some(bad) = admins.iter().find(|a| !is_slack_user_id(a)) {
+            return Err(invalid(
+                "BATON_ADMINS",
+                format!("`{bad}` is not a Slack user id (like U0123ABCD)"),
+            ));
+        }
         let aws = AwsResources {
             table: var("BATON_TABLE"),
             queue_url: var("BATON_QUEUE_URL"),
@@ -473,6 +501,7 @@ impl Settings {
             agents: loaded.agents,
             deployment: loaded.settings,
             schedule_admins,
+            admins,
             heartbeat_repeat_window,
             aws,
             lambda,
@@ -624,6 +653,29 @@ mod tests {
             let values = HashMap::from([(name.to_owned(), "soon".to_owned())]);
             let err = Settings::load(&values).unwrap_err();
             assert!(err.to_string().starts_with(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn admins_are_a_comma_list_of_slack_user_ids() {
+        if env_has(&["BATON_ADMINS", "BATON_SCHEDULE_ADMINS"]) {
+            eprintln!("skipped: the environment sets the variables");
+            return;
+        }
+        let load =
+            |name: &str, v: &str| Settings::load(&HashMap::from([(name.to_owned(), v.to_owned())]));
+        assert!(Settings::load(&HashMap::new()).unwrap().admins.is_empty());
+        let s = load("BATON_ADMINS", " U0123ABCD, W42 ,,").unwrap();
+        assert_eq!(s.admins, ["U0123ABCD", "W42"]);
+        // Schedule admins are their own list (owners name the workspace).
+        assert!(s.schedule_admins.is_empty());
+        let s = load("BATON_SCHEDULE_ADMINS", "slack:T1:U1").unwrap();
+        assert_eq!(s.schedule_admins, ["slack:T1:U1"]);
+        assert!(s.admins.is_empty());
+        for bad in ["slack:T1:U1", "u0123abcd", "alice"] {
+            let err = load("BATON_ADMINS", bad).unwrap_err();
+            assert!(err.to_string().starts_with("BATON_ADMINS"), "{err}");
+            assert!(err.to_string().contains(bad), "{err}");
         }
     }
 

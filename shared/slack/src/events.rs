@@ -173,6 +173,9 @@ pub enum IgnoreReason {
     /// (channel messages reach Baton as `app_mention`; thread replies as
     /// [`Inbound::ThreadReply`]).
     NotDirectMessage,
+    /// A channel message that mentions the bot: handled as the
+    /// `app_mention` Slack sends for it too.
+    MentionsBot,
     /// An event type Baton does not handle.
     UnsupportedEvent(String),
     /// Slack reported it is rate limiting the app's events.
@@ -188,6 +191,7 @@ impl fmt::Display for IgnoreReason {
             Self::OwnMessage => f.write_str("message from this bot"),
             Self::Subtype(s) => write!(f, "message subtype {s}"),
             Self::NotDirectMessage => f.write_str("message outside a direct message"),
+            Self::MentionsBot => f.write_str("message mentioning the bot (handled as app_mention)"),
             Self::UnsupportedEvent(t) => write!(f, "unsupported event type {t}"),
             Self::AppRateLimited => f.write_str("app_rate_limited notice"),
             Self::UnsupportedEnvelope => f.write_str("unsupported envelope type"),
@@ -301,6 +305,14 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
     // Slack sends `text` on every user message, but "" is a valid value and a
     // missing one is better treated as empty than bounced back for retries.
     let raw_text = ev.text.unwrap_or_default();
+    if thread_reply
+        && own_id
+            .as_deref()
+            .is_some_and(|id| raw_text.contains(&format!("<@{id}>")))
+    {
+        // It also arrives as an `app_mention`, which is what acts on it.
+        return Ok(ignored(IgnoreReason::MentionsBot));
+    }
     let text = match (own_id.as_deref(), kind) {
         (Some(id), _) => strip_leading_mention(&raw_text, Some(id)),
         // Without a known bot id, an app_mention's leading mention is the bot.

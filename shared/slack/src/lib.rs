@@ -6,11 +6,12 @@
 //!   something to ignore.
 //! - [`interactivity`]: `block_actions` payloads (approve/deny buttons).
 //! - [`mrkdwn`]: Markdown (what LLMs write) to Slack's mrkdwn.
-//! - [`web`]: a small Web API client: post/update messages, thread status.
-//! - [`replies`], [`approvals`], [`status`]: the Slack implementations of
-//!   the domain's reply and approval ports (`baton_core::ReplySink`,
-//!   `baton_core::approval::ApprovalPrompts`), and the limiter of status
-//!   updates.
+//! - [`web`]: a small Web API client: post/update messages, ephemeral notes,
+//!   thread status.
+//! - [`replies`], [`approvals`], [`notices`], [`status`]: the Slack
+//!   implementations of the domain's reply, approval and notice ports
+//!   (`baton_core::ReplySink`, `baton_core::approval::ApprovalPrompts`,
+//!   `baton_core::Notices`), and the limiter of status updates.
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
 //!   to build signed requests.
 //!
@@ -54,6 +55,7 @@ pub mod approvals;
 pub mod events;
 pub mod interactivity;
 pub mod mrkdwn;
+pub mod notices;
 pub mod replies;
 pub mod signature;
 pub mod status;
@@ -63,6 +65,7 @@ pub mod web;
 
 pub use approvals::SlackApprovals;
 pub use events::{classify, EventError, Inbound, InboundMessage, MessageKind};
+pub use notices::SlackNotices;
 pub use replies::SlackReplies;
 pub use signature::{sign, verify, SignatureError, SigningSecret};
 pub use status::StatusLimiter;

@@ -260,7 +260,10 @@ fn refusal(method: &str, code: &str) -> Response {
     }
     let needed = match method {
         "conversations.replies" | "conversations.history" => NEEDED_HISTORY,
-        "assistant.threads.setStatus" | "chat.postMessage" | "chat.update" => "chat:write",
+        "assistant.threads.setStatus"
+        | "chat.postMessage"
+        | "chat.postEphemeral"
+        | "chat.update" => "chat:write",
         _ => "unknown",
     };
     Json(json!({"ok": false, "error": code, "needed": needed,
@@ -442,6 +445,22 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             Json(json!({"ok": true, "messages": messages, "has_more": false,
                         "response_metadata": {"next_cursor": ""}}))
             .into_response()
+        }
+        "chat.postEphemeral" => {
+            // Slack keeps no ephemeral message: it is only recorded here
+            // (`FakeSlack::calls("chat.postEphemeral")`), never in `posted`.
+            if str_field("channel").is_none() {
+                return slack_error("channel_not_found");
+            }
+            if str_field("user").is_none() {
+                return slack_error("user_not_in_channel");
+            }
+            if str_field("text").is_none() && body.get("blocks").is_none_or(Value::is_null) {
+                return slack_error("no_text");
+            }
+            let n = shared.next_ts.fetch_add(1, Ordering::SeqCst);
+            shared.lock().calls.push((method.clone(), body.clone()));
+            Json(json!({"ok": true, "message_ts": format!("1700000000.{n:06}")})).into_response()
         }
         "assistant.threads.setStatus" => {
             if str_field("channel_id").is_none() {

@@ -1,4 +1,4 @@
-//! A small Slack Web API client: the three calls Baton makes.
+//! A small Slack Web API client: the calls Baton makes.
 //!
 //! Requests are JSON (`Content-Type: application/json; charset=utf-8`) with
 //! the bot token as `Authorization: Bearer`. Slack answers HTTP 200 with
@@ -218,7 +218,7 @@ impl SlackError {
     }
 }
 
-/// Client for `chat.postMessage`, `chat.update` and
+/// Client for `chat.postMessage`, `chat.postEphemeral`, `chat.update` and
 /// `assistant.threads.setStatus`. Cheap to clone.
 #[derive(Clone)]
 pub struct SlackClient {
@@ -433,6 +433,23 @@ impl SlackClient {
         }
         self.post_message_keyed(channel, thread_ts, text, blocks, key)
             .await
+    }
+
+    /// Shows `text` to `user` alone in `channel` (`chat.postEphemeral`), in
+    /// the thread `thread_ts` when given. Slack does not keep such a
+    /// message; it shows it only if the user is in the conversation.
+    pub async fn post_ephemeral(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> Result<(), SlackError> {
+        let mut body = json!({ "channel": channel, "user": user, "text": truncate_text(text) });
+        if let Some(ts) = thread_ts {
+            body["thread_ts"] = json!(ts);
+        }
+        self.call("chat.postEphemeral", &body).await.map(drop)
     }
 
     /// Replaces the text (and blocks, when given) of the message `ts`.

@@ -95,6 +95,9 @@ impl Segment<'_> {
             }])
         })
         .await?;
+        if self.task.status.is_terminal() {
+            crate::recap::record(&self.deps.store, &self.task, &self.transcript).await;
+        }
         if self.task.status.is_terminal() && self.task.pending_children() > 0 {
             let (store, queue) = (&self.deps.store, self.deps.queue.as_ref());
             delegation::cancel_children(store, queue, &self.task).await;

@@ -1,0 +1,209 @@
+//! What a conversation keeps of its ended tasks, so that the next task on
+//! the same thread (a Slack thread, a direct-message conversation, an HTTP
+//! `thread`) begins with the turns before it.
+//!
+//! Kept on the thread record, bounded: at most [`MAX_TURNS`] turns and
+//! [`MAX_CHARS`] characters; older turns are folded into a short digest
+//! ([`Recap::summary`], itself bounded), so what a new task is given stays
+//! the same size however long the conversation grows. Within a task, the
+//! context pipeline's compaction summarises as usual.
+
+use crate::clock::Millis;
+use crate::ids::TaskId;
+use crate::transcript::EntryKind;
+use serde::{Deserialize, Serialize};
+
+/// The most turns kept word for word.
+pub const MAX_TURNS: usize = 40;
+/// The most characters kept word for word, over all turns.
+pub const MAX_CHARS: usize = 24_000;
+/// The longest digest of folded turns.
+pub const MAX_SUMMARY_CHARS: usize = 4_000;
+/// How much of a folded turn the digest keeps.
+const FOLDED_TURN_CHARS: usize = 200;
+/// How many recorded task ids are remembered (a retried end records once).
+const RECORDED_IDS: usize = 20;
+
+/// Who said a turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Speaker {
+    /// A person: the task's requester, or someone else in the thread.
+    User,
+    /// The agent's final answer.
+    Agent,
+}
+
+/// One turn of a conversation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    pub speaker: Speaker,
+    /// The Slack user who wrote it, for a person's turn in Slack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    pub text: String,
+    pub at: Millis,
+}
+
+/// A conversation's earlier turns.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recap {
+    /// A digest of turns folded away to keep the recap bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<Turn>,
+    /// Tasks whose turns are in, newest last (bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recorded: Vec<TaskId>,
+}
+
+impl Recap {
+    pub fn is_empty(&self) -> bool {
+        self.summary.is_none() && self.turns.is_empty()
+    }
+
+    /// Adds a turn, folding the oldest away while over the bounds.
+    pub fn push(&mut self, turn: Turn) {
+        if turn.text.trim().is_empty() {
+            return;
+        }
+        self.turns.push(turn);
+        self.fold();
+    }
+
+    /// Adds the turns of task `id` unless they are in already.
+    pub fn record(&mut self, id: &TaskId, turns: Vec<Turn>) -> bool {
+        if self.recorded.contains(id) {
+            return false;
+        }
+        for t in turns {
+            self.push(t);
+        }
+        self.recorded.push(id.clone());
+        let excess = self.recorded.len().saturating_sub(RECORDED_IDS);
+        self.recorded.drain(..excess);
+        true
+    }
+
+    fn chars(&self) -> usize {
+        self.turns.iter().map(|t| t.text.chars().count()).sum()
+    }
+
+    fn fold(&mut self) {
+        while self.turns.len() > 1 && (self.turns.len() > MAX_TURNS || self.chars() > MAX_CHARS) {
+            let old = self.turns.remove(0);
+            let line: String = old.text.chars().take(FOLDED_TURN_CHARS).collect();
+            let who = label(&old);
+            let mut summary = self.summary.take().unwrap_or_default();
+            if !summary.is_empty() {
+                summary.push('\n');
+            }
+            summary.push_str(&format!("{who}: {line}"));
+            // Keep the digest's newest part.
+            let n = summary.chars().count();
+            if n > MAX_SUMMARY_CHARS {
+                summary = summary.chars().skip(n - MAX_SUMMARY_CHARS).collect();
+            }
+            self.summary = Some(summary);
+        }
+    }
+
+    /// The entries a new task on the conversation starts with, before its
+    /// own input: the digest, then each turn as a user or an assistant
+    /// message (a person's turn says who wrote it).
+    pub fn entries(&self) -> Vec<EntryKind> {
+        let mut out = Vec::with_capacity(self.turns.len() + 1);
+        if let Some(s) = &self.summary {
+            out.push(EntryKind::UserMessage {
+                text: format!("[Earlier in this conversation, in short:]\n{s}"),
+            });
+            out.push(EntryKind::AssistantMessage {
+                step: 0,
+                text: "Noted.".into(),
+                tool_calls: Vec::new(),
+                usage: Default::default(),
+                model: String::new(),
+            });
+        }
+        for t in &self.turns {
+            out.push(match t.speaker {
+                Speaker::User => EntryKind::UserMessage {
+                    text: match &t.author {
+                        Some(a) => format!("[from <@{a}>] {}", t.text),
+                        None => t.text.clone(),
+                    },
+                },
+                Speaker::Agent => EntryKind::AssistantMessage {
+                    step: 0,
+                    text: t.text.clone(),
+                    tool_calls: Vec::new(),
+                    usage: Default::default(),
+                    model: String::new(),
+                },
+            });
+        }
+        out
+    }
+}
+
+fn label(t: &Turn) -> String {
+    match (t.speaker, &t.author) {
+        (Speaker::Agent, _) => "assistant".into(),
+        (Speaker::User, Some(a)) => format!("<@{a}>"),
+        (Speaker::User, None) => "user".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(speaker: Speaker, text: &str) -> Turn {
+        Turn {
+            speaker,
+            author: (speaker == Speaker::User).then(|| "U1".to_owned()),
+            text: text.into(),
+            at: 0,
+        }
+    }
+
+    #[test]
+    fn a_task_is_recorded_once_and_becomes_entries() {
+        let mut r = Recap::default();
+        let id = TaskId::generate();
+        let turns = vec![turn(Speaker::User, "hi"), turn(Speaker::Agent, "hello")];
+        assert!(r.record(&id, turns.clone()));
+        assert!(!r.record(&id, turns), "a retried end records nothing");
+        let entries = r.entries();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            entries[0],
+            EntryKind::UserMessage {
+                text: "[from <@U1>] hi".into()
+            }
+        );
+        assert!(matches!(&entries[1], EntryKind::AssistantMessage { text, .. } if text == "hello"));
+    }
+
+    #[test]
+    fn it_stays_bounded_however_long_the_conversation() {
+        let mut r = Recap::default();
+        for i in 0..5_000 {
+            r.push(turn(
+                Speaker::User,
+                &format!("message {i} {}", "x".repeat(500)),
+            ));
+        }
+        assert!(r.turns.len() <= MAX_TURNS);
+        assert!(r.chars() <= MAX_CHARS);
+        let s = r.summary.as_deref().unwrap();
+        assert!(s.chars().count() <= MAX_SUMMARY_CHARS);
+        let newest_folded = 4999 - r.turns.len();
+        assert!(
+            s.contains(&format!("message {newest_folded} ")),
+            "the digest keeps the newest folded turns"
+        );
+        assert_eq!(r.turns.last().unwrap().text.split(' ').nth(1), Some("4999"));
+    }
+}

@@ -1,0 +1,133 @@
+//! Notes to one person in a Slack conversation (`chat.postEphemeral`): the
+//! Slack implementation of the notice port (`baton_core::Notices`).
+
+use crate::web::{BotToken, SlackClient};
+use async_trait::async_trait;
+use baton_core::{NoticeError, Notices};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The longest a notice may take: the ingest posts it while Slack waits
+/// for its answer (3 seconds, after which Slack retries the event).
+pub const NOTICE_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// Posts notices with `chat.postEphemeral`: once, without waiting for a
+/// rate limit, within [`NOTICE_TIMEOUT`].
+///
+/// The Web API client is built at the first notice, not with this value,
+/// so a process that never sends one (most ingest invocations) pays
+/// nothing for it at start-up.
+pub struct SlackNotices {
+    api_url: String,
+    token: BotToken,
+    client: OnceLock<Result<SlackClient, String>>,
+}
+
+impl SlackNotices {
+    /// Notices through the Web API at `api_url` with `token`.
+    pub fn new(api_url: impl Into<String>, token: BotToken) -> Self {
+        SlackNotices {
+            api_url: api_url.into(),
+            token,
+            client: OnceLock::new(),
+        }
+    }
+
+    fn client(&self) -> Result<&SlackClient, NoticeError> {
+        self.client
+            .get_or_init(|| {
+                let http = reqwest::Client::builder()
+                    .timeout(NOTICE_TIMEOUT)
+                    .build()
+                    .map_err(|e| format!("HTTP client: {e}"))?;
+                SlackClient::new(&self.api_url, self.token.clone())
+                    .map(|c| {
+                        c.with_http_client(http)
+                            .with_retry_policy(0, Duration::ZERO)
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| NoticeError(e.clone()))
+    }
+}
+
+impl std::fmt::Debug for SlackNotices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackNotices")
+            .field("api_url", &self.api_url)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Notices for SlackNotices {
+    async fn ephemeral(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> Result<(), NoticeError> {
+        self.client()?
+            .post_ephemeral(channel, user, thread_ts, text)
+            .await
+            .map_err(|e| NoticeError(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::FakeSlack;
+
+    #[tokio::test]
+    async fn posts_an_ephemeral_note_in_the_thread() {
+        let fake = FakeSlack::start().await;
+        let notices = SlackNotices::new(fake.base_url(), fake.bot_token());
+        notices
+            .ephemeral(
+                "C1",
+                "U2",
+                Some("1700000000.000100"),
+                "Only <@U1> may stop it.",
+            )
+            .await
+            .expect("posted");
+        let calls = fake.calls("chat.postEphemeral");
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0]["channel"], "C1");
+        assert_eq!(calls[0]["user"], "U2");
+        assert_eq!(calls[0]["thread_ts"], "1700000000.000100");
+        assert_eq!(calls[0]["text"], "Only <@U1> may stop it.");
+        // Nobody else sees it: it is no message of the conversation.
+        assert!(fake.posted().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_an_error_and_a_rate_limit_is_not_waited_for() {
+        let fake = FakeSlack::start().await;
+        let notices = SlackNotices::new(fake.base_url(), fake.bot_token());
+        fake.fail_next("chat.postEphemeral", "user_not_in_channel");
+        let err = notices
+            .ephemeral("C1", "U2", None, "x")
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains("user_not_in_channel"), "{err}");
+        fake.rate_limit_next("chat.postEphemeral", 30);
+        let started = std::time::Instant::now();
+        notices
+            .ephemeral("C1", "U2", None, "x")
+            .await
+            .expect_err("rate limited");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(fake.calls("chat.postEphemeral").is_empty());
+        // A bad token is an error too, never the token itself.
+        let wrong = SlackNotices::new(fake.base_url(), BotToken::new("xoxb-wrong-secret"));
+        let err = wrong.ephemeral("C1", "U2", None, "x").await.unwrap_err();
+        assert!(!err.to_string().contains("xoxb-wrong-secret"), "{err}");
+        // A base URL that is not http(s) is reported at the first notice.
+        let bad = SlackNotices::new("ftp://nope", fake.bot_token());
+        assert!(bad.ephemeral("C1", "U2", None, "x").await.is_err());
+    }
+}
