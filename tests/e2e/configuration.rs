@@ -2,24 +2,11 @@
 //! the field, and applied to the tasks.
 
 use crate::common::{Options, TestApp};
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
 fn a_bad_agents_file_stops_start_up_naming_the_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env_clear()
-        .env(
-            "BATON_AGENTS_TOML",
-            "[agents.default.limits]\nmax_steps = 0\n",
-        )
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = crate::common::refused_start("[agents.default.limits]\nmax_steps = 0\n", &[]);
     assert!(
         stderr.contains("agents.default.limits.max_steps"),
         "{stderr}"

@@ -191,8 +191,61 @@ async fn channel_thread_keeps_others_words_as_context(backend: Backend) {
     assert!(seen.contains("any-news?"), "{seen}");
 }
 
+/// A second person's message in a running task's thread reaches the task
+/// marked with its author.
+async fn a_second_persons_message_is_attributed(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let ts = "1700000200.000100";
+    let mention = |event_id: &str, user: &str, msg_ts: &str, text: &str| {
+        callback(
+            event_id,
+            json!({"type": "app_mention", "user": user, "text": format!("<@UBOT> {text}"),
+                   "ts": msg_ts, "thread_ts": ts, "channel": "C1", "event_ts": msg_ts}),
+        )
+    };
+    send(&app, &mention("Ev1", "U1", ts, "#steps=4 #sleep=600")).await;
+    let key = format!("slack:T1:C1:{ts}");
+    let store = app.store().await;
+    let started = std::time::Instant::now();
+    while app.llm.received().is_empty() {
+        assert!(started.elapsed() < LONG, "the task never called the model");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    send(
+        &app,
+        &mention("Ev2", "U2", "1700000201.000100", "also-check-the-db"),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    loop {
+        let seen = last_request(&app);
+        if seen.contains("also-check-the-db") {
+            assert!(seen.contains("[from <@U2>] also-check-the-db"), "{seen}");
+            break;
+        }
+        assert!(
+            started.elapsed() < LONG,
+            "the steering message never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let thread = store.thread(&key).await.unwrap().unwrap();
+    let id = thread.active_task.unwrap().to_string();
+    let t = app.wait_done(&id, LONG).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+}
+
 mod embedded {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_second_persons_message_is_attributed() {
+        super::a_second_persons_message_is_attributed(Backend::Embedded).await;
+    }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn http_follow_up_sees_the_first_exchange() {

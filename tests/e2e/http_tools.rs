@@ -6,7 +6,6 @@
 
 use crate::common::{Backend, Options, TestApp, TOKEN};
 use serde_json::{json, Value};
-use std::process::Command;
 use std::time::Duration;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -147,20 +146,7 @@ async fn declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret(ba
 
 #[test]
 fn bad_http_tool_configuration_stops_start_up_naming_the_key() {
-    let run = |agents: &str, env: &[(&str, &str)]| {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-        cmd.args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path())
-            .env_clear()
-            .env("BATON_AGENTS_TOML", agents);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
-        assert!(!out.status.success(), "started with:\n{agents}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
+    let run = crate::common::refused_start;
     let file = agents_file("127.0.0.1:9");
     let stderr = run(&file, &[]);
     assert!(

@@ -9,7 +9,6 @@
 use crate::common::mcp::{McpServer, TrackerOptions};
 use crate::common::{Backend, Options, TestApp, TOKEN};
 use serde_json::{json, Value};
-use std::process::Command;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(90);
@@ -244,20 +243,7 @@ async fn a_server_that_is_down_does_not_stop_the_task(backend: Backend) {
 
 #[test]
 fn bad_mcp_configuration_stops_start_up_naming_the_key() {
-    let run = |agents: &str, env: &[(&str, &str)]| {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-        cmd.args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path())
-            .env_clear()
-            .env("BATON_AGENTS_TOML", agents);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
-        assert!(!out.status.success(), "started with:\n{agents}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
+    let run = crate::common::refused_start;
     let file = agents_file("http://127.0.0.1:9/mcp", "http://127.0.0.1:9/mcp");
     let stderr = run(&file, &[]);
     assert!(

@@ -7,7 +7,6 @@
 
 use crate::common::{Backend, Options, TestApp};
 use serde_json::json;
-use std::process::Command;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -149,17 +148,8 @@ async fn a_route_sends_a_channel_to_its_agent(backend: Backend) {
 
 #[test]
 fn a_route_to_an_unknown_agent_stops_start_up_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
     let agents = AGENTS.replace("agent = \"researcher\"", "agent = \"writer\"");
-    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env_clear()
-        .env("BATON_AGENTS_TOML", &agents)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "started with:\n{agents}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = crate::common::refused_start(&agents, &[]);
     assert!(
         stderr.contains(
             "BATON_AGENTS_TOML: routes[0].agent: unknown agent `writer`; \

@@ -16,7 +16,8 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
             EntryKind::UserMessage { text } if !crate::compaction::is_compact_command(text) => {
                 Some(Turn {
                     speaker: Speaker::User,
-                    author: requester.clone(),
+                    // A message from someone else says so in its text.
+                    author: requester.clone().filter(|_| !text.starts_with("[from <@")),
                     text: text.clone(),
                     at: e.at,
                 })

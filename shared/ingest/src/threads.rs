@@ -219,7 +219,11 @@ impl Ingest {
                         return Ok(Some(entries));
                     }
                 }
-                t.inbox.push(text.clone());
+                // Someone other than the requester: the model is told who.
+                t.inbox.push(match author {
+                    Some(a) if Some(a) != approval::requester(t) => attributed(a, &text),
+                    _ => text.clone(),
+                });
                 Ok(Some(Vec::new()))
             })
             .await;
@@ -235,17 +239,7 @@ impl Ingest {
             Ok((task, _)) if task.status.is_terminal() => Ok(None),
             Ok((task, _)) => {
                 if replied {
-                    if task.status == TaskStatus::Queued {
-                        // It waited for this reply: it runs again now.
-                        self.queue
-                            .send(
-                                &Wake::new(task.id.clone(), "reply").to_body(),
-                                Duration::ZERO,
-                            )
-                            .await
-                            .map_err(ApiError::unavailable)?;
-                    }
-                    return Ok(Some(Submitted::Replied(task.id)));
+                    return self.replied(task).await.map(Some);
                 }
                 if stop && task.status != TaskStatus::Cancelled {
                     // Wake it so a queued or handed-over task ends promptly.
@@ -304,16 +298,7 @@ impl Ingest {
                 .await;
             match result {
                 Ok((task, written)) if !written.is_empty() => {
-                    if task.status == TaskStatus::Queued {
-                        self.queue
-                            .send(
-                                &Wake::new(task.id.clone(), "reply").to_body(),
-                                Duration::ZERO,
-                            )
-                            .await
-                            .map_err(ApiError::unavailable)?;
-                    }
-                    return Ok(Some(Submitted::Replied(task.id)));
+                    return self.replied(task).await.map(Some);
                 }
                 Ok(_) | Err(StoreError::NotFound(_)) => {}
                 Err(StoreError::AlreadyClaimed(id)) => return Ok(Some(Submitted::Duplicate(id))),
@@ -322,6 +307,20 @@ impl Ingest {
         }
         self.add_to_conversation(thread, author, &s.text).await;
         Ok(None)
+    }
+
+    /// A reply was recorded on `task`: if it waited for it, it runs again.
+    async fn replied(&self, task: Task) -> Result<Submitted, ApiError> {
+        if task.status == TaskStatus::Queued {
+            self.queue
+                .send(
+                    &Wake::new(task.id.clone(), "reply").to_body(),
+                    Duration::ZERO,
+                )
+                .await
+                .map_err(ApiError::unavailable)?;
+        }
+        Ok(Submitted::Replied(task.id))
     }
 
     /// Adds what someone said in the thread to its conversation, as
@@ -415,6 +414,12 @@ impl Ingest {
         tracing::warn!(thread = key, "could not claim the thread under contention");
         Ok(())
     }
+}
+
+/// A message as the model reads it when someone other than the task's
+/// requester wrote it (the same mark as a conversation's earlier turns).
+fn attributed(author: &str, text: &str) -> String {
+    format!("[from <@{author}>] {text}")
 }
 
 /// The Slack user a message came from (`None` over HTTP).

@@ -2,7 +2,7 @@
 //! replaced from the environment (and the secrets loaded from SSM), every
 //! unset name refused at start-up by its key.
 
-use crate::settings::{resolve_template, Settings, SettingsError, Source};
+use crate::settings::{resolve_endpoint, Settings, SettingsError, Source};
 use baton_settings::{ConfigFileError, McpServerDecl, Problem};
 use baton_tools::{McpServerDef, McpServers};
 
@@ -41,22 +41,8 @@ pub(crate) fn resolve_mcp_servers(
         let at = format!("mcp.{}", d.name);
         let before = problems.len();
         let mut secrets = Vec::new();
-        let url = resolve_template(
-            src,
-            &format!("{at}.url"),
-            &d.url,
-            &mut secrets,
-            &mut problems,
-        );
-        let headers = d
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                let path = format!("{at}.headers.{name}");
-                let value = resolve_template(src, &path, value, &mut secrets, &mut problems);
-                (name.clone(), value)
-            })
-            .collect();
+        let (url, headers) =
+            resolve_endpoint(src, &at, &d.url, &d.headers, &mut secrets, &mut problems);
         if problems.len() > before {
             continue;
         }

@@ -206,7 +206,7 @@ impl Source<'_> {
 /// variables' values (each also pushed to `secrets`, to be scrubbed from the
 /// tool's outputs). An unset variable is a problem at `path`; the message
 /// names the variable, never a value.
-pub(crate) fn resolve_template(
+fn resolve_template(
     src: &Source<'_>,
     path: &str,
     template: &str,
@@ -233,6 +233,29 @@ pub(crate) fn resolve_template(
     SecretString::from(out)
 }
 
+/// A declared endpoint at `at` (a tool's or an MCP server's): its `url`
+/// and `headers` with their references resolved, each resolved value
+/// pushed to `secrets`, each unset name to `problems`.
+pub(crate) fn resolve_endpoint(
+    src: &Source<'_>,
+    at: &str,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    secrets: &mut Vec<SecretString>,
+    problems: &mut Vec<Problem>,
+) -> (SecretString, Vec<(String, SecretString)>) {
+    let url = resolve_template(src, &format!("{at}.url"), url, secrets, problems);
+    let headers = headers
+        .iter()
+        .map(|(name, value)| {
+            let path = format!("{at}.headers.{name}");
+            let value = resolve_template(src, &path, value, secrets, problems);
+            (name.clone(), value)
+        })
+        .collect();
+    (url, headers)
+}
+
 /// The declared HTTP tools with their references resolved; every problem
 /// at once.
 fn resolve_http_tools(
@@ -245,22 +268,8 @@ fn resolve_http_tools(
         let at = format!("http_tools.{}", d.name);
         let before = problems.len();
         let mut secrets = Vec::new();
-        let url = resolve_template(
-            src,
-            &format!("{at}.url"),
-            &d.url,
-            &mut secrets,
-            &mut problems,
-        );
-        let headers = d
-            .headers
-            .iter()
-            .map(|(name, value)| {
-                let path = format!("{at}.headers.{name}");
-                let value = resolve_template(src, &path, value, &mut secrets, &mut problems);
-                (name.clone(), value)
-            })
-            .collect();
+        let (url, headers) =
+            resolve_endpoint(src, &at, &d.url, &d.headers, &mut secrets, &mut problems);
         let method = match serde_json::from_value::<HttpMethod>(serde_json::json!(d.method)) {
             Ok(m) => m,
             Err(_) => {

@@ -433,3 +433,39 @@ pub(crate) fn assert_clean_transcript(events: &[Value], steps: u64) {
         summary.join("\n")
     );
 }
+
+/// Starts `baton dev` with only this agents file and these variables, and
+/// expects it to refuse to start: its stderr. Fails (instead of hanging)
+/// if it is still running after 30 s.
+pub(crate) fn refused_start(agents: &str, env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+    cmd.args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env_clear()
+        .env("BATON_AGENTS_TOML", agents)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start baton dev");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("baton dev started with:\n{agents}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        use std::io::Read;
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    assert!(!status.success(), "started with:\n{agents}");
+    stderr
+}
