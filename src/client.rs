@@ -248,6 +248,16 @@ fn describe_event(e: &Value) -> String {
             e["status"].as_str().unwrap_or(""),
             e["detail"].as_str().unwrap_or("")
         ),
+        "attachment" => format!(
+            "file {} ({}, {} bytes){}",
+            e["name"].as_str().unwrap_or(""),
+            e["media_type"].as_str().unwrap_or(""),
+            e["bytes"].as_u64().unwrap_or(0),
+            e["note"]
+                .as_str()
+                .map(|n| format!(": not kept, {n}"))
+                .unwrap_or_default()
+        ),
         other => other.to_owned(),
     };
     format!("{seq:>4} {at} {what}")

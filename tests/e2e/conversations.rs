@@ -207,6 +207,8 @@ async fn a_second_persons_message_is_attributed(backend: Backend) {
                    "ts": msg_ts, "thread_ts": ts, "channel": "C1", "event_ts": msg_ts}),
         )
     };
+    app.slack.set_user_name("U1", "Alice");
+    app.slack.set_user_name("U2", "Bob");
     send(&app, &mention("Ev1", "U1", ts, "#steps=4 #sleep=600")).await;
     let key = format!("slack:T1:C1:{ts}");
     let store = app.store().await;
@@ -225,6 +227,13 @@ async fn a_second_persons_message_is_attributed(backend: Backend) {
         let seen = last_request(&app);
         if seen.contains("also-check-the-db") {
             assert!(seen.contains("[from <@U2>] also-check-the-db"), "{seen}");
+            // The model knows them by name (users.info, cached).
+            let system = app.llm.received().last().unwrap().system.clone();
+            assert!(
+                system.contains("<@U1> is Alice, who asked for this task"),
+                "{system}"
+            );
+            assert!(system.contains("<@U2> is Bob"), "{system}");
             break;
         }
         assert!(
@@ -237,6 +246,14 @@ async fn a_second_persons_message_is_attributed(backend: Backend) {
     let id = thread.active_task.unwrap().to_string();
     let t = app.wait_done(&id, LONG).await;
     assert_eq!(t["status"], "succeeded", "{t}");
+    // Memory, schedules and budgets followed U2 for the turns answering U2.
+    let task = store
+        .get(&baton_core::TaskId::parse(&id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(task.speaker.as_deref(), Some("U2"));
+    assert!(matches!(task.serving(), baton_core::Origin::Slack { user, .. } if user == "U2"));
 }
 
 mod embedded {

@@ -125,7 +125,8 @@ async fn bad_requests_are_refused_and_change_nothing(backend: Backend) {
         "unknown agent",
     )
     .await;
-    let huge = json!({"input": "x".repeat(300 * 1024)});
+    // POST /tasks takes up to 15 MiB (files); beyond that, refused.
+    let huge = json!({"input": "x".repeat(16 * 1024 * 1024)});
     expect_error(
         http.post(&tasks)
             .bearer_auth(TOKEN)

@@ -4,6 +4,7 @@
 //! moto; plus the crate-layering check over `cargo metadata`.
 
 mod ask_user;
+mod attachments;
 mod common;
 mod runtime_api;
 

@@ -340,6 +340,20 @@ fn render(items: &[(u64, Message)]) -> String {
                 ));
                 out.push_str("\n\n");
             }
+            // Files are named (text files in part): a summary cannot hold them.
+            Message::Attachment {
+                name,
+                media_type,
+                content,
+            } => {
+                out.push_str("[user attached a file]\n");
+                out.push_str(&cut_middle(
+                    &content.as_text(name, media_type),
+                    RENDER_RESULT_KEEP_CHARS,
+                    "this file",
+                ));
+                out.push_str("\n\n");
+            }
         }
     }
     out

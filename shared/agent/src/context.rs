@@ -33,7 +33,9 @@
 use crate::compaction::is_compact_command;
 use crate::tokens::ModelProfile;
 use baton_core::memory::{Fact, MemoryStore};
-use baton_core::{rfc3339, CompletionRequest, Entry, EntryKind, Message, Origin, ToolSpec};
+use baton_core::{
+    rfc3339, AttachmentContent, CompletionRequest, Entry, EntryKind, Message, Origin, ToolSpec,
+};
 use baton_settings::AgentConfig;
 use baton_tools::memory::RECALL;
 use std::collections::{HashMap, HashSet};
@@ -219,6 +221,31 @@ pub struct History {
     pub omitted_turns: usize,
 }
 
+/// How many attached files the model is given in full (the latest ones);
+/// older ones are named.
+pub const MAX_ATTACHMENTS_SHOWN: usize = 5;
+
+/// Leaves the content of the last [`MAX_ATTACHMENTS_SHOWN`] attachments
+/// and names the older ones, so files given early in a long conversation
+/// do not fill every request.
+fn bound_attachments(messages: &mut [Message]) {
+    let mut seen = 0;
+    for m in messages.iter_mut().rev() {
+        if let Message::Attachment { content, .. } = m {
+            if matches!(content, AttachmentContent::Unreadable { .. }) {
+                continue;
+            }
+            seen += 1;
+            if seen > MAX_ATTACHMENTS_SHOWN {
+                *content = AttachmentContent::Unreadable {
+                    reason: "it was given earlier in the conversation and is no longer shown"
+                        .to_owned(),
+                };
+            }
+        }
+    }
+}
+
 /// Stage one: the latest summary, then the conversation after it limited
 /// to the last `keep_last_turns` turns, never dropping the first user
 /// message.
@@ -256,6 +283,7 @@ pub fn select_history(entries: &[Entry], keep_last_turns: usize) -> History {
         items = kept;
     }
     messages.extend(items.into_iter().map(|(_, m)| m));
+    bound_attachments(&mut messages);
     History {
         messages,
         summarised: summary.is_some(),
@@ -430,7 +458,7 @@ pub fn repair_pairing(messages: Vec<Message>) -> Vec<Message> {
                     results.insert(call_id.clone(), m);
                 }
             }
-            Message::User { .. } => {
+            Message::User { .. } | Message::Attachment { .. } => {
                 flush(&mut out, &mut open, &mut results);
                 out.push(m);
             }
@@ -633,6 +661,44 @@ mod tests {
             content: "ok".into(),
             is_error: false,
         }
+    }
+
+    #[test]
+    fn only_the_latest_attachments_keep_their_content() {
+        let image = |n: usize| Message::Attachment {
+            name: format!("{n}.png"),
+            media_type: "image/png".into(),
+            content: AttachmentContent::Image {
+                data_base64: "AA==".into(),
+            },
+        };
+        let mut messages: Vec<Message> = (0..MAX_ATTACHMENTS_SHOWN + 2).map(image).collect();
+        bound_attachments(&mut messages);
+        let named = messages
+            .iter()
+            .filter(|m| {
+                matches!(
+                    m,
+                    Message::Attachment {
+                        content: AttachmentContent::Unreadable { .. },
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(named, 2);
+        assert!(matches!(
+            &messages[0],
+            Message::Attachment { content: AttachmentContent::Unreadable { reason }, .. }
+                if reason.contains("no longer shown")
+        ));
+        assert!(matches!(
+            messages.last(),
+            Some(Message::Attachment {
+                content: AttachmentContent::Image { .. },
+                ..
+            })
+        ));
     }
 
     fn agent(window: u32) -> AgentConfig {

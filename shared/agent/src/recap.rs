@@ -17,7 +17,9 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
                 Some(Turn {
                     speaker: Speaker::User,
                     // A message from someone else says so in its text.
-                    author: requester.clone().filter(|_| !text.starts_with("[from <@")),
+                    author: requester
+                        .clone()
+                        .filter(|_| baton_core::task::author_of(text).is_none()),
                     text: text.clone(),
                     at: e.at,
                 })
@@ -26,14 +28,118 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
         })
         .collect();
     if let Some(answer) = task.result.as_deref().filter(|a| !a.trim().is_empty()) {
+        let tools = tool_digest(task, transcript);
         turns.push(Turn {
             speaker: Speaker::Agent,
-            text: answer.to_owned(),
+            text: if tools.is_empty() {
+                answer.to_owned()
+            } else {
+                format!("[Tools used for this answer: {tools}]\n\n{answer}")
+            },
             author: None,
             at: task.updated_at,
         });
     }
     turns
+}
+
+/// How much of each tool result the next task sees.
+const TOOL_RESULT_CHARS: usize = 200;
+/// How much of all the task's tool results it sees.
+const TOOL_DIGEST_CHARS: usize = 1_500;
+
+/// What the task's tools returned, short: `name → result` (cut), the
+/// latest last, within [`TOOL_DIGEST_CHARS`] — what the context pipeline
+/// keeps of tool results once they are old.
+fn tool_digest(task: &Task, transcript: &[Entry]) -> String {
+    let mut parts: Vec<String> = transcript
+        .iter()
+        .filter(|e| e.seq >= task.carried)
+        .filter_map(|e| match &e.kind {
+            EntryKind::ToolResult {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                let (cut, _) = baton_core::tool::cut_middle(
+                    content,
+                    TOOL_RESULT_CHARS * 3 / 4,
+                    TOOL_RESULT_CHARS / 4,
+                    |_, _| " … ".to_owned(),
+                );
+                let failed = if *is_error { " (failed)" } else { "" };
+                Some(format!("{name}{failed} → {}", cut.replace('\n', " ")))
+            }
+            _ => None,
+        })
+        .collect();
+    // The newest results matter most: drop the oldest past the bound.
+    while parts.iter().map(|p| p.chars().count() + 2).sum::<usize>() > TOOL_DIGEST_CHARS
+        && !parts.is_empty()
+    {
+        parts.remove(0);
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{Limits, Origin, TaskId};
+
+    fn entry(seq: u64, kind: EntryKind) -> Entry {
+        Entry { seq, at: 0, kind }
+    }
+
+    #[test]
+    fn the_turns_are_the_tasks_own_with_a_short_tool_digest() {
+        let mut task = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        task.carried = 1;
+        task.result = Some("It is 9:00 in Berlin.".into());
+        let transcript = vec![
+            entry(
+                0,
+                EntryKind::UserMessage {
+                    text: "carried earlier turn".into(),
+                },
+            ),
+            entry(
+                1,
+                EntryKind::UserMessage {
+                    text: "what time is it in Berlin?".into(),
+                },
+            ),
+            entry(
+                2,
+                EntryKind::ToolResult {
+                    step: 1,
+                    call_id: "c1".into(),
+                    name: "current_time".into(),
+                    content: format!("09:00 Europe/Berlin {}", "x".repeat(1_000)),
+                    is_error: false,
+                    truncated_chars: 0,
+                },
+            ),
+        ];
+        let turns = turns_of(&task, &transcript);
+        assert_eq!(turns.len(), 2, "the carried turn is not recorded again");
+        assert_eq!(turns[0].text, "what time is it in Berlin?");
+        let answer = &turns[1].text;
+        assert!(
+            answer.starts_with("[Tools used for this answer: current_time → 09:00 Europe/Berlin"),
+            "{answer}"
+        );
+        assert!(answer.ends_with("It is 9:00 in Berlin."), "{answer}");
+        assert!(answer.chars().count() < 400, "cut: {answer}");
+    }
 }
 
 /// Adds the ended task's turns to its thread's recap (once: a retried end

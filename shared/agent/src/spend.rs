@@ -87,7 +87,7 @@ impl MonthlyBudgets {
     /// before each LLM call.
     pub async fn exhausted(&self, task: &Task, now: Millis) -> Result<Option<String>, LedgerError> {
         let month = Month::of(now);
-        let scoped = self.scopes(&task.origin);
+        let scoped = self.scopes(&task.serving());
         let scopes: Vec<UsageScope> = scoped.iter().map(|s| s.scope.clone()).collect();
         let used = self.ledger.usage_of(&scopes, month).await?;
         for (s, used) in scoped.into_iter().zip(used) {
@@ -118,7 +118,7 @@ impl MonthlyBudgets {
     /// inside are idempotent.
     pub async fn record(&self, task: &Task, usage: Usage, now: Millis) -> Result<(), LedgerError> {
         let scopes: Vec<UsageScope> = self
-            .scopes(&task.origin)
+            .scopes(&task.serving())
             .into_iter()
             .map(|s| s.scope)
             .collect();

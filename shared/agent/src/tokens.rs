@@ -10,7 +10,7 @@
 //! early rather than too late). Real counts arrive afterwards in
 //! [`baton_core::Usage`].
 
-use baton_core::{CompletionRequest, Message, ToolCall, ToolSpec};
+use baton_core::{AttachmentContent, CompletionRequest, Message, ToolCall, ToolSpec};
 
 /// The context window assumed for a model this table does not know.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -20,6 +20,10 @@ pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 
 /// Tokens for the framing of one tool call or tool definition.
 const TOOL_OVERHEAD_TOKENS: u64 = 8;
+/// Estimated tokens of an attached image, whatever its size.
+pub const IMAGE_TOKENS: u64 = 1_600;
+/// The fewest tokens an attached PDF is estimated at.
+const DOCUMENT_MIN_TOKENS: u64 = 1_500;
 
 /// What the estimator knows about a model.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,7 +76,8 @@ impl ModelProfile {
         TOOL_OVERHEAD_TOKENS + self.text(&call.id) + self.text(&call.name) + self.text(&args)
     }
 
-    /// Estimated tokens of one message, framing included.
+    /// Estimated tokens of one message, framing included. An image counts
+    /// [`IMAGE_TOKENS`] (what a large image costs at Anthropic and OpenAI).
     pub fn message(&self, message: &Message) -> u64 {
         MESSAGE_OVERHEAD_TOKENS
             + match message {
@@ -87,6 +92,19 @@ impl ModelProfile {
                     content,
                     ..
                 } => self.text(call_id) + self.text(name) + self.text(content),
+                Message::Attachment {
+                    name,
+                    media_type,
+                    content,
+                } => match content {
+                    AttachmentContent::Image { .. } => IMAGE_TOKENS,
+                    // A page of a PDF is some 1,500 to 3,000 tokens; pages
+                    // run to tens of kilobytes.
+                    AttachmentContent::Document { data_base64 } => {
+                        DOCUMENT_MIN_TOKENS.max(data_base64.len() as u64 / 40)
+                    }
+                    other => self.text(&other.as_text(name, media_type)),
+                },
             }
     }
 

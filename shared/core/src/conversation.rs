@@ -37,6 +37,50 @@ pub enum Message {
         #[serde(default)]
         is_error: bool,
     },
+    /// A file the user gave with their message (it follows that message).
+    /// Providers send it as a user content block of their own kind, or
+    /// name it when they cannot take it ([`AttachmentContent::as_text`]).
+    Attachment {
+        name: String,
+        media_type: String,
+        content: AttachmentContent,
+    },
+}
+
+/// What of an attached file reaches the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AttachmentContent {
+    /// A text-like file (plain text, Markdown, CSV, JSON, logs, source).
+    Text { text: String },
+    /// A PNG, JPEG, GIF or WebP image, base64-encoded.
+    Image { data_base64: String },
+    /// A PDF, base64-encoded: a document block where the provider takes
+    /// one, named as unreadable elsewhere.
+    Document { data_base64: String },
+    /// Named to the model only, with why it cannot read it.
+    Unreadable { reason: String },
+}
+
+impl AttachmentContent {
+    /// The attachment as text, for a provider (or a summary) that cannot
+    /// take its kind: text files in full, anything else named.
+    pub fn as_text(&self, name: &str, media_type: &str) -> String {
+        match self {
+            AttachmentContent::Text { text } => format!("[file {name}]\n{text}"),
+            AttachmentContent::Image { .. } | AttachmentContent::Document { .. } => format!(
+                "[file {name} ({media_type}) is attached, but this model cannot read files of this kind]"
+            ),
+            AttachmentContent::Unreadable { reason } => {
+                format!("[file {name} ({media_type}) is attached, but cannot be read: {reason}]")
+            }
+        }
+    }
+
+    /// The label put before an image or document block.
+    pub fn label(name: &str) -> String {
+        format!("[file {name}]")
+    }
 }
 
 /// A tool as the model is told about it.

@@ -12,6 +12,7 @@
 //! ```
 
 pub mod approval;
+pub mod attachment;
 pub mod blob;
 pub mod clock;
 pub mod conversation;
@@ -21,6 +22,7 @@ pub mod lease;
 pub mod ledger;
 pub mod memory;
 pub mod notice;
+pub mod people;
 pub mod question;
 pub mod queue;
 pub mod recap;
@@ -38,12 +40,14 @@ pub mod wake;
 pub use blob::{BlobError, BlobStore};
 pub use clock::{now_ms, rfc3339, Millis};
 pub use conversation::{
-    Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, ToolSpec, Usage,
+    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
+    ToolSpec, Usage,
 };
 pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
 pub use notice::{NoticeError, Notices};
+pub use people::People;
 pub use queue::{Delivery, QueueError, WorkQueue};
 pub use reply::{NoReplies, PostKey, ReplyError, ReplySink};
 pub use store::{Created, StoreError, TaskStore};

@@ -130,7 +130,7 @@ impl Recap {
             out.push(match t.speaker {
                 Speaker::User => EntryKind::UserMessage {
                     text: match &t.author {
-                        Some(a) => format!("[from <@{a}>] {}", t.text),
+                        Some(a) => crate::task::attributed(a, &t.text),
                         None => t.text.clone(),
                     },
                 },

@@ -305,6 +305,11 @@ pub struct Task {
     /// Tasks started by `delegate` calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<Child>,
+    /// The Slack user whose message the task serves now, when it is not
+    /// the requester (someone else wrote in the task's thread): memory,
+    /// schedules and monthly budgets follow them ([`Task::serving`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
     /// How many entries at the start of the transcript are the
     /// conversation's earlier turns ([`crate::recap`]), not this task's.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -317,7 +322,32 @@ pub struct Task {
     pub parent: Option<ParentLink>,
 }
 
+/// A message as the model reads it when someone other than the task's
+/// requester wrote it; [`author_of`] reads the mark back.
+pub fn attributed(author: &str, text: &str) -> String {
+    format!("[from <@{author}>] {text}")
+}
+
+/// The author an [`attributed`] message names.
+pub fn author_of(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("[from <@")?;
+    let (author, _) = rest.split_once(">] ")?;
+    (!author.is_empty() && author.chars().all(|c| c.is_ascii_alphanumeric())).then_some(author)
+}
+
 impl Task {
+    /// Whom the task serves now: its origin, with the Slack user replaced
+    /// by the [`Task::speaker`] when someone other than the requester
+    /// wrote the message being answered. What per-user state follows
+    /// (memory, schedules, monthly budgets).
+    pub fn serving(&self) -> Origin {
+        let mut origin = self.origin.clone();
+        if let (Some(speaker), Origin::Slack { user, .. }) = (&self.speaker, &mut origin) {
+            user.clone_from(speaker);
+        }
+        origin
+    }
+
     pub fn new(
         id: TaskId,
         agent: &str,
@@ -351,6 +381,7 @@ impl Task {
             cost_usd: 0.0,
             approvals: Vec::new(),
             children: Vec::new(),
+            speaker: None,
             carried: 0,
             questions: Vec::new(),
             parent: None,
@@ -484,5 +515,39 @@ mod tests {
             serde_json::to_value(&w).unwrap(),
             serde_json::json!({"kind": "children", "pending": 2})
         );
+    }
+}
+
+#[cfg(test)]
+mod speaker_tests {
+    use super::*;
+
+    #[test]
+    fn attribution_reads_back_and_serving_follows_the_speaker() {
+        let text = attributed("U2", "also check the db");
+        assert_eq!(text, "[from <@U2>] also check the db");
+        assert_eq!(author_of(&text), Some("U2"));
+        assert_eq!(author_of("plain text"), None);
+        assert_eq!(author_of("[from <@U2 x>] hi"), None);
+        let origin = Origin::Slack {
+            team_id: "T1".into(),
+            channel: "C1".into(),
+            thread_ts: "1.1".into(),
+            user: "U1".into(),
+            channel_type: None,
+        };
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            origin.clone(),
+            None,
+            Limits::default(),
+            0,
+        );
+        assert_eq!(t.serving(), origin);
+        t.speaker = Some("U2".into());
+        assert!(matches!(t.serving(), Origin::Slack { user, .. } if user == "U2"));
+        // The requester stays who asked.
+        assert!(matches!(&t.origin, Origin::Slack { user, .. } if user == "U1"));
     }
 }

@@ -68,6 +68,23 @@ pub enum EntryKind {
     /// The tools of the agent's remote (MCP) servers, listed when the task
     /// started; every segment offers the model these and no others.
     ToolsListed { listing: ToolListing },
+    /// A file given with the user message before it
+    /// ([`crate::attachment`]): its text, or its bytes base64-encoded
+    /// (images, PDFs), or a note saying why it was not kept (too large,
+    /// unsupported, download failed). Entries too large for the table go
+    /// to the blob store like any other.
+    Attachment {
+        name: String,
+        media_type: String,
+        /// The file's size.
+        bytes: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data_base64: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
 }
 
 /// Why the runtime wrote a [`EntryKind::Note`].
@@ -104,6 +121,7 @@ impl EntryKind {
             EntryKind::Offloaded { .. } => "offloaded",
             EntryKind::Note { .. } => "note",
             EntryKind::ToolsListed { .. } => "tools_listed",
+            EntryKind::Attachment { .. } => "attachment",
         }
     }
 
@@ -131,6 +149,23 @@ impl EntryKind {
                     ),
                 })
             }
+            EntryKind::Attachment {
+                name,
+                media_type,
+                text,
+                data_base64,
+                note,
+                ..
+            } => Some(Message::Attachment {
+                name: name.clone(),
+                media_type: media_type.clone(),
+                content: crate::attachment::content(
+                    media_type,
+                    text.as_ref(),
+                    data_base64.as_ref(),
+                    note.as_ref(),
+                ),
+            }),
             EntryKind::AssistantMessage {
                 text, tool_calls, ..
             } => Some(Message::Assistant {

@@ -26,6 +26,9 @@ use std::sync::Arc;
 
 /// Largest request body accepted (Slack's payloads are far smaller).
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
+/// Largest body of `POST /tasks`, which may carry files
+/// (`attachments`, base64-encoded): 15 MiB.
+pub const MAX_TASK_BODY_BYTES: usize = 15 * 1024 * 1024;
 
 /// Slack app settings the ingest side needs.
 #[derive(Clone)]
@@ -57,6 +60,8 @@ pub struct Ingest {
     /// Where a refused Slack user is told why ([`Ingest::with_notices`]);
     /// without it the refusal is only logged.
     notices: Option<Arc<dyn baton_core::Notices>>,
+    /// The largest file a task is given ([`Ingest::with_max_file_bytes`]).
+    max_file_bytes: u64,
 }
 
 impl Ingest {
@@ -80,7 +85,16 @@ impl Ingest {
             routes: baton_settings::Routes::default(),
             admins: Arc::from(Vec::new()),
             notices: None,
+            max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
         }
+    }
+
+    /// The largest file given with a task that is kept for the model
+    /// (`BATON_MAX_FILE_BYTES`, default 10 MB); a larger one is named to
+    /// the model and refused in the answer.
+    pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
     }
 
     /// The deployment's admins (`BATON_ADMINS`, Slack user ids): besides a

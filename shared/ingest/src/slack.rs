@@ -221,6 +221,7 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
         agent: agent.to_owned(),
         thread: Some(thread),
         dedupe_key: Some(dedupe_key),
+        attachments: Vec::new(),
         origin,
     }
 }

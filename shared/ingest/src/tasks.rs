@@ -3,7 +3,9 @@
 use crate::response::{json, json_body, Answer, ApiError};
 use crate::threads::{request_cancel, Submission, Submitted};
 use crate::Ingest;
-use baton_core::{now_ms, rfc3339, Origin, Span, StoreError, TaskId, TaskStatus, Wake};
+use baton_core::{
+    attachment, now_ms, rfc3339, EntryKind, Origin, Span, StoreError, TaskId, TaskStatus, Wake,
+};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
@@ -23,6 +25,79 @@ struct SubmitBody {
     thread: Option<String>,
     #[serde(default)]
     agent: Option<String>,
+    #[serde(default)]
+    attachments: Vec<AttachmentBody>,
+}
+
+/// A file given with the input: `{"name", "media_type", "data_base64"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttachmentBody {
+    name: String,
+    #[serde(default)]
+    media_type: Option<String>,
+    data_base64: String,
+}
+
+/// Most files one request may carry.
+pub(crate) const MAX_ATTACHMENTS: usize = 10;
+
+/// The entries of the files given with a task, and the ones refused
+/// (`name`, `reason`): too large, bad base64, a type the model cannot
+/// read. A refused file is named to the model with the reason; the task
+/// runs on all the same.
+fn attachment_entries(
+    files: Vec<AttachmentBody>,
+    max_bytes: u64,
+) -> Result<(Vec<EntryKind>, Vec<serde_json::Value>), ApiError> {
+    use base64::Engine;
+    if files.len() > MAX_ATTACHMENTS {
+        return Err(ApiError::bad_request(format!(
+            "at most {MAX_ATTACHMENTS} `attachments` per request"
+        )));
+    }
+    let mut entries = Vec::with_capacity(files.len());
+    let mut refused = Vec::new();
+    for f in files {
+        let name: String = f.name.trim().chars().take(255).collect();
+        if name.is_empty() {
+            return Err(ApiError::bad_request("every attachment needs a `name`"));
+        }
+        let media_type = attachment::media_type_of(&name, f.media_type.as_deref());
+        // Checked before decoding: base64 is 4 characters for 3 bytes.
+        let approx = (f.data_base64.len() as u64 / 4) * 3;
+        let entry = if approx > max_bytes + 3 {
+            attachment::refused(
+                &name,
+                &media_type,
+                approx,
+                attachment::too_large(approx, max_bytes),
+            )
+        } else {
+            let cleaned: String = f
+                .data_base64
+                .chars()
+                .filter(|c| !c.is_ascii_whitespace())
+                .collect();
+            match base64::engine::general_purpose::STANDARD.decode(cleaned) {
+                Ok(data) => attachment::from_bytes(&name, Some(&media_type), &data, max_bytes),
+                Err(_) => attachment::refused(
+                    &name,
+                    &media_type,
+                    0,
+                    "its `data_base64` is not valid base64",
+                ),
+            }
+        };
+        if let EntryKind::Attachment {
+            note: Some(reason), ..
+        } = &entry
+        {
+            refused.push(json!({"name": name, "reason": reason}));
+        }
+        entries.push(entry);
+    }
+    Ok((entries, refused))
 }
 
 fn valid_key(s: &str, what: &str) -> Result<(), ApiError> {
@@ -52,6 +127,7 @@ impl Ingest {
         if let Some(t) = &req.thread {
             valid_key(t, "`thread`")?;
         }
+        let (attachments, refused) = attachment_entries(req.attachments, self.max_file_bytes)?;
         let idempotency_key = match headers.get("idempotency-key") {
             None => None,
             Some(v) => {
@@ -69,6 +145,7 @@ impl Ingest {
                 origin: Origin::Http,
                 thread: req.thread.map(|t| format!("http:{t}")),
                 dedupe_key: idempotency_key,
+                attachments,
             })
             .await?;
         let task = self
@@ -83,6 +160,9 @@ impl Ingest {
             Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
             Submitted::Replied(_) => body["answered_question"] = json!(true),
             _ => {}
+        }
+        if !refused.is_empty() {
+            body["attachments_refused"] = json!(refused);
         }
         Ok(json(StatusCode::ACCEPTED, &body))
     }
@@ -176,6 +256,14 @@ impl Ingest {
             .map(|e| {
                 let mut v = serde_json::to_value(e).unwrap_or_default();
                 v["at"] = json!(rfc3339(e.at));
+                // A file's name, type and size, not its content.
+                if let Some(o) = v
+                    .as_object_mut()
+                    .filter(|_| e.kind.type_name() == "attachment")
+                {
+                    o.remove("text");
+                    o.remove("data_base64");
+                }
                 v
             })
             .collect();

@@ -25,6 +25,9 @@ pub(crate) struct Submission {
     pub thread: Option<String>,
     /// The request's natural key (Slack `event_id`, HTTP `Idempotency-Key`).
     pub dedupe_key: Option<String>,
+    /// Files given with the input ([`baton_core::attachment`]): a new task
+    /// gets them right after its input.
+    pub attachments: Vec<EntryKind>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,6 +146,7 @@ impl Ingest {
         first.push(EntryKind::UserMessage {
             text: s.text.clone(),
         });
+        first.extend(s.attachments.iter().cloned());
         let created = self
             .store
             .create(&task, first, s.dedupe_key.as_deref())
@@ -221,7 +225,9 @@ impl Ingest {
                 }
                 // Someone other than the requester: the model is told who.
                 t.inbox.push(match author {
-                    Some(a) if Some(a) != approval::requester(t) => attributed(a, &text),
+                    Some(a) if Some(a) != approval::requester(t) => {
+                        baton_core::task::attributed(a, &text)
+                    }
                     _ => text.clone(),
                 });
                 Ok(Some(Vec::new()))
@@ -416,12 +422,6 @@ impl Ingest {
     }
 }
 
-/// A message as the model reads it when someone other than the task's
-/// requester wrote it (the same mark as a conversation's earlier turns).
-fn attributed(author: &str, text: &str) -> String {
-    format!("[from <@{author}>] {text}")
-}
-
 /// The Slack user a message came from (`None` over HTTP).
 fn slack_user(origin: &Origin) -> Option<&str> {
     match origin {
@@ -469,6 +469,7 @@ mod tests {
             origin: Origin::Http,
             thread: Some(thread.to_owned()),
             dedupe_key: None,
+            attachments: Vec::new(),
         }
     }
 

@@ -84,7 +84,7 @@ pub(crate) fn messages_to_send(request: &CompletionRequest) -> Cow<'_, [Message]
     let has_tool_turns = request.messages.iter().any(|m| match m {
         Message::Assistant { tool_calls, .. } => !tool_calls.is_empty(),
         Message::Tool { .. } => true,
-        Message::User { .. } => false,
+        Message::User { .. } | Message::Attachment { .. } => false,
     });
     if !request.tools.is_empty() || !has_tool_turns {
         return Cow::Borrowed(&request.messages);

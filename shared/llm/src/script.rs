@@ -376,6 +376,11 @@ fn input_chars(request: &CompletionRequest) -> usize {
                         .sum::<usize>()
             }
             Message::Tool { content, .. } => content.chars().count(),
+            Message::Attachment {
+                name,
+                media_type,
+                content,
+            } => content.as_text(name, media_type).chars().count(),
         })
         .sum();
     let tools: usize = request

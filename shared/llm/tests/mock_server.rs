@@ -308,7 +308,7 @@ async fn a_request_without_tools_tells_its_tool_turns_as_text() {
             received.messages.iter().all(|m| match m {
                 Message::Assistant { tool_calls, .. } => tool_calls.is_empty(),
                 Message::Tool { .. } => false,
-                Message::User { .. } => true,
+                Message::User { .. } | Message::Attachment { .. } => true,
             }),
             "{config:?}: {received:?}"
         );
@@ -336,4 +336,101 @@ async fn server_stops_on_drop() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(refused, "mock server still accepts connections after drop");
+}
+
+/// Attached files reach each provider in its own wire format and come back
+/// out of the mock: text as a labelled text block, an image as an image
+/// block, a PDF as a document block (named, on OpenAI), an unreadable file
+/// named with why.
+#[tokio::test]
+async fn attachments_travel_in_each_wire_format() {
+    use baton_core::AttachmentContent;
+    let server = MockLlmServer::start().await;
+    for config in configs(&server, Some("test-key-123456")) {
+        let provider = build_provider(&config, fast_policy()).unwrap();
+        let attachment = |name: &str, media_type: &str, content| Message::Attachment {
+            name: name.into(),
+            media_type: media_type.into(),
+            content,
+        };
+        let request = CompletionRequest {
+            model: String::new(),
+            system: String::new(),
+            messages: vec![
+                Message::User {
+                    content: "look at these".into(),
+                },
+                attachment(
+                    "notes.txt",
+                    "text/plain",
+                    AttachmentContent::Text {
+                        text: "the widget count is 42".into(),
+                    },
+                ),
+                attachment(
+                    "dot.png",
+                    "image/png",
+                    AttachmentContent::Image {
+                        data_base64: "iVBORw0KGgo=".into(),
+                    },
+                ),
+                attachment(
+                    "q3 report.pdf",
+                    "application/pdf",
+                    AttachmentContent::Document {
+                        data_base64: "JVBERi0=".into(),
+                    },
+                ),
+                attachment(
+                    "a.zip",
+                    "application/zip",
+                    AttachmentContent::Unreadable {
+                        reason: "unsupported".into(),
+                    },
+                ),
+            ],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        provider.complete(&request).await.unwrap();
+        let received = server.received().pop().unwrap();
+        let text = format!("{:?}", received.messages);
+        assert!(
+            text.contains("[file notes.txt]\\nthe widget count is 42"),
+            "{config:?}: {text}"
+        );
+        assert!(
+            text.contains(
+                "[file a.zip (application/zip) is attached, but cannot be read: unsupported]"
+            ),
+            "{config:?}: {text}"
+        );
+        let image = received.messages.iter().find_map(|m| match m {
+            Message::Attachment {
+                media_type,
+                content: AttachmentContent::Image { data_base64 },
+                ..
+            } => Some((media_type.as_str(), data_base64.as_str())),
+            _ => None,
+        });
+        assert_eq!(image, Some(("image/png", "iVBORw0KGgo=")), "{config:?}");
+        let document = received.messages.iter().find_map(|m| match m {
+            Message::Attachment {
+                name,
+                content: AttachmentContent::Document { data_base64 },
+                ..
+            } => Some((name.as_str(), data_base64.as_str())),
+            _ => None,
+        });
+        match config {
+            LlmConfig::OpenAi { .. } => {
+                assert_eq!(document, None);
+                assert!(text.contains("[file q3 report.pdf (application/pdf) is attached, but this model cannot read files of this kind]"), "{text}");
+            }
+            LlmConfig::Anthropic { .. } => {
+                assert_eq!(document, Some(("q3 report.pdf", "JVBERi0=")))
+            }
+            _ => assert_eq!(document, Some(("q3 report-pdf", "JVBERi0="))),
+        }
+    }
 }

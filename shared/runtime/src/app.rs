@@ -250,6 +250,7 @@ impl AppBuilder {
         self.checked_names(&taken)?;
         tools.extend(self.tools);
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
+        let mut people: Option<Arc<dyn baton_core::People>> = None;
         let replies: Arc<dyn ReplySink> = match &settings.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s
@@ -264,6 +265,9 @@ impl AppBuilder {
                         }
                     })?;
                 approval_prompts = Some(Arc::new(baton_slack::SlackApprovals::new(client.clone())));
+                people = Some(Arc::new(baton_slack::people::SlackPeople::new(
+                    client.clone(),
+                )));
                 Arc::new(SlackReplies::new(client))
             }
             Some(_) => {
@@ -286,6 +290,9 @@ impl AppBuilder {
             .with_input_guard(settings.deployment.guard.input_guard);
         if let Some(prompts) = approval_prompts {
             worker = worker.with_approval_prompts(prompts);
+        }
+        if let Some(people) = people {
+            worker = worker.with_people(people);
         }
         if let Some(service) = &schedules {
             worker = worker.with_schedules(service.clone(), settings.heartbeat_repeat_window);
@@ -365,7 +372,8 @@ fn ingest_handler(
     )
     .with_input_guard(settings.deployment.guard.input_guard)
     .with_routes(settings.deployment.routes.clone())
-    .with_admins(settings.admins.clone());
+    .with_admins(settings.admins.clone())
+    .with_max_file_bytes(settings.max_file_bytes);
     // Tells a Slack user their `stop` was refused; the client is built at
     // the first such note, so the ingest's start-up does not pay for it.
     let ingest = match settings

@@ -155,14 +155,15 @@ async fn serve_one(
     req: axum::extract::Request,
 ) -> axum::response::Response {
     let (parts, body) = req.into_parts();
-    let bytes = match axum::body::to_bytes(body, baton_ingest::MAX_BODY_BYTES + 1).await {
+    // The largest any route takes; the ingest checks each route's own.
+    let bytes = match axum::body::to_bytes(body, baton_ingest::MAX_TASK_BODY_BYTES + 1).await {
         Ok(b) => b,
         Err(_) => {
             let r = baton_ingest::ApiError::new(
                 http::StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
                     "request body is larger than {} bytes",
-                    baton_ingest::MAX_BODY_BYTES
+                    baton_ingest::MAX_TASK_BODY_BYTES
                 ),
             );
             return r.into_response().map(axum::body::Body::from);

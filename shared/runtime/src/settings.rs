@@ -123,6 +123,9 @@ pub struct Settings {
     /// `BATON_ACTIVE_INDEX_SHARDS`: the shards of the index of running
     /// tasks (docs/scale.md). Every function of a deployment must agree.
     pub active_index_shards: u32,
+    /// `BATON_MAX_FILE_BYTES`: the largest file given with a task that is
+    /// kept for the model (default 10 MB).
+    pub max_file_bytes: u64,
     /// The agents file's `[http_tools]`, their `${NAME}` references
     /// resolved from the environment and the stored secrets; built into
     /// tools by [`Settings::http_tools`].
@@ -502,7 +505,11 @@ impl Settings {
                 format!("must be from 1 to {}", baton_core::store::MAX_ACTIVE_SHARDS),
             ));
         }
+        let max_file_bytes = src
+            .num::<u64>("BATON_MAX_FILE_BYTES")?
+            .unwrap_or(baton_core::attachment::DEFAULT_MAX_FILE_BYTES);
         Ok(Settings {
+            max_file_bytes,
             http_tool_defs,
             mcp_server_defs,
             agents_origin: origin,
@@ -658,6 +665,7 @@ mod tests {
             "BATON_SEGMENT_MARGIN_MS",
             "BATON_HEARTBEAT_REPEAT_WINDOW_SECS",
             "BATON_ACTIVE_INDEX_SHARDS",
+            "BATON_MAX_FILE_BYTES",
         ] {
             let values = HashMap::from([(name.to_owned(), "soon".to_owned())]);
             let err = Settings::load(&values).unwrap_err();

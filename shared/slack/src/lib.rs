@@ -56,6 +56,7 @@ pub mod events;
 pub mod interactivity;
 pub mod mrkdwn;
 pub mod notices;
+pub mod people;
 pub mod replies;
 pub mod signature;
 pub mod status;

@@ -69,6 +69,8 @@ struct Inner {
     /// Methods that answer this error to every call (after the injected
     /// answers are used up), until told otherwise.
     refused: HashMap<String, String>,
+    /// Display names `users.info` answers, by user id.
+    people: HashMap<String, String>,
 }
 
 struct Shared {
@@ -195,6 +197,14 @@ impl FakeSlack {
     }
 
     /// Makes the next call of `method` answer `{"ok": false, "error": error}`.
+    /// Makes `users.info` know `user` by `name` (others: `user_not_found`).
+    pub fn set_user_name(&self, user: &str, name: &str) {
+        self.shared
+            .lock()
+            .people
+            .insert(user.to_owned(), name.to_owned());
+    }
+
     pub fn fail_next(&self, method: &str, error: &str) {
         self.inject(method, Injected::Error(error.to_string()));
     }
@@ -293,7 +303,7 @@ async fn handle(
     // Like Slack: methods that read take form fields, not JSON.
     let reads = matches!(
         method.as_str(),
-        "conversations.replies" | "conversations.history"
+        "conversations.replies" | "conversations.history" | "users.info"
     );
     let body = if content_type.starts_with("application/json") && !reads {
         let Ok(body) = serde_json::from_slice::<Value>(&body) else {
@@ -445,6 +455,21 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             Json(json!({"ok": true, "messages": messages, "has_more": false,
                         "response_metadata": {"next_cursor": ""}}))
             .into_response()
+        }
+        "users.info" => {
+            let Some(user) = str_field("user") else {
+                return slack_error("user_not_found");
+            };
+            let name = shared.lock().people.get(&user).cloned();
+            shared.lock().calls.push((method.clone(), body.clone()));
+            match name {
+                Some(name) => Json(
+                    json!({"ok": true, "user": {"id": user, "name": name.to_lowercase(),
+                    "profile": {"display_name": name, "real_name": name}}}),
+                )
+                .into_response(),
+                None => slack_error("user_not_found"),
+            }
         }
         "chat.postEphemeral" => {
             // Slack keeps no ephemeral message: it is only recorded here

@@ -5,10 +5,12 @@
 
 use baton_core::{Origin, TaskStore, ToolContext};
 
-/// The origin of the task `ctx` serves; the error is text for the model.
+/// Whom the task `ctx` serves: its origin, with the author of the message
+/// being answered as the user; the error is text for the model.
 pub(crate) async fn task_origin(tasks: &TaskStore, ctx: &ToolContext) -> Result<Origin, String> {
     match tasks.get(&ctx.task_id).await {
-        Ok(Some(t)) => Ok(t.origin),
+        // Whoever's message is being answered (`Task::serving`).
+        Ok(Some(t)) => Ok(t.serving()),
         Ok(None) => Err("this task is not in the store".into()),
         Err(e) => Err(format!("could not read the task: {e}")),
     }

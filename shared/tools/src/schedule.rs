@@ -121,7 +121,7 @@ impl ScheduleTools {
     /// The origin of the task a call serves.
     async fn origin(&self, ctx: &ToolContext) -> Result<Origin, String> {
         match self.tasks.get(&ctx.task_id).await {
-            Ok(Some(t)) => Ok(t.origin),
+            Ok(Some(t)) => Ok(t.serving()),
             Ok(None) => Err("this task is not in the store".into()),
             Err(e) => Err(format!("could not read the task: {e}")),
         }

@@ -260,6 +260,11 @@ impl<'d> Segment<'d> {
         }
         self.commit(|t| {
             let msgs = std::mem::take(&mut t.inbox);
+            // The latest message is the one answered next: whose it is
+            // decides whose memory, schedules and budget apply.
+            if let Some(last) = msgs.last() {
+                t.speaker = baton_core::task::author_of(last).map(str::to_owned);
+            }
             Some(
                 msgs.into_iter()
                     .map(|text| EntryKind::UserMessage { text })

@@ -153,12 +153,53 @@ impl Segment<'_> {
         if shrunk {
             context::clear_old_tool_results(&mut request.messages);
         }
+        if let Some(note) = self.people_note().await {
+            request.system.push_str(&note);
+        }
         if let Some(query) = context::memory_query(&request, &self.transcript) {
             let memory = baton_core::memory::MemoryStore::new(self.deps.store.table().clone());
-            let facts = context::recall_for_prompt(&memory, &self.task.origin, query).await;
+            let facts = context::recall_for_prompt(&memory, &self.task.serving(), query).await;
             context::with_memory(&mut request, &facts);
         }
         request
+    }
+
+    /// Who is in a Slack conversation, by name: the requester and everyone
+    /// whose messages are marked `[from <@U…>]`. `None` outside Slack or
+    /// without names.
+    async fn people_note(&self) -> Option<String> {
+        let people = self.deps.people.as_ref()?;
+        let baton_core::Origin::Slack { team_id, user, .. } = &self.task.origin else {
+            return None;
+        };
+        let mut others: Vec<&str> = self
+            .transcript
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::UserMessage { text } => baton_core::task::author_of(text),
+                _ => None,
+            })
+            .filter(|a| a != user)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        let requester = people.display_name(team_id, user).await;
+        let mut lines = vec![match &requester {
+            Some(name) => format!("- <@{user}> is {name}, who asked for this task"),
+            None => format!("- <@{user}> asked for this task"),
+        }];
+        for a in others {
+            if let Some(name) = people.display_name(team_id, a).await {
+                lines.push(format!("- <@{a}> is {name}"));
+            }
+        }
+        if requester.is_none() && lines.len() == 1 {
+            return None;
+        }
+        Some(format!(
+            "\n\nPeople in this Slack conversation (messages marked [from <@ID>] were written by that person; the others by the one who asked):\n{}",
+            lines.join("\n")
+        ))
     }
 
     /// Phase one: one LLM call, checkpointed with its tool calls before any

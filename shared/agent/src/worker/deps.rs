@@ -28,6 +28,8 @@ pub(crate) struct Deps {
     pub(crate) replies: Arc<dyn ReplySink>,
     /// Schedule records and plans, when schedules are enabled.
     pub(crate) schedules: Option<ScheduleService>,
+    /// Display names of the people in a conversation (Slack `users.info`).
+    pub(crate) people: Option<Arc<dyn baton_core::People>>,
     /// Where approval requests are shown; without it HTTP clients decide
     /// through the approvals route.
     pub(crate) approvals: Option<Arc<dyn ApprovalPrompts>>,

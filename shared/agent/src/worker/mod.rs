@@ -107,6 +107,7 @@ impl Worker {
                 replies,
                 schedules: None,
                 approvals: None,
+                people: None,
                 budgets: None,
                 input_guard: InputGuardMode::default(),
                 settings,
@@ -132,6 +133,12 @@ impl Worker {
     /// agent's `tools`), listed once when each task starts.
     pub fn with_remote_tools(mut self, remote: Arc<dyn RemoteTools>) -> Self {
         self.deps.remote = Some(remote);
+        self
+    }
+
+    /// Tells the model the names of the people in a Slack conversation.
+    pub fn with_people(mut self, people: Arc<dyn baton_core::People>) -> Self {
+        self.deps.people = Some(people);
         self
     }
 

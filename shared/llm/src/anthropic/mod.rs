@@ -17,7 +17,10 @@ use crate::http;
 use crate::mapping::{self, messages_to_send, object_arguments};
 use crate::secret::Secret;
 use async_trait::async_trait;
-use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, Usage};
+use baton_core::{
+    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
+    Usage,
+};
 use std::time::Duration;
 use wire::{Block, Content, Role};
 
@@ -137,6 +140,39 @@ fn blocks(message: &Message) -> (Role, Vec<Block>) {
             };
             (Role::User, vec![block])
         }
+        Message::Attachment {
+            name,
+            media_type,
+            content,
+        } => (Role::User, attachment_blocks(name, media_type, content)),
+    }
+}
+
+/// An attached file: a labelled image or document block, or text.
+fn attachment_blocks(name: &str, media_type: &str, content: &AttachmentContent) -> Vec<Block> {
+    let source = |data: &String| wire::Source {
+        kind: "base64".to_owned(),
+        media_type: media_type.to_owned(),
+        data: data.clone(),
+    };
+    let label = Block::Text {
+        text: AttachmentContent::label(name),
+    };
+    match content {
+        AttachmentContent::Image { data_base64 } => vec![
+            label,
+            Block::Image {
+                source: source(data_base64),
+            },
+        ],
+        AttachmentContent::Document { data_base64 } => vec![
+            label,
+            Block::Document {
+                source: source(data_base64),
+                title: Some(name.to_owned()),
+            },
+        ],
+        other => text_block(&other.as_text(name, media_type)),
     }
 }
 
@@ -213,7 +249,10 @@ pub(crate) fn decode_response(body: &wire::Response) -> Result<Completion, LlmEr
             }),
             // Tool results are not for responses; thinking and the like
             // are not for us.
-            Block::ToolResult { .. } | Block::Other => {}
+            Block::ToolResult { .. }
+            | Block::Image { .. }
+            | Block::Document { .. }
+            | Block::Other => {}
         }
     }
     let usage = body

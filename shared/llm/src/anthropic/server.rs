@@ -3,7 +3,7 @@
 
 use super::{text_block, wire};
 use crate::mapping::find_call_name;
-use baton_core::{Completion, CompletionRequest, Message, ToolCall, ToolSpec};
+use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolSpec};
 use serde_json::Value;
 use wire::{Block, Content, Role};
 
@@ -49,6 +49,26 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
                                 is_error,
                             });
                         }
+                        Block::Image { source } => {
+                            flush_text(&mut messages, &mut text);
+                            messages.push(Message::Attachment {
+                                name: String::new(),
+                                media_type: source.media_type,
+                                content: AttachmentContent::Image {
+                                    data_base64: source.data,
+                                },
+                            });
+                        }
+                        Block::Document { source, title } => {
+                            flush_text(&mut messages, &mut text);
+                            messages.push(Message::Attachment {
+                                name: title.unwrap_or_default(),
+                                media_type: source.media_type,
+                                content: AttachmentContent::Document {
+                                    data_base64: source.data,
+                                },
+                            });
+                        }
                         Block::ToolUse { .. } | Block::Other => {}
                     }
                 }
@@ -69,7 +89,10 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
                             name,
                             arguments: input,
                         }),
-                        Block::ToolResult { .. } | Block::Other => {}
+                        Block::ToolResult { .. }
+                        | Block::Image { .. }
+                        | Block::Document { .. }
+                        | Block::Other => {}
                     }
                 }
                 messages.push(Message::Assistant {
@@ -95,6 +118,15 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
         tools,
         max_tokens: body.max_tokens,
     })
+}
+
+/// The text read so far as a user message, before an image or document.
+fn flush_text(messages: &mut Vec<Message>, text: &mut Vec<String>) {
+    if !text.is_empty() {
+        messages.push(Message::User {
+            content: std::mem::take(text).join("\n"),
+        });
+    }
 }
 
 /// A Messages response body for `completion` (the inverse of

@@ -93,10 +93,30 @@ pub(crate) enum Block {
         #[serde(default)]
         is_error: bool,
     },
-    /// thinking, redacted_thinking, server tool blocks, images: not for
-    /// us. Never sent.
+    /// An image, sent base64-encoded (an attached file).
+    Image { source: Source },
+    /// A PDF, sent base64-encoded (an attached file).
+    Document {
+        source: Source,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// thinking, redacted_thinking, server tool blocks: not for us.
+    /// Never sent.
     #[serde(other, skip_serializing)]
     Other,
+}
+
+/// The source of an image or document block: `{"type": "base64",
+/// "media_type", "data"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Source {
+    #[serde(rename = "type")]
+    pub(crate) kind: String,
+    #[serde(default)]
+    pub(crate) media_type: String,
+    #[serde(default)]
+    pub(crate) data: String,
 }
 
 /// A tool offered to the model.

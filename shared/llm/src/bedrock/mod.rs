@@ -25,7 +25,10 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
-use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, Usage};
+use baton_core::{
+    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
+    Usage,
+};
 use reqwest::header::HeaderMap;
 use std::fmt;
 use std::sync::Arc;
@@ -456,6 +459,66 @@ fn blocks(message: &Message) -> (Role, Vec<ContentBlock>) {
             });
             (Role::User, vec![block])
         }
+        Message::Attachment {
+            name,
+            media_type,
+            content,
+        } => (Role::User, attachment_blocks(name, media_type, content)),
+    }
+}
+
+/// An attached file: a labelled image or document block, or text.
+fn attachment_blocks(
+    name: &str,
+    media_type: &str,
+    content: &AttachmentContent,
+) -> Vec<ContentBlock> {
+    let label = ContentBlock::Text(AttachmentContent::label(name));
+    let source = |data: &String| wire::BytesSource {
+        bytes: data.clone(),
+    };
+    match content {
+        AttachmentContent::Image { data_base64 } => vec![
+            label,
+            ContentBlock::Image(wire::ImageBlock {
+                format: media_type.trim_start_matches("image/").to_owned(),
+                source: source(data_base64),
+            }),
+        ],
+        AttachmentContent::Document { data_base64 } => vec![
+            label,
+            ContentBlock::Document(wire::DocumentBlock {
+                format: "pdf".to_owned(),
+                name: document_name(name),
+                source: source(data_base64),
+            }),
+        ],
+        other => text_block(&other.as_text(name, media_type)),
+    }
+}
+
+/// A file name as Converse takes a document's: letters, digits, single
+/// spaces, hyphens, parentheses and square brackets (`q3 report.pdf` is
+/// `q3 report-pdf`).
+fn document_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = if c.is_alphanumeric() || matches!(c, '-' | '(' | ')' | '[' | ']') {
+            c
+        } else if c.is_whitespace() {
+            ' '
+        } else {
+            '-'
+        };
+        if !(c == ' ' && (out.is_empty() || out.ends_with(' '))) {
+            out.push(c);
+        }
+    }
+    let out = out.trim_end().to_owned();
+    if out.is_empty() {
+        "document".to_owned()
+    } else {
+        out
     }
 }
 
@@ -545,7 +608,10 @@ pub(crate) fn decode_response(body: &wire::Response) -> Result<Completion, LlmEr
                 arguments: call.input.clone(),
             }),
             // reasoningContent, citations, images: not for us.
-            ContentBlock::ToolResult(_) | ContentBlock::Other => {}
+            ContentBlock::ToolResult(_)
+            | ContentBlock::Image(_)
+            | ContentBlock::Document(_)
+            | ContentBlock::Other => {}
         }
     }
     let usage = body

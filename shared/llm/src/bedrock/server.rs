@@ -5,7 +5,7 @@
 
 use super::{text_block, wire};
 use crate::mapping::find_call_name;
-use baton_core::{Completion, CompletionRequest, Message, ToolCall, ToolSpec};
+use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolSpec};
 use serde_json::Value;
 use wire::{ContentBlock, Role};
 
@@ -79,6 +79,26 @@ pub(crate) fn from_wire_request(
                                 is_error: r.status == Some(wire::ToolResultStatus::Error),
                             });
                         }
+                        ContentBlock::Image(i) => {
+                            flush_text(&mut messages, &mut text);
+                            messages.push(Message::Attachment {
+                                name: String::new(),
+                                media_type: format!("image/{}", i.format),
+                                content: AttachmentContent::Image {
+                                    data_base64: i.source.bytes.clone(),
+                                },
+                            });
+                        }
+                        ContentBlock::Document(d) => {
+                            flush_text(&mut messages, &mut text);
+                            messages.push(Message::Attachment {
+                                name: d.name.clone(),
+                                media_type: format!("application/{}", d.format),
+                                content: AttachmentContent::Document {
+                                    data_base64: d.source.bytes.clone(),
+                                },
+                            });
+                        }
                         ContentBlock::ToolUse(_) | ContentBlock::Other => {}
                     }
                 }
@@ -99,7 +119,10 @@ pub(crate) fn from_wire_request(
                             name: c.name.clone(),
                             arguments: c.input.clone(),
                         }),
-                        ContentBlock::ToolResult(_) | ContentBlock::Other => {}
+                        ContentBlock::ToolResult(_)
+                        | ContentBlock::Image(_)
+                        | ContentBlock::Document(_)
+                        | ContentBlock::Other => {}
                     }
                 }
                 messages.push(Message::Assistant {
@@ -135,6 +158,15 @@ pub(crate) fn from_wire_request(
             .and_then(|c| c.max_tokens)
             .unwrap_or(0),
     })
+}
+
+/// The text read so far as a user message, before an image or document.
+fn flush_text(messages: &mut Vec<Message>, text: &mut Vec<&str>) {
+    if !text.is_empty() {
+        messages.push(Message::User {
+            content: std::mem::take(text).join("\n"),
+        });
+    }
 }
 
 /// A Converse response body for `completion` (the inverse of

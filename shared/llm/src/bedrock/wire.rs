@@ -92,9 +92,36 @@ pub(crate) enum ContentBlock {
     Text(String),
     ToolUse(ToolUse),
     ToolResult(ToolResult),
+    /// An image (an attached file).
+    Image(ImageBlock),
+    /// A PDF (an attached file).
+    Document(DocumentBlock),
     /// Any other kind; never sent.
     #[serde(skip_serializing)]
     Other,
+}
+
+/// `{"format": "png", "source": {"bytes": "<base64>"}}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ImageBlock {
+    /// `png`, `jpeg`, `gif` or `webp`.
+    pub(crate) format: String,
+    pub(crate) source: BytesSource,
+}
+
+/// `{"format": "pdf", "name": …, "source": {"bytes": "<base64>"}}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DocumentBlock {
+    pub(crate) format: String,
+    /// Letters, digits, single spaces, hyphens, parentheses and brackets.
+    pub(crate) name: String,
+    pub(crate) source: BytesSource,
+}
+
+/// Bytes, base64-encoded in the JSON body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BytesSource {
+    pub(crate) bytes: String,
 }
 
 /// A content block as read: whichever known field it has.
@@ -107,6 +134,10 @@ struct RawContentBlock {
     tool_use: Option<ToolUse>,
     #[serde(default)]
     tool_result: Option<ToolResult>,
+    #[serde(default)]
+    image: Option<ImageBlock>,
+    #[serde(default)]
+    document: Option<DocumentBlock>,
 }
 
 impl From<RawContentBlock> for ContentBlock {
@@ -120,6 +151,10 @@ impl From<RawContentBlock> for ContentBlock {
                 tool_result: Some(r),
                 ..
             } => ContentBlock::ToolResult(r),
+            RawContentBlock { image: Some(i), .. } => ContentBlock::Image(i),
+            RawContentBlock {
+                document: Some(d), ..
+            } => ContentBlock::Document(d),
             _ => ContentBlock::Other,
         }
     }

@@ -18,7 +18,10 @@ use crate::http;
 use crate::mapping::{self, messages_to_send};
 use crate::secret::Secret;
 use async_trait::async_trait;
-use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall, Usage};
+use baton_core::{
+    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
+    Usage,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 use wire::Content;
@@ -144,6 +147,19 @@ fn assistant_content(content: &str, has_calls: bool) -> Option<Content> {
     }
 }
 
+/// An attached file as a user message's content: a labelled `image_url`
+/// part (a data URL) for an image, text otherwise (PDFs are named: not
+/// every OpenAI-compatible server takes file parts).
+fn attachment_content(name: &str, media_type: &str, content: &AttachmentContent) -> Content {
+    match content {
+        AttachmentContent::Image { data_base64 } => Content::Parts(vec![
+            wire::ContentPart::text(AttachmentContent::label(name)),
+            wire::ContentPart::image(media_type, data_base64),
+        ]),
+        other => Content::Text(other.as_text(name, media_type)),
+    }
+}
+
 /// The Chat Completions request body for `request`, asking `model`. A
 /// request without tools gets its tool turns as text
 /// ([`mapping::messages_to_send`]).
@@ -175,6 +191,13 @@ pub(crate) fn encode_request(
         } => wire::ChatMessage::Tool {
             tool_call_id: call_id.clone(),
             content: text(content),
+        },
+        Message::Attachment {
+            name,
+            media_type,
+            content,
+        } => wire::ChatMessage::User {
+            content: Some(attachment_content(name, media_type, content)),
         },
     }));
     let tools = request

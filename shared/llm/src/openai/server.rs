@@ -4,7 +4,7 @@
 
 use super::{assistant_content, decode_tool_calls, wire, wire_call};
 use crate::mapping::find_call_name;
-use baton_core::{Completion, CompletionRequest, Message, ToolSpec};
+use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolSpec};
 use serde_json::Value;
 
 /// Reads a Chat Completions request body (JSON) back into a
@@ -29,9 +29,15 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
     for (i, m) in body.messages.iter().enumerate() {
         match m {
             wire::ChatMessage::System { content } => system.push(wire::text_of(content.as_ref())),
-            wire::ChatMessage::User { content } => messages.push(Message::User {
-                content: wire::text_of(content.as_ref()),
-            }),
+            wire::ChatMessage::User { content } => {
+                messages.push(Message::User {
+                    content: wire::text_of(content.as_ref()),
+                });
+                // Image parts follow as attachments (the label stays text).
+                if let Some(wire::Content::Parts(parts)) = content {
+                    messages.extend(parts.iter().filter_map(image_attachment));
+                }
+            }
             wire::ChatMessage::Assistant {
                 content,
                 tool_calls,
@@ -69,6 +75,19 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
         messages,
         tools,
         max_tokens: body.max_tokens.or(body.max_completion_tokens).unwrap_or(0),
+    })
+}
+
+/// An `image_url` part with a base64 data URL, as an attachment.
+fn image_attachment(part: &wire::ContentPart) -> Option<Message> {
+    let url = &part.image_url.as_ref()?.url;
+    let (head, data) = url.strip_prefix("data:")?.split_once(";base64,")?;
+    Some(Message::Attachment {
+        name: String::new(),
+        media_type: head.to_owned(),
+        content: AttachmentContent::Image {
+            data_base64: data.to_owned(),
+        },
     })
 }
 

@@ -71,13 +71,42 @@ pub(crate) enum Content {
     Parts(Vec<ContentPart>),
 }
 
-/// One part of an array content; only text parts matter here.
+/// One part of an array content: text, or (in requests) an image.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ContentPart {
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub(crate) kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) text: Option<String>,
+    /// `{"url": "data:image/png;base64,…"}` in an `image_url` part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) image_url: Option<ImageUrl>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ImageUrl {
+    pub(crate) url: String,
+}
+
+impl ContentPart {
+    pub(crate) fn text(text: String) -> Self {
+        ContentPart {
+            kind: Some("text".to_owned()),
+            text: Some(text),
+            image_url: None,
+        }
+    }
+
+    /// An image as a data URL.
+    pub(crate) fn image(media_type: &str, data_base64: &str) -> Self {
+        ContentPart {
+            kind: Some("image_url".to_owned()),
+            text: None,
+            image_url: Some(ImageUrl {
+                url: format!("data:{media_type};base64,{data_base64}"),
+            }),
+        }
+    }
 }
 
 impl Content {

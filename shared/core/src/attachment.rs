@@ -1,0 +1,241 @@
+//! Files given with a task's input: what kind each is, and the transcript
+//! entry that carries it to the model.
+//!
+//! Text-like files (plain text, Markdown, CSV, JSON, logs, source code)
+//! reach the model as text; PNG, JPEG, GIF and WebP images as image blocks
+//! and PDFs as document blocks, where the provider takes them; anything
+//! else is named to the model as a file it cannot read. The bytes live in
+//! the entry, which the store keeps in the blob store when it is large.
+
+use crate::conversation::AttachmentContent;
+use crate::transcript::EntryKind;
+use base64::Engine;
+
+/// The default largest file accepted (`BATON_MAX_FILE_BYTES`): 10 MB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 10 * 1000 * 1000;
+/// Most characters of a text file the model is given; the rest is cut
+/// with a note.
+pub const MAX_TEXT_CHARS: usize = 100_000;
+
+/// The image types the providers take.
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Extensions read as text whatever the media type says.
+const TEXT_EXTENSIONS: &[&str] = &[
+    "txt", "text", "md", "markdown", "csv", "tsv", "json", "jsonl", "ndjson", "log", "xml", "yaml",
+    "yml", "toml", "ini", "cfg", "conf", "env", "html", "htm", "css", "sql", "sh", "bash", "zsh",
+    "ps1", "bat", "py", "rb", "rs", "go", "java", "kt", "scala", "c", "h", "cc", "cpp", "hpp",
+    "cs", "js", "mjs", "cjs", "ts", "tsx", "jsx", "php", "pl", "lua", "swift", "r", "m", "tf",
+    "hcl", "proto", "graphql", "diff", "patch", "rst", "tex", "srt", "vtt",
+];
+
+/// `image/png` for `shot.png` and the like: the media type a file's name
+/// suggests, when the sender named none (or only `application/octet-stream`).
+fn guess_media_type(name: &str) -> Option<&'static str> {
+    let ext = extension(name)?;
+    Some(match ext.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        "json" => "application/json",
+        "md" | "markdown" => "text/markdown",
+        "csv" => "text/csv",
+        e if TEXT_EXTENSIONS.contains(&e) => "text/plain",
+        _ => return None,
+    })
+}
+
+fn extension(name: &str) -> Option<String> {
+    let (_, ext) = name.rsplit_once('.')?;
+    Some(ext.to_ascii_lowercase())
+}
+
+/// The media type to go by: the one given (lower-cased, without
+/// parameters), or the one the name suggests when none useful was given.
+pub fn media_type_of(name: &str, given: Option<&str>) -> String {
+    let given = given
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if given.is_empty() || given == "application/octet-stream" || given == "binary/octet-stream" {
+        guess_media_type(name)
+            .map(str::to_owned)
+            .unwrap_or_else(|| "application/octet-stream".to_owned())
+    } else if given == "image/jpg" {
+        "image/jpeg".to_owned()
+    } else {
+        given
+    }
+}
+
+fn is_text_like(name: &str, media_type: &str) -> bool {
+    media_type.starts_with("text/")
+        || matches!(
+            media_type,
+            "application/json"
+                | "application/x-ndjson"
+                | "application/xml"
+                | "application/yaml"
+                | "application/x-yaml"
+                | "application/toml"
+                | "application/javascript"
+                | "application/typescript"
+                | "application/x-sh"
+                | "application/sql"
+        )
+        || media_type.ends_with("+json")
+        || media_type.ends_with("+xml")
+        || extension(name).is_some_and(|e| TEXT_EXTENSIONS.contains(&e.as_str()))
+}
+
+/// A human size: `10 MB`, `512 KB`, `12 bytes`.
+pub fn human_bytes(n: u64) -> String {
+    if n >= 1000 * 1000 {
+        format!("{:.1} MB", n as f64 / 1e6).replace(".0 MB", " MB")
+    } else if n >= 1000 {
+        format!("{} KB", n / 1000)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// An attachment that is named to the model only, with why.
+pub fn refused(name: &str, media_type: &str, bytes: u64, reason: impl Into<String>) -> EntryKind {
+    EntryKind::Attachment {
+        name: name.to_owned(),
+        media_type: media_type.to_owned(),
+        bytes,
+        text: None,
+        data_base64: None,
+        note: Some(reason.into()),
+    }
+}
+
+/// The entry for a file's bytes: text, an image or a PDF kept for the
+/// model, or (too large, unsupported, not UTF-8 text) named with a note.
+pub fn from_bytes(name: &str, given_type: Option<&str>, data: &[u8], max_bytes: u64) -> EntryKind {
+    let media_type = media_type_of(name, given_type);
+    let bytes = data.len() as u64;
+    if bytes > max_bytes {
+        return refused(name, &media_type, bytes, too_large(bytes, max_bytes));
+    }
+    let base64 = || base64::engine::general_purpose::STANDARD.encode(data);
+    let kept = |text: Option<String>, data_base64: Option<String>| EntryKind::Attachment {
+        name: name.to_owned(),
+        media_type: media_type.clone(),
+        bytes,
+        text,
+        data_base64,
+        note: None,
+    };
+    if IMAGE_TYPES.contains(&media_type.as_str()) || media_type == "application/pdf" {
+        return kept(None, Some(base64()));
+    }
+    if is_text_like(name, &media_type) {
+        return match std::str::from_utf8(data) {
+            Ok(text) => kept(Some(cut(text)), None),
+            Err(_) => refused(name, &media_type, bytes, "it is not UTF-8 text"),
+        };
+    }
+    refused(
+        name,
+        &media_type,
+        bytes,
+        format!(
+            "files of type {media_type} are not supported (text, PNG, JPEG, GIF, WebP and PDF are)"
+        ),
+    )
+}
+
+/// Why a file of `bytes` was not taken under a limit of `max_bytes`.
+pub fn too_large(bytes: u64, max_bytes: u64) -> String {
+    format!(
+        "it is {}, larger than the {} limit for files",
+        human_bytes(bytes),
+        human_bytes(max_bytes)
+    )
+}
+
+fn cut(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= MAX_TEXT_CHARS {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(MAX_TEXT_CHARS).collect();
+    format!(
+        "{kept}\n[… {} more characters of this file were cut]",
+        total - MAX_TEXT_CHARS
+    )
+}
+
+/// What of an attachment entry the model is given.
+pub(crate) fn content(
+    media_type: &str,
+    text: Option<&String>,
+    data_base64: Option<&String>,
+    note: Option<&String>,
+) -> AttachmentContent {
+    match (note, text, data_base64) {
+        (Some(reason), _, _) => AttachmentContent::Unreadable {
+            reason: reason.clone(),
+        },
+        (None, Some(text), _) => AttachmentContent::Text { text: text.clone() },
+        (None, None, Some(data)) if media_type == "application/pdf" => {
+            AttachmentContent::Document {
+                data_base64: data.clone(),
+            }
+        }
+        (None, None, Some(data)) => AttachmentContent::Image {
+            data_base64: data.clone(),
+        },
+        (None, None, None) => AttachmentContent::Unreadable {
+            reason: "its content was not kept".to_owned(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_told_apart_by_type_and_name() {
+        let text = from_bytes("notes.md", None, b"# hi", 100);
+        assert!(
+            matches!(&text, EntryKind::Attachment { text: Some(t), media_type, .. } if t == "# hi" && media_type == "text/markdown")
+        );
+        let code = from_bytes(
+            "main.rs",
+            Some("application/octet-stream"),
+            b"fn main(){}",
+            100,
+        );
+        assert!(matches!(&code, EntryKind::Attachment { text: Some(_), .. }));
+        let png = from_bytes("a.png", Some("image/png"), &[0x89, b'P'], 100);
+        assert!(matches!(&png, EntryKind::Attachment { data_base64: Some(d), .. } if d == "iVA="));
+        let zip = from_bytes("a.zip", Some("application/zip"), b"PK", 100);
+        assert!(
+            matches!(&zip, EntryKind::Attachment { note: Some(n), .. } if n.contains("application/zip are not supported"))
+        );
+        let big = from_bytes("a.txt", None, &[b'x'; 101], 100);
+        assert!(
+            matches!(&big, EntryKind::Attachment { note: Some(n), .. } if n.contains("larger than the 100 bytes limit"))
+        );
+        let latin1 = from_bytes("a.txt", None, &[0xff, 0xfe], 100);
+        assert!(
+            matches!(&latin1, EntryKind::Attachment { note: Some(n), .. } if n.contains("not UTF-8"))
+        );
+    }
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(human_bytes(10_000_000), "10 MB");
+        assert_eq!(human_bytes(1_500_000), "1.5 MB");
+        assert_eq!(human_bytes(2048), "2 KB");
+    }
+}
