@@ -83,6 +83,41 @@ fn tool_digest(task: &Task, transcript: &[Entry]) -> String {
     parts.join("; ")
 }
 
+/// Adds the ended task's turns to its thread's recap (once: a retried end
+/// adds nothing). Best effort: a failure is logged, and the next task on
+/// the thread starts without these turns.
+pub(crate) async fn record(store: &TaskStore, task: &Task, transcript: &[Entry]) {
+    let Some(key) = task.thread.as_deref() else {
+        return;
+    };
+    if task.parent.is_some() {
+        return;
+    }
+    let turns = turns_of(task, transcript);
+    for _ in 0..5 {
+        let mut thread = match store.thread(key).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(task_id = %task.id, error = %e, "could not read the conversation to record the task");
+                return;
+            }
+        };
+        if !thread.recap.record(&task.id, turns.clone()) {
+            return;
+        }
+        match store.put_thread(&thread).await {
+            Ok(true) => return,
+            Ok(false) => continue,
+            Err(e) => {
+                tracing::warn!(task_id = %task.id, error = %e, "could not record the task on its conversation");
+                return;
+            }
+        }
+    }
+    tracing::warn!(task_id = %task.id, "could not record the task on its conversation under contention");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,39 +175,4 @@ mod tests {
         assert!(answer.ends_with("It is 9:00 in Berlin."), "{answer}");
         assert!(answer.chars().count() < 400, "cut: {answer}");
     }
-}
-
-/// Adds the ended task's turns to its thread's recap (once: a retried end
-/// adds nothing). Best effort: a failure is logged, and the next task on
-/// the thread starts without these turns.
-pub(crate) async fn record(store: &TaskStore, task: &Task, transcript: &[Entry]) {
-    let Some(key) = task.thread.as_deref() else {
-        return;
-    };
-    if task.parent.is_some() {
-        return;
-    }
-    let turns = turns_of(task, transcript);
-    for _ in 0..5 {
-        let mut thread = match store.thread(key).await {
-            Ok(Some(t)) => t,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(task_id = %task.id, error = %e, "could not read the conversation to record the task");
-                return;
-            }
-        };
-        if !thread.recap.record(&task.id, turns.clone()) {
-            return;
-        }
-        match store.put_thread(&thread).await {
-            Ok(true) => return,
-            Ok(false) => continue,
-            Err(e) => {
-                tracing::warn!(task_id = %task.id, error = %e, "could not record the task on its conversation");
-                return;
-            }
-        }
-    }
-    tracing::warn!(task_id = %task.id, "could not record the task on its conversation under contention");
 }
