@@ -19,4 +19,5 @@ mod loop_recovery;
 mod mcp_tools;
 mod memory_scope;
 mod routes;
+mod slack_files;
 mod stop_permissions;

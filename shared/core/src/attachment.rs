@@ -161,6 +161,86 @@ pub fn too_large(bytes: u64, max_bytes: u64) -> String {
     )
 }
 
+/// A file a Slack message carried, not yet downloaded: the ingest answers
+/// Slack within its 3 seconds and leaves the download to the task's first
+/// segment ([`FileSource`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PendingFile {
+    /// Slack's file id.
+    pub id: String,
+    /// The file's name.
+    pub name: String,
+    /// The media type Slack gave, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// The size Slack gave, in bytes.
+    #[serde(default)]
+    pub size: u64,
+    /// Where to download it (`url_private_download`), with the bot token.
+    #[serde(default)]
+    pub url: String,
+}
+
+/// Why a file could not be fetched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// Larger than allowed: at least `bytes`.
+    #[error("too large ({bytes} bytes)")]
+    TooLarge {
+        /// The size announced, or the bytes read when the limit was passed.
+        bytes: u64,
+    },
+    /// Anything else, readable by the user.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Downloads the files messages carry (Slack's, with the bot token).
+#[async_trait::async_trait]
+pub trait FileSource: Send + Sync {
+    /// The bytes at `url`, refused beyond `max_bytes`.
+    async fn fetch(&self, url: &str, max_bytes: u64) -> Result<Vec<u8>, FetchError>;
+}
+
+/// The entry for a pending file: its content when `source` could fetch it
+/// within `max_bytes`, else named to the model with why not.
+pub async fn take_pending(
+    file: &PendingFile,
+    source: Option<&dyn FileSource>,
+    max_bytes: u64,
+) -> EntryKind {
+    let media_type = media_type_of(&file.name, file.media_type.as_deref());
+    if file.size > max_bytes {
+        return refused(
+            &file.name,
+            &media_type,
+            file.size,
+            too_large(file.size, max_bytes),
+        );
+    }
+    let Some(source) = source else {
+        let why = "it could not be downloaded: no Slack bot token is configured";
+        return refused(&file.name, &media_type, file.size, why);
+    };
+    if file.url.is_empty() {
+        let why = "it could not be downloaded: Slack gave no download link";
+        return refused(&file.name, &media_type, file.size, why);
+    }
+    match source.fetch(&file.url, max_bytes).await {
+        Ok(data) => from_bytes(&file.name, file.media_type.as_deref(), &data, max_bytes),
+        Err(FetchError::TooLarge { bytes }) => {
+            let bytes = bytes.max(file.size);
+            refused(&file.name, &media_type, bytes, too_large(bytes, max_bytes))
+        }
+        Err(FetchError::Failed(e)) => refused(
+            &file.name,
+            &media_type,
+            file.size,
+            format!("it could not be downloaded: {e}"),
+        ),
+    }
+}
+
 fn cut(text: &str) -> String {
     let total = text.chars().count();
     if total <= MAX_TEXT_CHARS {
@@ -230,6 +310,53 @@ mod tests {
         assert!(
             matches!(&latin1, EntryKind::Attachment { note: Some(n), .. } if n.contains("not UTF-8"))
         );
+    }
+
+    struct Files;
+
+    #[async_trait::async_trait]
+    impl FileSource for Files {
+        async fn fetch(&self, url: &str, max_bytes: u64) -> Result<Vec<u8>, FetchError> {
+            match url {
+                "ok" => Ok(b"hello".to_vec()),
+                "grew" => Err(FetchError::TooLarge {
+                    bytes: max_bytes + 1,
+                }),
+                _ => Err(FetchError::Failed("Slack answered HTTP 404".into())),
+            }
+        }
+    }
+
+    fn pending(name: &str, size: u64, url: &str) -> PendingFile {
+        PendingFile {
+            id: "F1".into(),
+            name: name.into(),
+            media_type: None,
+            size,
+            url: url.into(),
+        }
+    }
+
+    fn note(entry: EntryKind) -> Option<String> {
+        match entry {
+            EntryKind::Attachment { note, .. } => note,
+            _ => panic!("an attachment"),
+        }
+    }
+
+    #[tokio::test]
+    async fn pending_files_are_taken_or_named_with_why() {
+        let src: Option<&dyn FileSource> = Some(&Files);
+        let ok = take_pending(&pending("a.txt", 5, "ok"), src, 100).await;
+        assert!(matches!(&ok, EntryKind::Attachment { text: Some(t), .. } if t == "hello"));
+        let big = note(take_pending(&pending("a.txt", 5000, "ok"), src, 1000).await).unwrap();
+        assert!(big.contains("5 KB, larger than the 1 KB limit"), "{big}");
+        let grew = note(take_pending(&pending("a.txt", 5, "grew"), src, 1000).await).unwrap();
+        assert!(grew.contains("larger than the 1 KB limit"), "{grew}");
+        let gone = note(take_pending(&pending("a.txt", 5, "gone"), src, 100).await).unwrap();
+        assert_eq!(gone, "it could not be downloaded: Slack answered HTTP 404");
+        let none = note(take_pending(&pending("a.txt", 5, "ok"), None, 100).await).unwrap();
+        assert!(none.contains("no Slack bot token"), "{none}");
     }
 
     #[test]

@@ -320,6 +320,11 @@ pub struct Task {
     /// Set on a child task: whom to report to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
+    /// Files the input carried that are still to be downloaded (Slack's):
+    /// the first segment fetches them into the transcript and clears this
+    /// in the same commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_files: Vec<crate::attachment::PendingFile>,
 }
 
 /// A message as the model reads it when someone other than the task's
@@ -385,6 +390,7 @@ impl Task {
             carried: 0,
             questions: Vec::new(),
             parent: None,
+            pending_files: Vec::new(),
         }
     }
 

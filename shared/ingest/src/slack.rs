@@ -216,12 +216,24 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
         channel_type: m.channel_type,
     };
     let agent = routes.agent_for(&m.team_id, &m.channel, origin.is_direct_message());
+    let files = m
+        .files
+        .into_iter()
+        .map(|f| baton_core::attachment::PendingFile {
+            id: f.id,
+            name: f.name,
+            media_type: f.mimetype,
+            size: f.size,
+            url: f.url_private_download.unwrap_or_default(),
+        })
+        .collect();
     Submission {
         text: m.text,
         agent: agent.to_owned(),
         thread: Some(thread),
         dedupe_key: Some(dedupe_key),
         attachments: Vec::new(),
+        files,
         origin,
     }
 }

@@ -146,6 +146,7 @@ impl Ingest {
                 thread: req.thread.map(|t| format!("http:{t}")),
                 dedupe_key: idempotency_key,
                 attachments,
+                files: Vec::new(),
             })
             .await?;
         let task = self

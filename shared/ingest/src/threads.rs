@@ -28,6 +28,9 @@ pub(crate) struct Submission {
     /// Files given with the input ([`baton_core::attachment`]): a new task
     /// gets them right after its input.
     pub attachments: Vec<EntryKind>,
+    /// Files to download at the task's first segment (Slack's): the
+    /// ingest answers Slack within its 3 seconds, so it does not fetch them.
+    pub files: Vec<baton_core::attachment::PendingFile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +114,10 @@ impl Ingest {
     pub(crate) async fn submit_screened(&self, s: Submission) -> Result<Submitted, ApiError> {
         if let Some(thread_key) = &s.thread {
             if let Some(done) = self.steer(thread_key, &s).await? {
+                if !s.files.is_empty() {
+                    // A running task takes text only: files are for a new task.
+                    tracing::info!(files = s.files.len(), outcome = ?done, "files on a message to a running task dropped");
+                }
                 return Ok(done);
             }
         }
@@ -143,6 +150,7 @@ impl Ingest {
         let mut first = recap.entries();
         let mut task = task;
         task.carried = first.len() as u64;
+        task.pending_files = s.files.clone();
         first.push(EntryKind::UserMessage {
             text: s.text.clone(),
         });
@@ -470,6 +478,7 @@ mod tests {
             thread: Some(thread.to_owned()),
             dedupe_key: None,
             attachments: Vec::new(),
+            files: Vec::new(),
         }
     }
 

@@ -251,19 +251,26 @@ impl AppBuilder {
         tools.extend(self.tools);
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
         let mut people: Option<Arc<dyn baton_core::People>> = None;
+        let mut files: Option<Arc<dyn baton_core::attachment::FileSource>> = None;
         let replies: Arc<dyn ReplySink> = match &settings.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s
                     .bot_token
                     .clone()
                     .ok_or(SettingsError::Missing("SLACK_BOT_TOKEN"))?;
-                let client =
-                    baton_slack::web::SlackClient::new(&s.api_url, token).map_err(|e| {
+                let client = baton_slack::web::SlackClient::new(&s.api_url, token.clone())
+                    .map_err(|e| SettingsError::Invalid {
+                        name: "SLACK_API_URL",
+                        message: e.to_string(),
+                    })?;
+                let source =
+                    baton_slack::SlackFiles::new(&s.api_url, token.clone()).map_err(|e| {
                         SettingsError::Invalid {
                             name: "SLACK_API_URL",
                             message: e.to_string(),
                         }
                     })?;
+                files = Some(Arc::new(source));
                 approval_prompts = Some(Arc::new(baton_slack::SlackApprovals::new(client.clone())));
                 people = Some(Arc::new(baton_slack::people::SlackPeople::new(
                     client.clone(),
@@ -293,6 +300,9 @@ impl AppBuilder {
         }
         if let Some(people) = people {
             worker = worker.with_people(people);
+        }
+        if let Some(files) = files {
+            worker = worker.with_files(files, settings.max_file_bytes);
         }
         if let Some(service) = &schedules {
             worker = worker.with_schedules(service.clone(), settings.heartbeat_repeat_window);

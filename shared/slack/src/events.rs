@@ -114,6 +114,31 @@ pub struct MessageEvent {
     /// `im`, `mpim`, `channel`, `group`, `app_home` (message events only).
     #[serde(default)]
     pub channel_type: Option<String>,
+    /// Files shared with the message (`file_share` messages, and mentions
+    /// posted with files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<SlackFile>,
+}
+
+/// A file on a message, as the event describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlackFile {
+    /// Slack's file id.
+    #[serde(default)]
+    pub id: String,
+    /// The file's name.
+    #[serde(default)]
+    pub name: String,
+    /// Its media type, as Slack guessed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mimetype: Option<String>,
+    /// Its size in bytes.
+    #[serde(default)]
+    pub size: u64,
+    /// Where the bot downloads it (with its token and the `files:read`
+    /// scope); absent for files the bot may not see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_private_download: Option<String>,
 }
 
 /// How a message reached the bot.
@@ -149,6 +174,9 @@ pub struct InboundMessage {
     /// `app_mention` events do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel_type: Option<ChannelType>,
+    /// Files shared with the message, not yet downloaded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<SlackFile>,
 }
 
 impl InboundMessage {
@@ -271,7 +299,9 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
     if ev.bot_id.as_deref().is_some_and(|b| !b.is_empty()) {
         return Ok(ignored(IgnoreReason::BotMessage));
     }
-    if let Some(subtype) = ev.subtype.filter(|s| !s.is_empty()) {
+    // A `file_share` is a user's message with files; every other subtype
+    // (edits, deletions, joins, ...) is not a message to act on.
+    if let Some(subtype) = ev.subtype.filter(|s| !s.is_empty() && s != "file_share") {
         return Ok(ignored(IgnoreReason::Subtype(subtype)));
     }
     let own_id = bot_user_id.map(str::to_owned).or_else(|| {
@@ -330,6 +360,7 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
         ts,
         thread_ts: ev.thread_ts.filter(|t| !t.is_empty()),
         kind,
+        files: ev.files,
     };
     Ok(if thread_reply {
         Inbound::ThreadReply(message)
@@ -418,6 +449,7 @@ mod tests {
                 kind: MessageKind::Mention,
                 // app_mention events do not say.
                 channel_type: None,
+                files: Vec::new(),
             }))
         );
     }
@@ -467,7 +499,7 @@ mod tests {
             "message_changed",
             "message_deleted",
             "channel_join",
-            "file_share",
+            "file_comment",
         ] {
             let body = with_event(MESSAGE_IM, json!({"subtype": subtype, "user": null}));
             assert_eq!(
@@ -475,6 +507,32 @@ mod tests {
                 IgnoreReason::Subtype(subtype.into())
             );
         }
+    }
+
+    #[test]
+    fn files_are_read_from_file_shares_and_mentions() {
+        let files = json!([
+            {"id": "F1", "name": "notes.txt", "mimetype": "text/plain", "size": 12,
+             "url_private_download": "https://files.slack.com/files-pri/T1-F1/download/notes.txt"},
+            {"id": "F2", "name": "hidden", "mode": "hidden_by_limit"}
+        ]);
+        let body = with_event(
+            MESSAGE_IM,
+            json!({"subtype": "file_share", "files": files.clone()}),
+        );
+        let Ok(Inbound::Message(m)) = classify(&body, Some(BOT)) else {
+            panic!("a file_share is a message");
+        };
+        assert_eq!(m.files.len(), 2);
+        assert_eq!(m.files[0].name, "notes.txt");
+        assert_eq!(m.files[0].size, 12);
+        assert_eq!(m.files[0].mimetype.as_deref(), Some("text/plain"));
+        assert!(m.files[1].url_private_download.is_none());
+        let body = with_event(APP_MENTION, json!({"files": files}));
+        let Ok(Inbound::Message(m)) = classify(&body, Some(BOT)) else {
+            panic!("a mention with files is a message");
+        };
+        assert_eq!(m.files[0].id, "F1");
     }
 
     #[test]

@@ -53,6 +53,7 @@
 
 pub mod approvals;
 pub mod events;
+pub mod files;
 pub mod interactivity;
 pub mod mrkdwn;
 pub mod notices;
@@ -66,6 +67,7 @@ pub mod web;
 
 pub use approvals::SlackApprovals;
 pub use events::{classify, EventError, Inbound, InboundMessage, MessageKind};
+pub use files::SlackFiles;
 pub use notices::SlackNotices;
 pub use replies::SlackReplies;
 pub use signature::{sign, verify, SignatureError, SigningSecret};

@@ -22,7 +22,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -71,6 +71,10 @@ struct Inner {
     refused: HashMap<String, String>,
     /// Display names `users.info` answers, by user id.
     people: HashMap<String, String>,
+    /// Files served at `/files/{name}` ([`FakeSlack::add_file`]).
+    files: HashMap<String, Vec<u8>>,
+    /// Downloads of each file, by name.
+    downloads: HashMap<String, usize>,
 }
 
 struct Shared {
@@ -117,6 +121,7 @@ impl FakeSlack {
         });
         let app = Router::new()
             .route("/{method}", post(handle))
+            .route("/files/{name}", get(serve_file))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -197,6 +202,18 @@ impl FakeSlack {
     }
 
     /// Makes the next call of `method` answer `{"ok": false, "error": error}`.
+    /// Serves `bytes` as file `name` to requests with the bot token, like
+    /// Slack's file host, and returns its `url_private_download`.
+    pub fn add_file(&self, name: &str, bytes: Vec<u8>) -> String {
+        self.shared.lock().files.insert(name.to_owned(), bytes);
+        format!("{}/files/{name}", self.base_url())
+    }
+
+    /// How many times file `name` was downloaded.
+    pub fn downloads(&self, name: &str) -> usize {
+        self.shared.lock().downloads.get(name).copied().unwrap_or(0)
+    }
+
     /// Makes `users.info` know `user` by `name` (others: `user_not_found`).
     pub fn set_user_name(&self, user: &str, name: &str) {
         self.shared
@@ -279,6 +296,32 @@ fn refusal(method: &str, code: &str) -> Response {
     Json(json!({"ok": false, "error": code, "needed": needed,
                 "provided": "app_mentions:read,chat:write,im:history"}))
     .into_response()
+}
+
+/// `GET /files/{name}`: a file's bytes, for the bot token only (Slack's
+/// file host answers others with its sign-in page; a 403 here).
+async fn serve_file(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if token != Some(shared.token.as_str()) {
+        return StatusCode::FORBIDDEN.into_response();
+    }
+    let mut inner = shared.lock();
+    let Some(bytes) = inner.files.get(&name).cloned() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    *inner.downloads.entry(name).or_default() += 1;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/octet-stream")],
+        bytes,
+    )
+        .into_response()
 }
 
 async fn handle(

@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | this one | taking the lease, the step loop, commits under the lease |
 //! | [`step`] | one LLM call (phase one of a step), compaction, loop detection |
+//! | [`files`] | downloading the files the input carried |
 //! | [`listing`] | the tools a segment offers; MCP tools listed once per task |
 //! | [`plan`] | what to do with a turn's tool calls: a pure decision |
 //! | [`tools`] | running the calls (phase two of a step) |
@@ -19,6 +20,7 @@
 mod ask;
 mod budget;
 mod end;
+mod files;
 mod limit;
 mod listing;
 mod plan;
@@ -164,6 +166,7 @@ impl<'d> Segment<'d> {
     /// answer, or the next LLM call.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
         self.take_listing().await?;
+        self.take_files().await?;
         if self.task.segments > self.task.limits.max_segments {
             let limit = Limit::Segments(self.task.limits.max_segments);
             return self.stop_at(limit).await;

@@ -35,6 +35,10 @@ pub(crate) struct Deps {
     pub(crate) approvals: Option<Arc<dyn ApprovalPrompts>>,
     /// Monthly token budgets per workspace and user, when set.
     pub(crate) budgets: Option<MonthlyBudgets>,
+    /// Where the files a Slack message carried are downloaded from.
+    pub(crate) files: Option<Arc<dyn baton_core::attachment::FileSource>>,
+    /// The largest file given to the model (`BATON_MAX_FILE_BYTES`).
+    pub(crate) max_file_bytes: u64,
     /// How tool output that looks like instructions reaches the model.
     pub(crate) input_guard: InputGuardMode,
     pub(crate) settings: WorkerSettings,

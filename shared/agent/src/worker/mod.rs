@@ -109,10 +109,25 @@ impl Worker {
                 approvals: None,
                 people: None,
                 budgets: None,
+                files: None,
+                max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
                 input_guard: InputGuardMode::default(),
                 settings,
             },
         }
+    }
+
+    /// Downloads the files Slack messages carry from `source`, each up to
+    /// `max_bytes` (`BATON_MAX_FILE_BYTES`); a larger one is named to the
+    /// model with why.
+    pub fn with_files(
+        mut self,
+        source: Arc<dyn baton_core::attachment::FileSource>,
+        max_bytes: u64,
+    ) -> Self {
+        self.deps.files = Some(source);
+        self.deps.max_file_bytes = max_bytes;
+        self
     }
 
     /// Enforces the monthly token budgets (`[budgets]` of the agents file)
