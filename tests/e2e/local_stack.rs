@@ -36,13 +36,23 @@ async fn multi_segment_task(backend: Backend, wire: Wire) {
         })
         .count();
     assert!(handovers >= 4, "segments hand over: {handovers}");
-    // The trace has the task, its segments, and every call.
-    let (status, trace) = app.get(&format!("/tasks/{id}/trace")).await;
-    assert_eq!(status, 200);
-    let spans = trace["spans"].as_array().unwrap();
+    // The trace has the task, its segments, and every call. The last
+    // segment writes its span just after the task ends: wait for it.
+    let segments = task["segments"].as_u64().unwrap();
+    let started = std::time::Instant::now();
+    let spans = loop {
+        let (status, trace) = app.get(&format!("/tasks/{id}/trace")).await;
+        assert_eq!(status, 200);
+        let spans = trace["spans"].as_array().cloned().unwrap_or_default();
+        let written = spans.iter().filter(|s| s["name"] == "segment").count() as u64;
+        if written >= segments || started.elapsed() > LONG {
+            break spans;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     let count = |name: &str| spans.iter().filter(|s| s["name"] == name).count();
     assert_eq!(count("task"), 1);
-    assert_eq!(count("segment") as u64, task["segments"].as_u64().unwrap());
+    assert_eq!(count("segment") as u64, segments);
     assert_eq!(count("llm_call"), 6);
     assert_eq!(count("tool_call"), 5);
 }
