@@ -112,8 +112,18 @@ impl Ingest {
 
     /// Submits input the guard has passed.
     pub(crate) async fn submit_screened(&self, s: Submission) -> Result<Submitted, ApiError> {
-        if let Some(thread_key) = &s.thread {
-            if let Some(done) = self.steer(thread_key, &s).await? {
+        // The conversation's record, read once: whether a task runs on it
+        // (steer), and its earlier turns (a new task starts with them).
+        let thread = match &s.thread {
+            Some(key) => self
+                .store
+                .thread(key)
+                .await
+                .map_err(ApiError::unavailable)?,
+            None => None,
+        };
+        if let Some(thread) = &thread {
+            if let Some(done) = self.steer(thread, &s).await? {
                 if !s.files.is_empty() {
                     // A running task takes text only: files are for a new task.
                     tracing::info!(files = s.files.len(), outcome = ?done, "files on a message to a running task dropped");
@@ -137,17 +147,7 @@ impl Ingest {
         );
         // A conversation whose earlier task ended: the new one starts with
         // its earlier turns.
-        let recap = match &s.thread {
-            Some(key) => self
-                .store
-                .thread(key)
-                .await
-                .map_err(ApiError::unavailable)?
-                .map(|t| t.recap)
-                .unwrap_or_default(),
-            None => Default::default(),
-        };
-        let mut first = recap.entries();
+        let mut first = thread.map(|t| t.recap.entries()).unwrap_or_default();
         let mut task = task;
         task.carried = first.len() as u64;
         task.pending_files = s.files.clone();
@@ -188,16 +188,8 @@ impl Ingest {
     }
 
     /// If a task is live on the thread, gives it the message (or the stop).
-    async fn steer(&self, thread_key: &str, s: &Submission) -> Result<Option<Submitted>, ApiError> {
-        let Some(thread) = self
-            .store
-            .thread(thread_key)
-            .await
-            .map_err(ApiError::unavailable)?
-        else {
-            return Ok(None);
-        };
-        let Some(active) = thread.active_task else {
+    async fn steer(&self, thread: &Thread, s: &Submission) -> Result<Option<Submitted>, ApiError> {
+        let Some(active) = thread.active_task.clone() else {
             return Ok(None);
         };
         let stop = is_stop_word(&s.text);
