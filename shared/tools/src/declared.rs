@@ -45,8 +45,9 @@ pub struct HttpToolDef {
     pub secrets: Vec<SecretString>,
 }
 
-/// Why a declaration cannot become a tool; `field` is the key under
-/// `http_tools.NAME` at fault. Never holds a secret value.
+/// Why a declaration cannot become a tool (or an MCP server); `field` is
+/// the key under `http_tools.NAME` (`mcp.NAME`) at fault. Never holds a
+/// secret value.
 #[derive(Debug, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct DeclaredToolError {
@@ -59,6 +60,36 @@ fn decl_error(field: impl Into<String>, message: impl Into<String>) -> DeclaredT
         field: field.into(),
         message: message.into(),
     }
+}
+
+/// A declared endpoint (an HTTP tool's, an MCP server's) once its `${NAME}`
+/// references are resolved: an http(s) URL with a host, and its headers,
+/// each marked sensitive so the HTTP stack never shows its value. The
+/// error names the key at fault, never a value.
+pub(crate) fn resolved_endpoint(
+    url: &SecretString,
+    headers: &[(String, SecretString)],
+) -> Result<(Url, Vec<(HeaderName, HeaderValue)>), DeclaredToolError> {
+    // Url's parse errors never quote the input.
+    let url = Url::parse(url.expose_secret().trim())
+        .map_err(|e| decl_error("url", format!("not a URL once resolved: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(decl_error(
+            "url",
+            "must be an http:// or https:// URL with a host once resolved",
+        ));
+    }
+    let mut out = Vec::with_capacity(headers.len());
+    for (name, value) in headers {
+        let at = format!("headers.{name}");
+        let header_name = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| decl_error(&at, "not a valid HTTP header name"))?;
+        let mut header_value = HeaderValue::from_str(value.expose_secret().trim())
+            .map_err(|_| decl_error(&at, "not a valid header value once resolved"))?;
+        header_value.set_sensitive(true);
+        out.push((header_name, header_value));
+    }
+    Ok((url, out))
 }
 
 /// A declared HTTP tool, ready to call.
@@ -98,25 +129,12 @@ impl DeclaredHttpTool {
     /// Checks what only a resolved declaration can show (the URL, the
     /// header values) and compiles the `parameters` schema.
     pub fn new(def: HttpToolDef) -> Result<Self, DeclaredToolError> {
-        // Url's parse errors never quote the input.
-        let url = Url::parse(def.url.expose_secret().trim())
-            .map_err(|e| decl_error("url", format!("not a URL once resolved: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(decl_error(
-                "url",
-                "must be an http:// or https:// URL with a host once resolved",
-            ));
+        let (url, headers) = resolved_endpoint(&def.url, &def.headers)?;
+        let mut header_map = HeaderMap::new();
+        for (name, value) in headers {
+            header_map.insert(name, value);
         }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &def.headers {
-            let at = format!("headers.{name}");
-            let header_name = HeaderName::from_bytes(name.trim().as_bytes())
-                .map_err(|_| decl_error(&at, "not a valid HTTP header name"))?;
-            let mut header_value = HeaderValue::from_str(value.expose_secret().trim())
-                .map_err(|_| decl_error(&at, "not a valid header value once resolved"))?;
-            header_value.set_sensitive(true);
-            headers.insert(header_name, header_value);
-        }
+        let headers = header_map;
         let validator = jsonschema::validator_for(&def.parameters)
             .map_err(|e| decl_error("parameters", format!("not a valid JSON Schema: {e}")))?;
         let client = reqwest::Client::builder()

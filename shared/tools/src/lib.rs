@@ -55,7 +55,7 @@ pub use args::{input_schema, parse_args};
 pub use declared::{DeclaredHttpTool, DeclaredToolError, HttpToolDef};
 pub use guard::{blocked_reason, AllowList, AllowListError, Refusal, ALLOW_ENV};
 pub use http::{HttpConfig, HttpMethod, HttpRequestArgs, HttpRequestTool, HTTP_REQUEST};
-pub use mcp::{McpServerDef, McpServerError, McpServers};
+pub use mcp::{McpServerDef, McpServers};
 pub use memory::MemoryTools;
 pub use redact::{is_sensitive_name, redact_url, Secrets, REDACTED};
 pub use schedule::ScheduleTools;

@@ -2,7 +2,8 @@
 //! reuse, made again after any failure.
 
 use super::content;
-use super::{readable, McpServerDef, McpServerError};
+use super::{readable, McpServerDef};
+use crate::declared::{resolved_endpoint, DeclaredToolError};
 use crate::redact::Secrets;
 use baton_core::ToolOutput;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -10,7 +11,6 @@ use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolV
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use secrecy::ExposeSecret;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -26,30 +26,9 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    pub(super) fn new(def: McpServerDef) -> Result<Self, McpServerError> {
-        let error = |field: &str, message: &str| McpServerError {
-            field: field.to_owned(),
-            message: message.to_owned(),
-        };
-        // Url's parse errors never quote the input.
-        let url = url::Url::parse(def.url.expose_secret().trim())
-            .map_err(|e| error("url", &format!("not a URL once resolved: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(error(
-                "url",
-                "must be an http:// or https:// URL with a host once resolved",
-            ));
-        }
-        let mut headers = HashMap::new();
-        for (name, value) in &def.headers {
-            let at = format!("headers.{name}");
-            let header = HeaderName::from_bytes(name.trim().as_bytes())
-                .map_err(|_| error(&at, "not a valid HTTP header name"))?;
-            let mut value = HeaderValue::from_str(value.expose_secret().trim())
-                .map_err(|_| error(&at, "not a valid header value once resolved"))?;
-            value.set_sensitive(true);
-            headers.insert(header, value);
-        }
+    pub(super) fn new(def: McpServerDef) -> Result<Self, DeclaredToolError> {
+        let (url, headers) = resolved_endpoint(&def.url, &def.headers)?;
+        let headers: HashMap<HeaderName, HeaderValue> = headers.into_iter().collect();
         let secrets = Secrets::new(def.secrets.clone());
         Ok(Connection {
             url: Arc::from(url.as_str()),

@@ -24,6 +24,7 @@ mod connection;
 mod content;
 mod naming;
 
+use crate::declared::DeclaredToolError;
 use crate::redact::Secrets;
 use async_trait::async_trait;
 use baton_core::{
@@ -66,15 +67,6 @@ impl McpServerDef {
     }
 }
 
-/// Why a server declaration cannot be used; `field` is the key under
-/// `mcp.NAME` at fault. Never holds a secret value.
-#[derive(Debug, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct McpServerError {
-    pub field: String,
-    pub message: String,
-}
-
 /// The declared MCP servers, by name.
 pub struct McpServers {
     servers: BTreeMap<String, Arc<Connection>>,
@@ -83,7 +75,7 @@ pub struct McpServers {
 impl McpServers {
     /// Checks what only resolved declarations can show (the URL, header
     /// values); connects to nothing yet.
-    pub fn new(defs: Vec<McpServerDef>) -> Result<Self, (String, McpServerError)> {
+    pub fn new(defs: Vec<McpServerDef>) -> Result<Self, (String, DeclaredToolError)> {
         let mut servers = BTreeMap::new();
         for def in defs {
             let name = def.name.clone();
