@@ -22,6 +22,8 @@ pub enum LlmConfig {
         api_key: Option<Secret>,
         /// Used when a request names no model.
         model: String,
+        /// PDFs go as `file` parts (`OPENAI_FILE_INPUTS`, default on).
+        file_inputs: bool,
     },
     /// Anthropic Messages.
     Anthropic {
@@ -55,8 +57,10 @@ pub fn build_provider(
             base_url,
             api_key,
             model,
+            file_inputs,
         } => {
-            let p = OpenAiProvider::new(base_url.as_deref(), api_key.clone(), model.clone())?;
+            let p = OpenAiProvider::new(base_url.as_deref(), api_key.clone(), model.clone())?
+                .with_file_inputs(*file_inputs);
             Ok(Arc::new(Retrying::new(p, policy)))
         }
         LlmConfig::Anthropic {
@@ -97,6 +101,7 @@ mod tests {
                 base_url: None,
                 api_key: Some(Secret::new("sk-test-key-123")),
                 model: "gpt-4o-mini".into(),
+                file_inputs: true,
             },
             RetryPolicy::default(),
         )
@@ -132,6 +137,7 @@ mod tests {
                 base_url: Some("not a url".into()),
                 api_key: None,
                 model: "m".into(),
+                file_inputs: true,
             },
             RetryPolicy::default(),
         );

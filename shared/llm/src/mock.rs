@@ -10,6 +10,7 @@
 //!     base_url: Some(server.openai_base_url()),
 //!     api_key: Some(Secret::new("test-key")),
 //!     model: "mock-model".into(),
+//!     file_inputs: true,
 //! };
 //! let provider = baton_llm::build_provider(&config, RetryPolicy::default()).unwrap();
 //! # }

@@ -30,6 +30,7 @@ fn configs(server: &MockLlmServer, key: Option<&str>) -> Vec<LlmConfig> {
             base_url: Some(server.openai_base_url()),
             api_key: key.map(Secret::new),
             model: "mock-gpt".into(),
+            file_inputs: true,
         },
         LlmConfig::Anthropic {
             base_url: Some(server.anthropic_base_url()),
@@ -340,13 +341,20 @@ async fn server_stops_on_drop() {
 
 /// Attached files reach each provider in its own wire format and come back
 /// out of the mock: text as a labelled text block, an image as an image
-/// block, a PDF as a document block (named, on OpenAI), an unreadable file
-/// named with why.
+/// block, a PDF as a document block (a `file` part on OpenAI, named when
+/// file inputs are off), an unreadable file named with why.
 #[tokio::test]
 async fn attachments_travel_in_each_wire_format() {
     use baton_core::AttachmentContent;
     let server = MockLlmServer::start().await;
-    for config in configs(&server, Some("test-key-123456")) {
+    let mut all = configs(&server, Some("test-key-123456"));
+    all.push(LlmConfig::OpenAi {
+        base_url: Some(server.openai_base_url()),
+        api_key: Some(Secret::new("test-key-123456")),
+        model: "mock-gpt".into(),
+        file_inputs: false,
+    });
+    for config in all {
         let provider = build_provider(&config, fast_policy()).unwrap();
         let attachment = |name: &str, media_type: &str, content| Message::Attachment {
             name: name.into(),
@@ -423,6 +431,9 @@ async fn attachments_travel_in_each_wire_format() {
             _ => None,
         });
         match config {
+            LlmConfig::OpenAi {
+                file_inputs: true, ..
+            } => assert_eq!(document, Some(("q3 report.pdf", "JVBERi0="))),
             LlmConfig::OpenAi { .. } => {
                 assert_eq!(document, None);
                 assert!(text.contains("[file q3 report.pdf (application/pdf) is attached, but this model cannot read files of this kind]"), "{text}");

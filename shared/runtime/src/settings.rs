@@ -373,10 +373,21 @@ impl Settings {
             ),
             "openai" => {
                 let model = model_var.unwrap_or_else(|| "gpt-4o-mini".to_owned());
+                let file_inputs = match var("OPENAI_FILE_INPUTS").as_deref() {
+                    None | Some("true") => true,
+                    Some("false") => false,
+                    Some(other) => {
+                        return Err(invalid(
+                            "OPENAI_FILE_INPUTS",
+                            format!("`{other}` is not `true` or `false`"),
+                        ))
+                    }
+                };
                 let llm = LlmConfig::OpenAi {
                     base_url: var("OPENAI_BASE_URL"),
                     api_key: var("OPENAI_API_KEY").map(Secret::new),
                     model: model.clone(),
+                    file_inputs,
                 };
                 (llm, model)
             }

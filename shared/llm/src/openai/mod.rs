@@ -47,6 +47,7 @@ pub struct OpenAiProvider {
     api_key: Option<Secret>,
     model: String,
     max_tokens_field: MaxTokensField,
+    file_inputs: bool,
     timeout: Duration,
 }
 
@@ -68,6 +69,7 @@ impl OpenAiProvider {
             api_key,
             model: model.into(),
             max_tokens_field: MaxTokensField::default(),
+            file_inputs: true,
             timeout: Duration::from_secs(300),
         })
     }
@@ -75,6 +77,14 @@ impl OpenAiProvider {
     /// Chooses the field that carries the token limit.
     pub fn with_max_tokens_field(mut self, field: MaxTokensField) -> Self {
         self.max_tokens_field = field;
+        self
+    }
+
+    /// Whether PDFs go as `file` parts (OpenAI's Chat Completions takes
+    /// them; default). Off for compatible servers that refuse them: PDFs
+    /// are then named to the model as files it cannot read.
+    pub fn with_file_inputs(mut self, on: bool) -> Self {
+        self.file_inputs = on;
         self
     }
 
@@ -98,7 +108,7 @@ impl LlmProvider for OpenAiProvider {
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
-        let body = encode_request(request, model, self.max_tokens_field);
+        let body = encode_request(request, model, self.max_tokens_field, self.file_inputs);
         let mut builder = self
             .client
             .post(format!("{}/chat/completions", self.base_url));
@@ -148,13 +158,23 @@ fn assistant_content(content: &str, has_calls: bool) -> Option<Content> {
 }
 
 /// An attached file as a user message's content: a labelled `image_url`
-/// part (a data URL) for an image, text otherwise (PDFs are named: not
-/// every OpenAI-compatible server takes file parts).
-fn attachment_content(name: &str, media_type: &str, content: &AttachmentContent) -> Content {
+/// part (a data URL) for an image, a `file` part for a PDF when
+/// `file_inputs` (not every OpenAI-compatible server takes them), text
+/// otherwise.
+fn attachment_content(
+    name: &str,
+    media_type: &str,
+    content: &AttachmentContent,
+    file_inputs: bool,
+) -> Content {
     match content {
         AttachmentContent::Image { data_base64 } => Content::Parts(vec![
             wire::ContentPart::text(AttachmentContent::label(name)),
             wire::ContentPart::image(media_type, data_base64),
+        ]),
+        AttachmentContent::Document { data_base64 } if file_inputs => Content::Parts(vec![
+            wire::ContentPart::text(AttachmentContent::label(name)),
+            wire::ContentPart::file(name, media_type, data_base64),
         ]),
         other => Content::Text(other.as_text(name, media_type)),
     }
@@ -167,6 +187,7 @@ pub(crate) fn encode_request(
     request: &CompletionRequest,
     model: &str,
     field: MaxTokensField,
+    file_inputs: bool,
 ) -> wire::Request {
     let history = messages_to_send(request);
     let mut messages = Vec::with_capacity(history.len() + 1);
@@ -197,7 +218,7 @@ pub(crate) fn encode_request(
             media_type,
             content,
         } => wire::ChatMessage::User {
-            content: Some(attachment_content(name, media_type, content)),
+            content: Some(attachment_content(name, media_type, content, file_inputs)),
         },
     }));
     let tools = request
@@ -583,7 +604,7 @@ mod tests {
         let mut req = conversation();
         req.model = "m".into();
         let decoded =
-            decode_request(&json!(encode_request(&req, "m", MaxTokensField::MaxTokens))).unwrap();
+            decode_request(&json!(encode_request(&req, "m", MaxTokensField::MaxTokens, true))).unwrap();
         assert_eq!(decoded, req);
     }
 
@@ -688,7 +709,7 @@ mod tests {
         let mut req = conversation();
         req.tools.clear();
         let body =
-            serde_json::to_value(encode_request(&req, "m", MaxTokensField::MaxTokens)).unwrap();
+            serde_json::to_value(encode_request(&req, "m", MaxTokensField::MaxTokens, true)).unwrap();
         assert_eq!(
             body["messages"],
             json!([

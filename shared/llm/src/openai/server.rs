@@ -33,9 +33,10 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
                 messages.push(Message::User {
                     content: wire::text_of(content.as_ref()),
                 });
-                // Image parts follow as attachments (the label stays text).
+                // Image and file parts follow as attachments (the label
+                // stays text).
                 if let Some(wire::Content::Parts(parts)) = content {
-                    messages.extend(parts.iter().filter_map(image_attachment));
+                    messages.extend(parts.iter().filter_map(part_attachment));
                 }
             }
             wire::ChatMessage::Assistant {
@@ -78,15 +79,22 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
     })
 }
 
-/// An `image_url` part with a base64 data URL, as an attachment.
-fn image_attachment(part: &wire::ContentPart) -> Option<Message> {
-    let url = &part.image_url.as_ref()?.url;
+/// An `image_url` or `file` part with a base64 data URL, as an attachment.
+fn part_attachment(part: &wire::ContentPart) -> Option<Message> {
+    let (name, url, image) = match (&part.image_url, &part.file) {
+        (Some(image), _) => (String::new(), &image.url, true),
+        (None, Some(file)) => (file.filename.clone(), &file.file_data, false),
+        (None, None) => return None,
+    };
     let (head, data) = url.strip_prefix("data:")?.split_once(";base64,")?;
+    let data_base64 = data.to_owned();
     Some(Message::Attachment {
-        name: String::new(),
+        name,
         media_type: head.to_owned(),
-        content: AttachmentContent::Image {
-            data_base64: data.to_owned(),
+        content: if image {
+            AttachmentContent::Image { data_base64 }
+        } else {
+            AttachmentContent::Document { data_base64 }
         },
     })
 }

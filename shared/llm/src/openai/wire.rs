@@ -81,6 +81,17 @@ pub(crate) struct ContentPart {
     /// `{"url": "data:image/png;base64,…"}` in an `image_url` part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) image_url: Option<ImageUrl>,
+    /// `{"filename", "file_data": "data:application/pdf;base64,…"}` in a
+    /// `file` part (a PDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) file: Option<FileData>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FileData {
+    #[serde(default)]
+    pub(crate) filename: String,
+    pub(crate) file_data: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,6 +105,7 @@ impl ContentPart {
             kind: Some("text".to_owned()),
             text: Some(text),
             image_url: None,
+            file: None,
         }
     }
 
@@ -104,6 +116,20 @@ impl ContentPart {
             text: None,
             image_url: Some(ImageUrl {
                 url: format!("data:{media_type};base64,{data_base64}"),
+            }),
+            file: None,
+        }
+    }
+
+    /// A file (a PDF) as a data URL, the way Chat Completions takes files.
+    pub(crate) fn file(name: &str, media_type: &str, data_base64: &str) -> Self {
+        ContentPart {
+            kind: Some("file".to_owned()),
+            text: None,
+            image_url: None,
+            file: Some(FileData {
+                filename: name.to_owned(),
+                file_data: format!("data:{media_type};base64,{data_base64}"),
             }),
         }
     }
