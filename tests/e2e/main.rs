@@ -20,4 +20,5 @@ mod mcp_tools;
 mod memory_scope;
 mod routes;
 mod slack_files;
+mod steering_files;
 mod stop_permissions;

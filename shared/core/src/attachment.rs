@@ -179,6 +179,67 @@ pub struct PendingFile {
     /// Where to download it (`url_private_download`), with the bot token.
     #[serde(default)]
     pub url: String,
+    /// A file sent over HTTP to a task already running: its entry waits
+    /// in the blob store under this key ([`stash`]), too large for the
+    /// task record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stashed: Option<String>,
+}
+
+/// Keeps an attachment entry for a running task in the blob store, with
+/// the task's other blobs, and returns the pending file that points at it:
+/// the task record holds only the reference.
+pub async fn stash(
+    blobs: &dyn crate::BlobStore,
+    task: &crate::TaskId,
+    entry: &EntryKind,
+) -> Result<PendingFile, crate::BlobError> {
+    let EntryKind::Attachment {
+        name,
+        media_type,
+        bytes,
+        ..
+    } = entry
+    else {
+        return Err(crate::BlobError::Unavailable(
+            "only attachments are stashed".to_owned(),
+        ));
+    };
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let key = format!("tasks/{task}/files/{id}.json");
+    let data = serde_json::to_vec(entry)
+        .map_err(|e| crate::BlobError::Unavailable(format!("attachment unencodable: {e}")))?;
+    blobs.put(&key, data).await?;
+    Ok(PendingFile {
+        id,
+        name: name.clone(),
+        media_type: Some(media_type.clone()),
+        size: *bytes,
+        url: String::new(),
+        stashed: Some(key),
+    })
+}
+
+/// The entry [`stash`] kept for `file`, or the file named with why it is
+/// gone. An unavailable store is an error: the caller retries.
+pub async fn unstash(
+    blobs: &dyn crate::BlobStore,
+    file: &PendingFile,
+    key: &str,
+) -> Result<EntryKind, crate::BlobError> {
+    let media_type = media_type_of(&file.name, file.media_type.as_deref());
+    let gone = || {
+        refused(
+            &file.name,
+            &media_type,
+            file.size,
+            "it was lost before the task read it",
+        )
+    };
+    Ok(match blobs.get(key).await? {
+        Some(data) => serde_json::from_slice(&data).unwrap_or_else(|_| gone()),
+        None => gone(),
+    })
 }
 
 /// Why a file could not be fetched.
@@ -334,6 +395,7 @@ mod tests {
             media_type: None,
             size,
             url: url.into(),
+            stashed: None,
         }
     }
 

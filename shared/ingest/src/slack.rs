@@ -225,6 +225,7 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
             media_type: f.mimetype,
             size: f.size,
             url: f.url_private_download.unwrap_or_default(),
+            stashed: None,
         })
         .collect();
     Submission {

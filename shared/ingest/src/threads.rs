@@ -124,10 +124,6 @@ impl Ingest {
         };
         if let Some(thread) = &thread {
             if let Some(done) = self.steer(thread, &s).await? {
-                if !s.files.is_empty() {
-                    // A running task takes text only: files are for a new task.
-                    tracing::info!(files = s.files.len(), outcome = ?done, "files on a message to a running task dropped");
-                }
                 return Ok(done);
             }
         }
@@ -162,6 +158,12 @@ impl Ingest {
             .map_err(ApiError::unavailable)?;
         let outcome = match created {
             Created::New(id) => {
+                // Once per task: a retried request finds its dedupe key.
+                self.metrics.emit(
+                    &baton_core::metric::Measurement::for_agent(&task.agent)
+                        .count(baton_core::metric::TASKS_CREATED)
+                        .property("task_id", id.to_string()),
+                );
                 if let Some(thread_key) = &s.thread {
                     self.claim_thread(thread_key, &id).await?;
                 }
@@ -195,6 +197,19 @@ impl Ingest {
         let stop = is_stop_word(&s.text);
         let text = s.text.clone();
         let author = slack_user(&s.origin);
+        // Files go with the message: the task takes them after it (Slack's
+        // are downloaded by the worker; those sent over HTTP wait in the
+        // blob store, too large for the task record).
+        let mut files = s.files.clone();
+        if !stop {
+            for entry in &s.attachments {
+                let pending =
+                    baton_core::attachment::stash(self.store.blobs().as_ref(), &active, entry)
+                        .await
+                        .map_err(ApiError::unavailable)?;
+                files.push(pending);
+            }
+        }
         let mut replied = false;
         let mut refused = false;
         let result = self
@@ -220,9 +235,11 @@ impl Ingest {
                 if author == approval::requester(t) {
                     if let Some(entries) = question::reply(t, &text, author, now_ms()) {
                         replied = true;
+                        t.pending_files.extend(files.iter().cloned());
                         return Ok(Some(entries));
                     }
                 }
+                t.pending_files.extend(files.iter().cloned());
                 // Someone other than the requester: the model is told who.
                 t.inbox.push(match author {
                     Some(a) if Some(a) != approval::requester(t) => {

@@ -1,10 +1,11 @@
-//! The files a task's input carried that are still to be downloaded
-//! (Slack's): fetched once, at the first segment, before the model's first
-//! call.
+//! The files a task's messages carried that it has not read yet: Slack's,
+//! downloaded once, and those sent over HTTP to a running task, read from
+//! the blob store. Taken at the first segment, before the model's first
+//! call, and after each message that arrives while the task runs.
 
 use super::Segment;
 use crate::error::WorkerError;
-use baton_core::attachment::take_pending;
+use baton_core::attachment::{take_pending, unstash};
 
 impl Segment<'_> {
     /// Downloads the task's pending files and commits their entries (the
@@ -19,7 +20,12 @@ impl Segment<'_> {
         let max_bytes = self.deps.max_file_bytes;
         let mut entries = Vec::with_capacity(self.task.pending_files.len());
         for file in &self.task.pending_files {
-            let entry = take_pending(file, source, max_bytes).await;
+            let entry = match &file.stashed {
+                Some(key) => unstash(self.deps.store.blobs().as_ref(), file, key)
+                    .await
+                    .map_err(baton_core::StoreError::from)?,
+                None => take_pending(file, source, max_bytes).await,
+            };
             if let baton_core::EntryKind::Attachment {
                 note: Some(why), ..
             } = &entry

@@ -274,7 +274,9 @@ impl<'d> Segment<'d> {
                     .collect(),
             )
         })
-        .await
+        .await?;
+        // Files that came with those messages follow them.
+        self.take_files().await
     }
 }
 
