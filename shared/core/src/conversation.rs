@@ -191,12 +191,38 @@ impl LlmError {
     }
 }
 
+/// Receives an answer's text as the model writes it.
+pub trait DeltaSink: Send + Sync {
+    /// More text of the answer.
+    fn text(&self, delta: &str);
+    /// The call is being retried from scratch: forget the text so far.
+    fn restart(&self) {}
+}
+
 /// A large language model behind some API.
 #[async_trait]
 pub trait LlmProvider: Send + Sync {
     /// A short label for logs and traces (`anthropic`, `openai`, `scripted`).
     fn name(&self) -> &str;
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError>;
+
+    /// Like `complete`, reporting the answer's text to `sink` as it is
+    /// written. Default: `complete`, then the whole text at once.
+    ///
+    /// The returned completion is the one `complete` would return for the
+    /// same answer, and the text given to `sink` (since its last
+    /// [`DeltaSink::restart`]) is exactly its `content`.
+    async fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<Completion, LlmError> {
+        let completion = self.complete(request).await?;
+        if !completion.content.is_empty() {
+            sink.text(&completion.content);
+        }
+        Ok(completion)
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +242,44 @@ mod tests {
         let v = serde_json::to_value(&m).unwrap();
         assert_eq!(v["role"], "assistant");
         assert_eq!(serde_json::from_value::<Message>(v).unwrap(), m);
+    }
+
+    struct Collect(std::sync::Mutex<String>);
+
+    impl DeltaSink for Collect {
+        fn text(&self, delta: &str) {
+            self.0.lock().unwrap().push_str(delta);
+        }
+    }
+
+    struct Fixed;
+
+    #[async_trait]
+    impl LlmProvider for Fixed {
+        fn name(&self) -> &str {
+            "fixed"
+        }
+        async fn complete(&self, _: &CompletionRequest) -> Result<Completion, LlmError> {
+            Ok(Completion {
+                content: "héllo".into(),
+                ..Completion::default()
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn streaming_defaults_to_the_whole_answer_at_once() {
+        let request = CompletionRequest {
+            model: String::new(),
+            system: String::new(),
+            messages: vec![],
+            tools: vec![],
+            max_tokens: 1,
+        };
+        let sink = Collect(std::sync::Mutex::new(String::new()));
+        let c = Fixed.complete_streaming(&request, &sink).await.unwrap();
+        assert_eq!(c, Fixed.complete(&request).await.unwrap());
+        assert_eq!(*sink.0.lock().unwrap(), "héllo");
     }
 
     #[test]

@@ -1,7 +1,32 @@
 //! Conversations the providers' wire-format tests share.
 
-use baton_core::{CompletionRequest, Message, ToolCall, ToolSpec};
+use baton_core::{CompletionRequest, DeltaSink, Message, ToolCall, ToolSpec};
 use serde_json::json;
+use std::sync::Mutex;
+
+/// A sink that keeps the pieces of text it is told (a restart clears them).
+#[derive(Default)]
+pub(crate) struct Deltas(Mutex<Vec<String>>);
+
+impl Deltas {
+    pub(crate) fn pieces(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub(crate) fn joined(&self) -> String {
+        self.pieces().concat()
+    }
+}
+
+impl DeltaSink for Deltas {
+    fn text(&self, delta: &str) {
+        self.0.lock().unwrap().push(delta.to_owned());
+    }
+
+    fn restart(&self) {
+        self.0.lock().unwrap().clear();
+    }
+}
 
 /// A `current_time` call with this id.
 pub(crate) fn call(id: &str) -> ToolCall {

@@ -12,6 +12,11 @@ use std::time::{Duration, SystemTime};
 /// Longest provider error text kept in an error message.
 const MAX_ERROR_TEXT: usize = 500;
 
+/// The longest wait for the next piece of a streamed answer: a model
+/// writing sends something every few seconds at worst (Anthropic pings),
+/// so a minute of silence is a stalled connection.
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The model a request asks for, else the provider's default.
 pub(crate) fn pick_model<'a>(
     request: &'a CompletionRequest,
@@ -121,6 +126,132 @@ pub(crate) async fn send(
         headers,
         body,
     })
+}
+
+/// A streamed answer's body, read piece by piece: each piece must come
+/// within the idle timeout (the whole-request timeout set when it was
+/// sent still bounds the lot).
+pub(crate) struct Chunks {
+    response: reqwest::Response,
+    idle: Duration,
+    key: Option<Secret>,
+}
+
+impl Chunks {
+    /// The next piece of the body, `None` at its end. A broken connection
+    /// and a server gone quiet are transient failures.
+    pub(crate) async fn next(&mut self) -> Result<Option<bytes::Bytes>, LlmError> {
+        match tokio::time::timeout(self.idle, self.response.chunk()).await {
+            Ok(Ok(chunk)) => Ok(chunk),
+            Ok(Err(e)) => Err(LlmError::Transport(scrub(
+                format!("the answer's stream broke: {}", describe(&e)),
+                self.key.as_ref(),
+            ))),
+            Err(_) => Err(LlmError::Transport(format!(
+                "the answer's stream stalled: nothing for {} ms",
+                self.idle.as_millis()
+            ))),
+        }
+    }
+
+    /// The answer's `content-type`, lower-cased.
+    pub(crate) fn content_type(&self) -> String {
+        self.response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    }
+
+    /// The rest of the body at once (an answer that did not stream).
+    pub(crate) async fn rest(self) -> Result<Vec<u8>, LlmError> {
+        let key = self.key;
+        self.response
+            .bytes()
+            .await
+            .map(|b| b.to_vec())
+            .map_err(|e| LlmError::Transport(scrub(describe(&e), key.as_ref())))
+    }
+}
+
+/// What opening a stream gave: the body to read, or a refusal (read whole).
+pub(crate) enum Opened {
+    Streaming(Chunks),
+    Refused(Answer),
+}
+
+/// Sends a ready request whose answer streams. A 2xx answer's body is
+/// left to read ([`Chunks`], at most `idle` between pieces); any other is
+/// read whole, to be mapped to an error.
+pub(crate) async fn open_stream(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    idle: Duration,
+    key: Option<&Secret>,
+) -> Result<Opened, LlmError> {
+    let response = request
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|e| LlmError::Transport(scrub(describe(&e), key)))?;
+    let status = response.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(Opened::Streaming(Chunks {
+            response,
+            idle,
+            key: key.cloned(),
+        }));
+    }
+    let headers = response.headers().clone();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| LlmError::Transport(scrub(describe(&e), key)))?
+        .to_vec();
+    Ok(Opened::Refused(Answer {
+        status,
+        headers,
+        body,
+    }))
+}
+
+/// [`open_stream`] for the APIs whose refusals are JSON error bodies
+/// (OpenAI, Anthropic): a refusal is mapped as [`post_json`] maps it.
+pub(crate) async fn open_json_stream<B: Serialize + ?Sized>(
+    request: reqwest::RequestBuilder,
+    body: &B,
+    timeout: Duration,
+    idle: Duration,
+    key: Option<&Secret>,
+    is_context_overflow: fn(&[u8], &str) -> bool,
+) -> Result<Chunks, LlmError> {
+    match open_stream(request.json(body), timeout, idle, key).await? {
+        Opened::Streaming(chunks) => Ok(chunks),
+        Opened::Refused(answer) => {
+            let error = map_error(answer.status, &answer.headers, &answer.body, key);
+            Err(overflowed(error, &answer.body, is_context_overflow))
+        }
+    }
+}
+
+/// The stream ended before the answer did: transient, like a dropped
+/// connection.
+pub(crate) fn cut_short() -> LlmError {
+    LlmError::Transport("the answer's stream ended before the answer did".into())
+}
+
+/// An error the provider reported inside a stream, after its 2xx status:
+/// mapped as the same error body would be with `status`, the HTTP status
+/// the provider gives that error type outside a stream.
+pub(crate) fn stream_error(
+    status: u16,
+    body: &[u8],
+    key: Option<&Secret>,
+    is_context_overflow: fn(&[u8], &str) -> bool,
+) -> LlmError {
+    let error = map_error(status, &HeaderMap::new(), body, key);
+    overflowed(error, body, is_context_overflow)
 }
 
 /// A successful answer's body, typed: text that is not JSON and JSON of

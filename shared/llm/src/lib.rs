@@ -14,6 +14,15 @@
 //!   (reading requests, writing responses) are compiled only with that
 //!   feature, not into the Lambdas.
 //!
+//! Every provider also streams ([`baton_core::LlmProvider::complete_streaming`]):
+//! OpenAI and Anthropic as server-sent events (parsed by `sse`), Bedrock
+//! as `ConverseStream`'s AWS event stream; the text goes to a
+//! [`baton_core::DeltaSink`] as it comes, and the completion returned is
+//! the one `complete` would return for the same answer. A stream that
+//! breaks or stalls (no piece for the idle timeout, 60 s by default) is a
+//! transient [`baton_core::LlmError::Transport`]; [`Retrying`] restarts
+//! the sink before retrying an attempt that had streamed text.
+//!
 //! Each wire format's bodies are serde types (`openai::wire`, …) shared by
 //! the client and the mock server. A provider that recognises a refusal of
 //! a request too long for the model's context window reports it as
@@ -39,6 +48,7 @@ mod retry;
 pub mod script;
 mod scripted;
 mod secret;
+mod sse;
 
 pub use anthropic::AnthropicProvider;
 pub use bedrock::{AwsCredentials, BedrockProvider};

@@ -27,11 +27,24 @@
 //! first N calls fail, all with `retry-after: 0`: 429 on the OpenAI route,
 //! 529 `overloaded_error` on the Anthropic route, 429
 //! `ThrottlingException` on the Bedrock route.
+//!
+//! Requests that ask to stream (`"stream": true` on the OpenAI and
+//! Anthropic routes, `POST /model/{modelId}/converse-stream` on the Bedrock
+//! one) get the scripted answer streamed: server-sent events, or AWS event
+//! stream frames, the text in pieces and tool call arguments in pieces
+//! (each event sent in two writes, to split it across reads).
+//! [`MockLlmServer::streamed`] tells which requests streamed. `#chunk_ms=N`
+//! waits N ms between events; `#stream_fail_after=N` breaks the
+//! conversation's first streamed answer after N events;
+//! `#stream_error_after=N` ends it after N events with the wire's error
+//! event instead (OpenAI `server_error`, Anthropic `overloaded_error`,
+//! Bedrock `serviceUnavailableException`). Failures and refusals come
+//! before any streaming, as HTTP errors.
 
 use crate::bedrock::{self, AwsCredentials};
 use crate::{anthropic, openai, script};
 use aws_credential_types::Credentials;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -62,8 +75,9 @@ struct Shared {
     /// Failures injected so far, per conversation (hash of the first user
     /// message).
     failures: Mutex<HashMap<u64, u32>>,
-    /// Every request that decoded, in arrival order.
-    received: Mutex<Vec<CompletionRequest>>,
+    /// Every request that decoded, in arrival order, and whether it
+    /// asked to stream.
+    received: Mutex<Vec<(CompletionRequest, bool)>>,
 }
 
 /// A running mock LLM server on `127.0.0.1`; it shuts down when dropped.
@@ -92,6 +106,7 @@ impl MockLlmServer {
             .route("/v1/chat/completions", post(openai_route))
             .route("/v1/messages", post(anthropic_route))
             .route("/model/{model}/converse", post(bedrock_route))
+            .route("/model/{model}/converse-stream", post(bedrock_stream_route))
             .with_state(shared.clone());
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -146,7 +161,17 @@ impl MockLlmServer {
         self.shared
             .received
             .lock()
-            .map(|r| r.clone())
+            .map(|r| r.iter().map(|(request, _)| request.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether each of [`MockLlmServer::received`] asked to stream, in the
+    /// same order.
+    pub fn streamed(&self) -> Vec<bool> {
+        self.shared
+            .received
+            .lock()
+            .map(|r| r.iter().map(|(_, streamed)| *streamed).collect())
             .unwrap_or_default()
     }
 }
@@ -164,6 +189,17 @@ impl Drop for MockLlmServer {
 enum Refusal {
     Overflow,
     Other,
+}
+
+/// How a request wants its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reply {
+    Whole,
+    /// Streamed; `usage`: with the usage (OpenAI's `include_usage`; the
+    /// other formats always send it).
+    Stream {
+        usage: bool,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -253,9 +289,17 @@ async fn openai_route(
     if !authorised {
         return unauthorised(Wire::OpenAi);
     }
-    let decoded = parse(&body).and_then(|wire| openai::from_wire_request(&wire));
+    let decoded = parse(&body).and_then(|wire: openai::wire::Request| {
+        let reply = match wire.stream {
+            Some(true) => Reply::Stream {
+                usage: wire.stream_options.is_some_and(|o| o.include_usage),
+            },
+            _ => Reply::Whole,
+        };
+        Ok((openai::from_wire_request(&wire)?, reply))
+    });
     match decoded {
-        Ok(request) => answer(Wire::OpenAi, &shared, request, n).await,
+        Ok((request, reply)) => answer(Wire::OpenAi, &shared, request, n, reply).await,
         Err(e) => Wire::OpenAi.invalid(&e),
     }
 }
@@ -272,9 +316,15 @@ async fn anthropic_route(
     if header(&headers, "anthropic-version").is_none() {
         return Wire::Anthropic.invalid("anthropic-version header is required");
     }
-    let decoded = parse(&body).and_then(|wire| anthropic::from_wire_request(&wire));
+    let decoded = parse(&body).and_then(|wire: anthropic::wire::Request| {
+        let reply = match wire.stream {
+            Some(true) => Reply::Stream { usage: true },
+            _ => Reply::Whole,
+        };
+        Ok((anthropic::from_wire_request(&wire)?, reply))
+    });
     match decoded {
-        Ok(request) => answer(Wire::Anthropic, &shared, request, n).await,
+        Ok((request, reply)) => answer(Wire::Anthropic, &shared, request, n, reply).await,
         Err(e) => Wire::Anthropic.invalid(&e),
     }
 }
@@ -286,13 +336,36 @@ async fn bedrock_route(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    bedrock_answer(&shared, &model, &uri, &headers, &body, Reply::Whole).await
+}
+
+/// `ConverseStream`: the same body, the answer in event stream frames.
+async fn bedrock_stream_route(
+    State(shared): State<Arc<Shared>>,
+    Path(model): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let reply = Reply::Stream { usage: true };
+    bedrock_answer(&shared, &model, &uri, &headers, &body, reply).await
+}
+
+async fn bedrock_answer(
+    shared: &Shared,
+    model: &str,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+    reply: Reply,
+) -> Response {
     let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
-    if let Err((kind, message)) = check_signature("POST", &uri, &headers, &body) {
+    if let Err((kind, message)) = check_signature("POST", uri, headers, body) {
         return Wire::Bedrock.error(StatusCode::FORBIDDEN, kind, &message);
     }
-    let decoded = parse(&body).and_then(|wire| bedrock::from_wire_request(&wire, &model));
+    let decoded = parse(body).and_then(|wire| bedrock::from_wire_request(&wire, model));
     match decoded {
-        Ok(request) => answer(Wire::Bedrock, &shared, request, n).await,
+        Ok(request) => answer(Wire::Bedrock, shared, request, n, reply).await,
         Err(e) => Wire::Bedrock.invalid(&e),
     }
 }
@@ -434,9 +507,15 @@ fn check_signature(
 
 /// Records a decoded request and answers it with the scripted engine, or
 /// with an injected failure.
-async fn answer(wire: Wire, shared: &Shared, request: CompletionRequest, n: usize) -> Response {
+async fn answer(
+    wire: Wire,
+    shared: &Shared,
+    request: CompletionRequest,
+    n: usize,
+    reply: Reply,
+) -> Response {
     if let Ok(mut r) = shared.received.lock() {
-        r.push(request.clone());
+        r.push((request.clone(), reply != Reply::Whole));
     }
 
     let first = script::first_user_message(&request).unwrap_or_default();
@@ -470,6 +549,23 @@ async fn answer(wire: Wire, shared: &Shared, request: CompletionRequest, n: usiz
     if !plan.sleep.is_zero() {
         tokio::time::sleep(plan.sleep).await;
     }
+    if let Reply::Stream { usage } = reply {
+        let events = stream_events(wire, &plan.completion, n, usage);
+        // Each breaks one streamed answer of the conversation, the first.
+        let once = |what: &str, after: Option<u32>| {
+            after.filter(|_| should_fail(shared, &format!("{what}{first}"), 1))
+        };
+        let end = match (
+            once("stream_fail", directives.stream_fail_after),
+            once("stream_error", directives.stream_error_after),
+        ) {
+            (Some(after), _) => End::Break(after),
+            (None, Some(after)) => End::Error(after),
+            (None, None) => End::Complete,
+        };
+        let delay = directives.chunk_delay.unwrap_or_default();
+        return stream_response(wire, events, end, delay);
+    }
     match wire {
         Wire::OpenAi => {
             let body = openai::to_wire_response(&plan.completion, &format!("chatcmpl-mock-{n}"));
@@ -501,4 +597,122 @@ fn should_fail(shared: &Shared, first_message: &str, fail_first: u32) -> bool {
     } else {
         false
     }
+}
+
+/// How a streamed answer ends.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Complete,
+    /// The connection breaks after this many events.
+    Break(u32),
+    /// The wire's error event comes after this many events.
+    Error(u32),
+}
+
+/// The events of a streamed answer, each as its bytes on the wire.
+fn stream_events(
+    wire: Wire,
+    completion: &baton_core::Completion,
+    n: usize,
+    usage: bool,
+) -> Vec<Vec<u8>> {
+    fn json<T: serde::Serialize>(value: &T) -> String {
+        serde_json::to_string(value).unwrap_or_default()
+    }
+    match wire {
+        Wire::OpenAi => openai::to_wire_chunks(completion, &format!("chatcmpl-mock-{n}"), usage)
+            .iter()
+            .map(|chunk| format!("data: {}\n\n", json(chunk)).into_bytes())
+            .chain([b"data: [DONE]\n\n".to_vec()])
+            .collect(),
+        Wire::Anthropic => anthropic::to_wire_events(completion, &format!("msg_mock_{n}"))
+            .iter()
+            .map(|event| {
+                let data = json(event);
+                let kind = serde_json::from_str::<serde_json::Value>(&data)
+                    .ok()
+                    .and_then(|v| v["type"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                format!("event: {kind}\ndata: {data}\n\n").into_bytes()
+            })
+            .collect(),
+        Wire::Bedrock => bedrock::to_wire_events(completion)
+            .iter()
+            .map(|(kind, payload)| bedrock::event_frame(kind, payload.to_string().as_bytes()))
+            .collect(),
+    }
+}
+
+/// The wire's error event for `#stream_error_after`.
+fn stream_error_event(wire: Wire) -> Vec<u8> {
+    let message = "injected stream error (#stream_error_after)";
+    match wire {
+        Wire::OpenAi => format!(
+            "data: {}\n\n",
+            serde_json::json!({"error": {"message": message, "type": "server_error", "code": null}})
+        )
+        .into_bytes(),
+        Wire::Anthropic => format!(
+            "event: error\ndata: {}\n\n",
+            serde_json::json!({"type": "error", "error": {"type": "overloaded_error", "message": message}})
+        )
+        .into_bytes(),
+        Wire::Bedrock => bedrock::exception_frame("serviceUnavailableException", message),
+    }
+}
+
+/// A 200 whose body is `events`, `delay` apart, each sent in two writes
+/// (split mid-way, across a character or a frame header as it falls),
+/// ended as `end` says.
+fn stream_response(wire: Wire, mut events: Vec<Vec<u8>>, end: End, delay: Duration) -> Response {
+    use futures::StreamExt;
+    let mut broken = false;
+    match end {
+        End::Complete => {}
+        End::Break(after) => {
+            events.truncate(after as usize);
+            broken = true;
+        }
+        End::Error(after) => {
+            events.truncate(after as usize);
+            events.push(stream_error_event(wire));
+        }
+    }
+    let mut writes: Vec<(Duration, Result<Bytes, std::io::Error>)> = Vec::new();
+    for (i, event) in events.into_iter().enumerate() {
+        let wait = if i == 0 { Duration::ZERO } else { delay };
+        let mid = event.len() / 2;
+        let mut event = Bytes::from(event);
+        let tail = event.split_off(mid);
+        writes.push((wait, Ok(event)));
+        writes.push((Duration::ZERO, Ok(tail)));
+    }
+    if broken {
+        let reset = std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "injected broken stream (#stream_fail_after)",
+        );
+        // A pause first: hyper drops what it has not yet flushed when the
+        // body fails, and the events before the break must arrive.
+        writes.push((delay.max(Duration::from_millis(20)), Err(reset)));
+    }
+    let body = futures::stream::iter(writes).then(|(wait, write)| async move {
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        write
+    });
+    let content_type = match wire {
+        Wire::Bedrock => "application/vnd.amazon.eventstream",
+        _ => "text/event-stream",
+    };
+    (
+        StatusCode::OK,
+        [
+            (axum::http::header::CONTENT_TYPE, content_type),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
 }

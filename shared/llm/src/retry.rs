@@ -1,8 +1,9 @@
 //! Retries of transient provider failures.
 
 use async_trait::async_trait;
-use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider};
+use baton_core::{Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider};
 use rand::Rng;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How a [`Retrying`] provider retries.
@@ -91,20 +92,76 @@ impl<P: LlmProvider> LlmProvider for Retrying<P> {
             match self.inner.complete(request).await {
                 Ok(c) => return Ok(c),
                 Err(e) if e.is_retryable() && attempt < attempts => {
-                    let wait = self.policy.delay(attempt, &e);
-                    tracing::warn!(
-                        provider = self.inner.name(),
-                        attempt,
-                        wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                        error = %e,
-                        "LLM call failed; retrying"
-                    );
-                    tokio::time::sleep(wait).await;
+                    self.wait(attempt, &e).await;
                     attempt += 1;
                 }
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Retries like `complete`. An attempt that failed after streaming
+    /// some text is followed by [`DeltaSink::restart`] before the retry,
+    /// so the text shown is always that of one attempt.
+    async fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<Completion, LlmError> {
+        let attempts = self.policy.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let tracked = Tracked {
+                sink,
+                wrote: AtomicBool::new(false),
+            };
+            match self.inner.complete_streaming(request, &tracked).await {
+                Ok(c) => return Ok(c),
+                Err(e) if e.is_retryable() && attempt < attempts => {
+                    if tracked.wrote.load(Ordering::SeqCst) {
+                        // Before the wait: stale text is not shown meanwhile.
+                        sink.restart();
+                    }
+                    self.wait(attempt, &e).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl<P: LlmProvider> Retrying<P> {
+    /// Logs the failure of attempt `attempt` and waits before the next.
+    async fn wait(&self, attempt: u32, error: &LlmError) {
+        let wait = self.policy.delay(attempt, error);
+        tracing::warn!(
+            provider = self.inner.name(),
+            attempt,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            error = %error,
+            "LLM call failed; retrying"
+        );
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// A sink that notes whether the attempt wrote anything to it.
+struct Tracked<'a> {
+    sink: &'a dyn DeltaSink,
+    wrote: AtomicBool,
+}
+
+impl DeltaSink for Tracked<'_> {
+    fn text(&self, delta: &str) {
+        if !delta.is_empty() {
+            self.wrote.store(true, Ordering::SeqCst);
+        }
+        self.sink.text(delta);
+    }
+
+    fn restart(&self) {
+        self.sink.restart();
     }
 }
 
@@ -153,6 +210,91 @@ mod tests {
                 Err(errors.remove(0))
             }
         }
+    }
+
+    /// Streams "par" then fails with each error in turn, then streams
+    /// "ok" in two pieces.
+    struct Breaking {
+        errors: Mutex<Vec<LlmError>>,
+    }
+
+    #[async_trait]
+    impl LlmProvider for Breaking {
+        fn name(&self) -> &str {
+            "breaking"
+        }
+        async fn complete(&self, _: &CompletionRequest) -> Result<Completion, LlmError> {
+            unreachable!("only streamed")
+        }
+        async fn complete_streaming(
+            &self,
+            _: &CompletionRequest,
+            sink: &dyn DeltaSink,
+        ) -> Result<Completion, LlmError> {
+            let error = {
+                let mut errors = self.errors.lock().unwrap();
+                (!errors.is_empty()).then(|| errors.remove(0))
+            };
+            if let Some(e) = error {
+                sink.text("par");
+                return Err(e);
+            }
+            sink.text("o");
+            sink.text("k");
+            Ok(Completion {
+                content: "ok".into(),
+                ..Completion::default()
+            })
+        }
+    }
+
+    /// Records what a sink is told, restarts as `|`.
+    #[derive(Default)]
+    struct Log(Mutex<String>);
+
+    impl DeltaSink for Log {
+        fn text(&self, delta: &str) {
+            self.0.lock().unwrap().push_str(delta);
+        }
+        fn restart(&self) {
+            self.0.lock().unwrap().push('|');
+        }
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_streamed_text_restarts_the_sink() {
+        let p = Retrying::new(
+            Breaking {
+                errors: Mutex::new(vec![LlmError::Transport("reset".into()); 2]),
+            },
+            fast(),
+        );
+        let log = Log::default();
+        let c = p.complete_streaming(&request(), &log).await.unwrap();
+        assert_eq!(c.content, "ok");
+        assert_eq!(*log.0.lock().unwrap(), "par|par|ok");
+
+        // A final error is the caller's to handle: no restart after it.
+        let bad = LlmError::Decode("garbled".into());
+        let p = Retrying::new(
+            Breaking {
+                errors: Mutex::new(vec![bad.clone()]),
+            },
+            fast(),
+        );
+        let log = Log::default();
+        assert_eq!(p.complete_streaming(&request(), &log).await, Err(bad));
+        assert_eq!(*log.0.lock().unwrap(), "par");
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_nothing_streamed_does_not_restart() {
+        let p = Retrying::new(Flaky::new("m", vec![rate_limited()]), fast());
+        let log = Log::default();
+        let c = p.complete_streaming(&request(), &log).await.unwrap();
+        assert_eq!(c.content, "ok");
+        assert_eq!(*log.0.lock().unwrap(), "ok");
+        assert_eq!(p.inner().calls.load(Ordering::SeqCst), 2);
     }
 
     fn fast() -> RetryPolicy {

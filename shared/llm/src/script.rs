@@ -19,6 +19,13 @@
 //! | `#poll=N` | with `#tool`, turns alternate `sleep {"seconds": 2}` and the call, N calls in all |
 //! | `#overflow_first=N` | (mock server only) the first N calls fail as too long for the context window |
 //! | `#reject_first=N` | (mock server only) the first N calls are refused (HTTP 400 naming a model and an account) |
+//! | `#chunk_ms=MS` | a streamed answer waits that long between pieces (default: none on the mock server, [`SCRIPTED_CHUNK_DELAY`] in the scripted provider) |
+//! | `#stream_fail_after=N` | (mock server only) the conversation's first streamed answer breaks its connection after N events |
+//! | `#stream_error_after=N` | (mock server only) the conversation's first streamed answer reports an overloaded error after N events |
+//!
+//! A streamed answer comes in pieces: the text [`TEXT_PIECE_CHARS`]
+//! characters at a time, a tool call's arguments [`ARGUMENT_PIECE_CHARS`]
+//! at a time ([`pieces`]).
 //!
 //! A request that offers no tools and whose last message says "Do not call
 //! any tools" is never answered with a call: it gets `[scripted model]
@@ -43,6 +50,27 @@ pub const MAX_PARALLEL: u32 = 100;
 pub const MAX_SLEEP: Duration = Duration::from_secs(600);
 /// How much of a tool result the `#tool` answer quotes.
 pub const QUOTE_CHARS: usize = 500;
+/// The characters of a streamed answer's text per piece.
+pub const TEXT_PIECE_CHARS: usize = 20;
+/// The characters of a streamed tool call's arguments per piece.
+pub const ARGUMENT_PIECE_CHARS: usize = 10;
+/// The scripted provider's wait between the pieces of a streamed answer,
+/// so that a local user sees it written.
+pub const SCRIPTED_CHUNK_DELAY: Duration = Duration::from_millis(40);
+
+/// `text` in pieces of at most `size` characters (never a character cut).
+pub fn pieces(text: &str, size: usize) -> Vec<&str> {
+    let size = size.max(1);
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest.char_indices().nth(size).map_or(rest.len(), |(i, _)| i);
+        let (piece, tail) = rest.split_at(end);
+        out.push(piece);
+        rest = tail;
+    }
+    out
+}
 
 /// The directives found in a message.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -59,6 +87,10 @@ pub struct Directives {
     pub poll: u32,
     pub overflow_first: u32,
     pub reject_first: u32,
+    /// `#chunk_ms`: the wait between the pieces of a streamed answer.
+    pub chunk_delay: Option<Duration>,
+    pub stream_fail_after: Option<u32>,
+    pub stream_error_after: Option<u32>,
     /// Directives that could not be read, explained.
     pub errors: Vec<String>,
 }
@@ -126,6 +158,18 @@ impl Directives {
             "poll" => number(MAX_STEPS).map(|n| self.poll = n),
             "overflow_first" => number(MAX_STEPS).map(|n| self.overflow_first = n),
             "reject_first" => number(MAX_STEPS).map(|n| self.reject_first = n),
+            "chunk_ms" => value
+                .parse::<u64>()
+                .map(|ms| self.chunk_delay = Some(Duration::from_millis(ms).min(MAX_SLEEP)))
+                .map_err(|_| format!("#chunk_ms={value}: expected milliseconds")),
+            "stream_fail_after" => value
+                .parse::<u32>()
+                .map(|n| self.stream_fail_after = Some(n))
+                .map_err(|_| format!("#stream_fail_after={value}: expected a number")),
+            "stream_error_after" => value
+                .parse::<u32>()
+                .map(|n| self.stream_error_after = Some(n))
+                .map_err(|_| format!("#stream_error_after={value}: expected a number")),
             // Not ours (a hashtag, say): ignore.
             _ => Ok(()),
         };
@@ -142,6 +186,9 @@ pub struct Plan {
     pub completion: Completion,
     /// How long to wait before giving it (`#sleep`).
     pub sleep: Duration,
+    /// The wait between the pieces of a streamed answer (`#chunk_ms`),
+    /// when the conversation sets one.
+    pub chunk_delay: Option<Duration>,
 }
 
 /// The text of the conversation's first user message.
@@ -213,6 +260,7 @@ pub fn respond(request: &CompletionRequest) -> Plan {
     Plan {
         completion,
         sleep: d.sleep,
+        chunk_delay: d.chunk_delay,
     }
 }
 
@@ -551,6 +599,28 @@ mod tests {
         assert!(small.input_tokens >= 1 && small.output_tokens >= 1);
         assert!(big.input_tokens >= 500, "{big:?}");
         assert!(big.output_tokens > small.output_tokens);
+    }
+
+    #[test]
+    fn pieces_never_cut_a_character() {
+        assert_eq!(pieces("", 3), Vec::<&str>::new());
+        assert_eq!(pieces("abcdefg", 3), ["abc", "def", "g"]);
+        assert_eq!(pieces("é😀üx", 2), ["é😀", "üx"]);
+        assert_eq!(pieces("ab", 0), ["a", "b"]);
+    }
+
+    #[test]
+    fn streaming_directives_parse() {
+        let d = Directives::parse("#chunk_ms=15 #stream_fail_after=3 #stream_error_after=0");
+        assert_eq!(d.chunk_delay, Some(Duration::from_millis(15)));
+        assert_eq!(d.stream_fail_after, Some(3));
+        assert_eq!(d.stream_error_after, Some(0));
+        assert!(d.errors.is_empty());
+        assert_eq!(
+            respond(&req(vec![user("#chunk_ms=15 hi")])).chunk_delay,
+            Some(Duration::from_millis(15))
+        );
+        assert_eq!(Directives::parse("#chunk_ms=x").errors.len(), 1);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::script;
 use async_trait::async_trait;
-use baton_core::{Completion, CompletionRequest, LlmError, LlmProvider};
+use baton_core::{Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider};
 
 /// A deterministic offline model for demos and tests. Every labelled answer
 /// starts with `[scripted model] `; see [`crate::script`] for the directives
@@ -30,6 +30,31 @@ impl LlmProvider for ScriptedProvider {
         }
         Ok(plan.completion)
     }
+
+    /// The same answer, its text told in pieces
+    /// ([`script::TEXT_PIECE_CHARS`]) a short wait apart (`#chunk_ms`,
+    /// default [`script::SCRIPTED_CHUNK_DELAY`]), as a model writes.
+    async fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<Completion, LlmError> {
+        let plan = script::respond(request);
+        if !plan.sleep.is_zero() {
+            tokio::time::sleep(plan.sleep).await;
+        }
+        let delay = plan.chunk_delay.unwrap_or(script::SCRIPTED_CHUNK_DELAY);
+        for (i, piece) in script::pieces(&plan.completion.content, script::TEXT_PIECE_CHARS)
+            .into_iter()
+            .enumerate()
+        {
+            if i > 0 && !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            sink.text(piece);
+        }
+        Ok(plan.completion)
+    }
 }
 
 #[cfg(test)]
@@ -51,5 +76,24 @@ mod tests {
         let c = ScriptedProvider::new().complete(&req).await.unwrap();
         assert_eq!(c.content, "[scripted model] You said: hi");
         assert_eq!(c.model, "scripted");
+    }
+
+    #[tokio::test]
+    async fn streams_the_same_answer_in_pieces() {
+        let req = CompletionRequest {
+            model: String::new(),
+            system: String::new(),
+            messages: vec![Message::User {
+                content: "#chunk_ms=1 a longer message, with ünïcödé 😀".into(),
+            }],
+            tools: vec![],
+            max_tokens: 0,
+        };
+        let sink = crate::fixtures::Deltas::default();
+        let p = ScriptedProvider::new();
+        let c = p.complete_streaming(&req, &sink).await.unwrap();
+        assert_eq!(c, p.complete(&req).await.unwrap());
+        assert_eq!(sink.joined(), c.content);
+        assert_eq!(sink.pieces().len(), 4, "{:?}", sink.pieces());
     }
 }

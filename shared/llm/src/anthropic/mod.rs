@@ -1,4 +1,5 @@
-//! Anthropic Messages (`POST {base}/v1/messages`).
+//! Anthropic Messages (`POST {base}/v1/messages`), answered whole or
+//! streamed (`stream`).
 //!
 //! The bodies are typed in [`wire`]; the mapping to and from the neutral
 //! types lives in plain functions, and the mock server runs it backwards
@@ -6,20 +7,21 @@
 
 #[cfg(any(test, feature = "mock-server"))]
 mod server;
+mod stream;
 pub(crate) mod wire;
 
 #[cfg(any(test, feature = "mock-server"))]
 pub use server::{decode_request, encode_response};
 #[cfg(any(test, feature = "mock-server"))]
-pub(crate) use server::{from_wire_request, to_wire_response};
+pub(crate) use server::{from_wire_request, to_wire_events, to_wire_response};
 
 use crate::http;
 use crate::mapping::{self, messages_to_send, object_arguments};
 use crate::secret::Secret;
 use async_trait::async_trait;
 use baton_core::{
-    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
-    Usage,
+    AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
+    ToolCall, Usage,
 };
 use std::time::Duration;
 use wire::{Block, Content, Role};
@@ -38,6 +40,7 @@ pub struct AnthropicProvider {
     api_key: Option<Secret>,
     model: String,
     timeout: Duration,
+    idle_timeout: Duration,
 }
 
 impl AnthropicProvider {
@@ -58,6 +61,7 @@ impl AnthropicProvider {
             api_key,
             model: model.into(),
             timeout: Duration::from_secs(300),
+            idle_timeout: http::DEFAULT_IDLE_TIMEOUT,
         })
     }
 
@@ -67,9 +71,29 @@ impl AnthropicProvider {
         self
     }
 
+    /// The longest wait for the next piece of a streamed answer (default
+    /// 60 s; Anthropic pings meanwhile); the whole-request timeout bounds
+    /// the lot.
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+
     /// The base URL in use, without a trailing slash.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// A POST to the Messages endpoint, with the version and the key.
+    fn post(&self) -> reqwest::RequestBuilder {
+        let builder = self
+            .client
+            .post(format!("{}/v1/messages", self.base_url))
+            .header("anthropic-version", ANTHROPIC_VERSION);
+        match &self.api_key {
+            Some(key) => builder.header("x-api-key", key.expose()),
+            None => builder,
+        }
     }
 }
 
@@ -82,15 +106,8 @@ impl LlmProvider for AnthropicProvider {
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
         let body = encode_request(request, model);
-        let mut builder = self
-            .client
-            .post(format!("{}/v1/messages", self.base_url))
-            .header("anthropic-version", ANTHROPIC_VERSION);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key.expose());
-        }
         let answer: wire::Response = http::post_json(
-            builder,
+            self.post(),
             &body,
             self.timeout,
             self.api_key.as_ref(),
@@ -98,6 +115,31 @@ impl LlmProvider for AnthropicProvider {
         )
         .await?;
         let mut completion = decode_response(&answer)?;
+        if completion.model.is_empty() {
+            completion.model = model.to_string();
+        }
+        Ok(completion)
+    }
+
+    /// Streams the answer as server-sent events (`"stream": true`).
+    async fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<Completion, LlmError> {
+        let model = http::pick_model(request, &self.model)?;
+        let mut body = encode_request(request, model);
+        body.stream = Some(true);
+        let chunks = http::open_json_stream(
+            self.post(),
+            &body,
+            self.timeout,
+            self.idle_timeout,
+            self.api_key.as_ref(),
+            is_context_overflow,
+        )
+        .await?;
+        let mut completion = stream::read(chunks, self.api_key.as_ref(), sink).await?;
         if completion.model.is_empty() {
             completion.model = model.to_string();
         }
@@ -228,6 +270,7 @@ pub(crate) fn encode_request(request: &CompletionRequest, model: &str) -> wire::
                 input_schema: t.input_schema.clone(),
             })
             .collect(),
+        stream: None,
     }
 }
 

@@ -3,9 +3,10 @@
 
 use super::{text_block, wire};
 use crate::mapping::find_call_name;
+use crate::script::{pieces, ARGUMENT_PIECE_CHARS, TEXT_PIECE_CHARS};
 use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolSpec};
 use serde_json::Value;
-use wire::{Block, Content, Role};
+use wire::{Block, BlockDelta, Content, Role, StreamEvent};
 
 /// Reads a Messages request body (JSON) back into a [`CompletionRequest`]:
 /// the inverse of what the provider sends, for tests that play the server.
@@ -159,4 +160,84 @@ pub(crate) fn to_wire_response(completion: &Completion, id: &str) -> wire::Respo
             cache_read_input_tokens: None,
         }),
     }
+}
+
+/// The events of a streamed Messages answer for `completion` (the inverse
+/// of [`super::stream`]): `message_start` with the input usage, a text
+/// block in pieces, each tool call with its input in pieces,
+/// `message_delta` with the stop reason and output usage, `message_stop`.
+pub(crate) fn to_wire_events(completion: &Completion, id: &str) -> Vec<StreamEvent> {
+    let whole = to_wire_response(completion, id);
+    let usage = whole.usage.unwrap_or_default();
+    let start = wire::Response {
+        content: Some(Vec::new()),
+        stop_reason: None,
+        usage: Some(wire::Usage {
+            output_tokens: Some(1),
+            ..usage
+        }),
+        ..whole.clone()
+    };
+    let mut events = vec![
+        StreamEvent::MessageStart { message: start },
+        StreamEvent::Ping,
+    ];
+    let mut index = 0;
+    if !completion.content.is_empty() {
+        events.push(StreamEvent::ContentBlockStart {
+            index,
+            content_block: Block::Text {
+                text: String::new(),
+            },
+        });
+        events.extend(
+            pieces(&completion.content, TEXT_PIECE_CHARS)
+                .into_iter()
+                .map(|text| StreamEvent::ContentBlockDelta {
+                    index,
+                    delta: BlockDelta::TextDelta {
+                        text: text.to_owned(),
+                    },
+                }),
+        );
+        events.push(StreamEvent::ContentBlockStop { index });
+        index += 1;
+    }
+    for call in &completion.tool_calls {
+        events.push(StreamEvent::ContentBlockStart {
+            index,
+            content_block: Block::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: serde_json::json!({}),
+            },
+        });
+        let input = call.arguments.to_string();
+        events.extend(
+            pieces(&input, ARGUMENT_PIECE_CHARS)
+                .into_iter()
+                .map(|json| StreamEvent::ContentBlockDelta {
+                    index,
+                    delta: BlockDelta::InputJsonDelta {
+                        partial_json: json.to_owned(),
+                    },
+                }),
+        );
+        events.push(StreamEvent::ContentBlockStop { index });
+        index += 1;
+    }
+    events.push(StreamEvent::MessageDelta {
+        delta: wire::MessageDelta {
+            stop_reason: whole.stop_reason,
+            stop_sequence: None,
+        },
+        usage: Some(wire::Usage {
+            input_tokens: None,
+            output_tokens: usage.output_tokens,
+            cache_creation_input_tokens: None,
+            cache_read_input_tokens: None,
+        }),
+    });
+    events.push(StreamEvent::MessageStop);
+    events
 }

@@ -26,6 +26,9 @@ pub(crate) struct Request {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub(crate) tools: Vec<Tool>,
+    /// `true` asks for the answer as server-sent [`StreamEvent`]s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stream: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,4 +204,67 @@ pub(crate) struct ErrorDetail {
     pub(crate) kind: String,
     #[serde(default, deserialize_with = "null_as_default")]
     pub(crate) message: String,
+}
+
+/// One event of a streamed answer (its SSE `event:` name is its `type`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum StreamEvent {
+    /// The message with no content yet, and the input's usage.
+    MessageStart {
+        message: Response,
+    },
+    /// A block begins: text (normally empty), or a tool call with its id
+    /// and name (its input comes in deltas).
+    ContentBlockStart {
+        index: u32,
+        content_block: Block,
+    },
+    ContentBlockDelta {
+        index: u32,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {
+        index: u32,
+    },
+    /// The stop reason, and the usage so far (cumulative).
+    MessageDelta {
+        delta: MessageDelta,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    MessageStop,
+    Ping,
+    /// An error after the answer began (`overloaded_error`, …).
+    Error {
+        error: ErrorDetail,
+    },
+    /// Events added since; ignored, as the API asks. Never sent.
+    #[serde(other, skip_serializing)]
+    Other,
+}
+
+/// What a delta adds to its block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    /// A piece of a tool call's input, as JSON text.
+    InputJsonDelta {
+        partial_json: String,
+    },
+    /// Thinking, signatures, citations: not for us. Never sent.
+    #[serde(other, skip_serializing)]
+    Other,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct MessageDelta {
+    #[serde(default)]
+    pub(crate) stop_reason: Option<StopReason>,
+    /// Sent as `null` by the mock, as by the API; not read.
+    #[serde(skip_deserializing)]
+    pub(crate) stop_sequence: Option<String>,
 }

@@ -1,5 +1,6 @@
 //! Amazon Bedrock Runtime Converse
-//! (`POST {endpoint}/model/{modelId}/converse`), signed with AWS SigV4.
+//! (`POST {endpoint}/model/{modelId}/converse`, and `…/converse-stream`
+//! for streamed answers: `stream`), signed with AWS SigV4.
 //!
 //! There is no API key: every request is signed (service `bedrock`, the
 //! configured region) with credentials from an AWS credentials provider,
@@ -10,12 +11,15 @@
 
 #[cfg(any(test, feature = "mock-server"))]
 mod server;
+mod stream;
 pub(crate) mod wire;
 
 #[cfg(any(test, feature = "mock-server"))]
+pub(crate) use server::from_wire_request;
+#[cfg(any(test, feature = "mock-server"))]
 pub use server::{decode_request, encode_response};
 #[cfg(any(test, feature = "mock-server"))]
-pub(crate) use server::{from_wire_request, to_wire_response};
+pub(crate) use server::{event_frame, exception_frame, to_wire_events, to_wire_response};
 
 use crate::http;
 use crate::mapping::{self, messages_to_send, object_arguments};
@@ -26,8 +30,8 @@ use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
 use baton_core::{
-    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
-    Usage,
+    AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
+    ToolCall, Usage,
 };
 use reqwest::header::HeaderMap;
 use std::fmt;
@@ -152,6 +156,7 @@ pub struct BedrockProvider {
     model: String,
     credentials: Arc<CredentialCache>,
     timeout: Duration,
+    idle_timeout: Duration,
 }
 
 impl fmt::Debug for BedrockProvider {
@@ -162,6 +167,7 @@ impl fmt::Debug for BedrockProvider {
             .field("model", &self.model)
             .field("credentials", &self.credentials.source)
             .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -215,12 +221,20 @@ impl BedrockProvider {
                 current: tokio::sync::Mutex::new(None),
             }),
             timeout: Duration::from_secs(300),
+            idle_timeout: http::DEFAULT_IDLE_TIMEOUT,
         })
     }
 
     /// The whole-request timeout (default 300 s).
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// The longest wait for the next piece of a streamed answer (default
+    /// 60 s); the whole-request timeout bounds the lot.
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
         self
     }
 
@@ -243,10 +257,54 @@ impl LlmProvider for BedrockProvider {
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
+        let post = self.signed_post(request, model, "converse").await?;
+        let answer = http::send(post, self.timeout, None).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(self.refused(&answer).await);
+        }
+        let answer: wire::Response = http::decode_json(&answer.body)?;
+        let mut completion = decode_response(&answer)?;
+        if completion.model.is_empty() {
+            completion.model = model.to_string();
+        }
+        Ok(completion)
+    }
+
+    /// Streams the answer with `ConverseStream`
+    /// (`POST /model/{modelId}/converse-stream`, the same body), whose
+    /// events come in the AWS event stream framing.
+    async fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<Completion, LlmError> {
+        let model = http::pick_model(request, &self.model)?;
+        let post = self.signed_post(request, model, "converse-stream").await?;
+        let chunks = match http::open_stream(post, self.timeout, self.idle_timeout, None).await? {
+            http::Opened::Streaming(chunks) => chunks,
+            http::Opened::Refused(answer) => return Err(self.refused(&answer).await),
+        };
+        let mut completion = stream::read(chunks, sink).await?;
+        if completion.model.is_empty() {
+            completion.model = model.to_string();
+        }
+        Ok(completion)
+    }
+}
+
+impl BedrockProvider {
+    /// The signed POST of `request`'s Converse body to `action`
+    /// (`converse`, `converse-stream`) of `model`.
+    async fn signed_post(
+        &self,
+        request: &CompletionRequest,
+        model: &str,
+        action: &str,
+    ) -> Result<reqwest::RequestBuilder, LlmError> {
         let body = serde_json::to_vec(&encode_request(request))
             .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
         let url = format!(
-            "{}/model/{}/converse",
+            "{}/model/{}/{action}",
             self.endpoint,
             encode_model_id(model)
         );
@@ -267,28 +325,24 @@ impl LlmProvider for BedrockProvider {
         for (name, value) in signed {
             builder = builder.header(name, value);
         }
-        let answer = http::send(builder.body(body), self.timeout, None).await?;
-        if !(200..300).contains(&answer.status) {
-            if matches!(
-                error_type(&answer.headers, &answer.body).as_deref(),
-                Some(
-                    "ExpiredTokenException"
-                        | "UnrecognizedClientException"
-                        | "InvalidSignatureException"
-                )
-            ) {
-                // The cached credentials are stale: fetch fresh ones for the
-                // next attempt instead of failing until they age out.
-                self.credentials.forget().await;
-            }
-            return Err(map_error(answer.status, &answer.headers, &answer.body));
+        Ok(builder.body(body))
+    }
+
+    /// The error of a non-2xx answer.
+    async fn refused(&self, answer: &http::Answer) -> LlmError {
+        if matches!(
+            error_type(&answer.headers, &answer.body).as_deref(),
+            Some(
+                "ExpiredTokenException"
+                    | "UnrecognizedClientException"
+                    | "InvalidSignatureException"
+            )
+        ) {
+            // The cached credentials are stale: fetch fresh ones for the
+            // next attempt instead of failing until they age out.
+            self.credentials.forget().await;
         }
-        let answer: wire::Response = http::decode_json(&answer.body)?;
-        let mut completion = decode_response(&answer)?;
-        if completion.model.is_empty() {
-            completion.model = model.to_string();
-        }
-        Ok(completion)
+        map_error(answer.status, &answer.headers, &answer.body)
     }
 }
 

@@ -5,8 +5,10 @@
 
 use super::{text_block, wire};
 use crate::mapping::find_call_name;
+use crate::script::{pieces, ARGUMENT_PIECE_CHARS, TEXT_PIECE_CHARS};
+use aws_smithy_types::event_stream::{Header, HeaderValue, Message as Frame};
 use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolSpec};
-use serde_json::Value;
+use serde_json::{json, Value};
 use wire::{ContentBlock, Role};
 
 /// Reads a Converse request body (JSON), for `model` (from the URL,
@@ -204,4 +206,104 @@ pub(crate) fn to_wire_response(completion: &Completion) -> wire::Response {
         }),
         metrics: Some(wire::Metrics { latency_ms: 1 }),
     }
+}
+
+/// The events of a `ConverseStream` answer for `completion` (the inverse
+/// of [`super::stream`]), each its `:event-type` and JSON payload:
+/// `messageStart`, the text in pieces (a text block has no start event),
+/// each tool call started then its input in pieces, `messageStop`, and
+/// `metadata` with the usage.
+pub(crate) fn to_wire_events(completion: &Completion) -> Vec<(&'static str, Value)> {
+    let whole = to_wire_response(completion);
+    let mut events = vec![("messageStart", json!({"role": "assistant"}))];
+    let mut index = 0;
+    let stop = |index: u32, events: &mut Vec<(&'static str, Value)>| {
+        events.push(("contentBlockStop", json!({ "contentBlockIndex": index })));
+    };
+    if !completion.content.is_empty() {
+        for piece in pieces(&completion.content, TEXT_PIECE_CHARS) {
+            events.push((
+                "contentBlockDelta",
+                json!({"contentBlockIndex": index, "delta": {"text": piece}}),
+            ));
+        }
+        stop(index, &mut events);
+        index += 1;
+    }
+    for call in &completion.tool_calls {
+        events.push((
+            "contentBlockStart",
+            json!({"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": call.id, "name": call.name}}}),
+        ));
+        let input = call.arguments.to_string();
+        for piece in pieces(&input, ARGUMENT_PIECE_CHARS) {
+            events.push((
+                "contentBlockDelta",
+                json!({"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}}),
+            ));
+        }
+        stop(index, &mut events);
+        index += 1;
+    }
+    let message_stop = wire::MessageStopEvent {
+        stop_reason: whole.stop_reason,
+    };
+    let metadata = wire::MetadataEvent {
+        usage: whole.usage,
+        metrics: whole.metrics,
+    };
+    events.push((
+        "messageStop",
+        serde_json::to_value(message_stop).unwrap_or_default(),
+    ));
+    events.push((
+        "metadata",
+        serde_json::to_value(metadata).unwrap_or_default(),
+    ));
+    events
+}
+
+/// One event stream message (an `event` of type `kind`, JSON payload).
+pub(crate) fn event_frame(kind: &str, payload: &[u8]) -> Vec<u8> {
+    frame(
+        vec![
+            Header::new(":message-type", HeaderValue::String("event".into())),
+            Header::new(":event-type", HeaderValue::String(kind.to_owned().into())),
+            Header::new(
+                ":content-type",
+                HeaderValue::String("application/json".into()),
+            ),
+        ],
+        payload,
+    )
+}
+
+/// An event stream `exception` message (`throttlingException`, …).
+pub(crate) fn exception_frame(kind: &str, message: &str) -> Vec<u8> {
+    let payload = json!({ "message": message }).to_string();
+    frame(
+        vec![
+            Header::new(":message-type", HeaderValue::String("exception".into())),
+            Header::new(
+                ":exception-type",
+                HeaderValue::String(kind.to_owned().into()),
+            ),
+            Header::new(
+                ":content-type",
+                HeaderValue::String("application/json".into()),
+            ),
+        ],
+        payload.as_bytes(),
+    )
+}
+
+fn frame(headers: Vec<Header>, payload: &[u8]) -> Vec<u8> {
+    let message = Frame::new_from_parts(headers, payload.to_vec());
+    let mut out = Vec::new();
+    // Fails only for headers or payloads past the format's limits.
+    if let Err(e) = aws_smithy_eventstream::frame::write_message_to(&message, &mut out) {
+        tracing::warn!(error = %e, "mock: cannot frame an event");
+        out.clear();
+    }
+    out
 }

@@ -297,3 +297,70 @@ pub(crate) struct ErrorResponse {
     #[serde(rename = "__type", default, skip_serializing_if = "Option::is_none")]
     pub(crate) kind: Option<String>,
 }
+
+/// `contentBlockStart`: sent for tool calls only (a text block begins
+/// with its first delta).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ContentBlockStartEvent {
+    pub(crate) content_block_index: u32,
+    #[serde(default)]
+    pub(crate) start: BlockStart,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BlockStart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_use: Option<ToolUseStart>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ToolUseStart {
+    pub(crate) tool_use_id: String,
+    pub(crate) name: String,
+}
+
+/// `contentBlockDelta`: text, or a piece of a tool call's input (JSON
+/// text); reasoning and citations are not read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ContentBlockDeltaEvent {
+    pub(crate) content_block_index: u32,
+    #[serde(default)]
+    pub(crate) delta: BlockDelta,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BlockDelta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_use: Option<ToolUseDelta>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolUseDelta {
+    #[serde(default)]
+    pub(crate) input: String,
+}
+
+/// `messageStop`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessageStopEvent {
+    #[serde(default)]
+    pub(crate) stop_reason: Option<StopReason>,
+}
+
+/// `metadata`, the last event: the usage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct MetadataEvent {
+    #[serde(default)]
+    pub(crate) usage: Option<Usage>,
+    /// Written by the mock; the client does not read it.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) metrics: Option<Metrics>,
+}

@@ -1,4 +1,5 @@
-//! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`).
+//! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`),
+//! answered whole or streamed (`stream`).
 //!
 //! Works with OpenAI and the many servers that copy its API (vLLM, Ollama,
 //! LM Studio, llama.cpp, LiteLLM, OpenRouter, …). The bodies are typed in
@@ -7,20 +8,21 @@
 
 #[cfg(any(test, feature = "mock-server"))]
 mod server;
+mod stream;
 pub(crate) mod wire;
 
 #[cfg(any(test, feature = "mock-server"))]
 pub use server::{decode_request, encode_response};
 #[cfg(any(test, feature = "mock-server"))]
-pub(crate) use server::{from_wire_request, to_wire_response};
+pub(crate) use server::{from_wire_request, to_wire_chunks, to_wire_response};
 
 use crate::http;
 use crate::mapping::{self, messages_to_send};
 use crate::secret::Secret;
 use async_trait::async_trait;
 use baton_core::{
-    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
-    Usage,
+    AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
+    ToolCall, Usage,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -49,6 +51,7 @@ pub struct OpenAiProvider {
     max_tokens_field: MaxTokensField,
     file_inputs: bool,
     timeout: Duration,
+    idle_timeout: Duration,
 }
 
 impl OpenAiProvider {
@@ -71,6 +74,7 @@ impl OpenAiProvider {
             max_tokens_field: MaxTokensField::default(),
             file_inputs: true,
             timeout: Duration::from_secs(300),
+            idle_timeout: http::DEFAULT_IDLE_TIMEOUT,
         })
     }
 
@@ -94,9 +98,27 @@ impl OpenAiProvider {
         self
     }
 
+    /// The longest wait for the next piece of a streamed answer (default
+    /// 60 s); the whole-request timeout bounds the lot.
+    pub fn with_idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+
     /// The base URL in use, without a trailing slash.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// A POST to the Chat Completions endpoint, with the key.
+    fn post(&self) -> reqwest::RequestBuilder {
+        let builder = self
+            .client
+            .post(format!("{}/chat/completions", self.base_url));
+        match &self.api_key {
+            Some(key) => builder.bearer_auth(key.expose()),
+            None => builder,
+        }
     }
 }
 
@@ -109,14 +131,8 @@ impl LlmProvider for OpenAiProvider {
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
         let body = encode_request(request, model, self.max_tokens_field, self.file_inputs);
-        let mut builder = self
-            .client
-            .post(format!("{}/chat/completions", self.base_url));
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
         let answer: wire::Response = http::post_json(
-            builder,
+            self.post(),
             &body,
             self.timeout,
             self.api_key.as_ref(),
@@ -124,6 +140,35 @@ impl LlmProvider for OpenAiProvider {
         )
         .await?;
         let mut completion = decode_response(&answer)?;
+        if completion.model.is_empty() {
+            completion.model = model.to_string();
+        }
+        Ok(completion)
+    }
+
+    /// Streams the answer as server-sent events (`"stream": true`, usage
+    /// included).
+    async fn complete_streaming(
+        &self,
+        request: &CompletionRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<Completion, LlmError> {
+        let model = http::pick_model(request, &self.model)?;
+        let mut body = encode_request(request, model, self.max_tokens_field, self.file_inputs);
+        body.stream = Some(true);
+        body.stream_options = Some(wire::StreamOptions {
+            include_usage: true,
+        });
+        let chunks = http::open_json_stream(
+            self.post(),
+            &body,
+            self.timeout,
+            self.idle_timeout,
+            self.api_key.as_ref(),
+            is_context_overflow,
+        )
+        .await?;
+        let mut completion = stream::read(chunks, self.api_key.as_ref(), sink).await?;
         if completion.model.is_empty() {
             completion.model = model.to_string();
         }
@@ -240,6 +285,8 @@ pub(crate) fn encode_request(
         tools,
         max_tokens: limit.filter(|_| field == MaxTokensField::MaxTokens),
         max_completion_tokens: limit.filter(|_| field == MaxTokensField::MaxCompletionTokens),
+        stream: None,
+        stream_options: None,
     }
 }
 
@@ -603,8 +650,13 @@ mod tests {
     fn request_decoder_inverts_the_encoder() {
         let mut req = conversation();
         req.model = "m".into();
-        let decoded =
-            decode_request(&json!(encode_request(&req, "m", MaxTokensField::MaxTokens, true))).unwrap();
+        let decoded = decode_request(&json!(encode_request(
+            &req,
+            "m",
+            MaxTokensField::MaxTokens,
+            true
+        )))
+        .unwrap();
         assert_eq!(decoded, req);
     }
 
@@ -708,8 +760,8 @@ mod tests {
     fn without_tools_the_tool_turns_go_as_text() {
         let mut req = conversation();
         req.tools.clear();
-        let body =
-            serde_json::to_value(encode_request(&req, "m", MaxTokensField::MaxTokens, true)).unwrap();
+        let body = serde_json::to_value(encode_request(&req, "m", MaxTokensField::MaxTokens, true))
+            .unwrap();
         assert_eq!(
             body["messages"],
             json!([

@@ -2,8 +2,10 @@
 //! request body read into the neutral request, a completion written as a
 //! response body.
 
+use super::arguments_string;
 use super::{assistant_content, decode_tool_calls, wire, wire_call};
 use crate::mapping::find_call_name;
+use crate::script::{pieces, ARGUMENT_PIECE_CHARS, TEXT_PIECE_CHARS};
 use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolSpec};
 use serde_json::Value;
 
@@ -128,4 +130,87 @@ pub(crate) fn to_wire_response(completion: &Completion, id: &str) -> wire::Respo
             total_tokens: Some(completion.usage.total()),
         }),
     }
+}
+
+/// The chunks of a streamed Chat Completions answer for `completion` (the
+/// inverse of [`super::stream`]): the role, the text in pieces, each tool
+/// call named then its arguments in pieces, the finish reason, and the
+/// usage when `include_usage`. The caller sends each as an event and
+/// `[DONE]` after them.
+pub(crate) fn to_wire_chunks(
+    completion: &Completion,
+    id: &str,
+    include_usage: bool,
+) -> Vec<wire::Chunk> {
+    let whole = to_wire_response(completion, id);
+    let finish_reason = whole
+        .choices
+        .into_iter()
+        .next()
+        .and_then(|c| c.finish_reason);
+    let chunk = |delta: wire::Delta| wire::Chunk {
+        id: Some(id.to_owned()),
+        object: Some("chat.completion.chunk".to_owned()),
+        model: completion.model.clone(),
+        choices: vec![wire::ChunkChoice {
+            index: 0,
+            delta,
+            finish_reason: None,
+        }],
+        usage: None,
+        error: None,
+    };
+    let text = |t: &str| wire::Delta {
+        content: Some(wire::Content::Text(t.to_owned())),
+        ..wire::Delta::default()
+    };
+    let mut chunks = vec![chunk(wire::Delta {
+        role: Some("assistant".to_owned()),
+        ..text("")
+    })];
+    chunks.extend(
+        pieces(&completion.content, TEXT_PIECE_CHARS)
+            .into_iter()
+            .map(|t| chunk(text(t))),
+    );
+    for (i, call) in completion.tool_calls.iter().enumerate() {
+        let index = u32::try_from(i).ok();
+        let piece = |function| wire::Delta {
+            tool_calls: vec![wire::ToolCallDelta {
+                index,
+                id: None,
+                kind: None,
+                function: Some(function),
+            }],
+            ..wire::Delta::default()
+        };
+        let mut first = piece(wire::FunctionDelta {
+            name: Some(call.name.clone()),
+            arguments: Some(String::new()),
+        });
+        first.tool_calls[0].id = Some(call.id.clone());
+        first.tool_calls[0].kind = Some("function".to_owned());
+        chunks.push(chunk(first));
+        let arguments = arguments_string(&call.arguments);
+        chunks.extend(
+            pieces(&arguments, ARGUMENT_PIECE_CHARS)
+                .into_iter()
+                .map(|a| {
+                    chunk(piece(wire::FunctionDelta {
+                        name: None,
+                        arguments: Some(a.to_owned()),
+                    }))
+                }),
+        );
+    }
+    let mut last = chunk(wire::Delta::default());
+    last.choices[0].finish_reason = finish_reason;
+    chunks.push(last);
+    if include_usage {
+        let mut usage = chunk(wire::Delta::default());
+        usage.choices.clear();
+        usage.usage = whole.usage;
+        chunks.push(usage);
+    }
+    chunks
 }

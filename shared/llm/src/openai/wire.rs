@@ -28,6 +28,19 @@ pub(crate) struct Request {
     pub(crate) max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_completion_tokens: Option<u32>,
+    /// `true` asks for the answer as server-sent events of [`Chunk`]s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stream: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stream_options: Option<StreamOptions>,
+}
+
+/// `{"include_usage": true}`: a last chunk, with no choices, carries the
+/// usage (without it a stream reports none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StreamOptions {
+    #[serde(default)]
+    pub(crate) include_usage: bool,
 }
 
 /// One message, tagged by its role.
@@ -285,4 +298,76 @@ impl ErrorDetail {
     pub(crate) fn code(&self) -> Option<&str> {
         self.code.as_ref().and_then(Value::as_str)
     }
+}
+
+/// One streamed piece of an answer (`chat.completion.chunk`), the data of
+/// one server-sent event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Chunk {
+    /// Written by the mock; the client does not read it.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<String>,
+    /// `chat.completion.chunk`; written by the mock, not read.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) object: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(crate) model: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(crate) choices: Vec<ChunkChoice>,
+    /// On the last chunk only, when asked for; `null` before.
+    #[serde(default)]
+    pub(crate) usage: Option<Usage>,
+    /// An error reported mid-stream (`{"error": {"message", "type"}}`),
+    /// which some servers send instead of a chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChunkChoice {
+    #[serde(default)]
+    pub(crate) index: u32,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub(crate) delta: Delta,
+    #[serde(default)]
+    pub(crate) finish_reason: Option<FinishReason>,
+}
+
+/// What a chunk adds to the message.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Delta {
+    /// `assistant` on the first chunk; written by the mock, not read.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) content: Option<Content>,
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub(crate) tool_calls: Vec<ToolCallDelta>,
+}
+
+/// A piece of a tool call: the first names it (`id`, `function.name`),
+/// the next ones add to its `function.arguments`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolCallDelta {
+    /// Which call of the message; a few servers leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) index: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<String>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) function: Option<FunctionDelta>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FunctionDelta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) arguments: Option<String>,
 }
