@@ -22,7 +22,9 @@
 //! request, a bad answer, a configuration error) stops at once, since
 //! another model would most likely fail the same way.
 
-use baton_core::{Completion, CompletionRequest, Entry, EntryKind, LlmError, LlmProvider};
+use baton_core::{
+    Completion, CompletionRequest, DeltaSink, Entry, EntryKind, LlmError, LlmProvider,
+};
 use baton_settings::AgentConfig;
 use std::fmt;
 
@@ -141,41 +143,81 @@ pub async fn complete(
     transcript: &[Entry],
     request: &CompletionRequest,
 ) -> Result<Answer, ModelsFailed> {
-    let escalated = escalated(agent, transcript);
-    let models = candidates(agent, transcript);
-    let mut failures = Vec::new();
-    for model in models {
-        let mut req = request.clone();
-        req.model = model.clone();
-        match llm.complete(&req).await {
-            Ok(mut completion) => {
-                if completion.model.is_empty() {
-                    completion.model = model.clone();
+    Choice::of(agent, transcript).ask(llm, request, None).await
+}
+
+/// The models a step may ask, decided from the transcript up front, so the
+/// call borrows nothing of it while it runs (a streamed call runs beside
+/// the segment's own writes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    models: Vec<String>,
+    escalated: bool,
+}
+
+impl Choice {
+    pub fn of(agent: &AgentConfig, transcript: &[Entry]) -> Self {
+        Choice {
+            models: candidates(agent, transcript),
+            escalated: escalated(agent, transcript),
+        }
+    }
+
+    /// Asks each model in turn, as [`complete`] does; with `sink`, the
+    /// answer's text goes to it as it is written, and a fallback to the
+    /// next model after a partly streamed failure restarts it.
+    pub async fn ask(
+        &self,
+        llm: &dyn LlmProvider,
+        request: &CompletionRequest,
+        sink: Option<&dyn DeltaSink>,
+    ) -> Result<Answer, ModelsFailed> {
+        let mut failures = Vec::new();
+        for model in &self.models {
+            let mut req = request.clone();
+            req.model = model.clone();
+            let result = match sink {
+                Some(sink) => {
+                    if !failures.is_empty() {
+                        sink.restart();
+                    }
+                    llm.complete_streaming(&req, sink).await
                 }
-                return Ok(Answer {
-                    completion,
-                    model,
-                    escalated,
-                    failures,
-                });
-            }
-            Err(error) => {
-                let retryable = error.is_retryable();
-                tracing::warn!(
-                    provider = llm.name(),
-                    %model,
-                    %error,
-                    falling_back = retryable,
-                    "LLM call failed"
-                );
-                failures.push(ModelFailure { model, error });
-                if !retryable {
-                    break;
+                None => llm.complete(&req).await,
+            };
+            match result {
+                Ok(mut completion) => {
+                    if completion.model.is_empty() {
+                        completion.model = model.clone();
+                    }
+                    return Ok(Answer {
+                        completion,
+                        model: model.clone(),
+                        escalated: self.escalated,
+                        failures,
+                    });
+                }
+                Err(error) => {
+                    let retryable = error.is_retryable();
+                    tracing::warn!(
+                        provider = llm.name(),
+                        %model,
+                        %error,
+                        falling_back = retryable,
+                        "LLM call failed"
+                    );
+                    failures.push(ModelFailure {
+                        model: model.clone(),
+                        error,
+                    });
+                    if !retryable {
+                        break;
+                    }
                 }
             }
         }
+        Err(ModelsFailed { failures })
     }
-    Err(ModelsFailed { failures })
 }
 
 #[cfg(test)]

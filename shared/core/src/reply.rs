@@ -24,6 +24,20 @@ pub struct PostKey {
     pub maybe_posted: bool,
 }
 
+/// Where a task is in its life, as a chat front end shows it (Slack's
+/// agent sessions: `processing`, `suspended`, `closed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskPhase<'a> {
+    /// A segment runs. `title` is the task's first message on its first
+    /// segment (once per task), for front ends that title conversations.
+    Processing { title: Option<&'a str> },
+    /// The task waits (an approval, a reply, its children, a timer) with no
+    /// worker running.
+    Suspended,
+    /// The task ended, whatever the outcome.
+    Closed,
+}
+
 /// Tells users about their task.
 #[async_trait]
 pub trait ReplySink: Send + Sync {
@@ -40,6 +54,73 @@ pub trait ReplySink: Send + Sync {
     /// ephemeral: it never fails the task, and a sink may drop updates
     /// (rate limits). Default: nothing.
     async fn progress(&self, _task: &Task, _status: &str) {}
+    /// The task entered `phase`. Best effort like
+    /// [`progress`](Self::progress). Default: nothing.
+    async fn phase(&self, _task: &Task, _phase: TaskPhase<'_>) {}
+
+    /// Whether answers for `task` are streamed as the model writes them.
+    /// Default: no (the `stream_*` methods are then never called).
+    fn streams_for(&self, _task: &Task) -> bool {
+        false
+    }
+    /// Opens the message an answer streams into, showing `text`.
+    async fn stream_open(&self, _task: &Task, _text: &str) -> Result<StreamedMessage, ReplyError> {
+        Err(ReplyError("this front end does not stream".to_owned()))
+    }
+    /// Appends `text` to the streaming message.
+    async fn stream_append(
+        &self,
+        _task: &Task,
+        _message: &StreamedMessage,
+        _text: &str,
+    ) -> Result<Appended, ReplyError> {
+        Ok(Appended::Closed)
+    }
+    /// Shows exactly `text` in the message, streaming or not (after the
+    /// stream closed, or in a later segment that does not know what the
+    /// message shows). Safe to repeat.
+    async fn stream_replace(
+        &self,
+        _task: &Task,
+        _message: &StreamedMessage,
+        _text: &str,
+    ) -> Result<(), ReplyError> {
+        Ok(())
+    }
+    /// The message a crashed attempt opened after `since` (ms) but did not
+    /// record, if the front end can find it. Default: none.
+    async fn stream_find(&self, _task: &Task, _since: i64) -> Option<StreamedMessage> {
+        None
+    }
+}
+
+/// The message an answer is streamed into (Slack: the channel and `ts`
+/// of a `chat.startStream` message). Recorded on the task, so every later
+/// step, segment and retry writes into the same message.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StreamedMessage {
+    pub channel: String,
+    pub ts: String,
+}
+
+/// What became of an append to a streaming message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Appended {
+    /// The text was added.
+    Added,
+    /// The stream had closed (Slack ends streams after a few minutes): the
+    /// message keeps what it shows; [`ReplySink::stream_replace`] updates it.
+    Closed,
+}
+
+/// A task's streamed answer message ([`crate::Task::answer_stream`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AnswerStream {
+    /// When opening it began (ms): an attempt that crashed before
+    /// recording `message` may have opened one after this.
+    pub opened_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<StreamedMessage>,
 }
 
 /// For deployments with no chat front end: HTTP clients poll.

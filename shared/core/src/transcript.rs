@@ -85,6 +85,23 @@ pub enum EntryKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
     },
+    /// Someone rated the task's answer ([`crate::feedback`]); written by
+    /// the ingest, possibly after the task ended. Not part of the model's
+    /// context.
+    Feedback {
+        user: String,
+        rating: crate::feedback::Rating,
+    },
+    /// Text of step `step`'s answer as the model wrote it, for clients
+    /// that follow a task (`GET /tasks/{id}/events`). `restart`: the call
+    /// was retried, forget this step's text so far. Not part of the model's
+    /// context: the step's `assistant_message` is the answer.
+    AnswerDelta {
+        step: u32,
+        text: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        restart: bool,
+    },
 }
 
 /// Why the runtime wrote a [`EntryKind::Note`].
@@ -122,6 +139,8 @@ impl EntryKind {
             EntryKind::Note { .. } => "note",
             EntryKind::ToolsListed { .. } => "tools_listed",
             EntryKind::Attachment { .. } => "attachment",
+            EntryKind::Feedback { .. } => "feedback",
+            EntryKind::AnswerDelta { .. } => "answer_delta",
         }
     }
 

@@ -50,6 +50,11 @@ pub struct AgentConfig {
     /// How long an `ask_user` question waits for its reply
     /// (`ask_user.expires_after`).
     pub ask_user_expires_after: Duration,
+    /// Its Slack surfaces (`[agents.NAME.slack]`): suggested prompts.
+    pub slack: crate::slack::AgentSlack,
+    /// Whether answers stream as the model writes them (`stream`, default
+    /// on): into the Slack message, and as `answer_delta` events.
+    pub stream: bool,
 }
 
 /// How long an `ask_user` question waits when the agent does not say.
@@ -77,6 +82,8 @@ impl AgentConfig {
             approval: ApprovalRules::default(),
             context: ContextSettings::default(),
             delegates: Vec::new(),
+            slack: Default::default(),
+            stream: true,
         }
     }
 

@@ -16,6 +16,7 @@ pub mod http_tool;
 pub mod mcp;
 pub mod price;
 pub mod route;
+pub mod slack;
 
 pub use agent::{AgentConfig, Agents, DEFAULT_SYSTEM_PROMPT};
 pub use approval::{ApprovalRule, ApprovalRules};
@@ -27,3 +28,4 @@ pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
 pub use mcp::McpServerDecl;
 pub use price::{ModelPrice, ModelPrices};
 pub use route::{Route, RouteChannel, Routes};
+pub use slack::{AgentSlack, SuggestedPrompt};

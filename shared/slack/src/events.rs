@@ -3,14 +3,19 @@
 //!
 //! Baton answers two kinds of user messages: an `app_mention` in a channel
 //! and a plain message in a direct-message (`im`) conversation with the bot.
+//! Of Slack's agent surfaces it reads the Stop button of an agent session
+//! and the start of an assistant thread ([`surfaces`]).
 //! Everything else — bot posts (including Baton's own), edits, deletions,
 //! joins, other event types — is [`Inbound::Ignored`] so the caller can answer
 //! 200 without queueing work (a non-2xx answer makes Slack retry).
+
+mod surfaces;
 
 use std::fmt;
 
 use baton_core::ChannelType;
 use serde::{Deserialize, Serialize};
+pub use surfaces::{SessionStopped, ThreadStarted};
 
 /// The outer object of every Events API request, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -240,6 +245,11 @@ pub enum Inbound {
     /// A message in a channel thread that does not mention the bot: it
     /// may answer a question the bot asked there, and is nothing else.
     ThreadReply(InboundMessage),
+    /// Someone clicked Stop on the agent session of a thread
+    /// (`agent_session_stopped`): stop its task, like a `stop` message.
+    SessionStopped(SessionStopped),
+    /// A user opened an assistant thread (`assistant_thread_started`).
+    ThreadStarted(ThreadStarted),
     /// Answer 200 and do nothing.
     Ignored {
         /// Why (for logs and tests).
@@ -287,6 +297,12 @@ fn classify_callback(cb: EventCallback, bot_user_id: Option<&str>) -> Result<Inb
         .and_then(serde_json::Value::as_str)
         .ok_or(EventError::MissingField("event.type"))?;
     let kind = match event_type {
+        "agent_session_stopped" => {
+            return surfaces::session_stopped(&cb).map(Inbound::SessionStopped)
+        }
+        "assistant_thread_started" => {
+            return surfaces::thread_started(&cb).map(Inbound::ThreadStarted)
+        }
         "app_mention" => MessageKind::Mention,
         "message" => MessageKind::DirectMessage,
         other => return Ok(ignored(IgnoreReason::UnsupportedEvent(other.to_string()))),

@@ -2,7 +2,8 @@
 //!
 //! Slack POSTs `application/x-www-form-urlencoded` with a single `payload`
 //! field holding JSON. Baton handles `block_actions` (its approve/deny and
-//! cancel buttons); other payload types are reported as unsupported so the
+//! cancel buttons, and the feedback buttons under answers, whose click
+//! carries the pressed button's `value` like a button's); other payload types are reported as unsupported so the
 //! caller can still answer 200.
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,9 @@ pub struct BlockAction {
     pub response_url: Option<String>,
     /// For opening a modal (valid 3 seconds).
     pub trigger_id: Option<String>,
+    /// When the click happened (Slack's `action_ts`), to order clicks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_ts: Option<String>,
 }
 
 /// A parsed interactivity request.
@@ -128,6 +132,8 @@ struct RawAction {
     value: Option<String>,
     #[serde(default)]
     selected_option: Option<RawOption>,
+    #[serde(default)]
+    action_ts: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -189,6 +195,7 @@ pub fn parse_payload(json: &str) -> Result<Interaction, InteractivityError> {
             .or_else(|| action.selected_option.and_then(|o| o.value)),
         response_url: raw.response_url,
         trigger_id: raw.trigger_id,
+        action_ts: action.action_ts,
     })))
 }
 
@@ -226,6 +233,7 @@ mod tests {
                 trigger_id: Some(
                     "6131645371313.6018497463.3b4f1c7c1c8f3b0d6c2b7a1e9f0d2c3b".into()
                 ),
+                action_ts: Some("1700000321.123456".into()),
             })))
         );
     }

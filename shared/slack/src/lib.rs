@@ -7,7 +7,9 @@
 //! - [`interactivity`]: `block_actions` payloads (approve/deny buttons).
 //! - [`mrkdwn`]: Markdown (what LLMs write) to Slack's mrkdwn.
 //! - [`web`]: a small Web API client: post/update messages, ephemeral notes,
-//!   thread status.
+//!   thread status; [`stream`] (streamed answers) and [`assistant`] (agent
+//!   sessions, suggested prompts, thread titles) add Slack's AI surfaces.
+//! - [`feedback`]: the feedback buttons under an answer.
 //! - [`replies`], [`approvals`], [`notices`], [`status`]: the Slack
 //!   implementations of the domain's reply, approval and notice ports
 //!   (`baton_core::ReplySink`, `baton_core::approval::ApprovalPrompts`,
@@ -35,6 +37,8 @@
 //!     Inbound::UrlVerification { challenge } => assert_eq!(challenge, "abc"),
 //!     Inbound::Message(msg) => { /* dedupe on (team, channel, message ts), queue a task */ }
 //!     Inbound::ThreadReply(msg) => { /* may answer the thread's open question */ }
+//!     Inbound::SessionStopped(stop) => { /* the Stop button: stop the thread's task */ }
+//!     Inbound::ThreadStarted(thread) => { /* a new assistant thread: suggest prompts */ }
 //!     Inbound::Ignored { reason } => { /* 200, nothing to do */ let _ = reason; }
 //! }
 //! ```
@@ -52,7 +56,9 @@
 //! ```
 
 pub mod approvals;
+pub mod assistant;
 pub mod events;
+pub mod feedback;
 pub mod files;
 pub mod interactivity;
 pub mod mrkdwn;
@@ -61,6 +67,8 @@ pub mod people;
 pub mod replies;
 pub mod signature;
 pub mod status;
+pub mod stream;
+mod streamed;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod web;

@@ -1,9 +1,20 @@
 //! Answers, endings and progress of a task posted to its Slack thread.
+//!
+//! Answers carry feedback buttons ([`crate::feedback`]) unless turned off.
+//! The task's phase ([`TaskPhase`]) goes to its agent session
+//! (`agents.sessions.setStatus`) when the app has agent sessions
+//! (`SLACK_AGENT_SESSIONS`); otherwise the progress texts go to the
+//! assistant thread's status as before, and the first message titles a
+//! direct-message thread (`assistant.threads.setTitle`).
 
+use crate::assistant::{thread_title, SessionStatus, SessionTarget};
 use crate::status::{clamp, StatusLimiter};
 use crate::web::{ApiErrorKind, SlackClient, SlackError};
 use async_trait::async_trait;
-use baton_core::{Origin, PostKey, ReplyError, ReplySink, Task};
+use baton_core::{
+    Appended, Origin, PostKey, ReplyError, ReplySink, StreamedMessage, Task, TaskPhase,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +34,14 @@ pub struct SlackReplies {
     limiter: Arc<StatusLimiter>,
     clock: Clock,
     progress_enabled: bool,
+    /// Feedback buttons under answers.
+    feedback: bool,
+    /// The app is an agent: phases go to its sessions.
+    agent_sessions: bool,
+    /// Slack refused sessions or titles for the whole app (a scope
+    /// missing, the app not an agent): not tried again until restart.
+    sessions_off: Arc<AtomicBool>,
+    titles_off: Arc<AtomicBool>,
 }
 
 impl SlackReplies {
@@ -33,7 +52,24 @@ impl SlackReplies {
             limiter: Arc::new(StatusLimiter::default()),
             clock: Arc::new(Instant::now),
             progress_enabled: true,
+            feedback: true,
+            agent_sessions: false,
+            sessions_off: Arc::new(AtomicBool::new(false)),
+            titles_off: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Answers without feedback buttons (`SLACK_FEEDBACK_BUTTONS=false`).
+    pub fn without_feedback(mut self) -> Self {
+        self.feedback = false;
+        self
+    }
+
+    /// The app is declared as an agent (`SLACK_AGENT_SESSIONS=true`): the
+    /// task's phase is its thread's agent session status.
+    pub fn with_agent_sessions(mut self, on: bool) -> Self {
+        self.agent_sessions = on;
+        self
     }
 
     /// One status update per thread at most every `interval` (default
@@ -55,7 +91,13 @@ impl SlackReplies {
         self
     }
 
-    async fn post(&self, task: &Task, text: &str, post: &PostKey) -> Result<(), ReplyError> {
+    async fn post(
+        &self,
+        task: &Task,
+        text: &str,
+        post: &PostKey,
+        buttons: bool,
+    ) -> Result<(), ReplyError> {
         let Origin::Slack {
             channel, thread_ts, ..
         } = &task.origin
@@ -63,6 +105,15 @@ impl SlackReplies {
             return Ok(());
         };
         let mrkdwn = crate::mrkdwn::from_markdown(text);
+        let blocks = buttons
+            .then(|| crate::feedback::answer_blocks(&mrkdwn, task.id.as_str()))
+            .flatten();
+        if let Some(message) = task.answer_stream.as_ref().and_then(|s| s.message.as_ref()) {
+            // The answer streamed into a message: it ends showing exactly
+            // this text (an update, safe to repeat after a crash).
+            return crate::streamed::replace(&self.client, message, text, blocks, Some(&post.key))
+                .await;
+        }
         let posted = self
             .client
             // An empty thread_ts (a scheduled post to a channel) starts a new message.
@@ -70,7 +121,7 @@ impl SlackReplies {
                 channel,
                 Some(thread_ts.as_str()).filter(|t| !t.is_empty()),
                 &mrkdwn,
-                None,
+                blocks,
                 &post.key,
                 post.maybe_posted,
             )
@@ -82,6 +133,34 @@ impl SlackReplies {
             self.limiter.cleared(&thread_key(channel, thread_ts));
         }
         posted
+    }
+}
+
+impl SlackReplies {
+    /// Makes a best-effort call (within [`STATUS_TIMEOUT`]) unless `off`;
+    /// a refusal for the whole app turns it off.
+    async fn best_effort(
+        &self,
+        task: &Task,
+        method: &str,
+        off: &AtomicBool,
+        call: impl std::future::Future<Output = Result<(), SlackError>>,
+    ) {
+        if off.load(Ordering::Relaxed) {
+            return;
+        }
+        match tokio::time::timeout(STATUS_TIMEOUT, call).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) if classify(&e) == StatusFailure::App => {
+                tracing::warn!(error = %e, method,
+                    "Slack refuses this call for the app (agent sessions need the app declared as an agent; titles the assistant:write scope); not trying it again until restart");
+                off.store(true, Ordering::Relaxed);
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(task_id = %task.id, error = %e, method, "Slack call failed")
+            }
+            Err(_) => tracing::debug!(task_id = %task.id, method, "Slack call timed out"),
+        }
     }
 }
 
@@ -114,7 +193,7 @@ fn classify(e: &SlackError) -> StatusFailure {
         // Any other definite refusal (`not_allowed`, `channel_not_found`,
         // `invalid_thread_ts`, `not_in_channel`, ...) is about the thread.
         SlackError::Api {
-            kind: ApiErrorKind::Conversation | ApiErrorKind::Other,
+            kind: ApiErrorKind::Conversation | ApiErrorKind::Other | ApiErrorKind::NotStreaming,
             ..
         } => StatusFailure::Thread,
         SlackError::RateLimited { retry_after } => StatusFailure::Transient {
@@ -136,11 +215,83 @@ impl ReplySink for SlackReplies {
     }
 
     async fn answer(&self, task: &Task, text: &str, post: &PostKey) -> Result<(), ReplyError> {
-        self.post(task, text, post).await
+        self.post(task, text, post, self.feedback).await
     }
 
     async fn ended(&self, task: &Task, message: &str, post: &PostKey) -> Result<(), ReplyError> {
-        self.post(task, &format!(":warning: {message}"), post).await
+        self.post(task, &format!(":warning: {message}"), post, false)
+            .await
+    }
+
+    fn streams_for(&self, task: &Task) -> bool {
+        crate::streamed::streams(task)
+    }
+
+    async fn stream_open(&self, task: &Task, text: &str) -> Result<StreamedMessage, ReplyError> {
+        crate::streamed::open(&self.client, task, text).await
+    }
+
+    async fn stream_append(
+        &self,
+        _task: &Task,
+        message: &StreamedMessage,
+        text: &str,
+    ) -> Result<Appended, ReplyError> {
+        crate::streamed::append(&self.client, message, text).await
+    }
+
+    async fn stream_replace(
+        &self,
+        _task: &Task,
+        message: &StreamedMessage,
+        text: &str,
+    ) -> Result<(), ReplyError> {
+        crate::streamed::replace(&self.client, message, text, None, None).await
+    }
+
+    async fn phase(&self, task: &Task, phase: TaskPhase<'_>) {
+        let Origin::Slack {
+            channel,
+            thread_ts,
+            user,
+            ..
+        } = &task.origin
+        else {
+            return;
+        };
+        // Children post nothing of their own; a scheduled post has no
+        // thread to hold a session.
+        if task.parent.is_some() || thread_ts.is_empty() {
+            return;
+        }
+        let title = match phase {
+            TaskPhase::Processing { title } => title.and_then(thread_title),
+            _ => None,
+        };
+        if self.agent_sessions {
+            let status = match phase {
+                TaskPhase::Processing { .. } => SessionStatus::Processing,
+                TaskPhase::Suspended => SessionStatus::Suspended,
+                TaskPhase::Closed => SessionStatus::Closed,
+            };
+            let target = SessionTarget {
+                channel,
+                thread_ts,
+                title: title.as_deref(),
+                initiator: Some(user.as_str()),
+            };
+            let sent = self.status_client.set_session_status(target, status);
+            self.best_effort(task, "agents.sessions.setStatus", &self.sessions_off, sent)
+                .await;
+        } else if let Some(title) = title.filter(|_| task.origin.is_direct_message()) {
+            // Assistant threads live in the app's direct messages; a DM
+            // thread that is not one refuses the title, which is harmless.
+            let sent = self
+                .status_client
+                .set_thread_title(channel, thread_ts, &title);
+            self.best_effort(task, "assistant.threads.setTitle", &self.titles_off, sent)
+                .await;
+        }
     }
 
     async fn progress(&self, task: &Task, status: &str) {
@@ -255,6 +406,53 @@ mod tests {
         assert!(fake.posted().is_empty());
         replies.ended(&task, "failed", &retry).await.expect("told");
         assert_eq!(fake.posted().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn phases_go_to_the_agent_session_or_title_a_dm_thread() {
+        let fake = FakeSlack::start().await;
+        let sessions = SlackReplies::new(fake.client()).with_agent_sessions(true);
+        let task = slack_task();
+        let title = Some("Check the <https://x.test|deploy>");
+        sessions.phase(&task, TaskPhase::Processing { title }).await;
+        let call = &fake.calls("agents.sessions.setStatus")[0];
+        assert_eq!(call["title"], "Check the deploy");
+        assert_eq!(call["initiator_user_id"], "U1");
+        sessions.phase(&task, TaskPhase::Suspended).await;
+        assert_eq!(fake.session("C1", "1.0").as_deref(), Some("suspended"));
+        sessions.phase(&task, TaskPhase::Closed).await;
+        assert_eq!(fake.session("C1", "1.0").as_deref(), Some("closed"));
+        // A child shows nothing of its own.
+        let mut child = slack_task();
+        child.parent = Some(baton_core::task::ParentLink {
+            task_id: task.id.clone(),
+            call_id: "c".into(),
+            root_task_id: None,
+        });
+        sessions.phase(&child, TaskPhase::Suspended).await;
+        assert_eq!(fake.calls("agents.sessions.setStatus").len(), 3);
+
+        // Without sessions: a title for a DM thread only, never a status.
+        let plain = SlackReplies::new(fake.client());
+        plain.phase(&task, TaskPhase::Processing { title }).await;
+        assert!(fake.calls("assistant.threads.setTitle").is_empty());
+        let mut dm = slack_task();
+        if let Origin::Slack { channel, .. } = &mut dm.origin {
+            *channel = "D1".into();
+        }
+        plain.phase(&dm, TaskPhase::Processing { title }).await;
+        plain.phase(&dm, TaskPhase::Closed).await;
+        let titles = fake.calls("assistant.threads.setTitle");
+        assert_eq!(titles.len(), 1);
+        assert_eq!(titles[0]["title"], "Check the deploy");
+        assert_eq!(fake.calls("agents.sessions.setStatus").len(), 3);
+
+        // An app that is not an agent: one refusal turns sessions off.
+        fake.fail_always("agents.sessions.setStatus", "not_allowed_token_type");
+        sessions.phase(&task, TaskPhase::Closed).await;
+        fake.stop_failing("agents.sessions.setStatus");
+        sessions.phase(&task, TaskPhase::Closed).await;
+        assert_eq!(fake.calls("agents.sessions.setStatus").len(), 3);
     }
 
     #[test]

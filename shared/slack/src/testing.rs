@@ -27,6 +27,8 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
+mod agent;
+
 use crate::signature::{sign, SigningSecret, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::web::{BotToken, SlackClient};
 
@@ -45,6 +47,9 @@ pub struct PostedMessage {
     pub ts: String,
     /// `metadata` as sent (Baton's post keys).
     pub metadata: Option<Value>,
+    /// Started with `chat.startStream` and not stopped yet: `text` is what
+    /// was streamed so far (here and in [`FakeSlack::posted`]).
+    pub streaming: bool,
 }
 
 /// An answer queued for the next call of a method.
@@ -75,6 +80,8 @@ struct Inner {
     files: HashMap<String, Vec<u8>>,
     /// Downloads of each file, by name.
     downloads: HashMap<String, usize>,
+    /// The streaming side ([`agent`]): streams, sessions, expiry.
+    agent: agent::AgentState,
 }
 
 struct Shared {
@@ -91,7 +98,8 @@ impl Shared {
 }
 
 /// A real HTTP server on `127.0.0.1` playing the Slack Web API methods
-/// Baton uses. It checks the bearer token, answers like Slack (including
+/// Baton uses (streaming, agent sessions and assistant threads included:
+/// [`FakeSlack::set_stream_expiry`], [`FakeSlack::session`]). It checks the bearer token, answers like Slack (including
 /// `{"ok": false, "error": "not_authed"}`) and records what it was sent.
 /// Stops when dropped.
 pub struct FakeSlack {
@@ -290,7 +298,12 @@ fn refusal(method: &str, code: &str) -> Response {
         "assistant.threads.setStatus"
         | "chat.postMessage"
         | "chat.postEphemeral"
-        | "chat.update" => "chat:write",
+        | "chat.update"
+        | "chat.startStream"
+        | "chat.appendStream"
+        | "chat.stopStream"
+        | "agents.sessions.setStatus" => "chat:write",
+        "assistant.threads.setSuggestedPrompts" | "assistant.threads.setTitle" => "assistant:write",
         _ => "unknown",
     };
     Json(json!({"ok": false, "error": code, "needed": needed,
@@ -429,6 +442,7 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
                 blocks,
                 ts: ts.clone(),
                 metadata: body.get("metadata").filter(|m| !m.is_null()).cloned(),
+                streaming: false,
             };
             let mut inner = shared.lock();
             inner.calls.push((method.clone(), body.clone()));
@@ -544,11 +558,13 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             shared.lock().calls.push((method.clone(), body.clone()));
             Json(json!({"ok": true})).into_response()
         }
-        _ => (
-            StatusCode::NOT_FOUND,
-            Json(json!({"ok": false, "error": "unknown_method"})),
-        )
-            .into_response(),
+        other => agent::answer(shared, other, body).unwrap_or_else(|| {
+            (
+                StatusCode::NOT_FOUND,
+                Json(json!({"ok": false, "error": "unknown_method"})),
+            )
+                .into_response()
+        }),
     }
 }
 

@@ -132,6 +132,11 @@ pub enum ApiErrorKind {
     Conversation,
     /// Slack could not handle the call just now: trying again may succeed.
     Transient,
+    /// The message is no longer streaming (`message_not_in_streaming_state`):
+    /// the stream was stopped, by the app, by the user's Stop button, or by
+    /// Slack after it sat idle. Appending to it or stopping it again cannot
+    /// succeed; a caller with more to say posts it as a new message.
+    NotStreaming,
     /// Any other refusal (bad arguments, ...): the same call fails again.
     Other,
 }
@@ -175,10 +180,15 @@ const TRANSIENT_ERRORS: &[&str] = &[
     "service_unavailable",
 ];
 
+/// Codes saying a streaming message is not streaming any more.
+const NOT_STREAMING_ERRORS: &[&str] = &["message_not_in_streaming_state"];
+
 impl ApiErrorKind {
     /// The kind of Slack error `code`.
     pub fn of(code: &str) -> Self {
-        if APP_ERRORS.contains(&code) {
+        if NOT_STREAMING_ERRORS.contains(&code) {
+            ApiErrorKind::NotStreaming
+        } else if APP_ERRORS.contains(&code) {
             ApiErrorKind::App
         } else if CONVERSATION_ERRORS.contains(&code) {
             ApiErrorKind::Conversation
@@ -219,7 +229,9 @@ impl SlackError {
 }
 
 /// Client for `chat.postMessage`, `chat.postEphemeral`, `chat.update` and
-/// `assistant.threads.setStatus`. Cheap to clone.
+/// `assistant.threads.setStatus`; the streaming methods are in
+/// [`crate::stream`], the agent-session and assistant-thread ones in
+/// [`crate::assistant`]. Cheap to clone.
 #[derive(Clone)]
 pub struct SlackClient {
     http: reqwest::Client,
@@ -943,6 +955,7 @@ mod tests {
             ("ratelimited", ApiErrorKind::Transient),
             ("internal_error", ApiErrorKind::Transient),
             ("invalid_arguments", ApiErrorKind::Other),
+            ("message_not_in_streaming_state", ApiErrorKind::NotStreaming),
         ] {
             assert_eq!(ApiErrorKind::of(code), kind, "{code}");
             let transient = kind == ApiErrorKind::Transient;

@@ -161,7 +161,12 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
     assert_eq!(deploys.load(Ordering::SeqCst), 1);
     assert!(t.result.unwrap().contains("deployed"));
     // The request message now says who approved, with no buttons left.
-    let ts = r.slack.calls("chat.update");
+    let ts: Vec<_> = r
+        .slack
+        .calls("chat.update")
+        .into_iter()
+        .filter(|c| c["ts"] == asked[0].ts.as_str())
+        .collect();
     assert_eq!(ts.len(), 1, "the request is updated once");
     assert!(ts[0]["text"]
         .as_str()

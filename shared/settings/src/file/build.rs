@@ -35,6 +35,9 @@ pub(super) fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
     if let Some(v) = spec.max_output_tokens {
         a.max_tokens = v;
     }
+    if let Some(v) = spec.stream {
+        a.stream = v;
+    }
     if let Some(v) = spec.max_tool_result_chars {
         a.max_tool_result_chars = v;
     }
@@ -79,6 +82,9 @@ pub(super) fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
         if let Some(DurationSpec(d)) = ap.expires_after {
             a.approval.expires_after = d;
         }
+    }
+    if let Some(s) = &spec.slack {
+        super::slack::apply(&mut a.slack, s);
     }
     if let Some(DurationSpec(d)) = spec.ask_user.as_ref().and_then(|q| q.expires_after) {
         a.ask_user_expires_after = d;

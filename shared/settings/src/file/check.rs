@@ -205,6 +205,9 @@ impl Checker<'_> {
         if let Some(c) = &spec.context {
             self.check_context_values(&format!("{at}.context"), c);
         }
+        if let Some(s) = &spec.slack {
+            self.check_slack(&format!("{at}.slack"), s);
+        }
         if let Some(e) = &spec.escalation {
             if e.model.as_deref().is_some_and(|m| !valid_model(m)) {
                 self.add(

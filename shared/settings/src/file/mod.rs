@@ -23,6 +23,7 @@ mod check;
 mod mcp;
 mod routes;
 mod schema;
+mod slack;
 #[cfg(test)]
 mod tests;
 

@@ -77,11 +77,13 @@ pub(super) struct AgentSpec {
     pub(super) delegates: Option<Vec<String>>,
     pub(super) max_output_tokens: Option<u32>,
     pub(super) max_tool_result_chars: Option<usize>,
+    pub(super) stream: Option<bool>,
     pub(super) limits: Option<LimitsSpec>,
     pub(super) approval: Option<ApprovalSpec>,
     pub(super) context: Option<ContextSpec>,
     pub(super) escalation: Option<EscalationSpec>,
     pub(super) ask_user: Option<AskUserSpec>,
+    pub(super) slack: Option<super::slack::SlackSpec>,
 }
 
 /// `[agents.NAME.ask_user]`: how long a question waits for its reply.

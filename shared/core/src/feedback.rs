@@ -1,0 +1,218 @@
+//! Feedback on a task's answer: a thumbs up or down from a person (Slack's
+//! feedback buttons), kept on the task.
+//!
+//! One vote per person: a second click by the same person with the same
+//! rating changes nothing (so a redelivered click counts once), a click
+//! with the other rating replaces the vote. Clicks carry Slack's
+//! `action_ts`; a click older than the vote on record (a late redelivery
+//! of an earlier click) is ignored rather than undoing a newer one.
+
+use crate::clock::Millis;
+use crate::task::Task;
+use crate::transcript::EntryKind;
+use serde::{Deserialize, Serialize};
+
+/// Most votes kept on one task: a bound on the task record whatever a
+/// workspace does with the buttons.
+pub const MAX_VOTES: usize = 200;
+
+/// Thumbs up or down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rating {
+    Positive,
+    Negative,
+}
+
+impl Rating {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rating::Positive => "positive",
+            Rating::Negative => "negative",
+        }
+    }
+
+    /// `positive` or `negative`.
+    pub fn parse(s: &str) -> Option<Rating> {
+        match s {
+            "positive" => Some(Rating::Positive),
+            "negative" => Some(Rating::Negative),
+            _ => None,
+        }
+    }
+}
+
+/// One person's vote on a task's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feedback {
+    /// Who voted (a Slack user id).
+    pub user: String,
+    pub rating: Rating,
+    /// When it was recorded.
+    pub at: Millis,
+    /// Slack's `action_ts` of the click, to order clicks that arrive out
+    /// of order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_ts: Option<String>,
+}
+
+/// A click to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vote<'a> {
+    pub user: &'a str,
+    pub rating: Rating,
+    pub action_ts: Option<&'a str>,
+}
+
+/// Why a vote changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unchanged {
+    /// The same person's vote is already this one (a repeated or
+    /// redelivered click).
+    #[error("this vote is already recorded")]
+    Same,
+    /// A newer click of the same person is on record.
+    #[error("a newer vote is already recorded")]
+    Stale,
+    /// The task holds [`MAX_VOTES`] votes.
+    #[error("the task has as many votes as it keeps")]
+    Full,
+}
+
+/// Records `vote` on `t` at `now`: the transcript entry to append, or why
+/// nothing changed (then `t` is untouched).
+pub fn record(t: &mut Task, vote: &Vote<'_>, now: Millis) -> Result<Vec<EntryKind>, Unchanged> {
+    let entry = Feedback {
+        user: vote.user.to_owned(),
+        rating: vote.rating,
+        at: now,
+        action_ts: vote.action_ts.map(str::to_owned),
+    };
+    let full = t.feedback.len() >= MAX_VOTES;
+    match t.feedback.iter_mut().find(|f| f.user == vote.user) {
+        Some(f) if f.rating == vote.rating => return Err(Unchanged::Same),
+        Some(f) if is_older(vote.action_ts, f.action_ts.as_deref()) => {
+            return Err(Unchanged::Stale)
+        }
+        Some(f) => *f = entry,
+        None if full => return Err(Unchanged::Full),
+        None => t.feedback.push(entry),
+    }
+    Ok(vec![EntryKind::Feedback {
+        user: vote.user.to_owned(),
+        rating: vote.rating,
+    }])
+}
+
+/// Whether Slack timestamp `a` ("1700000000.000100") is before `b`; `false`
+/// when either is missing or unreadable (the newest click wins then).
+fn is_older(a: Option<&str>, b: Option<&str>) -> bool {
+    let parse = |ts: &str| -> Option<(u64, u64)> {
+        let (s, us) = ts.split_once('.').unwrap_or((ts, "0"));
+        Some((s.parse().ok()?, us.parse().ok()?))
+    };
+    match (a.and_then(parse), b.and_then(parse)) {
+        (Some(a), Some(b)) => a < b,
+        _ => false,
+    }
+}
+
+/// The `feedback` of the task status JSON.
+pub fn status_json(t: &Task) -> serde_json::Value {
+    serde_json::Value::Array(
+        t.feedback
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "user": f.user,
+                    "value": f.rating.as_str(),
+                    "at": crate::clock::rfc3339(f.at),
+                })
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Limits, Origin, TaskId};
+
+    fn task() -> Task {
+        Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        )
+    }
+
+    fn vote<'a>(user: &'a str, rating: Rating, ts: &'a str) -> Vote<'a> {
+        Vote {
+            user,
+            rating,
+            action_ts: Some(ts),
+        }
+    }
+
+    #[test]
+    fn one_vote_per_person_latest_wins_and_repeats_count_once() {
+        let mut t = task();
+        let up = vote("U1", Rating::Positive, "1700000000.000100");
+        let entries = record(&mut t, &up, 5).expect("recorded");
+        assert_eq!(
+            entries,
+            vec![EntryKind::Feedback {
+                user: "U1".into(),
+                rating: Rating::Positive
+            }]
+        );
+        // Slack delivers the same click again.
+        assert_eq!(record(&mut t, &up, 6), Err(Unchanged::Same));
+        // Another person.
+        record(&mut t, &vote("U2", Rating::Negative, "1700000001.0"), 7).expect("recorded");
+        // U1 changes their mind...
+        record(
+            &mut t,
+            &vote("U1", Rating::Negative, "1700000002.000001"),
+            8,
+        )
+        .expect("changed");
+        // ...and a late redelivery of their first click does not undo it.
+        let late = vote("U1", Rating::Positive, "1700000000.000100");
+        assert_eq!(record(&mut t, &late, 9), Err(Unchanged::Stale));
+        assert_eq!(t.feedback.len(), 2);
+        assert_eq!(t.feedback[0].rating, Rating::Negative);
+        assert_eq!(t.feedback[0].at, 8);
+        let json = status_json(&t);
+        assert_eq!(json[0]["user"], "U1");
+        assert_eq!(json[0]["value"], "negative");
+        assert!(json[0]["at"].as_str().unwrap().starts_with("1970-01-01T"));
+    }
+
+    #[test]
+    fn votes_are_bounded_and_ratings_parse() {
+        let mut t = task();
+        for i in 0..MAX_VOTES {
+            let user = format!("U{i}");
+            let v = Vote {
+                user: &user,
+                rating: Rating::Positive,
+                action_ts: None,
+            };
+            record(&mut t, &v, 1).expect("room");
+        }
+        let v = Vote {
+            user: "UX",
+            rating: Rating::Positive,
+            action_ts: None,
+        };
+        assert_eq!(record(&mut t, &v, 1), Err(Unchanged::Full));
+        assert_eq!(Rating::parse("positive"), Some(Rating::Positive));
+        assert_eq!(Rating::parse("Positive"), None);
+        assert!(!is_older(Some("x"), Some("1.0")));
+        assert!(is_older(Some("1.000009"), Some("1.000010")));
+    }
+}
