@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check of Baton: installs what the tests need (a moto server,
 # cfn-lint and the Python MCP SDK in .venv; the reference MCP server
-# server-everything in .mcp-servers), lints the SAM template, checks
+# server-everything in .mcp-servers; Chromium and chromedriver for the
+# console's browser test), lints the SAM template, checks
 # formatting and clippy (warnings are errors), then runs the Rust test suite.
 # Usage: ./scripts/test.sh [extra cargo test args]
 set -euo pipefail
@@ -28,6 +29,16 @@ if [ ! -f "$mcp_servers/node_modules/@modelcontextprotocol/server-everything/dis
   mkdir -p "$mcp_servers"
   npm install --prefix "$mcp_servers" --no-audit --no-fund --loglevel=error \
     @modelcontextprotocol/server-everything@2026.8.31
+fi
+
+# The web console's test (tests/e2e/console.rs) drives Debian's headless
+# Chromium through chromedriver (a WebDriver server).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  echo "== installing chromium and chromium-driver (apt-get)"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 fi
 
 if [ -f infra/template.yaml ]; then

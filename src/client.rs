@@ -1,6 +1,14 @@
-//! `baton task …` and `baton trace`: a client of the HTTP API.
+//! `baton task …`, `baton trace`, `baton approve` / `deny` and `baton
+//! schedule …`: a client of the HTTP API.
 
-use anyhow::{bail, Context};
+mod approval;
+mod listing;
+mod schedule;
+
+pub(crate) use approval::run_decision;
+pub(crate) use schedule::{run_schedule, ScheduleCommand};
+
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::Value;
 use std::time::Duration;
@@ -41,6 +49,45 @@ pub(crate) enum TaskCommand {
     Tail { id: String },
     /// Ask a task to stop at its next step boundary.
     Cancel { id: String },
+    /// List tasks, newest first (a table; --json for the API's JSON).
+    List(listing::ListArgs),
+}
+
+/// A refused request: the API's status and its `{"error"}` message.
+#[derive(Debug)]
+pub(crate) struct HttpError {
+    pub(crate) status: u16,
+    pub(crate) message: String,
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HTTP {}: {}", self.status, self.message)
+    }
+}
+
+impl std::error::Error for HttpError {}
+
+/// `s` percent-encoded for a URL path segment or query value (RFC 3986
+/// unreserved characters kept).
+pub(crate) fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `name=value&…`, each part percent-encoded.
+pub(crate) fn query_string(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// The bearer token: `BATON_API_TOKEN`, else the one `baton dev` keeps in
@@ -60,14 +107,14 @@ fn token() -> anyhow::Result<String> {
         .with_context(|| format!("set BATON_API_TOKEN (no dev token at {})", path.display()))
 }
 
-struct Api {
+pub(crate) struct Api {
     http: reqwest::Client,
     base: String,
     token: String,
 }
 
 impl Api {
-    fn new(args: &ApiArgs) -> anyhow::Result<Self> {
+    pub(crate) fn new(args: &ApiArgs) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()?;
@@ -78,7 +125,7 @@ impl Api {
         })
     }
 
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -102,11 +149,16 @@ impl Api {
         let status = resp.status();
         let value: Value = resp.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
-            let msg = value
+            let message = value
                 .get("error")
                 .and_then(Value::as_str)
-                .unwrap_or("no error message");
-            bail!("HTTP {status}: {msg}");
+                .unwrap_or("no error message")
+                .to_owned();
+            return Err(HttpError {
+                status: status.as_u16(),
+                message,
+            }
+            .into());
         }
         Ok(value)
     }
@@ -154,6 +206,7 @@ pub(crate) async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Res
             Ok(())
         }
         TaskCommand::Tail { id } => tail(&api, &id).await,
+        TaskCommand::List(args) => listing::run(&api, args).await,
         TaskCommand::Cancel { id } => {
             let v = api
                 .call(
@@ -183,7 +236,7 @@ async fn tail(api: &Api, id: &str) -> anyhow::Result<()> {
             print_new_events(api, id, &mut after).await?;
             match status {
                 "succeeded" => println!("\n{}", task["result"].as_str().unwrap_or("")),
-                _ => bail!("task {status}: {}", task["error"].as_str().unwrap_or("")),
+                _ => anyhow::bail!("task {status}: {}", task["error"].as_str().unwrap_or("")),
             }
             return Ok(());
         }
@@ -263,7 +316,7 @@ fn describe_event(e: &Value) -> String {
     format!("{seq:>4} {at} {what}")
 }
 
-fn short(s: &str) -> String {
+pub(crate) fn short(s: &str) -> String {
     let one_line = s.replace('\n', " ");
     if one_line.chars().count() > 100 {
         format!("{}…", one_line.chars().take(100).collect::<String>())

@@ -28,7 +28,7 @@ enum Command {
     /// Create (idempotently) the table, queues, bucket and schedule group
     /// against the configured AWS endpoint, and print the environment.
     Bootstrap(bootstrap::BootstrapArgs),
-    /// Submit, inspect, follow and cancel tasks through the HTTP API.
+    /// Submit, list, inspect, follow and cancel tasks through the HTTP API.
     Task {
         #[command(flatten)]
         api: client::ApiArgs,
@@ -41,6 +41,31 @@ enum Command {
         api: client::ApiArgs,
         /// The task id.
         id: String,
+    },
+    /// Approve a tool call a task waits on.
+    Approve {
+        #[command(flatten)]
+        api: client::ApiArgs,
+        /// The task id.
+        task_id: String,
+        /// The approval id (`waiting_for.approval_id` of the task).
+        approval_id: String,
+    },
+    /// Deny a tool call a task waits on.
+    Deny {
+        #[command(flatten)]
+        api: client::ApiArgs,
+        /// The task id.
+        task_id: String,
+        /// The approval id (`waiting_for.approval_id` of the task).
+        approval_id: String,
+    },
+    /// List, create and delete schedules (crons, heartbeats, one-time runs).
+    Schedule {
+        #[command(flatten)]
+        api: client::ApiArgs,
+        #[command(subcommand)]
+        command: client::ScheduleCommand,
     },
     /// Measure orchestration overhead and bytes written per step
     /// (see docs/performance.md).
@@ -55,6 +80,17 @@ async fn main() -> std::process::ExitCode {
         Command::Bootstrap(args) => bootstrap::run(args).await,
         Command::Task { api, command } => client::run_task(api, command).await,
         Command::Trace { api, id } => client::run_trace(api, &id).await,
+        Command::Approve {
+            api,
+            task_id,
+            approval_id,
+        } => client::run_decision(api, &task_id, &approval_id, true).await,
+        Command::Deny {
+            api,
+            task_id,
+            approval_id,
+        } => client::run_decision(api, &task_id, &approval_id, false).await,
+        Command::Schedule { api, command } => client::run_schedule(api, command).await,
         Command::Bench(args) => bench::run(args).await,
     };
     match result {

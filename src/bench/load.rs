@@ -10,6 +10,7 @@ use super::model::{InstantModel, SizedTool};
 use anyhow::Context;
 use async_trait::async_trait;
 use baton_agent::{Disposition, SegmentBudget, Worker, WorkerSettings};
+use baton_core::table::{ListingEntry, ListingKey};
 use baton_core::{
     BlobStore, Delivery, Item, Key, NoReplies, QueueError, Table, TableError, TaskId, TaskStatus,
     TaskStore, Usage, WorkMessage, WorkQueue, Write,
@@ -104,6 +105,7 @@ pub(crate) struct KeyRecorder {
     inner: Arc<dyn Table>,
     spread: Mutex<WriteSpread>,
     indexed: Mutex<HashMap<Key, String>>,
+    listed: Mutex<HashMap<Key, ListingKey>>,
     busy_us: AtomicU64,
 }
 
@@ -113,6 +115,7 @@ impl KeyRecorder {
             inner,
             spread: Mutex::default(),
             indexed: Mutex::default(),
+            listed: Mutex::default(),
             busy_us: AtomicU64::new(0),
         }
     }
@@ -133,6 +136,7 @@ impl KeyRecorder {
     fn applied(&self, writes: &[Write]) {
         let mut spread = lock(&self.spread);
         let mut indexed = lock(&self.indexed);
+        let mut listed = lock(&self.listed);
         for w in writes {
             *spread
                 .per_key
@@ -148,6 +152,17 @@ impl KeyRecorder {
             };
             for name in super::requests::index_writes(old.as_deref(), new.as_deref()) {
                 *spread.per_key.entry(format!("index {name}")).or_default() += 1;
+            }
+            let new = match w {
+                Write::Put { item, .. } => item.listing.clone(),
+                Write::Delete { .. } => None,
+            };
+            let old = match &new {
+                Some(n) => listed.insert(w.key().clone(), n.clone()),
+                None => listed.remove(w.key()),
+            };
+            for name in super::requests::listing_writes(old.as_ref(), new.as_ref()) {
+                *spread.per_key.entry(format!("listing {name}")).or_default() += 1;
             }
         }
     }
@@ -189,6 +204,18 @@ impl Table for KeyRecorder {
     async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError> {
         let started = Instant::now();
         let out = self.inner.query_index(index, limit).await;
+        self.time(started);
+        out
+    }
+
+    async fn query_listing(
+        &self,
+        partition: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingEntry>, TableError> {
+        let started = Instant::now();
+        let out = self.inner.query_listing(partition, before, limit).await;
         self.time(started);
         out
     }

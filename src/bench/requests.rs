@@ -11,6 +11,7 @@
 
 use async_trait::async_trait;
 use baton_agent::{SegmentBudget, Worker, WorkerSettings};
+use baton_core::table::{ListingEntry, ListingKey};
 use baton_core::NoReplies;
 use baton_core::{
     BlobError, BlobStore, Delivery, Item, Key, QueueError, Table, TableError, TaskStatus,
@@ -158,6 +159,9 @@ pub(crate) fn dynamodb_item_size(item: &Item) -> usize {
     if let Some(index) = &item.index {
         size += 6 + index.len();
     }
+    if let Some(l) = &item.listing {
+        size += 6 + l.partition.len() + 6 + l.sort.len();
+    }
     if let Some(ttl) = item.expires_at {
         size += 3 + number_size(i128::from(ttl));
     }
@@ -184,12 +188,27 @@ pub(crate) fn index_writes<'a>(
     [old, new].into_iter().flatten().filter(move |_| changed)
 }
 
+/// The listing index partitions a write touches, by the same rule as
+/// [`index_writes`]: none when the item's listing key stays.
+pub(crate) fn listing_writes<'a>(
+    old: Option<&'a ListingKey>,
+    new: Option<&'a ListingKey>,
+) -> impl Iterator<Item = &'a str> {
+    let changed = old != new;
+    [old, new]
+        .into_iter()
+        .flatten()
+        .filter(move |_| changed)
+        .map(|l| l.partition.as_str())
+}
+
 /// What the wrapper remembers of a stored item, to price overwrites (a write
 /// costs by the larger of the old and new item) and index maintenance.
 #[derive(Clone)]
 struct Stored {
     size: usize,
     index: Option<String>,
+    listing: Option<ListingKey>,
 }
 
 /// A [`Table`] that counts the DynamoDB requests and units its calls cost.
@@ -220,14 +239,21 @@ impl CountingTable {
     fn write_units(&self, write: &Write) -> (f64, f64, usize) {
         let stored = self.stored();
         let old = stored.get(write.key()).cloned();
-        let (new_size, new_index) = match write {
-            Write::Put { item, .. } => (dynamodb_item_size(item), item.index.clone()),
-            Write::Delete { key, .. } => (key_size(key), None),
+        let (new_size, new_index, new_listing) = match write {
+            Write::Put { item, .. } => (
+                dynamodb_item_size(item),
+                item.index.clone(),
+                item.listing.clone(),
+            ),
+            Write::Delete { key, .. } => (key_size(key), None, None),
         };
         let old_size = old.as_ref().map_or(0, |o| o.size);
         let table = units(new_size.max(old_size), 1024);
-        let old_index = old.and_then(|o| o.index);
-        let gsi = index_writes(old_index.as_deref(), new_index.as_deref()).count() as f64;
+        let (old_index, old_listing) = old.map_or((None, None), |o| (o.index, o.listing));
+        // Both keys-only indexes: `gsi2` (active tasks) and `gsi3` (listing).
+        let gsi = (index_writes(old_index.as_deref(), new_index.as_deref()).count()
+            + listing_writes(old_listing.as_ref(), new_listing.as_ref()).count())
+            as f64;
         let written = match write {
             Write::Put { .. } => new_size,
             Write::Delete { .. } => 0,
@@ -245,6 +271,7 @@ impl CountingTable {
                         Stored {
                             size: dynamodb_item_size(item),
                             index: item.index.clone(),
+                            listing: item.listing.clone(),
                         },
                     );
                 }
@@ -292,6 +319,23 @@ impl Table for CountingTable {
         // Index reads are eventually consistent: half a unit per 4 KB.
         c.rru += units(bytes, 4096) / 2.0;
         Ok(items)
+    }
+
+    async fn query_listing(
+        &self,
+        partition: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingEntry>, TableError> {
+        let entries = self.inner.query_listing(partition, before, limit).await?;
+        let bytes: usize = entries
+            .iter()
+            .map(|e| key_size(&e.key) + 12 + partition.len() + e.sort.len())
+            .sum();
+        let mut c = self.counts.lock();
+        c.query_index += 1;
+        c.rru += units(bytes, 4096) / 2.0;
+        Ok(entries)
     }
 
     async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
@@ -662,6 +706,7 @@ mod tests {
             data: data.into(),
             index: index.map(str::to_owned),
             expires_at: None,
+            listing: None,
         }
     }
 

@@ -587,7 +587,46 @@ async fn worker_runs_a_task_to_success_across_segments() {
         .await
         .expect("list traces");
     assert!(!traces.is_empty(), "no trace written");
+    // Metrics are on by default in Lambda: the task's creation, each of its
+    // segments and its end, in the default namespace, for its agent.
+    let worker_metrics = metric_documents(&worker);
+    let of_task = |docs: &[Value], name: &str| {
+        docs.iter()
+            .filter(|d| d["task_id"] == task_id.as_str() && d["Agent"] == "default")
+            .filter_map(|d| d[name].as_f64())
+            .sum::<f64>()
+    };
+    assert_eq!(
+        of_task(&worker_metrics, "TasksSucceeded"),
+        1.0,
+        "{}",
+        worker.describe()
+    );
+    assert_eq!(
+        of_task(&worker_metrics, "Segments"),
+        f64::from(task.segments)
+    );
+    assert_eq!(of_task(&metric_documents(&ingest), "TasksCreated"), 1.0);
+    for d in &worker_metrics {
+        assert_eq!(d["_aws"]["CloudWatchMetrics"][0]["Namespace"], "Baton");
+        assert_eq!(d["Service"], "worker");
+    }
     assert!(api.violations().is_empty(), "{:?}", api.violations());
+}
+
+/// The embedded-metric documents a function printed. Every line of its
+/// output is one JSON object: its logs (stderr) and its metrics (stdout)
+/// never share a line.
+fn metric_documents(f: &FunctionProcess) -> Vec<Value> {
+    f.log()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .unwrap_or_else(|e| panic!("not one JSON object ({e}): {l}"))
+        })
+        .filter(|v| v.get("_aws").is_some())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

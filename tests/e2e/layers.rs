@@ -17,6 +17,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("baton-tools", &["baton-core", "baton-schedule"]),
     ("baton-embedded", &["baton-core", "baton-schedule"]),
     ("baton-aws", &["baton-core", "baton-schedule"]),
+    // OpenTelemetry export: spans in, OTLP out; the worker reaches it
+    // through core's `SpanExport` port, the ingest not at all.
+    ("baton-otel", &["baton-core"]),
     // The ingest handler verifies, dedupes and enqueues: it never runs the
     // loop, so the agent, its tools and the LLM providers stay out of it.
     (
@@ -51,6 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-aws",
             "baton-ingest",
             "baton-agent",
+            "baton-otel",
         ],
     ),
     ("ingest", &["baton-runtime", "baton-ingest", "baton-core"]),

@@ -9,6 +9,7 @@ mod common;
 mod runtime_api;
 
 mod configuration;
+mod console;
 mod conversations;
 mod hostile_input;
 mod http_tools;
@@ -18,7 +19,14 @@ mod local_stack;
 mod loop_recovery;
 mod mcp_tools;
 mod memory_scope;
+mod metrics;
+mod otel_export;
 mod routes;
 mod slack_files;
+mod slack_surfaces;
 mod steering_files;
 mod stop_permissions;
+mod task_listing;
+mod template;
+/// The WebDriver client of the console test.
+mod webdriver;

@@ -139,6 +139,7 @@ pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Millis
     task.parent = Some(ParentLink {
         task_id: parent.id.clone(),
         call_id: call_id.to_owned(),
+        root_task_id: Some(parent.trace_root().clone()),
     });
     task
 }
@@ -377,6 +378,28 @@ mod tests {
         );
         let child = child_task(&free, a.resolve("researcher"), "call_1", 1_000);
         assert_eq!(child.limits.deadline_at, Some(61_000));
+    }
+
+    #[test]
+    fn a_grandchild_joins_the_trace_of_the_root_task() {
+        let a = agents();
+        let root = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        let child = child_task(&root, a.resolve("researcher"), "call_1", 1_000);
+        let grandchild = child_task(&child, a.resolve("researcher"), "call_2", 2_000);
+        assert_eq!(root.trace_root(), &root.id);
+        assert_eq!(child.trace_root(), &root.id);
+        assert_eq!(grandchild.trace_root(), &root.id);
+        // A link written before the root was recorded: the parent is it.
+        let mut old = grandchild.clone();
+        old.parent.as_mut().unwrap().root_task_id = None;
+        assert_eq!(old.trace_root(), &child.id);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! attributes and TTL, updates) what is missing or different, so running
 //! [`bootstrap`] again with the same arguments changes nothing.
 
-use crate::table::{ATTR_GSI1PK, ATTR_PK, ATTR_SK, ATTR_TTL, GSI_KEYS};
+use crate::table::{
+    ATTR_GSI1PK, ATTR_GSI3PK, ATTR_GSI3SK, ATTR_PK, ATTR_SK, ATTR_TTL, GSI_KEYS, GSI_LISTING,
+};
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::types::{
@@ -311,13 +313,20 @@ pub(crate) async fn ensure_table(
     match existing {
         Some(desc) => {
             check_table(name, &desc)?;
-            if !desc
-                .global_secondary_indexes()
-                .iter()
-                .any(|g| g.index_name() == Some(GSI_KEYS))
-            {
+            let has = |index: &str| {
+                desc.global_secondary_indexes()
+                    .iter()
+                    .any(|g| g.index_name() == Some(index))
+            };
+            // DynamoDB adds one index per table update, so a table of an
+            // older release gets them one after the other.
+            if !has(GSI_KEYS) {
                 // A table made by a release before the keys-only index.
-                add_keys_index(client, name).await?;
+                add_index(client, name, keys_index()?, &[ATTR_PK, ATTR_GSI1PK]).await?;
+            }
+            if !has(GSI_LISTING) {
+                // A table made by a release before the task listing.
+                add_index(client, name, listing_index()?, &[ATTR_GSI3PK, ATTR_GSI3SK]).await?;
             }
         }
         None => create_table(client, name).await?,
@@ -360,31 +369,50 @@ fn keys_index() -> Result<GlobalSecondaryIndex, BootstrapError> {
         .map_err(|e| aws("building table definition", e))
 }
 
-/// Adds the keys-only index to an existing table and waits until it is
-/// active (DynamoDB fills it from the items already there).
-async fn add_keys_index(
+/// The sorted index of every task, newest first per shard, for the task
+/// listing: keys only ([`crate::table::GSI_LISTING`]).
+fn listing_index() -> Result<GlobalSecondaryIndex, BootstrapError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(GSI_LISTING)
+        .key_schema(key_element(ATTR_GSI3PK, KeyType::Hash)?)
+        .key_schema(key_element(ATTR_GSI3SK, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()
+        .map_err(|e| aws("building table definition", e))
+}
+
+/// Adds an index (its key attributes `attrs`, all strings) to an existing
+/// table and waits until it is active (DynamoDB fills it from the items
+/// already there).
+async fn add_index(
     client: &aws_sdk_dynamodb::Client,
     name: &str,
+    gsi: GlobalSecondaryIndex,
+    attrs: &[&str],
 ) -> Result<(), BootstrapError> {
-    let gsi = keys_index()?;
+    let index = gsi.index_name().to_owned();
     let create = CreateGlobalSecondaryIndexAction::builder()
-        .index_name(GSI_KEYS)
+        .index_name(&index)
         .set_key_schema(Some(gsi.key_schema().to_vec()))
         .set_projection(gsi.projection().cloned())
         .build()
         .map_err(|e| aws("building index definition", e))?;
-    client
-        .update_table()
-        .table_name(name)
-        .attribute_definitions(string_attr(ATTR_PK)?)
-        .attribute_definitions(string_attr(ATTR_GSI1PK)?)
+    let mut update = client.update_table().table_name(name);
+    for attr in attrs {
+        update = update.attribute_definitions(string_attr(attr)?);
+    }
+    update
         .global_secondary_index_updates(
             GlobalSecondaryIndexUpdate::builder().create(create).build(),
         )
         .send()
         .await
-        .map_err(|e| aws("DynamoDB UpdateTable (adding the keys-only index)", e))?;
-    tracing::info!(table = name, index = GSI_KEYS, "adding the keys-only index");
+        .map_err(|e| aws("DynamoDB UpdateTable (adding an index)", e))?;
+    tracing::info!(table = name, index, "adding an index");
     let started = std::time::Instant::now();
     loop {
         let desc = client
@@ -395,7 +423,8 @@ async fn add_keys_index(
             .map_err(|e| aws("DynamoDB DescribeTable", e))?;
         let active = desc.table().is_some_and(|t| {
             t.global_secondary_indexes().iter().any(|g| {
-                g.index_name() == Some(GSI_KEYS) && g.index_status() == Some(&IndexStatus::Active)
+                g.index_name() == Some(index.as_str())
+                    && g.index_status() == Some(&IndexStatus::Active)
             })
         });
         if active {
@@ -404,7 +433,7 @@ async fn add_keys_index(
         if started.elapsed() > TABLE_ACTIVE_TIMEOUT {
             return Err(BootstrapError::Mismatch {
                 resource: format!("table {name}"),
-                detail: format!("index {GSI_KEYS} did not become active in time"),
+                detail: format!("index {index} did not become active in time"),
             });
         }
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
@@ -412,7 +441,6 @@ async fn add_keys_index(
 }
 
 async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str) -> Result<(), BootstrapError> {
-    let gsi = keys_index()?;
     let created = client
         .create_table()
         .table_name(name)
@@ -420,9 +448,12 @@ async fn create_table(client: &aws_sdk_dynamodb::Client, name: &str) -> Result<(
         .attribute_definitions(string_attr(ATTR_PK)?)
         .attribute_definitions(string_attr(ATTR_SK)?)
         .attribute_definitions(string_attr(ATTR_GSI1PK)?)
+        .attribute_definitions(string_attr(ATTR_GSI3PK)?)
+        .attribute_definitions(string_attr(ATTR_GSI3SK)?)
         .key_schema(key_element(ATTR_PK, KeyType::Hash)?)
         .key_schema(key_element(ATTR_SK, KeyType::Range)?)
-        .global_secondary_indexes(gsi)
+        .global_secondary_indexes(keys_index()?)
+        .global_secondary_indexes(listing_index()?)
         .send()
         .await;
     match created {

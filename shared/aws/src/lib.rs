@@ -1,7 +1,8 @@
 //! AWS adapters for Baton's ports: [`DynamoTable`] ([`baton_core::Table`]),
 //! [`SqsQueue`] ([`baton_core::WorkQueue`]) and [`S3Blobs`]
 //! ([`baton_core::BlobStore`]), plus [`bootstrap::bootstrap`], which creates
-//! the resources they use.
+//! the resources they use, and [`EmfMetrics`] ([`baton_core::Metrics`] as
+//! CloudWatch embedded metric format lines).
 //!
 //! Every client honours the SDK's standard configuration, including
 //! `AWS_ENDPOINT_URL`, so the same code runs against AWS or a local
@@ -22,6 +23,7 @@
 
 pub mod blob;
 pub mod bootstrap;
+pub mod emf;
 pub mod queue;
 pub mod scheduler;
 pub mod table;
@@ -30,6 +32,7 @@ pub mod testing;
 
 pub use blob::S3Blobs;
 pub use bootstrap::{bootstrap, BootstrapError, Environment, ResourceNames};
+pub use emf::EmfMetrics;
 pub use queue::SqsQueue;
 pub use scheduler::EventBridgeScheduler;
 pub use table::DynamoTable;

@@ -9,6 +9,7 @@
 //! | `v` | N | [`Item::version`] |
 //! | `data` | S | [`Item::data`] (JSON) |
 //! | `gsi1pk` | S | [`Item::index`], only when `Some` (sparse, keys-only index `gsi2`) |
+//! | `gsi3pk`, `gsi3sk` | S | [`Item::listing`], only when `Some` (sparse, keys-only index `gsi3`) |
 //! | `ttl` | N | [`Item::expires_at`], only when `Some` (DynamoDB TTL) |
 
 use async_trait::async_trait;
@@ -17,6 +18,7 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, KeysAndAttributes, Put, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use baton_core::table::validate;
+use baton_core::table::{ListingEntry, ListingKey};
 use baton_core::{Condition, Item, Key, Table, TableError, Write};
 use std::collections::HashMap;
 
@@ -28,6 +30,9 @@ pub const GSI_KEYS: &str = "gsi2";
 /// projected): no longer read; kept by the template while a deployment
 /// upgrades (docs/scale.md, "Upgrading"), then dropped.
 pub const GSI1_LEGACY: &str = "gsi1";
+/// The sorted listing index [`Table::query_listing`] reads: hash key
+/// `gsi3pk`, range key `gsi3sk`, keys only.
+pub const GSI_LISTING: &str = "gsi3";
 /// Keys per `BatchGetItem` request (DynamoDB's limit).
 const BATCH_GET_KEYS: usize = 100;
 /// How often unprocessed keys of a batch read are asked for again.
@@ -42,6 +47,10 @@ pub const ATTR_VERSION: &str = "v";
 pub const ATTR_DATA: &str = "data";
 /// Sparse index key attribute.
 pub const ATTR_GSI1PK: &str = "gsi1pk";
+/// Listing index partition key attribute.
+pub const ATTR_GSI3PK: &str = "gsi3pk";
+/// Listing index sort key attribute.
+pub const ATTR_GSI3SK: &str = "gsi3sk";
 /// TTL attribute (seconds since the epoch).
 pub const ATTR_TTL: &str = "ttl";
 
@@ -105,6 +114,9 @@ impl DynamoTable {
                 .set_expression_attribute_values(Some(spec.values.clone()))
                 .limit(page_limit)
                 .set_exclusive_start_key(start.take());
+            if spec.descending {
+                req = req.scan_index_forward(false);
+            }
             match &spec.index {
                 Some(index) => req = req.index_name(index),
                 // Strongly consistent: the task protocol reads its own writes.
@@ -174,6 +186,8 @@ impl DynamoTable {
 /// A key condition with its placeholder values.
 struct QuerySpec {
     index: Option<String>,
+    /// Greatest sort key first.
+    descending: bool,
     key_condition: String,
     values: HashMap<String, AttributeValue>,
 }
@@ -213,6 +227,10 @@ fn encode(item: &Item) -> HashMap<String, AttributeValue> {
     m.insert(ATTR_DATA.to_owned(), s(&item.data));
     if let Some(index) = &item.index {
         m.insert(ATTR_GSI1PK.to_owned(), s(index));
+    }
+    if let Some(listing) = &item.listing {
+        m.insert(ATTR_GSI3PK.to_owned(), s(&listing.partition));
+        m.insert(ATTR_GSI3SK.to_owned(), s(&listing.sort));
     }
     if let Some(ttl) = item.expires_at {
         m.insert(ATTR_TTL.to_owned(), AttributeValue::N(ttl.to_string()));
@@ -258,6 +276,13 @@ fn decode(raw: &HashMap<String, AttributeValue>) -> Result<Item, TableError> {
         None => None,
         Some(_) => Some(get_s(raw, ATTR_GSI1PK)?.to_owned()),
     };
+    let listing = match raw.get(ATTR_GSI3PK) {
+        None => None,
+        Some(_) => Some(ListingKey {
+            partition: get_s(raw, ATTR_GSI3PK)?.to_owned(),
+            sort: get_s(raw, ATTR_GSI3SK)?.to_owned(),
+        }),
+    };
     Ok(Item {
         key: Key::new(get_s(raw, ATTR_PK)?, get_s(raw, ATTR_SK)?),
         version: get_n(raw, ATTR_VERSION)?
@@ -265,6 +290,7 @@ fn decode(raw: &HashMap<String, AttributeValue>) -> Result<Item, TableError> {
         data: get_s(raw, ATTR_DATA)?.to_owned(),
         index,
         expires_at: get_n(raw, ATTR_TTL)?,
+        listing,
     })
 }
 
@@ -450,6 +476,7 @@ impl Table for DynamoTable {
         };
         let spec = QuerySpec {
             index: None,
+            descending: false,
             key_condition: key_condition.to_owned(),
             values,
         };
@@ -469,6 +496,7 @@ impl Table for DynamoTable {
         }
         let spec = QuerySpec {
             index: Some(GSI_KEYS.to_owned()),
+            descending: false,
             key_condition: "gsi1pk = :i".to_owned(),
             values: HashMap::from([(":i".to_owned(), s(index))]),
         };
@@ -486,6 +514,40 @@ impl Table for DynamoTable {
             .flatten()
             .filter(|i| i.index.as_deref() == Some(index))
             .collect())
+    }
+
+    async fn query_listing(
+        &self,
+        partition: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingEntry>, TableError> {
+        // Empty strings are never stored (not valid index key values).
+        if limit == 0 || partition.is_empty() || before == Some("") {
+            return Ok(Vec::new());
+        }
+        let mut values = HashMap::from([(":p".to_owned(), s(partition))]);
+        let key_condition = match before {
+            Some(b) => {
+                values.insert(":b".to_owned(), s(b));
+                "gsi3pk = :p AND gsi3sk < :b"
+            }
+            None => "gsi3pk = :p",
+        };
+        let spec = QuerySpec {
+            index: Some(GSI_LISTING.to_owned()),
+            descending: true,
+            key_condition: key_condition.to_owned(),
+            values,
+        };
+        // Keys only: the caller reads the items it keeps.
+        self.run_query(spec, limit, |raw| {
+            Ok(Some(ListingEntry {
+                sort: get_s(raw, ATTR_GSI3SK)?.to_owned(),
+                key: Key::new(get_s(raw, ATTR_PK)?, get_s(raw, ATTR_SK)?),
+            }))
+        })
+        .await
     }
 
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, TableError> {

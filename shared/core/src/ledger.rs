@@ -300,6 +300,7 @@ impl UsageLedger {
                         data,
                         index: None,
                         expires_at,
+                        listing: None,
                     },
                     condition: version.map_or(Condition::NotExists, Condition::VersionIs),
                 });
@@ -434,6 +435,7 @@ mod tests {
                     data: r#"{"input_tokens":500,"output_tokens":50}"#.into(),
                     index: None,
                     expires_at: None,
+                    listing: None,
                 },
                 condition: Condition::NotExists,
             }])

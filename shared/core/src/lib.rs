@@ -16,17 +16,21 @@ pub mod attachment;
 pub mod blob;
 pub mod clock;
 pub mod conversation;
+pub mod feedback;
 pub mod ids;
 pub mod input_guard;
 pub mod lease;
 pub mod ledger;
+pub mod listing;
 pub mod memory;
+pub mod metric;
 pub mod notice;
 pub mod people;
 pub mod question;
 pub mod queue;
 pub mod recap;
 pub mod reply;
+pub mod retention;
 pub mod store;
 pub mod table;
 pub mod task;
@@ -40,16 +44,19 @@ pub mod wake;
 pub use blob::{BlobError, BlobStore};
 pub use clock::{now_ms, rfc3339, Millis};
 pub use conversation::{
-    AttachmentContent, Completion, CompletionRequest, LlmError, LlmProvider, Message, ToolCall,
-    ToolSpec, Usage,
+    AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
+    ToolCall, ToolSpec, Usage,
 };
 pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
+pub use metric::{Measurement, Metric, Metrics, NoMetrics};
 pub use notice::{NoticeError, Notices};
 pub use people::People;
 pub use queue::{Delivery, QueueError, WorkQueue};
-pub use reply::{NoReplies, PostKey, ReplyError, ReplySink};
+pub use reply::{
+    AnswerStream, Appended, NoReplies, PostKey, ReplyError, ReplySink, StreamedMessage, TaskPhase,
+};
 pub use store::{Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
@@ -59,6 +66,6 @@ pub use task::{
 pub use tool::{
     ListedTool, RemoteTools, Tool, ToolContext, ToolListing, ToolOutput, UnavailableServer,
 };
-pub use trace::{Span, SpanRecorder};
+pub use trace::{Span, SpanBatch, SpanExport, SpanRecorder};
 pub use transcript::{Entry, EntryKind, NoteReason};
 pub use wake::{ScheduleFire, Wake, WorkMessage};

@@ -6,7 +6,7 @@
 //!
 //! | item | pk | sk | index |
 //! | --- | --- | --- | --- |
-//! | task | `TASK#{id}` | `TASK` | `active#{shard}` while not terminal |
+//! | task | `TASK#{id}` | `TASK` | `active#{shard}` while not terminal; listing `tasks#{shard}` ([`crate::listing`]) |
 //! | transcript entry | `TASK#{id}` | `E#{seq:010}` | |
 //! | dedupe key | `DEDUPE#{key}` | `DEDUPE` | |
 //! | thread | `THREAD#{key}` | `THREAD` | |
@@ -14,6 +14,8 @@
 use crate::blob::{BlobError, BlobStore};
 use crate::clock::{now_ms, Millis};
 use crate::ids::TaskId;
+use crate::listing::listing_key;
+use crate::retention::Retention;
 use crate::table::{Condition, Item, Key, Table, TableError, Write};
 use crate::task::Task;
 use crate::transcript::{Entry, EntryKind};
@@ -93,6 +95,7 @@ pub struct TaskStore {
     offload_threshold: usize,
     bytes_written: Arc<AtomicU64>,
     active_shards: u32,
+    retention: Retention,
 }
 
 /// The index shard of a task that is not terminal: `active#{n}`, `n`
@@ -128,7 +131,19 @@ impl TaskStore {
             offload_threshold: DEFAULT_OFFLOAD_THRESHOLD,
             bytes_written: Arc::new(AtomicU64::new(0)),
             active_shards: DEFAULT_ACTIVE_SHARDS,
+            retention: Retention::default(),
         }
+    }
+
+    /// How long finished tasks and their transcripts are kept
+    /// (`BATON_TASK_RETENTION_DAYS`, [`crate::retention`]).
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    pub fn retention(&self) -> Retention {
+        self.retention
     }
 
     /// Spreads the active-task index over `shards` shards (clamped to
@@ -171,7 +186,13 @@ impl TaskStore {
             version: task.version,
             data,
             index: (!task.status.is_terminal()).then(|| active_index(&task.id, self.active_shards)),
-            expires_at: None,
+            expires_at: if task.status.is_terminal() {
+                self.retention.task_expires_at(task.updated_at)
+            } else {
+                None
+            },
+            // Fixed at creation, so no later write changes the index entry.
+            listing: Some(listing_key(&task.id, task.created_at)),
         })
     }
 
@@ -210,7 +231,8 @@ impl TaskStore {
                 version: 0,
                 data,
                 index: None,
-                expires_at: None,
+                expires_at: self.retention.entry_expires_at(now),
+                listing: None,
             });
             entries.push(entry);
         }
@@ -239,6 +261,7 @@ impl TaskStore {
                 data: serde_json::to_string(&record).map_err(corrupt)?,
                 index: None,
                 expires_at: Some(now / 1000 + DEDUPE_TTL_SECS),
+                listing: None,
             },
             condition: Condition::NotExists,
         })
@@ -344,6 +367,14 @@ impl TaskStore {
         match self.table.transact(writes).await {
             Ok(()) => {
                 *task = next;
+                if task.status.is_terminal() {
+                    // The end is committed; a failure here leaves some
+                    // entries to expire early, which is logged, not fatal.
+                    // (Only tasks older than the horizon read anything.)
+                    if let Err(e) = self.restamp_long_lived(task).await {
+                        tracing::warn!(task_id = %task.id, error = %e, "re-stamping the expiry of a long task's entries failed");
+                    }
+                }
                 Ok(entries)
             }
             Err(TableError::ConditionFailed { index })
@@ -535,6 +566,7 @@ impl TaskStore {
             data: serde_json::to_string(thread).map_err(corrupt)?,
             index: None,
             expires_at: None,
+            listing: None,
         };
         let condition = if thread.version == 0 {
             Condition::NotExists
@@ -658,6 +690,7 @@ mod tests {
                     data: serde_json::to_string(&old).unwrap(),
                     index: Some(LEGACY_ACTIVE_INDEX.to_owned()),
                     expires_at: None,
+                    listing: None,
                 },
                 condition: Condition::NotExists,
             }])

@@ -2,8 +2,8 @@
 //! conditional, all-or-nothing writes.
 //!
 //! This is the narrow waist of persistence. It maps one-to-one onto a
-//! single DynamoDB table (`pk`, `sk`, a sparse index, TTL, and
-//! `TransactWriteItems`) and onto an embedded database's transactions, so
+//! single DynamoDB table (`pk`, `sk`, a sparse index, a sorted listing
+//! index, TTL, and `TransactWriteItems`) and onto an embedded database's transactions, so
 //! each adapter is small and the task semantics ([`crate::TaskStore`]) are
 //! written once, above it.
 
@@ -37,6 +37,25 @@ pub struct Item {
     /// When the backend may delete the item (seconds since the epoch, the
     /// DynamoDB TTL convention). Reads do not filter on it.
     pub expires_at: Option<i64>,
+    /// A second sparse index, sorted: items whose `listing` is `Some` are
+    /// read by [`Table::query_listing`] under its partition, greatest sort
+    /// key first. Keys only, like `index`.
+    pub listing: Option<ListingKey>,
+}
+
+/// Where an item sits in the listing index.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ListingKey {
+    pub partition: String,
+    /// Ordered as bytes (DynamoDB's order for strings).
+    pub sort: String,
+}
+
+/// One entry read from the listing index: its sort key and the item's key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListingEntry {
+    pub sort: String,
+    pub key: Key,
 }
 
 /// What must hold of the stored item for a write to apply.
@@ -149,6 +168,25 @@ pub trait Table: Send + Sync {
     /// nothing); adapters read the items themselves from the table, and
     /// leave out those that no longer carry `index`.
     async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError>;
+
+    /// Entries of the listing index under `partition` whose sort key is
+    /// less than `before` (every one when `None`), greatest first, at most
+    /// `limit`. Keys only: the caller reads the items it keeps with
+    /// [`get_many`](Self::get_many), so a page reads only what it shows.
+    ///
+    /// Defaults to an error, for test doubles that list nothing; the
+    /// adapters and every wrapper of a table implement it.
+    async fn query_listing(
+        &self,
+        partition: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingEntry>, TableError> {
+        let _ = (partition, before, limit);
+        Err(TableError::Unavailable(
+            "this table has no listing index".into(),
+        ))
+    }
 
     /// Applies all writes or none. At most 25 writes, no two on one key.
     async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError>;

@@ -230,6 +230,11 @@ pub struct ChildOutcome {
 pub struct ParentLink {
     pub task_id: TaskId,
     pub call_id: String,
+    /// The root of the delegation tree (the parent's own root, or the
+    /// parent): the task whose trace this one joins. `None` on links
+    /// written before it was recorded: the parent is taken as the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_task_id: Option<TaskId>,
 }
 
 impl Default for Limits {
@@ -325,6 +330,14 @@ pub struct Task {
     /// in the same commit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_files: Vec<crate::attachment::PendingFile>,
+    /// Votes on the answer (Slack's feedback buttons), one per person
+    /// ([`crate::feedback`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<crate::feedback::Feedback>,
+    /// The message the answer streams into, once one was opened: later
+    /// steps, segments and retries write into it instead of posting anew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_stream: Option<crate::reply::AnswerStream>,
 }
 
 /// A message as the model reads it when someone other than the task's
@@ -391,6 +404,17 @@ impl Task {
             questions: Vec::new(),
             parent: None,
             pending_files: Vec::new(),
+            feedback: Vec::new(),
+            answer_stream: None,
+        }
+    }
+
+    /// The task whose trace this one belongs to: the root of its
+    /// delegation tree (itself, unless it is a child task).
+    pub fn trace_root(&self) -> &TaskId {
+        match &self.parent {
+            Some(p) => p.root_task_id.as_ref().unwrap_or(&p.task_id),
+            None => &self.id,
         }
     }
 
@@ -409,11 +433,22 @@ impl Task {
         self.children.iter().filter(|c| c.outcome.is_none()).count() as u32
     }
 
-    /// The task status JSON of the HTTP API (`GET /tasks/{id}`).
+    /// The conversation as clients name it: an HTTP `thread` as it was
+    /// given (stored as `http:{thread}`), a Slack one by its stored key.
+    pub fn shown_thread(&self) -> Option<&str> {
+        self.thread
+            .as_deref()
+            .map(|t| t.strip_prefix("http:").unwrap_or(t))
+    }
+
+    /// The task status JSON of the HTTP API (`GET /tasks/{id}`, and each
+    /// task of `GET /tasks`).
     pub fn status_json(&self) -> serde_json::Value {
         let mut v = serde_json::json!({
             "task_id": self.id,
             "status": self.status.as_str(),
+            "agent": self.agent,
+            "thread": self.shown_thread(),
             "waiting_for": self.waiting_for,
             "result": self.result,
             "error": self.error,
@@ -430,6 +465,9 @@ impl Task {
         }
         if let Some(p) = &self.parent {
             v["parent_task_id"] = serde_json::json!(p.task_id);
+        }
+        if !self.feedback.is_empty() {
+            v["feedback"] = crate::feedback::status_json(self);
         }
         if !self.children.is_empty() {
             v["children"] = serde_json::json!(self
@@ -507,10 +545,19 @@ mod tests {
             "usage",
             "created_at",
             "updated_at",
+            "agent",
+            "thread",
         ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }
         assert_eq!(v["status"], "queued");
+        assert_eq!(v["agent"], "default");
+        assert_eq!(v["thread"], serde_json::Value::Null);
+        let mut t = t;
+        t.thread = Some("http:chat-1".into());
+        assert_eq!(t.status_json()["thread"], "chat-1");
+        t.thread = Some("slack:T1:C1:1.0".into());
+        assert_eq!(t.status_json()["thread"], "slack:T1:C1:1.0");
         assert_eq!(v["usage"]["input_tokens"], 0);
     }
 

@@ -3,7 +3,7 @@
 //! these are for logic above the ports.
 
 use crate::blob::{BlobError, BlobStore};
-use crate::table::{Condition, Item, Key, Table, TableError, Write};
+use crate::table::{Condition, Item, Key, ListingEntry, Table, TableError, Write};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +70,30 @@ impl Table for MemoryTable {
             .collect())
     }
 
+    async fn query_listing(
+        &self,
+        partition: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingEntry>, TableError> {
+        let mut out: Vec<ListingEntry> = self
+            .items()
+            .values()
+            .filter_map(|i| {
+                let l = i.listing.as_ref()?;
+                (l.partition == partition && before.is_none_or(|b| l.sort.as_str() < b)).then(
+                    || ListingEntry {
+                        sort: l.sort.clone(),
+                        key: i.key.clone(),
+                    },
+                )
+            })
+            .collect();
+        out.sort_by(|a, b| b.sort.cmp(&a.sort));
+        out.truncate(limit);
+        Ok(out)
+    }
+
     async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
         let mut items = self.items();
         for (index, w) in writes.iter().enumerate() {
@@ -117,4 +141,132 @@ impl BlobStore for NoBlobs {
     async fn list(&self, _: &str) -> Result<Vec<String>, BlobError> {
         Ok(Vec::new())
     }
+}
+
+/// The task listing's contract, for every [`Table`] adapter to run over
+/// its own backend: 37 tasks (some created in the same millisecond), paged
+/// newest first with no task twice or missing, each filter, and the expiry
+/// of a task that ended. The store must be empty and keep 90 days.
+pub async fn check_task_listing(store: &crate::TaskStore) {
+    use crate::listing::{Cursor, TaskFilter};
+    use crate::{Limits, Origin, Task, TaskId, TaskStatus};
+
+    async fn pages(store: &crate::TaskStore, filter: &TaskFilter, limit: usize) -> Vec<TaskId> {
+        let mut out: Vec<TaskId> = Vec::new();
+        let mut cursor: Option<Cursor> = None;
+        for _ in 0..100 {
+            let page = store
+                .list_tasks(filter, limit, cursor.as_ref())
+                .await
+                .expect("list");
+            assert!(page.tasks.len() <= limit);
+            out.extend(page.tasks.into_iter().map(|t| t.id));
+            match page.next {
+                // Through its text, as a client would hand it back.
+                Some(c) => cursor = Some(Cursor::decode(&c.encode()).expect("own cursor")),
+                None => return out,
+            }
+        }
+        panic!("the listing did not end");
+    }
+
+    let base = crate::now_ms() - 60_000;
+    let mut made: Vec<Task> = Vec::new();
+    for i in 0..37i64 {
+        let agent = if i % 3 == 0 { "ops" } else { "default" };
+        let thread = (i % 4 == 0).then(|| "http:chat-1".to_owned());
+        let task = Task::new(
+            TaskId::generate(),
+            agent,
+            Origin::Http,
+            thread,
+            Limits::default(),
+            base + i / 2,
+        );
+        store
+            .create(
+                &task,
+                vec![crate::EntryKind::UserMessage { text: "hi".into() }],
+                None,
+            )
+            .await
+            .expect("create");
+        made.push(task);
+    }
+    for task in made.iter().step_by(5) {
+        let (ended, _) = store
+            .update(&task.id, None, |t| {
+                t.status = TaskStatus::Succeeded;
+                Ok(Some(Vec::new()))
+            })
+            .await
+            .expect("end");
+        let item = store
+            .table()
+            .get(&Key::new(format!("TASK#{}", task.id), "TASK"))
+            .await
+            .expect("get")
+            .expect("the task");
+        assert_eq!(
+            item.expires_at,
+            Some(ended.updated_at / 1000 + 90 * 24 * 3600),
+            "an ended task expires 90 days after its end"
+        );
+        assert!(item.listing.is_some(), "an ended task stays listed");
+    }
+    let ended: Vec<TaskId> = made.iter().step_by(5).map(|t| t.id.clone()).collect();
+    let mut newest_first = made.clone();
+    newest_first.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+    let want = |keep: &dyn Fn(&Task) -> bool| -> Vec<TaskId> {
+        newest_first
+            .iter()
+            .filter(|t| keep(t))
+            .map(|t| t.id.clone())
+            .collect()
+    };
+
+    let all = pages(store, &TaskFilter::default(), 10).await;
+    assert_eq!(all, want(&|_| true), "every task once, newest first");
+    assert_eq!(pages(store, &TaskFilter::default(), 100).await, all);
+    // One a page: each shard is read two entries at a time, so an adapter
+    // that does not read a shard newest first shows here.
+    assert_eq!(pages(store, &TaskFilter::default(), 1).await, all);
+    let by_agent = TaskFilter {
+        agent: Some("ops".into()),
+        ..TaskFilter::default()
+    };
+    assert_eq!(
+        pages(store, &by_agent, 3).await,
+        want(&|t| t.agent == "ops")
+    );
+    let by_thread = TaskFilter {
+        thread: Some("chat-1".into()),
+        ..TaskFilter::default()
+    };
+    assert_eq!(
+        pages(store, &by_thread, 4).await,
+        want(&|t| t.thread.is_some())
+    );
+    let by_status = TaskFilter {
+        status: Some(TaskStatus::Succeeded),
+        ..TaskFilter::default()
+    };
+    assert_eq!(
+        pages(store, &by_status, 2).await,
+        want(&|t| ended.contains(&t.id))
+    );
+    let queued_ops = TaskFilter {
+        status: Some(TaskStatus::Queued),
+        agent: Some("ops".into()),
+        ..TaskFilter::default()
+    };
+    assert_eq!(
+        pages(store, &queued_ops, 5).await,
+        want(&|t| t.agent == "ops" && !ended.contains(&t.id))
+    );
+    let nobody = TaskFilter {
+        agent: Some("nobody".into()),
+        ..TaskFilter::default()
+    };
+    assert!(pages(store, &nobody, 5).await.is_empty());
 }

@@ -2,7 +2,9 @@
 //! tool_call), written to the blob store one segment at a time.
 
 use crate::clock::{now_ms, Millis};
+use crate::TaskId;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -76,4 +78,35 @@ pub fn new_span_id() -> String {
 /// segment (and the status route) can name it without storing it.
 pub fn task_span_id(id: &crate::TaskId) -> String {
     id.as_str().replace('-', "").chars().take(16).collect()
+}
+
+/// The spans one segment recorded (with the task's root span when the
+/// task ended there), on their way to a tracing system outside Baton.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpanBatch {
+    pub task_id: TaskId,
+    /// The task whose id names the trace: the root of the delegation
+    /// tree ([`crate::Task::trace_root`]), so sub-agents join its trace.
+    pub trace_root: TaskId,
+    /// The task that delegated this one, whose root span is the parent of
+    /// this task's root span.
+    pub parent_task: Option<TaskId>,
+    pub agent: String,
+    pub spans: Vec<Span>,
+    /// Prompts, answers, tool arguments and results by span id, only when
+    /// the exporter [wants content](SpanExport::wants_content): never
+    /// written to the blob store.
+    pub content: HashMap<String, serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Where spans go besides the blob store (an OpenTelemetry collector).
+#[async_trait::async_trait]
+pub trait SpanExport: Send + Sync {
+    /// Whether spans should carry content (prompts, answers, tool
+    /// arguments and results).
+    fn wants_content(&self) -> bool;
+
+    /// Sends a batch and waits for it, bounded in time. Failures are the
+    /// exporter's to log: a trace is never worth failing a task.
+    async fn export(&self, batch: SpanBatch);
 }

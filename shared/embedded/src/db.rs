@@ -109,6 +109,8 @@ CREATE TABLE IF NOT EXISTS items (
     data TEXT NOT NULL,
     idx TEXT,
     expires_at INTEGER,
+    lpk TEXT,
+    lsk TEXT,
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS items_by_idx ON items (idx) WHERE idx IS NOT NULL;
@@ -135,6 +137,23 @@ CREATE TABLE IF NOT EXISTS queue_dead_letters (
     dead_at INTEGER NOT NULL
 );
 ";
+
+/// Gives a database of a release before the task listing its columns,
+/// then the listing index (newest first within a partition).
+fn migrate_listing(conn: &Connection) -> Result<(), DbError> {
+    let has_listing: bool = conn
+        .prepare("SELECT 1 FROM pragma_table_info('items') WHERE name = 'lpk'")?
+        .exists([])?;
+    if !has_listing {
+        conn.execute_batch(
+            "ALTER TABLE items ADD COLUMN lpk TEXT; ALTER TABLE items ADD COLUMN lsk TEXT;",
+        )?;
+    }
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS items_by_listing ON items (lpk, lsk) WHERE lpk IS NOT NULL;",
+    )?;
+    Ok(())
+}
 
 impl Database {
     /// Opens (creating if needed) `{data_dir}/baton.sqlite3`, creating the
@@ -178,6 +197,7 @@ impl Database {
         conn.pragma_update(None, "synchronous", sync)?;
         conn.pragma_update(None, "foreign_keys", "OFF")?;
         conn.execute_batch(SCHEMA)?;
+        migrate_listing(&conn)?;
         Ok(conn)
     }
 

@@ -62,6 +62,7 @@
 mod blob;
 mod db;
 mod queue;
+pub mod retention;
 pub mod scheduler;
 mod table;
 
@@ -71,6 +72,7 @@ use std::sync::Arc;
 pub use blob::{validate_key, FileBlobStore};
 pub use db::{Database, DbError, Durability, OpenError, DB_FILE};
 pub use queue::{DeadLetter, EmbeddedQueue, QueueConfig, MAX_BODY_BYTES};
+pub use retention::{PruneError, Pruned};
 pub use scheduler::EmbeddedScheduler;
 pub use table::{EmbeddedTable, MAX_TRANSACTION_WRITES};
 

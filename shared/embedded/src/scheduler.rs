@@ -254,6 +254,7 @@ impl EmbeddedScheduler {
             data: serde_json::to_string(plan).map_err(unavailable)?,
             index: Some(PLAN_INDEX.to_owned()),
             expires_at: None,
+            listing: None,
         };
         match self
             .table
@@ -306,6 +307,7 @@ impl Scheduler for EmbeddedScheduler {
             data: serde_json::to_string(&stored).map_err(unavailable)?,
             index: Some(PLAN_INDEX.to_owned()),
             expires_at: None,
+            listing: None,
         };
         self.table
             .transact(vec![Write::Put { item, condition }])

@@ -1,6 +1,6 @@
 //! [`Table`] on SQLite: one row per item, transactions as `BEGIN IMMEDIATE`.
 
-use baton_core::table::validate;
+use baton_core::table::{validate, ListingEntry, ListingKey};
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -48,7 +48,7 @@ pub struct EmbeddedTable {
     last_purge: Arc<AtomicI64>,
 }
 
-const ITEM_COLUMNS: &str = "pk, sk, version, data, idx, expires_at";
+const ITEM_COLUMNS: &str = "pk, sk, version, data, idx, expires_at, lpk, lsk";
 
 fn row_to_item(row: &rusqlite::Row<'_>) -> rusqlite::Result<Item> {
     Ok(Item {
@@ -60,6 +60,10 @@ fn row_to_item(row: &rusqlite::Row<'_>) -> rusqlite::Result<Item> {
         data: row.get(3)?,
         index: row.get(4)?,
         expires_at: row.get(5)?,
+        listing: match (row.get::<_, Option<String>>(6)?, row.get(7)?) {
+            (Some(partition), Some(sort)) => Some(ListingKey { partition, sort }),
+            _ => None,
+        },
     })
 }
 
@@ -124,8 +128,8 @@ fn apply(conn: &mut Connection, writes: &[Write]) -> Result<(), TxError> {
             }
         }
         let mut put = tx.prepare_cached(
-            "INSERT OR REPLACE INTO items (pk, sk, version, data, idx, expires_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT OR REPLACE INTO items (pk, sk, version, data, idx, expires_at, lpk, lsk) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         let mut delete = tx.prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")?;
         for w in writes {
@@ -138,6 +142,8 @@ fn apply(conn: &mut Connection, writes: &[Write]) -> Result<(), TxError> {
                         item.data,
                         item.index,
                         item.expires_at,
+                        item.listing.as_ref().map(|l| &l.partition),
+                        item.listing.as_ref().map(|l| &l.sort),
                     ])?;
                 }
                 Write::Delete { key, .. } => {
@@ -291,6 +297,42 @@ impl Table for EmbeddedTable {
                     "SELECT {ITEM_COLUMNS} FROM items WHERE idx = ?1 LIMIT ?2"
                 ))?;
                 let rows = stmt.query_map(params![index, limit_to_sql(limit)], row_to_item)?;
+                Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .await
+            .map_err(table_err)
+    }
+
+    async fn query_listing(
+        &self,
+        partition: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingEntry>, TableError> {
+        let partition = partition.to_owned();
+        let before = before.map(str::to_owned);
+        self.db
+            .call(move |conn| {
+                // Two statements rather than `?2 IS NULL OR ...`, so both
+                // use the listing index for the range.
+                let sql = if before.is_some() {
+                    "SELECT lsk, pk, sk FROM items WHERE lpk = ?1 AND lsk < ?2 \
+                     ORDER BY lsk DESC LIMIT ?3"
+                } else {
+                    "SELECT lsk, pk, sk FROM items WHERE lpk = ?1 AND ?2 IS NULL \
+                     ORDER BY lsk DESC LIMIT ?3"
+                };
+                let mut stmt = conn.prepare_cached(sql)?;
+                let rows =
+                    stmt.query_map(params![partition, before, limit_to_sql(limit)], |row| {
+                        Ok(ListingEntry {
+                            sort: row.get(0)?,
+                            key: Key {
+                                pk: row.get(1)?,
+                                sk: row.get(2)?,
+                            },
+                        })
+                    })?;
                 Ok(rows.collect::<Result<Vec<_>, _>>()?)
             })
             .await

@@ -8,11 +8,14 @@
 
 mod approvals;
 mod auth;
+mod console;
+mod listing;
 mod response;
 mod routes;
 mod schedules;
 mod slack;
 mod stopping;
+mod surfaces;
 mod tasks;
 mod threads;
 
@@ -62,6 +65,10 @@ pub struct Ingest {
     notices: Option<Arc<dyn baton_core::Notices>>,
     /// The largest file a task is given ([`Ingest::with_max_file_bytes`]).
     max_file_bytes: u64,
+    /// Where created tasks are counted ([`Ingest::with_metrics`]).
+    metrics: Arc<dyn baton_core::Metrics>,
+    /// Sets up new assistant threads ([`Ingest::with_thread_setup`]).
+    thread_setup: Option<Arc<baton_slack::assistant::SlackThreadSetup>>,
 }
 
 impl Ingest {
@@ -86,7 +93,19 @@ impl Ingest {
             admins: Arc::from(Vec::new()),
             notices: None,
             max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
+            metrics: Arc::new(baton_core::NoMetrics),
+            thread_setup: None,
         }
+    }
+
+    /// Offers the agent's suggested prompts in new assistant threads
+    /// (`assistant_thread_started`); without it they are not offered.
+    pub fn with_thread_setup(
+        mut self,
+        setup: Arc<baton_slack::assistant::SlackThreadSetup>,
+    ) -> Self {
+        self.thread_setup = Some(setup);
+        self
     }
 
     /// The largest file given with a task that is kept for the model
@@ -94,6 +113,12 @@ impl Ingest {
     /// the model and refused in the answer.
     pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
         self.max_file_bytes = bytes;
+        self
+    }
+
+    /// Counts the tasks it creates (`TasksCreated`, per agent) in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<dyn baton_core::Metrics>) -> Self {
+        self.metrics = metrics;
         self
     }
 

@@ -29,6 +29,11 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
     let authed = || check_bearer(ingest.api_token.as_ref(), headers);
     match (method, segments.as_slice()) {
         (&Method::GET, ["healthz"]) => Ok(json(StatusCode::OK, &json!({"ok": true}))),
+        // The web console's static files: no data in them, so no token.
+        (&Method::GET, ["console"]) => crate::console::serve(None, parts.uri.path(), headers),
+        (&Method::GET, ["console", file]) => {
+            crate::console::serve(Some(file), parts.uri.path(), headers)
+        }
         (&Method::POST, ["slack", "events"]) => ingest.slack_events(headers, &body).await,
         (&Method::POST, ["slack", "interactivity"]) => {
             ingest.slack_interactivity(headers, &body).await
@@ -36,6 +41,10 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
         (&Method::POST, ["tasks"]) => {
             authed()?;
             ingest.submit_task(headers, &body).await
+        }
+        (&Method::GET, ["tasks"]) => {
+            authed()?;
+            ingest.list_tasks(query).await
         }
         (&Method::GET, ["tasks", id]) => {
             authed()?;
@@ -78,6 +87,8 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
             format!("{method} is not allowed on {path}"),
         )),
         (_, ["healthz"])
+        | (_, ["console"])
+        | (_, ["console", _])
         | (_, ["slack", "events"])
         | (_, ["slack", "interactivity"])
         | (_, ["tasks"])

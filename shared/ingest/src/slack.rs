@@ -14,7 +14,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::json;
 
 /// The `ignored` reason of a refused stop ([`Ingest::may_stop`]).
-const NOT_ALLOWED_TO_STOP: &str = "not allowed to stop";
+pub(crate) const NOT_ALLOWED_TO_STOP: &str = "not allowed to stop";
 
 impl Ingest {
     fn slack_settings(&self) -> Result<&SlackIngest, ApiError> {
@@ -106,6 +106,8 @@ impl Ingest {
                 tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack message accepted");
                 Ok(json(StatusCode::OK, &json!({"ok": true})))
             }
+            Inbound::SessionStopped(s) => self.session_stopped(s).await,
+            Inbound::ThreadStarted(t) => self.thread_started(t).await,
             Inbound::ThreadReply(m) => {
                 let mut submission = slack_submission(m, &self.routes);
                 if self.screen(&mut submission).is_err() {
@@ -169,6 +171,7 @@ impl Ingest {
                 }
                 Ok(json(StatusCode::OK, &json!({"ok": true})))
             }
+            baton_slack::feedback::FEEDBACK_ACTION => self.slack_feedback(&action).await,
             action_id @ (approval::APPROVE_ACTION | approval::DENY_ACTION) => {
                 let value = action.value.as_deref().unwrap_or_default();
                 self.slack_decision(

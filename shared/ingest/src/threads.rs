@@ -190,7 +190,11 @@ impl Ingest {
     }
 
     /// If a task is live on the thread, gives it the message (or the stop).
-    async fn steer(&self, thread: &Thread, s: &Submission) -> Result<Option<Submitted>, ApiError> {
+    pub(crate) async fn steer(
+        &self,
+        thread: &Thread,
+        s: &Submission,
+    ) -> Result<Option<Submitted>, ApiError> {
         let Some(active) = thread.active_task.clone() else {
             return Ok(None);
         };

@@ -2,6 +2,7 @@
 //! binary's own tools ([`AppBuilder`]) besides the built-in ones.
 
 use crate::backend::Backend;
+use crate::metrics::MetricsMode;
 use crate::settings::{Settings, SettingsError, KNOWN_TOOLS};
 use crate::BoxError;
 use baton_agent::{Worker, WorkerSettings};
@@ -154,7 +155,8 @@ impl AppBuilder {
         let settings = self.lambda_settings().await?;
         let backend = Backend::aws(&settings.aws)
             .await?
-            .with_active_shards(settings.active_index_shards);
+            .with_active_shards(settings.active_index_shards)
+            .with_retention(settings.retention);
         Ok(self.build(settings, backend, lambda_timing())?)
     }
 
@@ -165,7 +167,8 @@ impl AppBuilder {
         let settings = self.lambda_settings().await?;
         let backend = Backend::aws(&settings.aws)
             .await?
-            .with_active_shards(settings.active_index_shards);
+            .with_active_shards(settings.active_index_shards)
+            .with_retention(settings.retention);
         Ok(self.ingest_only(&settings, &backend)?)
     }
 
@@ -275,7 +278,12 @@ impl AppBuilder {
                 people = Some(Arc::new(baton_slack::people::SlackPeople::new(
                     client.clone(),
                 )));
-                Arc::new(SlackReplies::new(client))
+                let replies = SlackReplies::new(client).with_agent_sessions(s.agent_sessions);
+                Arc::new(if s.feedback_buttons {
+                    replies
+                } else {
+                    replies.without_feedback()
+                })
             }
             Some(_) => {
                 tracing::warn!("SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not: answers cannot be posted");
@@ -294,7 +302,8 @@ impl AppBuilder {
         );
         worker = worker
             .with_budgets(settings.deployment.budgets.clone())
-            .with_input_guard(settings.deployment.guard.input_guard);
+            .with_input_guard(settings.deployment.guard.input_guard)
+            .with_metrics(settings.metrics.sink("worker", MetricsMode::Off));
         if let Some(prompts) = approval_prompts {
             worker = worker.with_approval_prompts(prompts);
         }
@@ -309,6 +318,9 @@ impl AppBuilder {
         }
         if let Some(servers) = settings.mcp_servers()? {
             worker = worker.with_remote_tools(Arc::new(servers));
+        }
+        if let Some(export) = crate::telemetry::span_export(&settings)? {
+            worker = worker.with_span_export(export);
         }
         let worker = Arc::new(worker);
         let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref());
@@ -383,7 +395,8 @@ fn ingest_handler(
     .with_input_guard(settings.deployment.guard.input_guard)
     .with_routes(settings.deployment.routes.clone())
     .with_admins(settings.admins.clone())
-    .with_max_file_bytes(settings.max_file_bytes);
+    .with_max_file_bytes(settings.max_file_bytes)
+    .with_metrics(settings.metrics.sink("ingest", MetricsMode::Off));
     // Tells a Slack user their `stop` was refused; the client is built at
     // the first such note, so the ingest's start-up does not pay for it.
     let ingest = match settings
@@ -391,7 +404,13 @@ fn ingest_handler(
         .as_ref()
         .and_then(|s| Some((s, s.bot_token.clone()?)))
     {
-        Some((s, token)) => ingest.with_notices(Arc::new(SlackNotices::new(&s.api_url, token))),
+        Some((s, token)) => ingest
+            .with_notices(Arc::new(SlackNotices::new(&s.api_url, token.clone())))
+            .with_thread_setup(Arc::new(baton_slack::assistant::SlackThreadSetup::new(
+                &s.api_url,
+                token,
+                s.agent_sessions,
+            ))),
         None => ingest,
     };
     match schedules {

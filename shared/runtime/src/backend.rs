@@ -73,6 +73,10 @@ pub struct Backend {
     pub scheduler: Option<Arc<dyn baton_schedule::Scheduler>>,
     /// The embedded scheduler, when that is the scheduler: `baton dev` runs its loop.
     pub embedded_scheduler: Option<Arc<baton_embedded::EmbeddedScheduler>>,
+    /// The embedded adapters, when this backend is embedded: `baton dev`
+    /// prunes what retention lets go (DynamoDB TTL and S3 lifecycle rules
+    /// do it on AWS).
+    pub embedded: Option<EmbeddedBackend>,
 }
 
 fn required(name: &'static str, value: &Option<String>) -> Result<String, BackendError> {
@@ -87,6 +91,13 @@ impl Backend {
         self
     }
 
+    /// Keeps finished tasks as long as `retention` says
+    /// (`BATON_TASK_RETENTION_DAYS`).
+    pub fn with_retention(mut self, retention: baton_core::retention::Retention) -> Self {
+        self.store = self.store.with_retention(retention);
+        self
+    }
+
     /// The durable embedded backend under `data_dir`.
     pub fn embedded(data_dir: &Path, queue: QueueConfig) -> Result<Self, BackendError> {
         let b = EmbeddedBackend::open(data_dir, queue)
@@ -98,7 +109,8 @@ impl Backend {
             store: TaskStore::new(b.table.clone(), b.blobs.clone()),
             queue: b.queue.clone(),
             dead_letters: Some(DeadLetters::Embedded(b.queue.clone())),
-            embedded_queue: Some(b.queue),
+            embedded_queue: Some(b.queue.clone()),
+            embedded: Some(b),
         })
     }
 
@@ -135,6 +147,7 @@ impl Backend {
             dead_letters: dlq_url
                 .map(|u| DeadLetters::Sqs(Arc::new(baton_aws::SqsQueue::new(sqs, u)))),
             embedded_queue: None,
+            embedded: None,
         })
     }
 }

@@ -98,7 +98,8 @@ impl AppBuilder {
             }
             BackendKind::Aws => Backend::aws(&settings.aws).await?,
         }
-        .with_active_shards(settings.active_index_shards);
+        .with_active_shards(settings.active_index_shards)
+        .with_retention(settings.retention);
         if settings.api_token.is_none() {
             settings.api_token = Some(dev_token(&args.data_dir)?);
         }
@@ -219,14 +220,31 @@ async fn worker_pool(
     }
 }
 
-/// The dead-letter handler, and the reaper's `reap` message on the work
-/// queue (EventBridge Scheduler's job on AWS), on timers.
+/// How often the embedded backend is pruned of what retention lets go.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// The dead-letter handler, the reaper's `reap` message on the work queue
+/// (EventBridge Scheduler's job on AWS), and the embedded backend's
+/// retention prune (DynamoDB TTL's and S3 lifecycle's), on timers.
 async fn background_loops(app: App, visibility: Duration) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let reaper_every = (visibility * 2).max(Duration::from_secs(2));
     let mut last_reap = tokio::time::Instant::now();
+    let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
         tick.tick().await;
+        if let Some(embedded) = &app.backend.embedded {
+            if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+                last_prune = Some(tokio::time::Instant::now());
+                match embedded.prune(app.backend.store.retention()).await {
+                    Ok(p) if p == baton_embedded::Pruned::default() => {}
+                    Ok(p) => {
+                        tracing::info!(items = p.items, blobs = p.blobs, "pruned expired tasks")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "pruning expired tasks failed"),
+                }
+            }
+        }
         if let Some(dl) = &app.backend.dead_letters {
             match dl.drain(&app.worker).await {
                 Ok(0) => {}

@@ -21,12 +21,15 @@ pub mod dev;
 #[cfg(feature = "lambda")]
 mod lambda;
 mod mcp;
+mod metrics;
 pub mod scheduling;
 pub mod secrets;
 mod settings;
+mod telemetry;
 
 pub use app::{App, AppBuilder};
 pub use backend::{Backend, BackendError, DeadLetters};
+pub use metrics::{MetricsMode, MetricsSettings};
 pub use settings::{
     AwsResources, LambdaSettings, Settings, SettingsError, SlackConfig, DEFAULT_SEGMENT_MARGIN,
 };

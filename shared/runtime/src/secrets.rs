@@ -31,6 +31,8 @@ pub const SECRET_NAMES: &[&str] = &[
     "OPENAI_API_KEY",
     // The agents file (docs/deploy.md): a parameter holds up to 8 KB.
     "BATON_AGENTS_TOML",
+    // The OpenTelemetry collector's API key (docs/operations.md).
+    "OTEL_EXPORTER_OTLP_HEADERS",
 ];
 
 /// Prefixes of the variables Baton (and the AWS SDK) read as settings.
@@ -42,6 +44,7 @@ pub const CONFIG_PREFIXES: &[&str] = &[
     "ANTHROPIC_",
     "BEDROCK_",
     "RUST_",
+    "OTEL_",
 ];
 
 /// Whether a parameter named `var` (its last path segment) is taken: one of
@@ -114,6 +117,7 @@ mod tests {
             "SLACK_BOT_TOKEN",
             "OPENAI_API_KEY",
             "BATON_AGENTS_TOML",
+            "OTEL_EXPORTER_OTLP_HEADERS",
             "TRACKER_TOKEN",
             "_X1",
         ] {
@@ -125,6 +129,7 @@ mod tests {
             "SLACK_API_URL",
             "OPENAI_BASE_URL",
             "RUST_LOG",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
             "1ABC",
             "A-B",
             "",

@@ -53,6 +53,12 @@ pub struct SlackConfig {
     pub bot_token: Option<BotToken>,
     pub api_url: String,
     pub bot_user_id: Option<String>,
+    /// `SLACK_AGENT_SESSIONS`: the app is declared as an agent (its
+    /// manifest has `agent_view`), so a task's phase is its thread's agent
+    /// session status and Slack's Stop button stops it. Default false.
+    pub agent_sessions: bool,
+    /// `SLACK_FEEDBACK_BUTTONS`: answers carry 👍 / 👎 buttons. Default true.
+    pub feedback_buttons: bool,
 }
 
 /// Where the AWS backend lives: the names the SAM stack (or `baton
@@ -126,6 +132,17 @@ pub struct Settings {
     /// `BATON_MAX_FILE_BYTES`: the largest file given with a task that is
     /// kept for the model (default 10 MB).
     pub max_file_bytes: u64,
+    /// `BATON_TASK_RETENTION_DAYS`: how long finished tasks, their
+    /// transcripts and payloads are kept (default 90; 0 keeps them
+    /// forever).
+    pub retention: baton_core::retention::Retention,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` and the other OpenTelemetry settings
+    /// (`baton_otel::OtlpSettings`): where the worker exports each task's
+    /// trace; `None` exports nothing.
+    pub otlp: Option<baton_otel::OtlpSettings>,
+    /// `BATON_METRICS`, `BATON_METRICS_NAMESPACE`: where operational
+    /// metrics go.
+    pub metrics: crate::metrics::MetricsSettings,
     /// The agents file's `[http_tools]`, their `${NAME}` references
     /// resolved from the environment and the stored secrets; built into
     /// tools by [`Settings::http_tools`].
@@ -178,6 +195,26 @@ fn is_slack_user_id(id: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
 }
 
+/// `BATON_TASK_RETENTION_DAYS`: whole days from 0 (forever) to ten years.
+fn task_retention(src: &Source<'_>) -> Result<baton_core::retention::Retention, SettingsError> {
+    use baton_core::retention::{Retention, DEFAULT_RETENTION_DAYS, MAX_RETENTION_DAYS};
+    const NAME: &str = "BATON_TASK_RETENTION_DAYS";
+    let refuse = || {
+        invalid(
+            NAME,
+            format!("must be a whole number of days from 1 to {MAX_RETENTION_DAYS}, or 0 to keep tasks forever"),
+        )
+    };
+    match src.var(NAME) {
+        None => Ok(Retention::days(DEFAULT_RETENTION_DAYS)),
+        Some(v) => match v.parse::<u32>() {
+            Ok(0) => Ok(Retention::forever()),
+            Ok(days) if days <= MAX_RETENTION_DAYS => Ok(Retention::days(days)),
+            _ => Err(refuse()),
+        },
+    }
+}
+
 /// Where configuration values come from: the process environment, with
 /// secrets loaded from SSM Parameter Store layered underneath.
 pub(crate) struct Source<'a> {
@@ -193,6 +230,16 @@ impl Source<'_> {
             .or_else(|| self.secrets.get(name).cloned())
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
+    }
+
+    /// `true` or `false`; `None` when unset.
+    fn flag(&self, name: &'static str) -> Result<Option<bool>, SettingsError> {
+        match self.var(name).as_deref() {
+            None => Ok(None),
+            Some("true") => Ok(Some(true)),
+            Some("false") => Ok(Some(false)),
+            Some(other) => Err(invalid(name, format!("`{other}` is not `true` or `false`"))),
+        }
     }
 
     fn num<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, SettingsError> {
@@ -338,7 +385,14 @@ impl Settings {
             Some(path) => crate::secrets::load(&baton_aws::load_sdk_config().await, &path).await?,
             None => HashMap::new(),
         };
-        Ok(Self::load_knowing(&secrets, custom_tools)?)
+        let mut settings = Self::load_knowing(&secrets, custom_tools)?;
+        // A function's stdout is CloudWatch Logs, which extracts the
+        // metrics: on unless BATON_METRICS says otherwise.
+        settings
+            .metrics
+            .mode
+            .get_or_insert(crate::metrics::MetricsMode::Emf);
+        Ok(settings)
     }
 
     /// [`Settings::load`], with `custom_tools` known to the agents file
@@ -428,7 +482,11 @@ impl Settings {
         let api_token = var("BATON_API_TOKEN")
             .map(|t| ApiToken::parse(&t).map_err(|m| invalid("BATON_API_TOKEN", m)))
             .transpose()?;
+        let agent_sessions = src.flag("SLACK_AGENT_SESSIONS")?.unwrap_or(false);
+        let feedback_buttons = src.flag("SLACK_FEEDBACK_BUTTONS")?.unwrap_or(true);
         let slack = var("SLACK_SIGNING_SECRET").map(|secret| SlackConfig {
+            agent_sessions,
+            feedback_buttons,
             signing_secret: SigningSecret::new(secret),
             bot_token: var("SLACK_BOT_TOKEN").map(BotToken::new),
             api_url: var("SLACK_API_URL").unwrap_or_else(|| "https://slack.com/api".to_owned()),
@@ -519,8 +577,15 @@ impl Settings {
         let max_file_bytes = src
             .num::<u64>("BATON_MAX_FILE_BYTES")?
             .unwrap_or(baton_core::attachment::DEFAULT_MAX_FILE_BYTES);
+        let retention = task_retention(&src)?;
+        let metrics = crate::metrics::MetricsSettings::load(var)?;
+        let otlp = baton_otel::OtlpSettings::from_vars(|n| src.var(n))
+            .map_err(|e| invalid(e.name, e.message))?;
         Ok(Settings {
             max_file_bytes,
+            retention,
+            otlp,
+            metrics,
             http_tool_defs,
             mcp_server_defs,
             agents_origin: origin,
@@ -704,6 +769,32 @@ mod tests {
             let err = load("BATON_ADMINS", bad).unwrap_err();
             assert!(err.to_string().starts_with("BATON_ADMINS"), "{err}");
             assert!(err.to_string().contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn task_retention_default_forever_and_range() {
+        if env_has(&["BATON_TASK_RETENTION_DAYS"]) {
+            eprintln!("skipped: the environment sets the variable");
+            return;
+        }
+        let days = |v: &str| {
+            Settings::load(&HashMap::from([(
+                "BATON_TASK_RETENTION_DAYS".to_owned(),
+                v.to_owned(),
+            )]))
+        };
+        let default = Settings::load(&HashMap::new()).unwrap().retention;
+        assert_eq!(default.in_days(), 90);
+        assert_eq!(days("7").unwrap().retention.in_days(), 7);
+        assert_eq!(
+            days("0").unwrap().retention,
+            baton_core::retention::Retention::forever()
+        );
+        for bad in ["-1", "3651", "90d", "1.5"] {
+            let err = days(bad).unwrap_err().to_string();
+            assert!(err.starts_with("BATON_TASK_RETENTION_DAYS"), "{err}");
+            assert!(err.contains("or 0 to keep tasks forever"), "{err}");
         }
     }
 

@@ -272,6 +272,7 @@ impl ScheduleStore {
             data: serde_json::to_string(s).map_err(corrupt)?,
             index: Some(SCHEDULE_INDEX.to_owned()),
             expires_at: None,
+            listing: None,
         })
     }
 
@@ -390,6 +391,7 @@ impl ScheduleStore {
             data,
             index: None,
             expires_at: None,
+            listing: None,
         };
         self.table
             .transact(vec![Write::Put {

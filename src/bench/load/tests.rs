@@ -141,6 +141,7 @@ async fn the_recorder_sees_a_single_index_key_as_hot() {
                         data: "{}".into(),
                         index: Some("active".into()),
                         expires_at: None,
+                        listing: None,
                     },
                     condition: baton_core::Condition::None,
                 }])
@@ -155,6 +156,7 @@ async fn the_recorder_sees_a_single_index_key_as_hot() {
                     data: "{}".into(),
                     index: None,
                     expires_at: None,
+                    listing: None,
                 },
                 condition: baton_core::Condition::None,
             }])
@@ -168,4 +170,31 @@ async fn the_recorder_sees_a_single_index_key_as_hot() {
     let (key, share) = spread.hottest();
     assert_eq!(key, "index active");
     assert!((share - 1.0 / 3.0).abs() < 1e-9);
+}
+
+#[tokio::test]
+async fn the_recorder_counts_a_listing_key_once_per_item() {
+    let recorder = KeyRecorder::new(Arc::new(baton_core::testing::MemoryTable::default()));
+    // A task record written 3 times with its fixed listing key (as every
+    // task write carries it): the keys-only listing index is written once.
+    let listing = baton_core::listing::listing_key(&baton_core::TaskId::generate(), 1_000);
+    for v in 1..=3u64 {
+        recorder
+            .transact(vec![Write::Put {
+                item: Item {
+                    key: Key::new("TASK#1", "TASK"),
+                    version: v,
+                    data: "{}".into(),
+                    index: None,
+                    expires_at: None,
+                    listing: Some(listing.clone()),
+                },
+                condition: baton_core::Condition::None,
+            }])
+            .await
+            .unwrap();
+    }
+    let spread = recorder.spread();
+    assert_eq!(spread.per_key[&format!("listing {}", listing.partition)], 1);
+    assert_eq!(spread.total(), 4);
 }

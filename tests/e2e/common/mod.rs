@@ -65,6 +65,9 @@ pub(crate) struct TestApp {
     pub aws: Option<(baton_aws::testing::MotoServer, baton_aws::Environment)>,
     options: Options,
     log_path: PathBuf,
+    /// What the binary printed on stdout after its "listening" line (its
+    /// metrics, with `BATON_METRICS=emf`), across restarts.
+    stdout: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl TestApp {
@@ -103,6 +106,7 @@ impl TestApp {
             aws,
             options,
             log_path,
+            stdout: Default::default(),
         };
         app.start();
         app
@@ -204,7 +208,14 @@ impl TestApp {
             );
         }
         // Keep draining stdout so the child never blocks on a full pipe.
-        std::thread::spawn(move || for _ in reader.lines() {});
+        let lines = self.stdout.clone();
+        std::thread::spawn(move || {
+            for line in reader.lines().map_while(Result::ok) {
+                if let Ok(mut l) = lines.lock() {
+                    l.push(line);
+                }
+            }
+        });
         self.child = Some(child);
     }
 
@@ -219,6 +230,11 @@ impl TestApp {
     pub(crate) fn restart(&mut self) {
         self.kill9();
         self.start();
+    }
+
+    /// The lines printed on stdout so far.
+    pub(crate) fn stdout(&self) -> Vec<String> {
+        self.stdout.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     pub(crate) fn log(&self) -> String {

@@ -95,6 +95,7 @@ impl Segment<'_> {
             }])
         })
         .await?;
+        self.measure_ended(status);
         if self.task.status.is_terminal() {
             crate::recap::record(&self.deps.store, &self.task, &self.transcript).await;
         }

@@ -122,6 +122,7 @@ impl Segment<'_> {
         self.budget.record(clock.elapsed());
         let usage = answer.completion.usage;
         let cost = baton_settings::price::completion_cost(agent, &answer.model, usage);
+        self.measure_llm_call(&answer.model, clock.elapsed(), usage, cost);
         self.count_monthly(usage).await;
         let started = now_ms();
         let mut attrs = serde_json::Map::new();

@@ -13,6 +13,8 @@
 //! | [`ask`] | `ask_user`: post the question, wait for the reply |
 //! | [`end`] | deliver the answer, end the task, hand over |
 //! | [`limit`] | ending at a limit, with a summary of the work |
+//! | [`phase`] | the task's phase for chat front ends (Slack agent sessions) |
+//! | [`stream`] | the answer streamed as it is written (chat message, events) |
 //! | [`stuck`] | empty answers, repeated calls, failing tools |
 //! | [`trace`] | the segment's spans |
 //! | [`budget`] | the segment's time |
@@ -23,8 +25,11 @@ mod end;
 mod files;
 mod limit;
 mod listing;
+mod measure;
+mod phase;
 mod plan;
 mod step;
+mod stream;
 mod stuck;
 mod tools;
 mod trace;
@@ -75,6 +80,8 @@ pub(crate) struct Segment<'d> {
     /// cannot eat the budget.
     compaction_tried: bool,
     compaction_ran: bool,
+    /// How this segment writes into the task's streamed answer message.
+    stream: stream::ChatStream,
 }
 
 impl<'d> Segment<'d> {
@@ -118,14 +125,23 @@ impl<'d> Segment<'d> {
             transcript,
             tools: Default::default(),
             budget,
-            trace: SegmentTrace::new(segment_start),
+            trace: SegmentTrace::new(segment_start, deps.span_export.as_deref()),
             compaction_tried: false,
             compaction_ran: false,
+            stream: Default::default(),
         };
+        segment.show_processing().await;
         let result = segment.steps().await;
+        segment.show_end(&result).await;
+        segment.measure_segment();
         segment
             .trace
-            .write(&deps.store, &segment.task, &result)
+            .write(
+                &deps.store,
+                deps.span_export.as_deref(),
+                &segment.task,
+                &result,
+            )
             .await;
         match result {
             Err(WorkerError::LeaseLost) => Ok(SegmentEnd::Dropped("lease lost")),

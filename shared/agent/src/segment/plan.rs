@@ -421,6 +421,7 @@ mod tests {
         w.task.parent = Some(baton_core::ParentLink {
             task_id: TaskId::generate(),
             call_id: "p".into(),
+            root_task_id: None,
         });
         let got = w.decide(&[ask("c6", "Which env?")]);
         assert!(

@@ -97,6 +97,7 @@ impl Segment<'_> {
         };
         if let Some((entry, usage)) = spent {
             let cost = baton_settings::price::completion_cost(agent, &agent.model, usage);
+            self.measure_llm_call(&agent.model, clock.elapsed(), usage, cost);
             self.count_monthly(usage).await;
             self.commit(|t| {
                 t.usage.add(usage);
@@ -267,13 +268,7 @@ impl Segment<'_> {
         // past the time left, hand over and try again in the next segment.
         // At least LLM_CALL_FLOOR, so a tiny budget still moves.
         let window = self.budget.time_left().max(LLM_CALL_FLOOR);
-        let call = crate::model_choice::complete(
-            self.deps.llm.as_ref(),
-            self.agent,
-            &self.transcript,
-            request,
-        );
-        let Ok(result) = tokio::time::timeout(window, call).await else {
+        let Ok(result) = self.ask_model(request, window).await? else {
             self.budget.record(clock.elapsed());
             tracing::warn!(
                 waited_s = window.as_secs(),
@@ -303,8 +298,14 @@ impl Segment<'_> {
                     "tool_calls".into(),
                     json!(answer.completion.tool_calls.len()),
                 );
+                attrs.insert("finish_reason".into(), json!(answer.completion.stop_reason));
                 attrs.insert("error".into(), json!(false));
-                self.trace.record("llm_call", started, attrs);
+                let span = self.trace.record("llm_call", started, attrs);
+                if self.trace.wants_content() {
+                    let content = super::trace::chat_content(request, Some(&answer.completion));
+                    self.trace.content(span, content);
+                }
+                self.measure_llm_call(&answer.model, clock.elapsed(), usage, cost);
                 self.count_monthly(usage).await;
                 Ok(Called::Answered(answer))
             }
@@ -316,7 +317,12 @@ impl Segment<'_> {
                 attrs.insert("models_failed".into(), json!(tried));
                 attrs.insert("error".into(), json!(true));
                 attrs.insert("error_message".into(), json!(e.to_string()));
-                self.trace.record("llm_call", started, attrs);
+                let span = self.trace.record("llm_call", started, attrs);
+                if self.trace.wants_content() {
+                    let content = super::trace::chat_content(request, None);
+                    self.trace.content(span, content);
+                }
+                self.measure_llm_error();
                 Ok(Called::Failed(e))
             }
         }

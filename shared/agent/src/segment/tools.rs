@@ -127,10 +127,15 @@ impl Segment<'_> {
             attrs.insert("call_id".into(), json!(call.id));
             attrs.insert("step".into(), json!(step));
             attrs.insert("error".into(), json!(output.is_error));
-            self.trace.record("tool_call", started, attrs);
+            let span = self.trace.record("tool_call", started, attrs);
+            if self.trace.wants_content() {
+                let content = super::trace::tool_content(&call.arguments, &output.content);
+                self.trace.content(span, content);
+            }
             let max_chars = self.agent.max_tool_result_chars;
             let entry = result_entry(step, &call, output, max_chars, self.deps.input_guard);
             self.commit(|_| Some(vec![entry.clone()])).await?;
+            self.measure_tool_result(&entry);
         }
         Ok(())
     }

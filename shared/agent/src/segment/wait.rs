@@ -200,7 +200,11 @@ impl Segment<'_> {
         let key = delegation::dedupe_key(&self.task.id, &call.id);
         let first = vec![EntryKind::UserMessage { text: input }];
         let child_id = match self.deps.store.create(&child, first, Some(&key)).await? {
-            Created::New(id) | Created::Duplicate(id) => id,
+            Created::New(id) => {
+                self.deps.measure_created(&child.agent, &id);
+                id
+            }
+            Created::Duplicate(id) => id,
         };
         let record = Child {
             task_id: child_id,

@@ -4,6 +4,7 @@
 
 use super::Deps;
 use crate::delegation;
+use baton_core::metric::{self, Measurement};
 use baton_core::{EntryKind, PostKey, StoreError, Task, TaskStatus, Wake};
 
 #[tracing::instrument(skip_all)]
@@ -17,9 +18,12 @@ pub(super) async fn handle(
             body_len = body.len(),
             "dead letter that is not a wake message; dropped after logging"
         );
+        // Counted (overall: it names no agent) so the alarm on dead letters
+        // sees it; once per delivery of the letter.
+        deps.measure(Measurement::overall().count(metric::DEAD_LETTERS));
         return Ok(None);
     };
-    let (task, _) = deps
+    let (task, written) = deps
         .store
         .update(&wake.task_id, None, |t| {
             if t.status.is_terminal() {
@@ -43,6 +47,15 @@ pub(super) async fn handle(
             }]))
         })
         .await?;
+    if !written.is_empty() {
+        // Marked failed now, not by an earlier delivery of this letter.
+        deps.measure(
+            Measurement::for_agent(&task.agent)
+                .count(metric::DEAD_LETTERS)
+                .count(metric::TASKS_FAILED)
+                .property("task_id", task.id.to_string()),
+        );
+    }
     if task.status == TaskStatus::Failed {
         let reason = task.error.clone().unwrap_or_default();
         if task.parent.is_some() {
@@ -59,6 +72,9 @@ pub(super) async fn handle(
             if let Err(e) = deps.replies.ended(&task, &message, &post).await {
                 tracing::warn!(task_id = %task.id, error = %e, "could not tell the user about the failed task");
             }
+            deps.replies
+                .phase(&task, baton_core::TaskPhase::Closed)
+                .await;
         }
         delegation::cancel_children(&deps.store, deps.queue.as_ref(), &task).await;
     }

@@ -4,7 +4,8 @@ use super::WorkerSettings;
 use crate::spend::MonthlyBudgets;
 use baton_core::approval::ApprovalPrompts;
 use baton_core::input_guard::InputGuardMode;
-use baton_core::{LlmProvider, RemoteTools, ReplySink, TaskStore, Tool, WorkQueue};
+use baton_core::metric::Measurement;
+use baton_core::{LlmProvider, Metrics, RemoteTools, ReplySink, TaskStore, Tool, WorkQueue};
 use baton_schedule::{ScheduleService, Scheduler};
 use baton_settings::Agents;
 use std::collections::BTreeMap;
@@ -41,10 +42,28 @@ pub(crate) struct Deps {
     pub(crate) max_file_bytes: u64,
     /// How tool output that looks like instructions reaches the model.
     pub(crate) input_guard: InputGuardMode,
+    /// Where each segment's spans go besides the blob store (OTLP).
+    pub(crate) span_export: Option<Arc<dyn baton_core::SpanExport>>,
+    /// Where task counts, model calls and tool errors are measured.
+    pub(crate) metrics: Arc<dyn Metrics>,
     pub(crate) settings: WorkerSettings,
 }
 
 impl Deps {
+    /// Emits `m`; never fails.
+    pub(crate) fn measure(&self, m: Measurement) {
+        self.metrics.emit(&m);
+    }
+
+    /// A task this worker created (a schedule firing, a child task).
+    pub(crate) fn measure_created(&self, agent: &str, id: &baton_core::TaskId) {
+        self.measure(
+            Measurement::for_agent(agent)
+                .count(baton_core::metric::TASKS_CREATED)
+                .property("task_id", id.to_string()),
+        );
+    }
+
     /// The scheduler for wakes beyond the queue's 15-minute delay.
     pub(crate) fn scheduler(&self) -> Option<&dyn Scheduler> {
         self.schedules.as_ref().map(|s| s.scheduler().as_ref())

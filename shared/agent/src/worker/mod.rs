@@ -112,6 +112,8 @@ impl Worker {
                 files: None,
                 max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
                 input_guard: InputGuardMode::default(),
+                span_export: None,
+                metrics: Arc::new(baton_core::NoMetrics),
                 settings,
             },
         }
@@ -148,6 +150,21 @@ impl Worker {
     /// agent's `tools`), listed once when each task starts.
     pub fn with_remote_tools(mut self, remote: Arc<dyn RemoteTools>) -> Self {
         self.deps.remote = Some(remote);
+        self
+    }
+
+    /// Sends each segment's spans to `export` too (OpenTelemetry), before
+    /// the segment returns: nothing is left to flush when a Lambda
+    /// invocation ends.
+    pub fn with_span_export(mut self, export: Arc<dyn baton_core::SpanExport>) -> Self {
+        self.deps.span_export = Some(export);
+        self
+    }
+
+    /// Emits task counts, model calls, tool errors, segments and dead
+    /// letters to `metrics` (none without it).
+    pub fn with_metrics(mut self, metrics: Arc<dyn baton_core::Metrics>) -> Self {
+        self.deps.metrics = metrics;
         self
     }
 

@@ -157,7 +157,10 @@ async fn create_task(
         text: task_input(s, scheduled_time),
     }];
     let id = match deps.store.create(&task, first, Some(dedupe)).await? {
-        Created::New(id) => id,
+        Created::New(id) => {
+            deps.measure_created(&task.agent, &id);
+            id
+        }
         Created::Duplicate(id) => {
             tracing::info!(schedule_id = %s.id, task_id = %id, "duplicate firing: task exists");
             id
@@ -303,6 +306,10 @@ impl ReplySink for HeartbeatReplies {
 
     async fn progress(&self, task: &Task, status: &str) {
         self.inner.progress(task, status).await
+    }
+
+    async fn phase(&self, task: &Task, phase: baton_core::TaskPhase<'_>) {
+        self.inner.phase(task, phase).await
     }
 }
 

@@ -10,6 +10,7 @@ mod approvals;
 mod delegation;
 mod guards;
 mod memory_context;
+mod metrics;
 mod model_choice;
 mod progress;
 mod reaper;

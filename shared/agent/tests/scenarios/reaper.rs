@@ -102,6 +102,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
     child.parent = Some(baton_core::ParentLink {
         task_id: parent_id.clone(),
         call_id: "call_1".into(),
+        root_task_id: None,
     });
     store.create(&child, Vec::new(), None).await.unwrap();
     // ... and its parent, still waiting for its report.

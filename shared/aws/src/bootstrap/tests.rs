@@ -197,8 +197,11 @@ async fn bootstrap_creates_everything_and_is_idempotent() {
         desc.billing_mode_summary().and_then(|b| b.billing_mode()),
         Some(&BillingMode::PayPerRequest)
     );
-    let gsi = &desc.global_secondary_indexes()[0];
-    assert_eq!(gsi.index_name(), Some(GSI_KEYS));
+    let gsi = desc
+        .global_secondary_indexes()
+        .iter()
+        .find(|g| g.index_name() == Some(GSI_KEYS))
+        .unwrap();
     let gsi_keys: Vec<_> = gsi
         .key_schema()
         .iter()
@@ -210,6 +213,27 @@ async fn bootstrap_creates_everything_and_is_idempotent() {
     );
     assert_eq!(
         gsi.projection().and_then(|p| p.projection_type()),
+        Some(&ProjectionType::KeysOnly)
+    );
+    let listing = desc
+        .global_secondary_indexes()
+        .iter()
+        .find(|g| g.index_name() == Some(crate::table::GSI_LISTING))
+        .expect("the listing index");
+    let listing_keys: Vec<_> = listing
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name(), k.key_type().clone()))
+        .collect();
+    assert_eq!(
+        listing_keys,
+        [
+            (crate::table::ATTR_GSI3PK, KeyType::Hash),
+            (crate::table::ATTR_GSI3SK, KeyType::Range)
+        ]
+    );
+    assert_eq!(
+        listing.projection().and_then(|p| p.projection_type()),
         Some(&ProjectionType::KeysOnly)
     );
     let ttl = ddb
@@ -286,7 +310,7 @@ async fn an_existing_table_with_the_wrong_shape_is_reported() {
 }
 
 #[tokio::test]
-async fn a_table_of_an_earlier_release_gets_the_keys_only_index() {
+async fn a_table_of_an_earlier_release_gets_the_keys_only_and_listing_indexes() {
     let moto = MotoServer::start().expect("moto must be installed");
     let cfg = moto.sdk_config().await;
     let ddb = crate::dynamodb_client(&cfg);
@@ -323,6 +347,7 @@ async fn a_table_of_an_earlier_release_gets_the_keys_only_index() {
         data: "{}".into(),
         index: Some("active".into()),
         expires_at: None,
+        listing: None,
     };
     table
         .transact(vec![Write::Put {
@@ -347,7 +372,14 @@ async fn a_table_of_an_earlier_release_gets_the_keys_only_index() {
         .filter_map(|g| g.index_name())
         .collect();
     names.sort();
-    assert_eq!(names, [crate::table::GSI1_LEGACY, GSI_KEYS]);
+    assert_eq!(
+        names,
+        [
+            crate::table::GSI1_LEGACY,
+            GSI_KEYS,
+            crate::table::GSI_LISTING
+        ]
+    );
     // The running task is found through the new index.
     assert_eq!(table.query_index("active", 10).await.unwrap(), vec![item]);
     // And a second run changes nothing.

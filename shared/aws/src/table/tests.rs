@@ -23,6 +23,7 @@ fn item(pk: &str, sk: &str, version: u64, data: &str) -> Item {
         data: data.to_owned(),
         index: None,
         expires_at: None,
+        listing: None,
     }
 }
 
@@ -76,13 +77,17 @@ async fn put_get_roundtrip_with_index_and_ttl() {
         data: r#"{"a":"é \" \n"}"#.into(),
         index: Some("active".into()),
         expires_at: Some(1_900_000_000),
+        listing: Some(ListingKey {
+            partition: "tasks#03".into(),
+            sort: "0000000000001#a".into(),
+        }),
     };
     table
         .transact(vec![put(full.clone(), Condition::None)])
         .await
         .unwrap();
     assert_eq!(table.get(&key).await.unwrap(), Some(full));
-    // Overwrite without index/ttl: the attributes go away.
+    // Overwrite without index/listing/ttl: the attributes go away.
     let plain = item("P", "S", 8, "");
     table
         .transact(vec![put(plain.clone(), Condition::VersionIs(7))])
@@ -550,4 +555,59 @@ async fn get_many_reads_in_batches_in_order() {
         }
     }
     assert!(table.get_many(&[]).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn listing_index_reads_a_partition_newest_first_below_a_position() {
+    let (_moto, table, _) = setup().await;
+    // Pages of 2 items, so reads follow LastEvaluatedKey.
+    let table = table.with_page_size(2);
+    let writes = (0..7)
+        .map(|i| {
+            let mut it = item(&format!("TASK#{i}"), "TASK", 1, "{}");
+            it.listing = Some(ListingKey {
+                partition: if i == 3 { "tasks#01" } else { "tasks#00" }.into(),
+                sort: format!("{i:013}#x"),
+            });
+            put(it, Condition::None)
+        })
+        .chain([put(item("TASK#plain", "TASK", 1, "{}"), Condition::None)])
+        .collect();
+    table.transact(writes).await.unwrap();
+    let sorts = |entries: &[ListingEntry]| -> Vec<String> {
+        entries.iter().map(|e| e.sort[12..13].to_owned()).collect()
+    };
+    let all = table.query_listing("tasks#00", None, 100).await.unwrap();
+    assert_eq!(sorts(&all), ["6", "5", "4", "2", "1", "0"]);
+    assert_eq!(all[0].key, Key::new("TASK#6", "TASK"));
+    let below = table
+        .query_listing("tasks#00", Some(&format!("{:013}#x", 4)), 3)
+        .await
+        .unwrap();
+    assert_eq!(sorts(&below), ["2", "1", "0"]);
+    assert_eq!(
+        sorts(&table.query_listing("tasks#00", None, 1).await.unwrap()),
+        ["6"]
+    );
+    assert_eq!(
+        sorts(&table.query_listing("tasks#01", None, 10).await.unwrap()),
+        ["3"]
+    );
+    assert!(table
+        .query_listing("tasks#09", None, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(table
+        .query_listing("tasks#00", Some(""), 10)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn the_task_listing_contract_holds_on_dynamodb() {
+    let (_moto, table, _) = setup().await;
+    let store = TaskStore::new(Arc::new(table), Arc::new(baton_core::testing::NoBlobs));
+    baton_core::testing::check_task_listing(&store).await;
 }

@@ -28,6 +28,7 @@ fn item(key: Key, version: u64, data: String) -> Item {
         data,
         index: None,
         expires_at: None,
+        listing: None,
     }
 }
 

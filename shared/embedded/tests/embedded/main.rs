@@ -4,7 +4,9 @@
 
 mod blob;
 mod crash;
+mod listing;
 mod queue;
+mod retention;
 mod table;
 mod task_store;
 mod throughput;

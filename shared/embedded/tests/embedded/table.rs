@@ -10,6 +10,7 @@ fn item(pk: &str, sk: &str, version: u64, data: &str) -> Item {
         data: data.to_owned(),
         index: None,
         expires_at: None,
+        listing: None,
     }
 }
 

@@ -16,6 +16,7 @@ fn put(i: usize) -> Write {
             data: "x".repeat(512),
             index: None,
             expires_at: None,
+            listing: None,
         },
         condition: Condition::NotExists,
     }

@@ -1,0 +1,787 @@
+// Baton console: tasks, a task's conversation and waterfall, schedules.
+//
+// Safety rules this file keeps (console.rs tests them):
+// * every piece of data reaches the page as text (textContent, text nodes,
+//   setAttribute): nothing is ever parsed as markup or code;
+// * the API token lives in sessionStorage (this tab only) and travels only
+//   in the Authorization header, never in a URL.
+'use strict';
+
+(() => {
+  const TOKEN_KEY = 'baton.apiToken';
+  // The API is served beside the console, which may sit under a prefix.
+  const API_BASE = location.pathname.replace(/\/console\/?$/, '');
+  const STATUSES = ['queued', 'running', 'waiting', 'succeeded', 'failed', 'cancelled'];
+  const TERMINAL = ['succeeded', 'failed', 'cancelled'];
+  const LIST_REFRESH_MS = 3000;
+  const TASK_REFRESH_MS = 2000;
+  const SCHEDULES_REFRESH_MS = 10000;
+  const PAGE_SIZE = 50;
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  const byId = (id) => document.getElementById(id);
+  const enc = encodeURIComponent;
+
+  // ------------------------------------------------------------ DOM helpers
+
+  function append(parent, kids) {
+    for (const k of kids.flat(Infinity)) {
+      if (k == null || k === false) continue;
+      // A string becomes a text node: it is never read as markup.
+      parent.append(k instanceof Node ? k : String(k));
+    }
+    return parent;
+  }
+
+  function el(tag, props, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v == null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    return append(e, kids);
+  }
+
+  function svg(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    return append(e, kids);
+  }
+
+  // Messages (errors, what a click did) go to the live region; the
+  // refresh time does not, or a screen reader would announce every tick.
+  function say(text, isError) {
+    const s = byId('status');
+    s.textContent = text || '';
+    s.classList.toggle('error', !!isError);
+  }
+
+  function updated(text) {
+    byId('updated').textContent = text;
+  }
+
+  // ------------------------------------------------------------ formatting
+
+  function when(iso) {
+    const d = new Date(iso);
+    return Number.isNaN(d.getTime()) ? String(iso || '—') : d.toLocaleString();
+  }
+
+  function clock(d) {
+    return d.toLocaleTimeString();
+  }
+
+  function duration(ms) {
+    if (!Number.isFinite(ms) || ms < 0) return '—';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+    const s = Math.round(ms / 1000);
+    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+    return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+  }
+
+  function cost(usd) {
+    if (typeof usd !== 'number' || !(usd > 0)) return '—';
+    return '$' + (usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2));
+  }
+
+  function count(n) {
+    return typeof n === 'number' ? n.toLocaleString() : '—';
+  }
+
+  function isTerminal(status) {
+    return TERMINAL.includes(status);
+  }
+
+  // How long the task has run: until its last update once it ended.
+  function taskDuration(t) {
+    const start = Date.parse(t.created_at);
+    const end = isTerminal(t.status) ? Date.parse(t.updated_at) : Date.now();
+    return duration(end - start);
+  }
+
+  function shorten(text, max) {
+    const s = String(text);
+    return s.length > max ? s.slice(0, max - 1) + '…' : s;
+  }
+
+  function statusBadge(t) {
+    const kind = t.waiting_for && t.waiting_for.kind;
+    const label = t.status === 'waiting' && kind ? 'waiting · ' + kind : t.status;
+    return el('span', { class: 'badge st-' + (STATUSES.includes(t.status) ? t.status : 'unknown') }, label);
+  }
+
+  // ------------------------------------------------------------ the API
+
+  class HttpError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function api(method, path, body) {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (!token) throw new HttpError(401, 'not signed in');
+    const headers = { Authorization: 'Bearer ' + token, Accept: 'application/json' };
+    const init = { method, headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let r;
+    try {
+      r = await fetch(API_BASE + path, init);
+    } catch (_) {
+      throw new HttpError(0, 'The server cannot be reached.');
+    }
+    let data = null;
+    try {
+      data = await r.json();
+    } catch (_) {
+      // Not JSON: the status says enough.
+    }
+    if (!r.ok) {
+      const message = data && typeof data.error === 'string' ? data.error : 'HTTP ' + r.status;
+      throw new HttpError(r.status, message);
+    }
+    return data;
+  }
+
+  // A failed refresh: a refused token signs out and an unknown task stops
+  // (false: stop refreshing); anything else is shown and retried.
+  function failed(e) {
+    if (e instanceof HttpError && e.status === 401) {
+      signOut('The server refused the token: sign in again.');
+      return false;
+    }
+    say(e instanceof HttpError ? e.message : String(e), true);
+    return !(e instanceof HttpError && (e.status === 400 || e.status === 404));
+  }
+
+  // ------------------------------------------------------------ views and refresh
+
+  // Each view gets a generation; a refresh of an older view stops itself.
+  let generation = 0;
+  let timer = 0;
+
+  // Runs load() now and every `ms` while its view is shown; load returns
+  // false to stop. Returns a function that refreshes at once.
+  function every(ms, load) {
+    const mine = generation;
+    const current = () => mine === generation;
+    let busy = false;
+    const tick = async () => {
+      if (!current() || busy) return;
+      clearTimeout(timer);
+      busy = true;
+      let again = true;
+      try {
+        // A hidden tab does not poll; it catches up when shown again.
+        if (!document.hidden) {
+          again = (await load(current)) !== false;
+          // A refresh that worked clears the last one's error.
+          if (current() && byId('status').classList.contains('error')) say('');
+        }
+      } catch (e) {
+        again = failed(e);
+      } finally {
+        busy = false;
+      }
+      if (again && current()) timer = setTimeout(tick, ms);
+    };
+    tick();
+    return tick;
+  }
+
+  function splitHash() {
+    const h = location.hash.replace(/^#/, '') || '/tasks';
+    const i = h.indexOf('?');
+    return i < 0 ? [h, ''] : [h.slice(0, i), h.slice(i + 1)];
+  }
+
+  function route() {
+    generation += 1;
+    clearTimeout(timer);
+    const signedIn = !!sessionStorage.getItem(TOKEN_KEY);
+    byId('signin').hidden = signedIn;
+    byId('nav').hidden = !signedIn;
+    const view = byId('view');
+    view.replaceChildren();
+    say('');
+    updated('');
+    if (!signedIn) {
+      byId('token').focus();
+      return;
+    }
+    const [path, query] = splitHash();
+    const m = /^\/tasks\/([^/]+)$/.exec(path);
+    let section = 'tasks';
+    if (m) taskPage(view, decodeURIComponent(m[1]));
+    else if (path === '/schedules') {
+      section = 'schedules';
+      schedulesPage(view);
+    } else tasksPage(view, new URLSearchParams(query));
+    for (const a of document.querySelectorAll('[data-nav]')) {
+      if (a.dataset.nav === section) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    const heading = view.querySelector('h1');
+    if (heading) heading.focus();
+  }
+
+  // ------------------------------------------------------------ sign-in
+
+  async function signIn(ev) {
+    ev.preventDefault();
+    const input = byId('token');
+    const error = byId('signin-error');
+    const token = input.value.trim();
+    error.textContent = '';
+    if (!token) {
+      error.textContent = 'Enter the API token.';
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, token);
+    try {
+      await api('GET', '/tasks?limit=1');
+    } catch (e) {
+      if (e.status === 401 || e.status === 0) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        error.textContent = e.status === 401 ? 'The server refused that token.' : e.message;
+        return;
+      }
+      // Anything else (a busy backend) does not say the token is wrong.
+    }
+    input.value = '';
+    route();
+  }
+
+  function signOut(message) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    route();
+    byId('signin-error').textContent = message || '';
+  }
+
+  // ------------------------------------------------------------ task list
+
+  function tasksPage(view, params) {
+    const status = STATUSES.includes(params.get('status')) ? params.get('status') : '';
+    const agent = (params.get('agent') || '').trim().slice(0, 200);
+    const statusField = el('select', { id: 'f-status', name: 'status' },
+      el('option', { value: '' }, 'any'),
+      STATUSES.map((s) => el('option', { value: s, selected: s === status }, s)));
+    const agentField = el('input', {
+      id: 'f-agent', name: 'agent', type: 'text', value: agent, placeholder: 'any', autocomplete: 'off',
+    });
+    const apply = () => {
+      const q = new URLSearchParams();
+      if (statusField.value) q.set('status', statusField.value);
+      if (agentField.value.trim()) q.set('agent', agentField.value.trim());
+      const s = q.toString();
+      location.hash = '#/tasks' + (s ? '?' + s : '');
+    };
+    statusField.addEventListener('change', apply);
+    const filters = el('form', { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); apply(); } },
+      el('label', { for: 'f-status' }, 'Status'), statusField,
+      el('label', { for: 'f-agent' }, 'Agent'), agentField,
+      el('button', { type: 'submit' }, 'Filter'));
+    const rowsBody = el('tbody');
+    const table = el('table', { id: 'tasks-table', class: 'grid' },
+      el('caption', { class: 'sr-only' }, 'Tasks, newest first'),
+      el('thead', null, el('tr', null,
+        ['Task', 'Agent', 'Status', 'Created', 'Duration', 'Cost', 'Steps'].map((h) => el('th', { scope: 'col' }, h)))),
+      rowsBody);
+    const empty = el('p', { class: 'empty', hidden: true }, 'No tasks match.');
+    const more = el('button', { type: 'button', class: 'more', hidden: true }, 'Load more');
+    view.append(el('h1', { tabindex: '-1' }, 'Tasks'), filters, el('div', { class: 'scroll' }, table), empty, more);
+
+    let first = [];
+    let rest = [];
+    let cursor = null;
+    const rows = new Map();
+    const listPath = (after) => {
+      const q = new URLSearchParams({ limit: String(PAGE_SIZE) });
+      if (status) q.set('status', status);
+      if (agent) q.set('agent', agent);
+      if (after) q.set('cursor', after);
+      return '/tasks?' + q;
+    };
+
+    const render = () => {
+      const seen = new Set();
+      const order = [];
+      for (const t of first.concat(rest)) {
+        if (!t || typeof t.task_id !== 'string' || seen.has(t.task_id)) continue;
+        seen.add(t.task_id);
+        let row = rows.get(t.task_id);
+        if (!row) {
+          row = taskRow(t.task_id);
+          rows.set(t.task_id, row);
+        }
+        row.fill(t);
+        order.push(row.tr);
+      }
+      // Rows are updated in place and moved only when the order changed,
+      // so a refresh does not take the focus away.
+      const same = order.length === rowsBody.children.length
+        && order.every((tr, i) => rowsBody.children[i] === tr);
+      if (!same) rowsBody.replaceChildren(...order);
+      empty.hidden = order.length > 0;
+      more.hidden = !cursor;
+    };
+
+    more.addEventListener('click', async () => {
+      more.disabled = true;
+      try {
+        const page = await api('GET', listPath(cursor));
+        rest = rest.concat(page.tasks || []);
+        cursor = page.next_cursor || null;
+        render();
+      } catch (e) {
+        failed(e);
+      } finally {
+        more.disabled = false;
+      }
+    });
+
+    every(LIST_REFRESH_MS, async (current) => {
+      const page = await api('GET', listPath(null));
+      if (!current()) return false;
+      first = page.tasks || [];
+      // Once more pages are loaded, the cursor is the last page's.
+      if (!rest.length) cursor = page.next_cursor || null;
+      render();
+      updated('Updated ' + clock(new Date()) + '; refreshing every ' + LIST_REFRESH_MS / 1000 + ' s.');
+      return true;
+    });
+  }
+
+  function taskRow(id) {
+    const cells = {};
+    const cell = (name, cls) => (cells[name] = el('td', { class: cls }));
+    const tr = el('tr', { 'data-task-id': id },
+      el('td', { class: 'id' }, el('a', { href: '#/tasks/' + enc(id) }, id)),
+      cell('agent'), cell('status'), cell('created'), cell('duration', 'num'), cell('cost', 'num'), cell('steps', 'num'));
+    const text = (name, value) => {
+      if (cells[name].textContent !== value) cells[name].textContent = value;
+    };
+    const fill = (t) => {
+      text('agent', typeof t.agent === 'string' ? t.agent : '—');
+      const badge = statusBadge(t);
+      if (cells.status.textContent !== badge.textContent) cells.status.replaceChildren(badge);
+      text('created', when(t.created_at));
+      text('duration', taskDuration(t));
+      text('cost', cost(t.cost_usd));
+      text('steps', count(t.steps));
+      tr.dataset.status = String(t.status);
+    };
+    return { tr, fill };
+  }
+
+  // ------------------------------------------------------------ one task
+
+  function taskPage(view, id) {
+    const summary = el('dl', { class: 'summary', id: 'summary' });
+    const actions = el('div', { class: 'actions', id: 'actions' });
+    const conversation = el('ol', { class: 'conversation', id: 'conversation' });
+    const waterfall = el('div', { class: 'waterfall', id: 'waterfall' });
+    view.append(
+      el('p', { class: 'back' }, el('a', { href: '#/tasks' }, '← All tasks')),
+      el('h1', { tabindex: '-1' }, 'Task ', el('code', null, id)),
+      actions,
+      summary,
+      el('section', { 'aria-labelledby': 'conversation-title' },
+        el('h2', { id: 'conversation-title' }, 'Conversation'), conversation),
+      el('section', { 'aria-labelledby': 'waterfall-title' },
+        el('h2', { id: 'waterfall-title' }, 'Waterfall'), waterfall));
+
+    const path = '/tasks/' + enc(id);
+    let after = null;
+    let actionsKey = '';
+    let spansKey = '';
+    let looksAfterEnd = 0;
+    const refresh = every(TASK_REFRESH_MS, async (current) => {
+      const task = await api('GET', path);
+      for (;;) {
+        const page = await api('GET', path + '/events' + (after == null ? '' : '?after=' + after));
+        if (!current()) return false;
+        const events = (page && page.events) || [];
+        for (const e of events) conversation.append(eventItem(e));
+        if (events.length) after = events[events.length - 1].seq;
+        if (events.length < 500) break;
+      }
+      const trace = await api('GET', path + '/trace');
+      if (!current()) return false;
+      renderSummary(summary, task);
+      // Buttons are rebuilt only when what they act on changed, so a click
+      // never lands on a button that was just replaced.
+      const key = JSON.stringify([task.status, task.waiting_for]);
+      if (key !== actionsKey) {
+        actionsKey = key;
+        renderActions(actions, task, id, () => refresh());
+      }
+      const spans = (trace && trace.spans) || [];
+      const sKey = JSON.stringify(spans);
+      if (sKey !== spansKey) {
+        spansKey = sKey;
+        renderWaterfall(waterfall, spans);
+      }
+      if (!isTerminal(task.status)) {
+        updated('Updated ' + clock(new Date()) + '; refreshing while the task runs.');
+        return true;
+      }
+      // The last segment's spans are written just after the task ends:
+      // look a few more times, then stop.
+      looksAfterEnd += 1;
+      const complete = spans.some((s) => s.name === 'task' && !(s.attributes && s.attributes.in_progress));
+      const again = looksAfterEnd < 5 && !(complete && looksAfterEnd > 1);
+      updated('The task ' + task.status + '. Updated ' + clock(new Date()) + '.');
+      return again;
+    });
+  }
+
+  function renderSummary(dl, t) {
+    const rows = [
+      ['Status', statusBadge(t)],
+      ['Agent', typeof t.agent === 'string' ? t.agent : '—'],
+      ['Created', when(t.created_at)],
+      ['Updated', when(t.updated_at)],
+      ['Duration', taskDuration(t)],
+      ['Steps', count(t.steps)],
+      ['Segments', count(t.segments)],
+      ['Tokens', t.usage ? count(t.usage.input_tokens) + ' in, ' + count(t.usage.output_tokens) + ' out' : '—'],
+      ['Cost', cost(t.cost_usd)],
+    ];
+    if (t.parent_task_id) {
+      rows.push(['Parent', el('a', { href: '#/tasks/' + enc(t.parent_task_id) }, t.parent_task_id)]);
+    }
+    if (Array.isArray(t.children) && t.children.length) {
+      rows.push(['Children', el('ul', { class: 'plain' }, t.children.map((c) => el('li', null,
+        el('a', { href: '#/tasks/' + enc(c.task_id) }, c.task_id), ' ', String(c.agent || ''), ' — ', c.status || 'running')))]);
+    }
+    if (t.error) rows.push(['Error', el('div', { class: 'text error' }, t.error)]);
+    if (t.result != null) rows.push(['Result', el('div', { class: 'text', id: 'result' }, t.result)]);
+    dl.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', null, k), el('dd', null, v)]));
+  }
+
+  function renderActions(box, t, id, refresh) {
+    box.replaceChildren();
+    const w = t.waiting_for;
+    if (t.status === 'waiting' && w) {
+      const section = el('section', { class: 'waiting', id: 'waiting', 'aria-labelledby': 'waiting-title' });
+      if (w.kind === 'approval') {
+        const approve = el('button', { type: 'button', id: 'approve', class: 'approve' }, 'Approve');
+        const deny = el('button', { type: 'button', id: 'deny', class: 'deny' }, 'Deny');
+        const decide = async (yes) => {
+          approve.disabled = true;
+          deny.disabled = true;
+          try {
+            await api('POST', '/tasks/' + enc(id) + '/approvals/' + enc(w.approval_id), { approve: yes });
+            say(yes ? 'Approved: the task goes on.' : 'Denied: the call will not be made.');
+          } catch (e) {
+            failed(e);
+            approve.disabled = false;
+            deny.disabled = false;
+          }
+          refresh();
+        };
+        approve.addEventListener('click', () => decide(true));
+        deny.addEventListener('click', () => decide(false));
+        append(section, [
+          el('h2', { id: 'waiting-title' }, 'Waiting for approval'),
+          el('p', null, 'The agent wants to call ', el('code', null, String(w.tool || '?')), ':'),
+          el('div', { class: 'text', id: 'approval-summary' }, String(w.summary || '')),
+          el('div', { class: 'buttons' }, approve, deny),
+        ]);
+      } else {
+        append(section, [el('h2', { id: 'waiting-title' }, 'Waiting'), el('p', null, waitingText(w))]);
+      }
+      box.append(section);
+    }
+    if (!isTerminal(t.status)) {
+      const cancel = el('button', { type: 'button', id: 'cancel', class: 'cancel' }, 'Cancel task');
+      cancel.addEventListener('click', async () => {
+        if (!window.confirm('Cancel this task? It stops at its next step.')) return;
+        cancel.disabled = true;
+        try {
+          await api('POST', '/tasks/' + enc(id) + '/cancel', {});
+          say('Cancel requested.');
+        } catch (e) {
+          failed(e);
+          cancel.disabled = false;
+        }
+        refresh();
+      });
+      box.append(el('div', { class: 'buttons' }, cancel));
+    }
+  }
+
+  function waitingText(w) {
+    switch (w.kind) {
+      case 'children': return 'for ' + count(w.pending) + ' child task(s) to finish.';
+      case 'timer': return 'until ' + when(w.until) + '.';
+      case 'reply': return 'for an answer to: ' + String(w.question || '') + ' (until ' + when(w.expires_at) + ')';
+      default: return 'for ' + String(w.kind) + '.';
+    }
+  }
+
+  // ------------------------------------------------------------ conversation
+
+  // Who wrote a user message: the requester, or the Slack user a
+  // `[from <@U…>]` mark names (someone else in the task's thread).
+  function userAuthor(text) {
+    const m = /^\[from <@([A-Za-z0-9]+)>\] ([\s\S]*)$/.exec(text);
+    return m ? { who: 'user <@' + m[1] + '>', text: m[2] } : { who: 'requester', text };
+  }
+
+  function eventItem(e) {
+    let who = String(e.type);
+    let kind = 'system';
+    const body = [];
+    switch (e.type) {
+      case 'user_message': {
+        const u = userAuthor(String(e.text || ''));
+        who = u.who;
+        kind = 'user';
+        body.push(el('div', { class: 'text' }, u.text));
+        break;
+      }
+      case 'assistant_message': {
+        who = 'assistant' + (e.model ? ' · ' + e.model : '');
+        kind = 'assistant';
+        if (e.text) body.push(el('div', { class: 'text' }, e.text));
+        for (const c of e.tool_calls || []) {
+          body.push(el('div', { class: 'call' }, 'calls ', el('code', null, String(c.name)),
+            el('pre', null, JSON.stringify(c.arguments, null, 2))));
+        }
+        if (e.usage) {
+          body.push(el('p', { class: 'meta' }, 'step ' + e.step + ' · ' + count(e.usage.input_tokens) + ' in, '
+            + count(e.usage.output_tokens) + ' out tokens'));
+        }
+        break;
+      }
+      case 'tool_started':
+        who = 'tool ' + e.name;
+        kind = 'tool';
+        body.push(el('p', { class: 'meta' }, 'started (not idempotent: it will not run twice)'));
+        break;
+      case 'tool_result':
+        who = 'tool ' + e.name + (e.is_error ? ' · error' : '');
+        kind = e.is_error ? 'tool failed' : 'tool';
+        body.push(el('div', { class: 'text' }, String(e.content || '')));
+        if (e.truncated_chars) body.push(el('p', { class: 'meta' }, count(e.truncated_chars) + ' characters cut'));
+        break;
+      case 'status':
+        who = 'baton';
+        body.push(el('p', { class: 'meta' }, String(e.status) + (e.detail ? ' — ' + e.detail : '')));
+        break;
+      case 'note':
+        who = 'runtime note · ' + e.reason;
+        body.push(el('div', { class: 'text' }, String(e.text || '')));
+        break;
+      case 'summary':
+        who = 'summary of the conversation so far';
+        body.push(el('div', { class: 'text' }, String(e.text || '')));
+        break;
+      case 'attachment':
+        who = 'file';
+        kind = 'user';
+        body.push(el('p', null, el('code', null, String(e.name)), ' (' + e.media_type + ', ' + count(e.bytes) + ' bytes)'
+          + (e.note ? ' — ' + e.note : '')));
+        break;
+      default:
+        body.push(el('p', { class: 'meta' }, 'a ' + String(e.type) + ' entry'));
+    }
+    return el('li', { class: 'entry ' + kind, 'data-type': String(e.type), 'data-seq': String(e.seq) },
+      el('div', { class: 'head' }, el('span', { class: 'who' }, who), ' ',
+        el('time', { datetime: String(e.at || '') }, when(e.at))),
+      body);
+  }
+
+  // ------------------------------------------------------------ waterfall
+
+  const SPAN_KINDS = { task: 'task', segment: 'segment', llm_call: 'llm', tool_call: 'tool', compaction: 'compaction' };
+
+  function spanLabel(s) {
+    const a = s.attributes || {};
+    const parts = [];
+    switch (s.name) {
+      case 'task': parts.push('task', a.status || ''); break;
+      case 'segment': parts.push('segment ' + (a.segment != null ? a.segment : '')); break;
+      case 'llm_call':
+        parts.push(String(a.model || 'model call'));
+        if (a.input_tokens != null) parts.push(count(a.input_tokens) + '→' + count(a.output_tokens) + ' tok');
+        if (a.cost_usd > 0) parts.push(cost(a.cost_usd));
+        break;
+      case 'tool_call': parts.push('tool ' + (a.tool || '?')); break;
+      default: parts.push(String(s.name));
+    }
+    if (a.error === true) parts.push('error');
+    parts.push(duration(s.end_ms - s.start_ms));
+    return parts.filter(Boolean).join(' · ');
+  }
+
+  function spanDetails(s) {
+    const lines = [s.name + ': ' + duration(s.end_ms - s.start_ms)];
+    for (const [k, v] of Object.entries(s.attributes || {})) {
+      lines.push(k + ': ' + (typeof v === 'string' ? v : JSON.stringify(v)));
+    }
+    return lines.join('\n');
+  }
+
+  // Spans in tree order (children under their parent, by start time), with depth.
+  function spanRows(spans) {
+    const ids = new Set(spans.map((s) => s.span_id));
+    const children = new Map();
+    const roots = [];
+    for (const s of spans) {
+      if (s.parent_id && ids.has(s.parent_id) && s.parent_id !== s.span_id) {
+        if (!children.has(s.parent_id)) children.set(s.parent_id, []);
+        children.get(s.parent_id).push(s);
+      } else roots.push(s);
+    }
+    const byStart = (a, b) => a.start_ms - b.start_ms || a.end_ms - b.end_ms;
+    const rows = [];
+    const seen = new Set();
+    const walk = (s, depth) => {
+      if (seen.has(s.span_id)) return;
+      seen.add(s.span_id);
+      rows.push({ s, depth });
+      for (const c of (children.get(s.span_id) || []).sort(byStart)) walk(c, depth + 1);
+    };
+    for (const r of roots.sort(byStart)) walk(r, 0);
+    return rows;
+  }
+
+  function renderWaterfall(box, spans) {
+    const valid = spans.filter((s) => s && Number.isFinite(s.start_ms) && Number.isFinite(s.end_ms));
+    if (!valid.length) {
+      box.replaceChildren(el('p', { class: 'empty' }, 'No spans yet.'));
+      return;
+    }
+    const rows = spanRows(valid);
+    let t0 = Infinity;
+    let t1 = -Infinity;
+    for (const s of valid) {
+      t0 = Math.min(t0, s.start_ms);
+      t1 = Math.max(t1, s.end_ms);
+    }
+    const span = Math.max(t1 - t0, 1);
+    const W = 1000;
+    const LABEL = 360;
+    const RIGHT = 12;
+    const ROW = 22;
+    const TOP = 22;
+    const plot = W - LABEL - RIGHT;
+    const x = (ms) => LABEL + ((ms - t0) / span) * plot;
+    const height = TOP + rows.length * ROW + 6;
+    const chart = svg('svg', {
+      viewBox: '0 0 ' + W + ' ' + height, class: 'wf', role: 'img', 'aria-labelledby': 'wf-svg-title',
+      preserveAspectRatio: 'xMinYMin meet',
+    }, svg('title', { id: 'wf-svg-title' }, rows.length + ' spans over ' + duration(span)));
+    for (let i = 0; i <= 4; i += 1) {
+      const tx = LABEL + (plot * i) / 4;
+      chart.append(
+        svg('line', { x1: tx, x2: tx, y1: TOP - 6, y2: height, class: 'tick' }),
+        svg('text', { x: tx, y: 12, class: 'axis', 'text-anchor': i === 0 ? 'start' : i === 4 ? 'end' : 'middle' },
+          duration((span * i) / 4)));
+    }
+    rows.forEach(({ s, depth }, i) => {
+      const y = TOP + i * ROW;
+      const kind = SPAN_KINDS[s.name] || 'other';
+      const bx = x(s.start_ms);
+      const bw = Math.max(x(s.end_ms) - bx, 2);
+      const error = s.attributes && s.attributes.error === true;
+      const label = spanLabel(s);
+      chart.append(svg('g', { class: 'span k-' + kind + (error ? ' is-error' : ''), 'data-name': String(s.name) },
+        svg('title', null, spanDetails(s)),
+        svg('text', { x: 6 + Math.min(depth, 6) * 12, y: y + 14, class: 'label' }, shorten(label, 48 - Math.min(depth, 6) * 2)),
+        svg('rect', { x: bx.toFixed(1), y: y + 4, width: bw.toFixed(1), height: ROW - 8, rx: 2, class: 'bar' })));
+    });
+    const legend = el('ul', { class: 'legend' }, Object.entries({ task: 'task', segment: 'segment', llm: 'model call',
+      tool: 'tool call', compaction: 'compaction' }).map(([k, v]) => el('li', { class: 'k-' + k }, v)),
+    el('li', { class: 'is-error' }, 'error'));
+    box.replaceChildren(chart, legend);
+  }
+
+  // ------------------------------------------------------------ schedules
+
+  function schedulesPage(view) {
+    const rowsBody = el('tbody');
+    const table = el('table', { id: 'schedules-table', class: 'grid' },
+      el('caption', { class: 'sr-only' }, 'Schedules'),
+      el('thead', null, el('tr', null, ['Schedule', 'Expression', 'Kind', 'Agent', 'State', 'Next run', 'Last run',
+        'Last task', 'Input', ''].map((h) => el('th', { scope: 'col' }, h)))),
+      rowsBody);
+    const empty = el('p', { class: 'empty', hidden: true }, 'No schedules.');
+    view.append(el('h1', { tabindex: '-1' }, 'Schedules'), el('div', { class: 'scroll' }, table), empty);
+    let shownKey = '';
+    const refresh = every(SCHEDULES_REFRESH_MS, async (current) => {
+      let data;
+      try {
+        data = await api('GET', '/schedules');
+      } catch (e) {
+        if (e.status === 501) {
+          empty.hidden = false;
+          empty.textContent = 'Schedules are not enabled on this deployment.';
+          return false;
+        }
+        throw e;
+      }
+      if (!current()) return false;
+      const list = (data && data.schedules) || [];
+      const key = JSON.stringify(list);
+      if (key !== shownKey) {
+        shownKey = key;
+        rowsBody.replaceChildren(...list.map((s) => scheduleRow(s, refresh)));
+      }
+      empty.hidden = list.length > 0;
+      updated('Updated ' + clock(new Date()) + '.');
+      return true;
+    });
+  }
+
+  function scheduleRow(s, refresh) {
+    const del = el('button', { type: 'button', class: 'deny small' }, 'Delete');
+    del.setAttribute('aria-label', 'Delete schedule ' + s.schedule_id);
+    del.addEventListener('click', async () => {
+      if (!window.confirm('Delete schedule ' + s.schedule_id + '?')) return;
+      del.disabled = true;
+      try {
+        await api('DELETE', '/schedules/' + enc(s.schedule_id));
+        say('Schedule deleted.');
+      } catch (e) {
+        failed(e);
+        del.disabled = false;
+      }
+      refresh();
+    });
+    const last = s.last_task_id ? el('a', { href: '#/tasks/' + enc(s.last_task_id) }, shorten(s.last_task_id, 13)) : '—';
+    return el('tr', { 'data-schedule-id': String(s.schedule_id) },
+      el('td', { class: 'id' }, String(s.schedule_id)),
+      el('td', null, el('code', null, String(s.expression)), ' ', String(s.timezone || '')),
+      el('td', null, String(s.kind || '')),
+      el('td', null, String(s.agent || 'default')),
+      el('td', null, String(s.state || '')),
+      el('td', null, s.next_fire_at ? when(s.next_fire_at) : '—'),
+      el('td', null, s.last_fired_at ? when(s.last_fired_at) : '—'),
+      el('td', { class: 'id' }, last),
+      el('td', { class: 'input', title: String(s.input || '') }, shorten(s.input || '', 80)),
+      el('td', null, del));
+  }
+
+  // ------------------------------------------------------------ start
+
+  function start() {
+    byId('signin-form').addEventListener('submit', signIn);
+    byId('signout').addEventListener('click', () => signOut(''));
+    window.addEventListener('hashchange', route);
+    route();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();

@@ -1,0 +1,56 @@
+//! The OpenTelemetry exporter (`baton-otel`), built once by the worker
+//! side when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; the ingest never builds
+//! it, so its code is neither run nor linked there.
+
+use crate::settings::{Settings, SettingsError};
+use baton_core::SpanExport;
+use baton_llm::LlmConfig;
+use secrecy::{ExposeSecret, SecretString};
+use std::sync::Arc;
+
+/// The exporter of `settings.otlp`, scrubbing every secret the settings
+/// hold from what it sends; `None` when no endpoint is set.
+pub(crate) fn span_export(
+    settings: &Settings,
+) -> Result<Option<Arc<dyn SpanExport>>, SettingsError> {
+    let Some(otlp) = &settings.otlp else {
+        return Ok(None);
+    };
+    let export = baton_otel::OtlpExport::new(otlp, secrets(settings)).map_err(|e| {
+        SettingsError::Invalid {
+            name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+            message: e.to_string(),
+        }
+    })?;
+    tracing::info!(content = otlp.content, "exporting traces over OTLP/HTTP");
+    Ok(Some(Arc::new(export)))
+}
+
+/// Every secret value the settings hold: none of them may reach a span,
+/// even in content a model or a tool echoed.
+fn secrets(settings: &Settings) -> Vec<SecretString> {
+    let mut out: Vec<SecretString> = Vec::new();
+    let mut add = |s: &str| out.push(SecretString::from(s.to_owned()));
+    match &settings.llm {
+        LlmConfig::OpenAi {
+            api_key: Some(k), ..
+        }
+        | LlmConfig::Anthropic {
+            api_key: Some(k), ..
+        } => add(k.expose()),
+        _ => {}
+    }
+    if let Some(t) = &settings.api_token {
+        add(t.expose());
+    }
+    if let Some(t) = settings.slack.as_ref().and_then(|s| s.bot_token.as_ref()) {
+        add(t.expose());
+    }
+    for d in &settings.http_tool_defs {
+        d.secrets.iter().for_each(|s| add(s.expose_secret()));
+    }
+    for d in &settings.mcp_server_defs {
+        d.secrets.iter().for_each(|s| add(s.expose_secret()));
+    }
+    out
+}
