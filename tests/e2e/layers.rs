@@ -17,8 +17,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("baton-tools", &["baton-core", "baton-schedule"]),
     ("baton-embedded", &["baton-core", "baton-schedule"]),
     ("baton-aws", &["baton-core", "baton-schedule"]),
-    // OpenTelemetry export: spans in, OTLP out; the worker reaches it
-    // through core's `SpanExport` port, the ingest not at all.
+    // OpenTelemetry export: spans in, OTLP out; the worker and the ingest
+    // reach it only through core's `SpanExport` port (the runtime wires it).
     ("baton-otel", &["baton-core"]),
     // The ingest handler verifies, dedupes and enqueues: it never runs the
     // loop, so the agent, its tools and the LLM providers stay out of it.

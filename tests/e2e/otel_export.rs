@@ -134,6 +134,10 @@ async fn a_task_over_two_segments_is_one_trace_with_genai_spans_and_no_secret() 
     })
     .await;
     let id = app.submit_ok("#steps=2 the purple-elephant prompt").await;
+    // The ingest's span was sent before the answer (a Lambda freezes
+    // once it has answered).
+    let (early, _) = received(&server).await;
+    assert!(early.iter().any(|s| s.name == "baton.ingest"), "{early:#?}");
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}");
     let segments = task["segments"].as_u64().unwrap();
@@ -168,6 +172,13 @@ async fn a_task_over_two_segments_is_one_trace_with_genai_spans_and_no_secret() 
         .map(|s| s.span_id.as_str())
         .collect();
     assert_eq!(segment_ids.len() as u64, segments);
+    // The ingest's handling of the request, under the root too.
+    let ingests: Vec<&Got> = spans.iter().filter(|s| s.name == "baton.ingest").collect();
+    assert_eq!(ingests.len(), 1, "{spans:#?}");
+    assert_eq!(ingests[0].parent, root.span_id);
+    assert_eq!(ingests[0].attr("baton.source"), "http");
+    assert_eq!(ingests[0].attr("gen_ai.agent.name"), "default");
+    assert!(!ingests[0].status_error);
     // Model calls and the tool call under their segments: the two model
     // calls in different segments.
     let chats: Vec<&Got> = spans

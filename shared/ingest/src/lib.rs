@@ -18,6 +18,7 @@ mod stopping;
 mod surfaces;
 mod tasks;
 mod threads;
+mod trace;
 
 pub use auth::ApiToken;
 pub use response::ApiError;
@@ -69,6 +70,9 @@ pub struct Ingest {
     metrics: Arc<dyn baton_core::Metrics>,
     /// Sets up new assistant threads ([`Ingest::with_thread_setup`]).
     thread_setup: Option<Arc<baton_slack::assistant::SlackThreadSetup>>,
+    /// Where the span of each created task goes
+    /// ([`Ingest::with_span_export`]); without it, none is made.
+    span_export: Option<Arc<dyn baton_core::SpanExport>>,
 }
 
 impl Ingest {
@@ -95,7 +99,16 @@ impl Ingest {
             max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
             metrics: Arc::new(baton_core::NoMetrics),
             thread_setup: None,
+            span_export: None,
         }
+    }
+
+    /// Exports a span for each task it creates (`baton.ingest`, from the
+    /// request's receipt to the task being queued) to `export`, in the
+    /// task's trace, before answering.
+    pub fn with_span_export(mut self, export: Arc<dyn baton_core::SpanExport>) -> Self {
+        self.span_export = Some(export);
+        self
     }
 
     /// Offers the agent's suggested prompts in new assistant threads
@@ -155,7 +168,7 @@ impl Ingest {
     /// Answers one request.
     #[tracing::instrument(skip_all, fields(method = %request.method(), path = %request.uri().path()))]
     pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
-        let response = match routes::route(self, request).await {
+        let response = match trace::timed(self, routes::route(self, request)).await {
             Ok(r) => r,
             Err(e) => e.into_response(),
         };

@@ -322,8 +322,10 @@ mod tests {
                 signing_secret: SigningSecret::new(SECRET),
                 bot_user_id: Some("U0LAN0Z89".into()),
             };
+            let spans = std::sync::Arc::new(crate::trace::tests::Recorded::default());
             let ingest = Ingest::new(store.clone(), b.queue.clone(), agents, None, Some(slack))
-                .with_routes(Routes::new(routes));
+                .with_routes(Routes::new(routes))
+                .with_span_export(spans.clone());
             let (status, v) = post_mention(&ingest, "what changed?").await;
             assert_eq!(status, 200, "{v}");
             let thread = "slack:T061EG9R6:C0LAN2Q65:1515449522.000016";
@@ -331,6 +333,14 @@ mod tests {
             let id = t.active_task.expect("running");
             let task = store.get(&id).await.unwrap().unwrap();
             assert_eq!(task.agent, expected);
+            // The task's span names its agent and where it came from.
+            let batches = spans.0.lock().unwrap().clone();
+            assert_eq!(batches.len(), 1);
+            assert_eq!(
+                (&batches[0].task_id, batches[0].agent.as_str()),
+                (&id, expected)
+            );
+            assert_eq!(batches[0].spans[0].attributes["source"], "slack");
         }
     }
 }

@@ -171,7 +171,13 @@ impl Ingest {
             }
             Created::Duplicate(id) => Submitted::Duplicate(id),
         };
-        self.wake_if_queued(outcome.task_id()).await?;
+        let queued = self.wake_if_queued(outcome.task_id()).await;
+        // Only the request that created the task: a duplicate's span is
+        // already in the trace.
+        if let Submitted::Created(_) = outcome {
+            self.export_ingest_span(&task, queued.is_ok()).await;
+        }
+        queued?;
         Ok(outcome)
     }
 

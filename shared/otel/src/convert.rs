@@ -1,14 +1,16 @@
 //! Baton's spans as OpenTelemetry spans, named and attributed after the
 //! GenAI semantic conventions: the task is `invoke_agent {agent}`, a model
-//! call `chat {model}`, a tool call `execute_tool {tool}`; segments (and
-//! compactions) are Baton's own, `baton.segment`. Attributes the
-//! conventions have no name for keep Baton's, under `baton.`.
+//! call `chat {model}`, a tool call `execute_tool {tool}`; the ingest's
+//! handling of the request that created the task (`baton.ingest`) and
+//! segments (`baton.segment`, and compactions) are Baton's own. Attributes
+//! the conventions have no name for keep Baton's, under `baton.`.
 //!
 //! Ids are derived, never stored: the trace id is the root task's id (a
 //! UUID is 128 bits: the trace id is the task id without its hyphens), so
 //! every segment, retry and sub-agent of a task lands in one trace; a
-//! task's root span id is a hash of its id, so any segment can name it as
-//! the parent before the task has ended and the root span is sent.
+//! task's root span id is a hash of its id, so the ingest and any segment
+//! can name it as the parent before the task has ended and the root span
+//! is sent.
 
 use crate::Scrub;
 use baton_core::trace::task_span_id;
@@ -204,6 +206,12 @@ impl Converted {
                     "the tool returned an error".to_owned()
                 });
                 (format!("execute_tool {tool}"), SpanKind::Internal, error)
+            }
+            // The ingest's handling of the request that created the task.
+            "ingest" => {
+                attrs.push(KeyValue::new("gen_ai.agent.name", batch.agent.clone()));
+                let error = failed.then(|| "the task could not be queued".to_owned());
+                ("baton.ingest".to_owned(), SpanKind::Server, error)
             }
             "segment" => {
                 let error = failed.then(|| str_of(&a, "outcome").unwrap_or_default());

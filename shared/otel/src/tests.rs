@@ -187,6 +187,32 @@ fn a_sub_agent_joins_its_roots_trace_under_its_parents_root_span() {
 }
 
 #[test]
+fn the_ingest_span_hangs_under_the_tasks_root_span() {
+    let task = TaskId::generate();
+    let mut b = batch(&task, &task, None);
+    b.spans = vec![span(
+        "00000000000000c3",
+        Some(&task_span_id(&task)),
+        "ingest",
+        json!({"source": "slack", "error": false}),
+    )];
+    let out = spans(&b, &scope(), &Scrub::default());
+    let ingest = &out[0];
+    assert_eq!(ingest.name, "baton.ingest");
+    assert_eq!(ingest.span_kind, SpanKind::Server);
+    assert_eq!(ingest.span_context.trace_id(), trace_id(&task));
+    assert_eq!(ingest.parent_span_id, task_root_span_id(&task));
+    let s = |v: &str| Some(OtelValue::from(v.to_owned()));
+    assert_eq!(attr(ingest, "gen_ai.agent.name").cloned(), s("researcher"));
+    assert_eq!(attr(ingest, "baton.source").cloned(), s("slack"));
+    assert_eq!(attr(ingest, "baton.task.id").cloned(), s(task.as_str()));
+    assert_eq!(ingest.status, Status::Unset);
+    b.spans[0].attributes.insert("error".into(), json!(true));
+    let out = spans(&b, &scope(), &Scrub::default());
+    assert!(matches!(out[0].status, Status::Error { .. }));
+}
+
+#[test]
 fn content_is_attached_and_scrubbed() {
     let task = TaskId::generate();
     let mut b = batch(&task, &task, None);

@@ -51,9 +51,20 @@ impl App {
     /// memory (docs/performance-lambda.md). The LLM settings are parsed
     /// with the rest of [`Settings`] but not checked further here: the
     /// worker checks them at its own start-up.
-    pub fn ingest_only(settings: &Settings, backend: &Backend) -> Ingest {
+    ///
+    /// With `OTEL_EXPORTER_OTLP_ENDPOINT` set it builds the span exporter
+    /// too (the ingest exports a span for each task it creates), which is
+    /// why it can fail.
+    pub fn ingest_only(settings: &Settings, backend: &Backend) -> Result<Ingest, SettingsError> {
         let schedules = schedule_service(backend);
-        ingest_handler(settings, backend, settings.agents(), schedules.as_ref())
+        let export = crate::telemetry::span_export(settings)?;
+        Ok(ingest_handler(
+            settings,
+            backend,
+            settings.agents(),
+            schedules.as_ref(),
+            export,
+        ))
     }
 
     /// The app with the built-in tools only: `App::builder().build(..)`.
@@ -144,7 +155,7 @@ impl AppBuilder {
         backend: &Backend,
     ) -> Result<Ingest, SettingsError> {
         self.checked_names(&declared_names(settings))?;
-        Ok(App::ingest_only(settings, backend))
+        App::ingest_only(settings, backend)
     }
 
     /// The app of a Lambda function: settings from the environment (over
@@ -319,11 +330,13 @@ impl AppBuilder {
         if let Some(servers) = settings.mcp_servers()? {
             worker = worker.with_remote_tools(Arc::new(servers));
         }
-        if let Some(export) = crate::telemetry::span_export(&settings)? {
-            worker = worker.with_span_export(export);
+        // One exporter for both handlers (`baton dev` runs them together).
+        let export = crate::telemetry::span_export(&settings)?;
+        if let Some(export) = &export {
+            worker = worker.with_span_export(export.clone());
         }
         let worker = Arc::new(worker);
-        let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref());
+        let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref(), export);
         Ok(App {
             ingest,
             worker,
@@ -380,6 +393,7 @@ fn ingest_handler(
     backend: &Backend,
     agents: baton_settings::Agents,
     schedules: Option<&baton_schedule::ScheduleService>,
+    export: Option<Arc<dyn baton_core::SpanExport>>,
 ) -> Ingest {
     let slack = settings.slack.as_ref().map(|s| SlackIngest {
         signing_secret: s.signing_secret.clone(),
@@ -411,6 +425,10 @@ fn ingest_handler(
                 token,
                 s.agent_sessions,
             ))),
+        None => ingest,
+    };
+    let ingest = match export {
+        Some(export) => ingest.with_span_export(export),
         None => ingest,
     };
     match schedules {

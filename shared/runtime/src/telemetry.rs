@@ -1,6 +1,8 @@
-//! The OpenTelemetry exporter (`baton-otel`), built once by the worker
-//! side when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; the ingest never builds
-//! it, so its code is neither run nor linked there.
+//! The OpenTelemetry exporter (`baton-otel`), built once per process when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set: by the worker (its segments'
+//! spans) and by the ingest (one `baton.ingest` span per task it creates;
+//! `baton dev` shares one exporter between the two). Without an endpoint
+//! nothing is built, and neither handler does any work for it.
 
 use crate::settings::{Settings, SettingsError};
 use baton_core::SpanExport;
