@@ -285,6 +285,10 @@ fn describe_event(e: &Value) -> String {
                 format!("assistant calls {}", calls.join(", "))
             }
         }
+        "answer_delta" if e["restart"].as_bool() == Some(true) => {
+            "writing (the model call restarted)".to_owned()
+        }
+        "answer_delta" => format!("writing: {}", short(e["text"].as_str().unwrap_or(""))),
         "tool_started" => format!("tool {} started", e["name"].as_str().unwrap_or("")),
         "tool_result" => format!(
             "tool {}{}: {}",

@@ -147,10 +147,20 @@ async fn slack_event_delivered_four_times_gives_one_answer(backend: Backend) {
         Some("1700000000.000100"),
         "answered in the mention's thread"
     );
-    assert_eq!(
-        posts[0].text, "*hello* from Baton",
-        "Markdown converted to mrkdwn"
-    );
+    // The answer streamed (Markdown) and then shows as the committed
+    // answer, converted to mrkdwn.
+    let started = std::time::Instant::now();
+    loop {
+        let shown = app.slack.message("C1", &posts[0].ts).expect("the message");
+        if !shown.streaming && shown.text == "*hello* from Baton" {
+            break;
+        }
+        assert!(
+            started.elapsed() < LONG,
+            "Markdown converted to mrkdwn: {shown:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // Give duplicates every chance to show up before counting.
     let more = app.slack.wait_for_posts(2, Duration::from_secs(3)).await;
     assert_eq!(more.len(), 1, "duplicates must not answer again");

@@ -11,6 +11,9 @@ use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
 
+/// An agents file whose agents post answers whole.
+const NO_STREAMING: &str = "[defaults]\nstream = false\n";
+
 fn mention(event_id: &str, ts: &str, text: &str) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "token": "ignored",
@@ -425,7 +428,9 @@ async fn the_step_limit_ends_with_a_summary_posted(backend: Backend) {
 }
 
 async fn a_crash_while_posting_leaves_one_answer(backend: Backend) {
-    let mut app = spawn(backend, &[]).await;
+    // The whole-message post (answers that do not stream); a streamed
+    // answer's exactly-once is tests/e2e/streaming.rs's.
+    let mut app = spawn(backend, &[("BATON_AGENTS_TOML", NO_STREAMING)]).await;
     app.slack
         .hold_next("chat.postMessage", Duration::from_secs(3));
     mention_ok(&app, "EvCrash", "1700000000.000500", "#reply=exactly once").await;
@@ -450,7 +455,9 @@ async fn a_crash_while_posting_leaves_one_answer(backend: Backend) {
 }
 
 async fn a_crash_while_posting_without_history_scopes_still_answers(backend: Backend) {
-    let mut app = spawn(backend, &[]).await;
+    // The whole-message post (answers that do not stream); a streamed
+    // answer's exactly-once is tests/e2e/streaming.rs's.
+    let mut app = spawn(backend, &[("BATON_AGENTS_TOML", NO_STREAMING)]).await;
     app.slack
         .hold_next("chat.postMessage", Duration::from_secs(3));
     mention_ok(&app, "EvNoScope", "1700000000.000700", "#reply=told anyway").await;

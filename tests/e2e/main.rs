@@ -26,6 +26,7 @@ mod slack_files;
 mod slack_surfaces;
 mod steering_files;
 mod stop_permissions;
+mod streaming;
 mod task_listing;
 mod template;
 /// The WebDriver client of the console test.

@@ -260,13 +260,24 @@ async fn a_feedback_click_is_recorded_once() {
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}");
     assert!(task.get("feedback").is_none(), "{task}");
-    let answer = app
-        .slack
-        .wait_for_posts(1, LONG)
-        .await
-        .into_iter()
-        .find(|p| p.text == "Deployed.")
-        .expect("the answer");
+    let posted = app.slack.wait_for_posts(1, LONG).await;
+    // The answer streamed into its message, which then shows the
+    // committed answer with the buttons.
+    let started = std::time::Instant::now();
+    let answer = loop {
+        let shown = posted
+            .iter()
+            .find_map(|p| app.slack.message(&p.channel, &p.ts))
+            .filter(|m| m.text == "Deployed." && m.blocks.is_some());
+        if let Some(m) = shown {
+            break m;
+        }
+        assert!(
+            started.elapsed() < LONG,
+            "no answer with buttons: {posted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     let blocks = answer.blocks.clone().expect("buttons under the answer");
     assert_eq!(blocks[0]["text"]["text"], "Deployed.");
 

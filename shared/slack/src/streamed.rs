@@ -14,10 +14,14 @@ fn failed(e: SlackError) -> ReplyError {
     ReplyError(e.to_string())
 }
 
-/// Whether `task`'s answer can stream: a Slack thread to stream into.
+/// Whether `task`'s answer can stream: a conversation's Slack thread to
+/// stream into. Children answer their parent, and scheduled firings (no
+/// conversation) post whole, so a heartbeat finding held back as a repeat
+/// never shows.
 pub(crate) fn streams(task: &Task) -> bool {
     matches!(&task.origin, Origin::Slack { thread_ts, .. } if !thread_ts.is_empty())
         && task.parent.is_none()
+        && task.thread.is_some()
 }
 
 /// Opens the streaming message in the task's thread, showing `text`.
@@ -119,7 +123,7 @@ mod tests {
                 user: "U1".into(),
                 channel_type: None,
             },
-            None,
+            Some("slack:T1:C1:1.1".into()),
             Limits::default(),
             0,
         )

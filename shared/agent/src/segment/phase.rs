@@ -10,12 +10,14 @@ impl Segment<'_> {
     /// The segment starts: processing. On the task's first segment the
     /// sink also gets its first message, to title the conversation with
     /// (once per task: `segments` is counted durably when the lease is
-    /// taken, so a re-run of that segment is the second).
+    /// taken, so a re-run of that segment is the second) — and only on the
+    /// conversation's first task: a follow-up (which carries earlier
+    /// turns) keeps the title its conversation has.
     pub(super) async fn show_processing(&self) {
         if self.task.parent.is_some() {
             return;
         }
-        let title = (self.task.segments == 1)
+        let title = (self.task.segments == 1 && self.task.carried == 0)
             .then(|| {
                 self.transcript
                     .iter()

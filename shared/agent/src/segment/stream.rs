@@ -125,14 +125,20 @@ pub(super) struct CallStream {
     to_events: bool,
     restart: bool,
     first_chunk: bool,
+    /// This call's text since its last restart.
+    text: String,
 }
 
 impl CallStream {
     pub(super) fn push(&mut self, delta: Delta) {
         match delta {
-            Delta::Text(t) => self.chunker.push(&t),
+            Delta::Text(t) => {
+                self.chunker.push(&t);
+                self.text.push_str(&t);
+            }
             Delta::Restart => {
                 self.chunker.clear();
+                self.text.clear();
                 self.restart = true;
             }
         }
@@ -176,11 +182,11 @@ impl Segment<'_> {
                 Some(delta) = rx.recv() => {
                     call_stream.push(delta);
                     if call_stream.due() {
-                        self.flush_stream(&mut call_stream).await?;
+                        self.flush_stream(&mut call_stream, false).await?;
                     }
                 }
                 _ = sleep_until(deadline), if deadline.is_some() => {
-                    self.flush_stream(&mut call_stream).await?;
+                    self.flush_stream(&mut call_stream, false).await?;
                 }
             }
         };
@@ -189,7 +195,7 @@ impl Segment<'_> {
             call_stream.push(delta);
         }
         if result.as_ref().is_ok_and(|r| r.is_ok()) {
-            self.flush_stream(&mut call_stream).await?;
+            self.flush_stream(&mut call_stream, true).await?;
         }
         Ok(result)
     }
@@ -212,14 +218,25 @@ impl Segment<'_> {
                 to_events,
                 restart: false,
                 first_chunk: true,
+                text: String::new(),
             }
         })
     }
 
     /// Sends the call's pending text on: a chunk into the chat message, an
     /// `answer_delta` event. Chat failures are logged and end streaming for
-    /// the segment; a store failure is the segment's.
-    pub(super) async fn flush_stream(&mut self, call: &mut CallStream) -> Result<(), WorkerError> {
+    /// the segment; a store failure is the segment's. Text that may yet be
+    /// `NO_REPLY` (or `HEARTBEAT_OK`) waits until the call is `last`, and
+    /// then never goes to the chat: a silent answer shows nothing.
+    pub(super) async fn flush_stream(
+        &mut self,
+        call: &mut CallStream,
+        last: bool,
+    ) -> Result<(), WorkerError> {
+        let silent = call.to_chat && could_be_silent(&call.text);
+        if silent && !last {
+            return Ok(());
+        }
         let restart = std::mem::take(&mut call.restart);
         let text = call.chunker.take(Instant::now());
         if text.is_empty() && !restart {
@@ -233,7 +250,7 @@ impl Segment<'_> {
             };
             self.commit(|_| Some(vec![delta.clone()])).await?;
         }
-        if call.to_chat && !self.stream.broken {
+        if call.to_chat && !self.stream.broken && !silent {
             let separate = std::mem::take(&mut call.first_chunk) && self.stream.step_start > 0;
             if let Err(e) = self.chat_chunk(&text, restart, separate).await {
                 if let WorkerError::Reply(e) = &e {
@@ -357,6 +374,15 @@ impl Segment<'_> {
     }
 }
 
+/// Whether an answer beginning with `text` may still turn out to be one
+/// that posts nothing ([`crate::sanitize::is_no_reply`]).
+fn could_be_silent(text: &str) -> bool {
+    let t = text.trim();
+    [crate::sanitize::NO_REPLY, "HEARTBEAT_OK"]
+        .iter()
+        .any(|token| token.starts_with(t))
+}
+
 /// Sleeps until `deadline` (never, without one).
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
@@ -386,6 +412,16 @@ mod tests {
         c.push("a");
         c.clear();
         assert_eq!(c.take(start), "");
+    }
+
+    #[test]
+    fn silent_answers_are_recognised_while_written() {
+        for maybe in ["", "  ", "NO_", "NO_REPLY", "HEART", "HEARTBEAT_OK\n"] {
+            assert!(could_be_silent(maybe), "{maybe:?}");
+        }
+        for not in ["NO_REPLY because", "Hello", "no_reply"] {
+            assert!(!could_be_silent(not), "{not:?}");
+        }
     }
 
     #[test]

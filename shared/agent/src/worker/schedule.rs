@@ -311,6 +311,43 @@ impl ReplySink for HeartbeatReplies {
     async fn phase(&self, task: &Task, phase: baton_core::TaskPhase<'_>) {
         self.inner.phase(task, phase).await
     }
+
+    // Streaming passes through: a firing's task has no conversation, and
+    // the inner sink streams only conversations, so what is held back
+    // here was never shown.
+    fn streams_for(&self, task: &Task) -> bool {
+        self.inner.streams_for(task)
+    }
+
+    async fn stream_open(
+        &self,
+        task: &Task,
+        text: &str,
+    ) -> Result<baton_core::StreamedMessage, ReplyError> {
+        self.inner.stream_open(task, text).await
+    }
+
+    async fn stream_append(
+        &self,
+        task: &Task,
+        message: &baton_core::StreamedMessage,
+        text: &str,
+    ) -> Result<baton_core::Appended, ReplyError> {
+        self.inner.stream_append(task, message, text).await
+    }
+
+    async fn stream_replace(
+        &self,
+        task: &Task,
+        message: &baton_core::StreamedMessage,
+        text: &str,
+    ) -> Result<(), ReplyError> {
+        self.inner.stream_replace(task, message, text).await
+    }
+
+    async fn stream_find(&self, task: &Task, since: i64) -> Option<baton_core::StreamedMessage> {
+        self.inner.stream_find(task, since).await
+    }
 }
 
 #[cfg(test)]

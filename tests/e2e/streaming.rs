@@ -1,0 +1,262 @@
+//! Answers stream as the model writes them (issue "Slack-native"), end to
+//! end: the real `baton dev`, the mock LLM streaming in each wire format,
+//! the fake Slack's streaming methods. The streamed chunks concatenate to
+//! the committed answer; a stream Slack closed is finished in place by
+//! `chat.update`; a crash mid-stream leaves one message; HTTP clients read
+//! the text as `answer_delta` events; an agent can turn it all off.
+
+use crate::common::{Backend, Options, TestApp, Wire};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// An answer long enough for several chunks (the mock streams 20
+/// characters an event).
+fn long_answer() -> String {
+    (1..=40)
+        .map(|i| format!("Sentence number {i} of the streamed answer."))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn dm(event_id: &str, ts: &str, text: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "type": "event_callback", "team_id": "T1", "api_app_id": "A1",
+        "event_id": event_id, "event_time": 1_700_000_000,
+        "event": {"type": "message", "user": "U1", "text": text, "ts": ts,
+                  "channel": "D1", "channel_type": "im", "event_ts": ts},
+    }))
+    .unwrap()
+}
+
+async fn send_dm(app: &TestApp, event_id: &str, ts: &str, text: &str) {
+    let r = app
+        .slack_post(
+            "/slack/events",
+            &dm(event_id, ts, text),
+            "application/json",
+            &[],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+}
+
+/// The task of the DM conversation, once it exists.
+async fn dm_task(app: &TestApp) -> String {
+    let store = app.store().await;
+    let started = std::time::Instant::now();
+    loop {
+        let thread = store.thread("slack:T1:D1").await.unwrap();
+        if let Some(id) = thread.and_then(|t| t.active_task.or(t.history.last().cloned())) {
+            return id.to_string();
+        }
+        assert!(started.elapsed() < LONG, "no task: {}", app.log());
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The text the stream calls carried, in order.
+fn streamed_text(app: &TestApp) -> String {
+    ["chat.startStream", "chat.appendStream", "chat.stopStream"]
+        .iter()
+        .flat_map(|m| app.slack.calls(m))
+        .filter_map(|c| c["markdown_text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn a_slack_answer_streams(wire: Wire) {
+    let app = TestApp::spawn(Options {
+        wire,
+        ..Options::default()
+    })
+    .await;
+    let answer = long_answer();
+    send_dm(
+        &app,
+        "EvS1",
+        "1700000001.000100",
+        &format!("#chunk_ms=25 #reply={answer}"),
+    )
+    .await;
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    assert_eq!(done["result"], answer.as_str());
+    assert!(
+        app.llm.streamed().iter().all(|s| *s),
+        "the model was asked to stream"
+    );
+
+    // One message, opened once, grown in several chunks that concatenate to
+    // the committed answer, then shown as exactly that answer.
+    assert_eq!(app.slack.calls("chat.startStream").len(), 1);
+    assert!(
+        !app.slack.calls("chat.appendStream").is_empty(),
+        "more than one chunk"
+    );
+    assert_eq!(streamed_text(&app), answer);
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    let shown = app.slack.message("D1", &posted[0].ts).unwrap();
+    assert_eq!(shown.text, answer);
+    assert!(!shown.streaming);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slack_answer_streams_openai() {
+    a_slack_answer_streams(Wire::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slack_answer_streams_anthropic() {
+    a_slack_answer_streams(Wire::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slack_answer_streams_bedrock() {
+    a_slack_answer_streams(Wire::Bedrock).await;
+}
+
+/// Slack closes a stream that sits idle: the answer goes on in the same
+/// message, through `chat.update` of its `ts`.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_stream_is_finished_by_updating_the_same_message() {
+    let app = TestApp::spawn(Options::default()).await;
+    app.slack.set_stream_expiry(Duration::from_millis(300));
+    let answer = long_answer();
+    send_dm(
+        &app,
+        "EvX1",
+        "1700000002.000100",
+        &format!("#chunk_ms=60 #reply={answer}"),
+    )
+    .await;
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+
+    let starts = app.slack.calls("chat.startStream");
+    assert_eq!(starts.len(), 1);
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 1, "one message: {posted:?}");
+    let ts = posted[0].ts.clone();
+    let updates = app.slack.calls("chat.update");
+    assert!(!updates.is_empty(), "the closed stream was updated");
+    assert!(
+        updates.iter().all(|u| u["ts"] == ts.as_str()),
+        "{updates:?}"
+    );
+    assert_eq!(app.slack.message("D1", &ts).unwrap().text, answer);
+}
+
+/// Killed mid-stream and restarted: the retry writes into the message the
+/// first attempt opened, and the thread holds exactly one answer.
+async fn a_crash_mid_stream_leaves_one_message(backend: Backend) {
+    let mut app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let answer = long_answer();
+    send_dm(
+        &app,
+        "EvK1",
+        "1700000003.000100",
+        &format!("#chunk_ms=150 #reply={answer}"),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    while app.slack.calls("chat.appendStream").is_empty() {
+        assert!(started.elapsed() < LONG, "never streamed: {}", app.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    app.kill9();
+    app.restart();
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    // Give a second message every chance to show up.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        app.slack.calls("chat.startStream").len(),
+        1,
+        "{}",
+        app.log()
+    );
+    assert_eq!(app.slack.calls("chat.postMessage").len(), 0);
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!(app.slack.message("D1", &posted[0].ts).unwrap().text, answer);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_stream_leaves_one_message_embedded() {
+    a_crash_mid_stream_leaves_one_message(Backend::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_stream_leaves_one_message_aws() {
+    a_crash_mid_stream_leaves_one_message(Backend::Aws).await;
+}
+
+/// HTTP clients follow the text as `answer_delta` events.
+#[tokio::test(flavor = "multi_thread")]
+async fn http_clients_read_the_answer_as_it_is_written() {
+    let app = TestApp::spawn(Options {
+        wire: Wire::Anthropic,
+        ..Options::default()
+    })
+    .await;
+    let answer = long_answer();
+    let id = app
+        .submit_ok(&format!("#chunk_ms=30 #reply={answer}"))
+        .await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    let events = app.events(&id).await;
+    let deltas: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "answer_delta")
+        .collect();
+    assert!(deltas.len() >= 2, "in chunks: {deltas:?}");
+    assert!(deltas.iter().all(|d| d["step"] == 1));
+    let text: String = deltas
+        .iter()
+        .map(|d| d["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(text, answer);
+    // The deltas come before the answer they make up.
+    let last_delta = events.iter().rposition(|e| e["type"] == "answer_delta");
+    let answered = events.iter().position(|e| e["type"] == "assistant_message");
+    assert!(last_delta < answered, "{events:?}");
+}
+
+/// An agent with `stream = false` posts its answer whole, and writes no
+/// deltas.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_can_turn_streaming_off() {
+    let app = TestApp::spawn(Options {
+        extra_env: vec![(
+            "BATON_AGENTS_TOML".into(),
+            "[defaults]\nstream = false\n".into(),
+        )],
+        ..Options::default()
+    })
+    .await;
+    send_dm(&app, "EvO1", "1700000004.000100", "#reply=whole").await;
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    assert!(app.slack.calls("chat.startStream").is_empty());
+    let posted = app.slack.wait_for_posts(1, LONG).await;
+    assert_eq!(posted[0].text, "whole");
+    let http = app.submit_ok("#reply=also whole").await;
+    app.wait_done(&http, LONG).await;
+    let events = app.events(&http).await;
+    assert!(
+        events.iter().all(|e| e["type"] != "answer_delta"),
+        "{events:?}"
+    );
+    assert!(app.llm.streamed().iter().all(|s| !*s));
+}
