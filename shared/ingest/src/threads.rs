@@ -33,6 +33,10 @@ pub(crate) struct Submission {
     pub files: Vec<baton_core::attachment::PendingFile>,
 }
 
+/// How long a follow-up waits for the conversation's last task to record
+/// its turns ([`Ingest::recorded_thread`]).
+const RECAP_WAIT: Duration = Duration::from_millis(1000);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Submitted {
     Created(TaskId),
@@ -122,10 +126,12 @@ impl Ingest {
                 .map_err(ApiError::unavailable)?,
             None => None,
         };
-        if let Some(thread) = &thread {
-            if let Some(done) = self.steer(thread, &s).await? {
+        let mut thread = thread;
+        if let Some(t) = &thread {
+            if let Some(done) = self.steer(t, &s).await? {
                 return Ok(done);
             }
+            thread = self.recorded_thread(t.clone()).await;
         }
         let agent = self
             .agents
@@ -179,6 +185,28 @@ impl Ingest {
         }
         queued?;
         Ok(outcome)
+    }
+
+    /// The conversation's record once its last task's turns are in it: a
+    /// task records them just after it ends, so a follow-up sent at that
+    /// moment waits for them, briefly (at most [`RECAP_WAIT`]; the
+    /// recording is best effort, and Slack wants its answer within 3 s).
+    async fn recorded_thread(&self, thread: Thread) -> Option<Thread> {
+        let Some(last) = thread.active_task.clone() else {
+            return Some(thread);
+        };
+        let started = std::time::Instant::now();
+        let mut current = thread;
+        while !current.recap.recorded.contains(&last) && started.elapsed() < RECAP_WAIT {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            match self.store.thread(&current.key).await {
+                Ok(Some(t)) if t.active_task.as_ref() == Some(&last) => current = t,
+                // Another request started a task on it meanwhile, or the
+                // record is unreadable: go on with what was read.
+                _ => break,
+            }
+        }
+        Some(current)
     }
 
     /// Sends the task's wake. For a duplicate request this re-sends it if the
