@@ -200,6 +200,59 @@ async fn a_crash_mid_stream_leaves_one_message_aws() {
     a_crash_mid_stream_leaves_one_message(Backend::Aws).await;
 }
 
+/// Killed after Slack opened the message but before Baton recorded it:
+/// the retry finds that message (by this app's bot, since the attempt
+/// began, without a post key) and writes into it.
+async fn a_crash_while_opening_the_stream_leaves_one_message(backend: Backend) {
+    let mut app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    app.slack
+        .hold_next("chat.startStream", Duration::from_secs(5));
+    let answer = long_answer();
+    send_dm(
+        &app,
+        "EvW1",
+        "1700000005.000100",
+        &format!("#chunk_ms=40 #reply={answer}"),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    while app.slack.calls("chat.startStream").is_empty() {
+        assert!(started.elapsed() < LONG, "never streamed: {}", app.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Slack has the message; its answer (the ts) is held back: die now.
+    app.kill9();
+    app.restart();
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        app.slack.calls("chat.startStream").len(),
+        1,
+        "{}",
+        app.log()
+    );
+    assert_eq!(app.slack.calls("auth.test").len(), 1, "the retry looked");
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!(app.slack.message("D1", &posted[0].ts).unwrap().text, answer);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_while_opening_the_stream_leaves_one_message_embedded() {
+    a_crash_while_opening_the_stream_leaves_one_message(Backend::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_while_opening_the_stream_leaves_one_message_aws() {
+    a_crash_while_opening_the_stream_leaves_one_message(Backend::Aws).await;
+}
+
 /// HTTP clients follow the text as `answer_delta` events.
 #[tokio::test(flavor = "multi_thread")]
 async fn http_clients_read_the_answer_as_it_is_written() {

@@ -42,6 +42,9 @@ pub struct SlackReplies {
     /// missing, the app not an agent): not tried again until restart.
     sessions_off: Arc<AtomicBool>,
     titles_off: Arc<AtomicBool>,
+    /// This app's bot id, asked of Slack once (to find a stream a crashed
+    /// attempt opened).
+    bot_id: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl SlackReplies {
@@ -56,6 +59,7 @@ impl SlackReplies {
             agent_sessions: false,
             sessions_off: Arc::new(AtomicBool::new(false)),
             titles_off: Arc::new(AtomicBool::new(false)),
+            bot_id: Arc::default(),
         }
     }
 
@@ -247,6 +251,11 @@ impl ReplySink for SlackReplies {
         text: &str,
     ) -> Result<(), ReplyError> {
         crate::streamed::replace(&self.client, message, text, None, None).await
+    }
+
+    async fn stream_find(&self, task: &Task, since: i64) -> Option<StreamedMessage> {
+        let bot = crate::streamed::bot_id(&self.client, &self.bot_id).await?;
+        crate::streamed::find(&self.client, &bot, task, since).await
     }
 
     async fn phase(&self, task: &Task, phase: TaskPhase<'_>) {

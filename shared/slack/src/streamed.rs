@@ -105,6 +105,82 @@ pub(crate) async fn replace(
         .map_err(failed)
 }
 
+/// This app's bot id (`auth.test`), asked once and kept in `cache`.
+pub(crate) async fn bot_id(
+    client: &SlackClient,
+    cache: &std::sync::Mutex<Option<String>>,
+) -> Option<String> {
+    if let Some(id) = cache.lock().ok().and_then(|c| c.clone()) {
+        return Some(id);
+    }
+    let answer = match client.call("auth.test", &serde_json::json!({})).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(error = %e, "auth.test failed: a stream opened by a crashed attempt cannot be looked for");
+            return None;
+        }
+    };
+    let id = answer.get("bot_id").and_then(Value::as_str)?.to_owned();
+    if let Ok(mut c) = cache.lock() {
+        *c = Some(id.clone());
+    }
+    Some(id)
+}
+
+/// Slack's message clock skews from ours by at most this much.
+const SKEW_MS: i64 = 2_000;
+
+/// The message an attempt that crashed opened after `since_ms` but never
+/// recorded: in the task's thread, by this app's bot, without a Baton post
+/// key (every finished post carries one), the earliest since then. One
+/// task runs on a thread at a time, so no other stream of ours is there.
+pub(crate) async fn find(
+    client: &SlackClient,
+    bot_id: &str,
+    task: &Task,
+    since_ms: i64,
+) -> Option<StreamedMessage> {
+    let Origin::Slack {
+        channel, thread_ts, ..
+    } = &task.origin
+    else {
+        return None;
+    };
+    let fields = [
+        ("channel", channel.as_str()),
+        ("ts", thread_ts.as_str()),
+        ("include_all_metadata", "true"),
+        ("limit", "200"),
+    ];
+    let answer = match client.call_form("conversations.replies", &fields).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(task_id = %task.id, error = %e, "could not look for a stream opened by a crashed attempt");
+            return None;
+        }
+    };
+    answer
+        .get("messages")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter(|m| m["bot_id"] == bot_id && m.get("metadata").is_none_or(Value::is_null))
+        .filter_map(|m| m["ts"].as_str())
+        .filter(|ts| *ts != thread_ts && ts_ms(ts).is_some_and(|at| at >= since_ms - SKEW_MS))
+        .min_by_key(|ts| ts_ms(ts))
+        .map(|ts| StreamedMessage {
+            channel: channel.clone(),
+            ts: ts.to_owned(),
+        })
+}
+
+/// A message ts (`1700000000.000100`) in milliseconds.
+fn ts_ms(ts: &str) -> Option<i64> {
+    let (secs, frac) = ts.split_once('.')?;
+    let secs: i64 = secs.parse().ok()?;
+    let millis: i64 = frac.get(..3).unwrap_or("0").parse().ok()?;
+    Some(secs * 1000 + millis)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +226,28 @@ mod tests {
         let shown = fake.message("C1", &m.ts).unwrap();
         assert_eq!(shown.text, "Hello, *world*");
         assert!(streams(&t));
+    }
+
+    #[tokio::test]
+    async fn an_unrecorded_stream_is_found_by_its_bot_and_time() {
+        let fake = FakeSlack::start().await;
+        let client = fake.client();
+        let t = task();
+        let cache = std::sync::Mutex::new(None);
+        let bot = bot_id(&client, &cache).await.unwrap();
+        let before = baton_core::now_ms();
+        // A finished post of ours (keyed) is not it.
+        client
+            .post_message_keyed("C1", Some("1.1"), "earlier", None, "k0")
+            .await
+            .unwrap();
+        assert_eq!(find(&client, &bot, &t, before).await, None);
+        let m = open(&client, &t, "partial").await.unwrap();
+        assert_eq!(find(&client, &bot, &t, before).await, Some(m));
+        // Opened before the attempt began: not it.
+        assert_eq!(find(&client, &bot, &t, before + 60_000).await, None);
+        assert_eq!(find(&client, "B0OTHER", &t, before).await, None);
+        assert_eq!(ts_ms("1700000000.123456"), Some(1_700_000_000_123));
+        assert_eq!(ts_ms("nonsense"), None);
     }
 }

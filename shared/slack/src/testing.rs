@@ -91,6 +91,16 @@ struct Shared {
 }
 
 impl Shared {
+    /// A fresh message ts: the current second, as Slack's are (callers
+    /// compare them with times), and a counter that keeps them unique.
+    pub(crate) fn new_ts(&self) -> String {
+        let n = self.next_ts.fetch_add(1, Ordering::SeqCst);
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("{secs}.{:06}", n % 1_000_000)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panicking test thread must not hide the recorded calls.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
@@ -433,8 +443,7 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             if text.is_none() && blocks.is_none() {
                 return slack_error("no_text");
             }
-            let n = shared.next_ts.fetch_add(1, Ordering::SeqCst);
-            let ts = format!("1700000000.{n:06}");
+            let ts = shared.new_ts();
             let msg = PostedMessage {
                 channel: channel.clone(),
                 thread_ts: str_field("thread_ts"),
@@ -527,6 +536,14 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
                 .into_response(),
                 None => slack_error("user_not_found"),
             }
+        }
+        "auth.test" => {
+            shared.lock().calls.push((method.clone(), body.clone()));
+            Json(
+                json!({"ok": true, "user_id": "U0FAKEBOT", "bot_id": "B0FAKEBOT",
+                        "team_id": "T1", "user": "baton"}),
+            )
+            .into_response()
         }
         "chat.postEphemeral" => {
             // Slack keeps no ephemeral message: it is only recorded here

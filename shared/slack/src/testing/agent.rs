@@ -15,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The session statuses Slack accepts.
@@ -82,8 +81,7 @@ pub(super) fn answer(shared: &Shared, method: &str, body: &Value) -> Option<Resp
             {
                 return refuse("missing_recipient_user_id");
             }
-            let n = shared.next_ts.fetch_add(1, Ordering::SeqCst);
-            let ts = format!("1700000000.{n:06}");
+            let ts = shared.new_ts();
             let msg = PostedMessage {
                 channel: channel.clone(),
                 thread_ts: Some(thread_ts),
