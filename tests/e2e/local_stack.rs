@@ -424,7 +424,8 @@ async fn slack_buttons_decide_an_approval(backend: Backend) {
         .to_owned();
     assert_eq!(blocks[1]["elements"][1]["action_id"], "deny");
     let task_id = value.split(':').next().unwrap().to_owned();
-    assert_eq!(app.task(&task_id).await["status"], "waiting");
+    // The request is posted just before the task records that it waits.
+    app.wait_waiting(&task_id).await;
 
     let click = |user: &str, action: &str| {
         let payload = json!({
