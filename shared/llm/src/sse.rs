@@ -10,8 +10,9 @@
 //! data. `id:` and `retry:` are ignored: a dropped stream is retried from
 //! scratch, never resumed.
 
-use crate::http::Chunks;
-use baton_core::LlmError;
+use crate::http::{self, Chunks};
+use crate::secret::Secret;
+use baton_core::{Completion, DeltaSink, LlmError};
 
 /// One dispatched event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -137,6 +138,49 @@ pub(crate) async fn read_events(
         Some(event) => on_event(event),
         None => Ok(false),
     }
+}
+
+/// A wire format's streamed answer, built up event by event
+/// ([`read_answer`]).
+pub(crate) trait StreamedAnswer: Default {
+    /// The format's whole (unstreamed) response body.
+    type Whole: serde::de::DeserializeOwned;
+    /// Reads one event, telling `sink` new text; `Ok(true)` once the
+    /// answer is complete.
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        key: Option<&Secret>,
+        sink: &dyn DeltaSink,
+    ) -> Result<bool, LlmError>;
+    /// The completion of the answer read.
+    fn finish(self) -> Result<Completion, LlmError>;
+    /// The completion of a whole response.
+    fn decode_whole(whole: &Self::Whole) -> Result<Completion, LlmError>;
+}
+
+/// Reads a streamed answer of format `A`, telling `sink` its text as it
+/// comes. A server (or proxy) that answered whole instead is read whole,
+/// its text told at once.
+pub(crate) async fn read_answer<A: StreamedAnswer>(
+    mut chunks: Chunks,
+    key: Option<&Secret>,
+    sink: &dyn DeltaSink,
+) -> Result<Completion, LlmError> {
+    if chunks.content_type().starts_with("application/json") {
+        let whole: A::Whole = http::decode_json(&chunks.rest().await?)?;
+        let completion = A::decode_whole(&whole)?;
+        if !completion.content.is_empty() {
+            sink.text(&completion.content);
+        }
+        return Ok(completion);
+    }
+    let mut answer = A::default();
+    let done = read_events(&mut chunks, |event| answer.event(&event, key, sink)).await?;
+    if !done {
+        return Err(http::cut_short());
+    }
+    answer.finish()
 }
 
 #[cfg(test)]

@@ -20,25 +20,11 @@ use wire::{Block, BlockDelta, StreamEvent};
 
 /// Reads a streamed answer, telling `sink` its text as it comes.
 pub(super) async fn read(
-    mut chunks: Chunks,
+    chunks: Chunks,
     key: Option<&Secret>,
     sink: &dyn DeltaSink,
 ) -> Result<Completion, LlmError> {
-    if chunks.content_type().starts_with("application/json") {
-        // A proxy that does not stream answered whole.
-        let answer: wire::Response = http::decode_json(&chunks.rest().await?)?;
-        let completion = decode_response(&answer)?;
-        if !completion.content.is_empty() {
-            sink.text(&completion.content);
-        }
-        return Ok(completion);
-    }
-    let mut answer = Accumulator::default();
-    let done = sse::read_events(&mut chunks, |event| answer.event(&event, key, sink)).await?;
-    if !done {
-        return Err(http::cut_short());
-    }
-    decode_response(&answer.response())
+    sse::read_answer::<Accumulator>(chunks, key, sink).await
 }
 
 /// The answer so far.
@@ -63,6 +49,27 @@ enum Partial {
         json: String,
     },
     Other,
+}
+
+impl sse::StreamedAnswer for Accumulator {
+    type Whole = wire::Response;
+
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        key: Option<&Secret>,
+        sink: &dyn DeltaSink,
+    ) -> Result<bool, LlmError> {
+        Accumulator::event(self, event, key, sink)
+    }
+
+    fn finish(self) -> Result<Completion, LlmError> {
+        decode_response(&self.response())
+    }
+
+    fn decode_whole(whole: &wire::Response) -> Result<Completion, LlmError> {
+        decode_response(whole)
+    }
 }
 
 impl Accumulator {
