@@ -18,10 +18,9 @@
 //!   cause the call to silently fail."
 //! - `assistant.threads.setTitle {channel_id, thread_ts, title}`.
 
-use crate::web::{BotToken, SlackClient, SlackError};
+use crate::web::{BotToken, QuickClient, SlackClient, SlackError};
 use serde::Serialize;
 use serde_json::json;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The most prompts Slack shows.
@@ -194,39 +193,21 @@ pub const SETUP_TIMEOUT: Duration = Duration::from_millis(1500);
 /// without waiting for a rate limit, within [`SETUP_TIMEOUT`]. The client
 /// is built at the first call, like [`crate::SlackNotices`]'s.
 pub struct SlackThreadSetup {
-    api_url: String,
-    token: BotToken,
     /// The app is an agent (`SLACK_AGENT_SESSIONS`): no `thread_ts`.
     agent_app: bool,
-    client: OnceLock<Result<SlackClient, String>>,
+    client: QuickClient,
 }
 
 impl SlackThreadSetup {
     pub fn new(api_url: impl Into<String>, token: BotToken, agent_app: bool) -> Self {
         SlackThreadSetup {
-            api_url: api_url.into(),
-            token,
             agent_app,
-            client: OnceLock::new(),
+            client: QuickClient::new(api_url, token, SETUP_TIMEOUT),
         }
     }
 
     fn client(&self) -> Result<&SlackClient, String> {
-        self.client
-            .get_or_init(|| {
-                let http = reqwest::Client::builder()
-                    .timeout(SETUP_TIMEOUT)
-                    .build()
-                    .map_err(|e| format!("HTTP client: {e}"))?;
-                SlackClient::new(&self.api_url, self.token.clone())
-                    .map(|c| {
-                        c.with_http_client(http)
-                            .with_retry_policy(0, Duration::ZERO)
-                    })
-                    .map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        self.client.get().map_err(str::to_owned)
     }
 
     /// Offers `prompts` in the new thread `thread_ts` of `channel`.
@@ -248,7 +229,7 @@ impl SlackThreadSetup {
 impl std::fmt::Debug for SlackThreadSetup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SlackThreadSetup")
-            .field("api_url", &self.api_url)
+            .field("api_url", &self.client.api_url())
             .field("agent_app", &self.agent_app)
             .finish_non_exhaustive()
     }

@@ -1,10 +1,9 @@
 //! Notes to one person in a Slack conversation (`chat.postEphemeral`): the
 //! Slack implementation of the notice port (`baton_core::Notices`).
 
-use crate::web::{BotToken, SlackClient};
+use crate::web::{BotToken, QuickClient, SlackClient};
 use async_trait::async_trait;
 use baton_core::{NoticeError, Notices};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The longest a notice may take: the ingest posts it while Slack waits
@@ -18,44 +17,26 @@ pub const NOTICE_TIMEOUT: Duration = Duration::from_millis(1500);
 /// so a process that never sends one (most ingest invocations) pays
 /// nothing for it at start-up.
 pub struct SlackNotices {
-    api_url: String,
-    token: BotToken,
-    client: OnceLock<Result<SlackClient, String>>,
+    client: QuickClient,
 }
 
 impl SlackNotices {
     /// Notices through the Web API at `api_url` with `token`.
     pub fn new(api_url: impl Into<String>, token: BotToken) -> Self {
         SlackNotices {
-            api_url: api_url.into(),
-            token,
-            client: OnceLock::new(),
+            client: QuickClient::new(api_url, token, NOTICE_TIMEOUT),
         }
     }
 
     fn client(&self) -> Result<&SlackClient, NoticeError> {
-        self.client
-            .get_or_init(|| {
-                let http = reqwest::Client::builder()
-                    .timeout(NOTICE_TIMEOUT)
-                    .build()
-                    .map_err(|e| format!("HTTP client: {e}"))?;
-                SlackClient::new(&self.api_url, self.token.clone())
-                    .map(|c| {
-                        c.with_http_client(http)
-                            .with_retry_policy(0, Duration::ZERO)
-                    })
-                    .map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| NoticeError(e.clone()))
+        self.client.get().map_err(|e| NoticeError(e.to_owned()))
     }
 }
 
 impl std::fmt::Debug for SlackNotices {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SlackNotices")
-            .field("api_url", &self.api_url)
+            .field("api_url", &self.client.api_url())
             .finish_non_exhaustive()
     }
 }

@@ -648,6 +648,51 @@ fn truncate_to(text: &str, max_chars: usize) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A Web API client for calls made while Slack waits for the ingest's
+/// answer: built at its first use (a process that never makes such a call
+/// pays nothing at start-up), each call once, without waiting for a rate
+/// limit, within `timeout`.
+pub(crate) struct QuickClient {
+    api_url: String,
+    token: BotToken,
+    timeout: Duration,
+    client: std::sync::OnceLock<Result<SlackClient, String>>,
+}
+
+impl QuickClient {
+    pub(crate) fn new(api_url: impl Into<String>, token: BotToken, timeout: Duration) -> Self {
+        QuickClient {
+            api_url: api_url.into(),
+            token,
+            timeout,
+            client: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Where it calls (for `Debug`; the token is never shown).
+    pub(crate) fn api_url(&self) -> &str {
+        &self.api_url
+    }
+
+    /// The client, or why it could not be built.
+    pub(crate) fn get(&self) -> Result<&SlackClient, &str> {
+        self.client
+            .get_or_init(|| {
+                let http = reqwest::Client::builder()
+                    .timeout(self.timeout)
+                    .build()
+                    .map_err(|e| format!("HTTP client: {e}"))?;
+                SlackClient::new(&self.api_url, self.token.clone())
+                    .map(|c| {
+                        c.with_http_client(http)
+                            .with_retry_policy(0, Duration::ZERO)
+                    })
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
