@@ -246,16 +246,17 @@ impl EmbeddedQueue {
             .map_err(queue_err)
     }
 
-    /// Removes and returns the dead letters, oldest first, so each is
-    /// handled (the task marked failed, the user told) once.
-    pub async fn take_dead_letters(&self) -> Result<Vec<DeadLetter>, QueueError> {
+    /// Removes the dead letter `message_id` once it was handled (the task
+    /// marked failed, the user told or given up on), as a DLQ consumer
+    /// deletes what it handled; `Ok(false)` when it was already gone.
+    pub async fn delete_dead_letter(&self, message_id: &str) -> Result<bool, QueueError> {
+        let id = message_id.to_owned();
         self.db
-            .call(|conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let letters = read_dead_letters(&tx)?;
-                tx.execute("DELETE FROM queue_dead_letters", [])?;
-                tx.commit()?;
-                Ok(letters)
+            .call(move |conn| {
+                Ok(conn.execute(
+                    "DELETE FROM queue_dead_letters WHERE message_id = ?1",
+                    [&id],
+                )? > 0)
             })
             .await
             .map_err(queue_err)

@@ -37,7 +37,7 @@ impl DeadLetters {
                 for letter in q.dead_letters().await? {
                     match worker.dead_letter(&letter.body, letter.receive_count).await {
                         Ok(_) => {
-                            let _ = &letter.message_id;
+                            q.delete_dead_letter(&letter.message_id).await?;
                             handled += 1;
                         }
                         Err(e) => tracing::warn!(error = %e, "dead letter kept for a later try"),
