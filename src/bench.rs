@@ -48,9 +48,9 @@ pub(crate) struct BenchArgs {
     /// Concurrent work-queue consumers in the load run.
     #[arg(long, default_value_t = 8)]
     consumers: usize,
-    /// Instead: the input tokens of each message of conversations this
-    /// many messages long (comma-separated, e.g. `5,50,500`), each message
-    /// a new task starting with the conversation's recap.
+    /// Instead: conversations this many messages long (comma-separated,
+    /// e.g. `5,50,500`) through the real ingest and worker: what accepting
+    /// each message costs and the input tokens of its first model call.
     #[arg(long, value_delimiter = ',')]
     conversation: Vec<usize>,
     /// The load run's backend: `embedded` (a temporary directory) or `aws`
@@ -256,8 +256,7 @@ async fn run_load(args: &BenchArgs) -> anyhow::Result<()> {
 
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if !args.conversation.is_empty() {
-        conversation::run(&args.conversation);
-        return Ok(());
+        return conversation::run(&args.conversation).await;
     }
     if !args.load.is_empty() {
         return run_load(&args).await;

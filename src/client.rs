@@ -272,6 +272,15 @@ fn describe_event(e: &Value) -> String {
     let at = e["at"].as_str().unwrap_or("");
     let what = match e["type"].as_str().unwrap_or("") {
         "user_message" => format!("user: {}", short(e["text"].as_str().unwrap_or(""))),
+        "recap" => format!(
+            "earlier in this conversation: {} turn(s){}",
+            e["turns"].as_array().map_or(0, Vec::len),
+            if e["summary"].is_string() {
+                " and a digest"
+            } else {
+                ""
+            }
+        ),
         "assistant_message" => {
             let calls: Vec<&str> = e["tool_calls"]
                 .as_array()

@@ -66,7 +66,7 @@ async fn slack_task_id(app: &TestApp, thread_ts: &str) -> String {
     let started = std::time::Instant::now();
     loop {
         if let Some(thread) = store.thread(&key).await.expect("read the thread") {
-            if let Some(id) = thread.active_task.or(thread.history.last().cloned()) {
+            if let Some(id) = thread.active_task {
                 return id.to_string();
             }
         }

@@ -69,7 +69,7 @@ async fn served_by(app: &TestApp, body: &[u8], thread: &str, text: &str) -> (Str
     let started = std::time::Instant::now();
     let id = loop {
         let t = store.thread(thread).await.unwrap();
-        if let Some(id) = t.and_then(|t| t.active_task.or_else(|| t.history.last().cloned())) {
+        if let Some(id) = t.and_then(|t| t.active_task) {
             break id;
         }
         assert!(

@@ -48,7 +48,7 @@ async fn dm_task(app: &TestApp) -> String {
     let started = std::time::Instant::now();
     loop {
         let thread = store.thread("slack:T1:D1").await.unwrap();
-        if let Some(id) = thread.and_then(|t| t.active_task.or(t.history.last().cloned())) {
+        if let Some(id) = thread.and_then(|t| t.active_task) {
             return id.to_string();
         }
         assert!(started.elapsed() < LONG, "no task: {}", app.log());

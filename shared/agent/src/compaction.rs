@@ -656,7 +656,7 @@ mod tests {
         let next = log
             .entries
             .iter()
-            .find(|e| e.seq > plan.through_seq && e.kind.to_message().is_some())
+            .find(|e| e.seq > plan.through_seq && e.kind.is_conversational())
             .expect("next");
         assert!(matches!(next.kind, EntryKind::AssistantMessage { .. }));
     }

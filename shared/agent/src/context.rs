@@ -207,7 +207,7 @@ pub fn conversation_after(entries: &[Entry], through_seq: Option<u64>) -> Vec<(u
         .iter()
         .filter(|e| through_seq.is_none_or(|s| e.seq > s))
         .filter(|e| !matches!(&e.kind, EntryKind::UserMessage { text } if is_compact_command(text)))
-        .filter_map(|e| e.kind.to_message().map(|m| (e.seq, m)))
+        .flat_map(|e| e.kind.to_messages().into_iter().map(move |m| (e.seq, m)))
         .collect()
 }
 

@@ -9,6 +9,7 @@
 //! context pipeline's compaction summarises as usual.
 
 use crate::clock::Millis;
+use crate::conversation::Message;
 use crate::ids::TaskId;
 use crate::transcript::EntryKind;
 use serde::{Deserialize, Serialize};
@@ -109,42 +110,45 @@ impl Recap {
         }
     }
 
-    /// The entries a new task on the conversation starts with, before its
-    /// own input: the digest, then each turn as a user or an assistant
-    /// message (a person's turn says who wrote it).
-    pub fn entries(&self) -> Vec<EntryKind> {
-        let mut out = Vec::with_capacity(self.turns.len() + 1);
-        if let Some(s) = &self.summary {
-            out.push(EntryKind::UserMessage {
-                text: format!("[Earlier in this conversation, in short:]\n{s}"),
-            });
-            out.push(EntryKind::AssistantMessage {
-                step: 0,
-                text: "Noted.".into(),
-                tool_calls: Vec::new(),
-                usage: Default::default(),
-                model: String::new(),
-            });
-        }
-        for t in &self.turns {
-            out.push(match t.speaker {
-                Speaker::User => EntryKind::UserMessage {
-                    text: match &t.author {
-                        Some(a) => crate::task::attributed(a, &t.text),
-                        None => t.text.clone(),
-                    },
-                },
-                Speaker::Agent => EntryKind::AssistantMessage {
-                    step: 0,
-                    text: t.text.clone(),
-                    tool_calls: Vec::new(),
-                    usage: Default::default(),
-                    model: String::new(),
-                },
-            });
-        }
-        out
+    /// The entry a new task on the conversation starts with, before its
+    /// own input (`None` for a conversation with nothing to carry): one
+    /// entry, whatever the number of turns.
+    pub fn entry(&self) -> Option<EntryKind> {
+        (!self.is_empty()).then(|| EntryKind::Recap {
+            summary: self.summary.clone(),
+            turns: self.turns.clone(),
+        })
     }
+}
+
+/// What the model is shown of carried turns: the digest, then each turn as
+/// a user or an assistant message (a person's turn says who wrote it).
+pub fn messages(summary: Option<&str>, turns: &[Turn]) -> Vec<Message> {
+    let mut out = Vec::with_capacity(turns.len() + 2);
+    if let Some(s) = summary {
+        out.push(Message::User {
+            content: format!("[Earlier in this conversation, in short:]\n{s}"),
+        });
+        out.push(Message::Assistant {
+            content: "Noted.".into(),
+            tool_calls: Vec::new(),
+        });
+    }
+    for t in turns {
+        out.push(match t.speaker {
+            Speaker::User => Message::User {
+                content: match &t.author {
+                    Some(a) => crate::task::attributed(a, &t.text),
+                    None => t.text.clone(),
+                },
+            },
+            Speaker::Agent => Message::Assistant {
+                content: t.text.clone(),
+                tool_calls: Vec::new(),
+            },
+        });
+    }
+    out
 }
 
 fn label(t: &Turn) -> String {
@@ -175,15 +179,19 @@ mod tests {
         let turns = vec![turn(Speaker::User, "hi"), turn(Speaker::Agent, "hello")];
         assert!(r.record(&id, turns.clone()));
         assert!(!r.record(&id, turns), "a retried end records nothing");
-        let entries = r.entries();
-        assert_eq!(entries.len(), 2);
+        let Some(EntryKind::Recap { summary, turns }) = r.entry() else {
+            panic!("one recap entry");
+        };
+        let messages = messages(summary.as_deref(), &turns);
+        assert_eq!(messages.len(), 2);
         assert_eq!(
-            entries[0],
-            EntryKind::UserMessage {
-                text: "[from <@U1>] hi".into()
+            messages[0],
+            Message::User {
+                content: "[from <@U1>] hi".into()
             }
         );
-        assert!(matches!(&entries[1], EntryKind::AssistantMessage { text, .. } if text == "hello"));
+        assert!(matches!(&messages[1], Message::Assistant { content, .. } if content == "hello"));
+        assert_eq!(Recap::default().entry(), None, "nothing to carry");
     }
 
     #[test]

@@ -266,7 +266,6 @@ mod tests {
         let thread = crate::store::Thread {
             key: "http:t".into(),
             active_task: None,
-            history: Vec::new(),
             recap: Default::default(),
             version: 0,
         };

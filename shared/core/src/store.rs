@@ -77,9 +77,6 @@ struct DedupeRecord {
 pub struct Thread {
     pub key: String,
     pub active_task: Option<TaskId>,
-    /// Completed tasks of the thread, oldest first (bounded).
-    #[serde(default)]
-    pub history: Vec<TaskId>,
     /// The conversation's earlier turns, for its next task.
     #[serde(default, skip_serializing_if = "crate::recap::Recap::is_empty")]
     pub recap: crate::recap::Recap,

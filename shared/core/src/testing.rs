@@ -7,7 +7,7 @@ use crate::table::{Condition, Item, Key, ListingEntry, Table, TableError, Write}
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// An in-memory [`Table`] with the port's conditional, all-or-nothing
 /// semantics. It can also pretend that a write which applied failed, as an
@@ -124,6 +124,91 @@ impl Table for MemoryTable {
             return Err(TableError::ConditionFailed { index: 0 });
         }
         Ok(())
+    }
+}
+
+/// What a [`RecordingTable`] saw since it was last taken.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableLog {
+    /// Item reads: gets (each key of a batch get counts) and queries.
+    pub reads: usize,
+    /// The number of writes in each transaction, in order.
+    pub transactions: Vec<usize>,
+}
+
+impl TableLog {
+    /// Items written, over all transactions.
+    pub fn items_written(&self) -> usize {
+        self.transactions.iter().sum()
+    }
+}
+
+/// A [`Table`] over another that records the work asked of it, so a test
+/// can show that a path does a bounded amount of it.
+pub struct RecordingTable {
+    inner: Arc<dyn Table>,
+    log: Mutex<TableLog>,
+}
+
+impl RecordingTable {
+    pub fn new(inner: Arc<dyn Table>) -> Self {
+        RecordingTable {
+            inner,
+            log: Mutex::default(),
+        }
+    }
+
+    /// What was recorded since the last call, which starts afresh.
+    pub fn take(&self) -> TableLog {
+        std::mem::take(&mut *self.log.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn note(&self, f: impl FnOnce(&mut TableLog)) {
+        f(&mut self.log.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+#[async_trait]
+impl Table for RecordingTable {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, TableError> {
+        self.note(|l| l.reads += 1);
+        self.inner.get(key).await
+    }
+
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, TableError> {
+        self.note(|l| l.reads += keys.len());
+        self.inner.get_many(keys).await
+    }
+
+    async fn query(
+        &self,
+        pk: &str,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, TableError> {
+        self.note(|l| l.reads += 1);
+        self.inner.query(pk, prefix, after, limit).await
+    }
+
+    async fn query_index(&self, index: &str, limit: usize) -> Result<Vec<Item>, TableError> {
+        self.note(|l| l.reads += 1);
+        self.inner.query_index(index, limit).await
+    }
+
+    async fn query_listing(
+        &self,
+        partition: &str,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingEntry>, TableError> {
+        self.note(|l| l.reads += 1);
+        self.inner.query_listing(partition, before, limit).await
+    }
+
+    async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
+        self.note(|l| l.transactions.push(writes.len()));
+        self.inner.transact(writes).await
     }
 }
 

@@ -24,6 +24,17 @@ pub enum EntryKind {
     /// Input from the user: the task's input, or a message that arrived
     /// while it ran.
     UserMessage { text: String },
+    /// The earlier turns of the conversation the task continues
+    /// ([`crate::recap`]), carried in as one entry however long the
+    /// conversation is, so accepting its 500th message writes no more than
+    /// its 5th. The model sees them as the messages they were.
+    Recap {
+        /// The digest of turns folded away.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        turns: Vec<crate::recap::Turn>,
+    },
     /// Phase one of a step: the model's answer, with the tools it asked for,
     /// written before any of them runs.
     AssistantMessage {
@@ -130,6 +141,7 @@ impl EntryKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             EntryKind::UserMessage { .. } => "user_message",
+            EntryKind::Recap { .. } => "recap",
             EntryKind::AssistantMessage { .. } => "assistant_message",
             EntryKind::ToolStarted { .. } => "tool_started",
             EntryKind::ToolResult { .. } => "tool_result",
@@ -144,8 +156,27 @@ impl EntryKind {
         }
     }
 
-    /// The message this entry contributes to the model's context, if any.
-    pub fn to_message(&self) -> Option<Message> {
+    /// The messages this entry contributes to the model's context: one for
+    /// most kinds, none for some, one per turn for a [`EntryKind::Recap`].
+    pub fn to_messages(&self) -> Vec<Message> {
+        match self {
+            EntryKind::Recap { summary, turns } => {
+                crate::recap::messages(summary.as_deref(), turns)
+            }
+            other => other.to_message().into_iter().collect(),
+        }
+    }
+
+    /// Whether the entry is part of the model's context.
+    pub fn is_conversational(&self) -> bool {
+        match self {
+            EntryKind::Recap { summary, turns } => summary.is_some() || !turns.is_empty(),
+            other => other.to_message().is_some(),
+        }
+    }
+
+    /// The one message of a kind that contributes at most one.
+    fn to_message(&self) -> Option<Message> {
         match self {
             EntryKind::UserMessage { text } => Some(Message::User {
                 content: text.clone(),

@@ -582,6 +582,16 @@
         who = 'runtime note · ' + e.reason;
         body.push(el('div', { class: 'text' }, String(e.text || '')));
         break;
+      case 'recap': {
+        const turns = e.turns || [];
+        who = 'earlier in this conversation · ' + count(turns.length) + ' turn(s)';
+        if (e.summary) body.push(el('div', { class: 'text' }, 'In short: ' + String(e.summary)));
+        for (const t of turns) {
+          const by = t.speaker === 'agent' ? 'assistant' : (t.author ? '<@' + t.author + '>' : 'user');
+          body.push(el('div', { class: 'text' }, by + ': ' + String(t.text || '')));
+        }
+        break;
+      }
       case 'summary':
         who = 'summary of the conversation so far';
         body.push(el('div', { class: 'text' }, String(e.text || '')));

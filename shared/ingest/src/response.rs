@@ -37,6 +37,17 @@ impl ApiError {
         )
     }
 
+    /// [`ApiError::unavailable`] for a request on a conversation, logged
+    /// with the conversation's key so an operator can find whose message
+    /// it was.
+    pub fn unavailable_on(conversation: Option<&str>, e: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %e, conversation = conversation.unwrap_or("-"), "backend failure");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "temporarily unavailable, retry later",
+        )
+    }
+
     pub fn into_response(self) -> Response<Bytes> {
         json(self.status, &serde_json::json!({ "error": self.message }))
     }

@@ -61,72 +61,133 @@ impl Ingest {
                 ))
             }
             Inbound::Message(m) => {
-                let mut submission = slack_submission(m, &self.routes);
-                // Slack retries anything but a 200, so a refusal is answered
-                // 200 and creates nothing (the guard has logged why).
-                if self.screen(&mut submission).is_err() {
-                    tracing::warn!(
-                        thread = submission.thread.as_deref().unwrap_or_default(),
-                        "Slack message refused by the input guard"
-                    );
-                    return Ok(json(
-                        StatusCode::OK,
-                        &json!({"ok": true, "ignored": "input_guard"}),
-                    ));
-                }
-                if submission.origin.is_direct_message()
-                    && self.reset_conversation(&submission).await?
-                {
-                    tracing::info!(
-                        thread = submission.thread.as_deref().unwrap_or_default(),
-                        "conversation reset"
-                    );
-                    if let (Some(notices), baton_core::Origin::Slack { channel, user, .. }) =
-                        (&self.notices, &submission.origin)
-                    {
-                        let note =
-                            "Starting a new conversation: I won't bring up what we said before.";
-                        if let Err(e) = notices.ephemeral(channel, user, None, note).await {
-                            tracing::warn!(error = %e, "could not confirm the reset");
-                        }
-                    }
-                    return Ok(json(
-                        StatusCode::OK,
-                        &json!({"ok": true, "conversation": "reset"}),
-                    ));
-                }
-                let submitted = self.submit_screened(submission).await?;
-                if let Submitted::StopRefused(_) = submitted {
-                    // Answered 200 all the same, so Slack does not retry.
-                    return Ok(json(
-                        StatusCode::OK,
-                        &json!({"ok": true, "ignored": NOT_ALLOWED_TO_STOP}),
-                    ));
-                }
-                tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack message accepted");
-                Ok(json(StatusCode::OK, &json!({"ok": true})))
+                let submission = slack_submission(m, &self.routes);
+                let (origin, thread) = (submission.origin.clone(), submission.thread.clone());
+                let answer = self.slack_message(submission).await;
+                self.taken_or_told(answer, &origin, thread.as_deref()).await
             }
             Inbound::SessionStopped(s) => self.session_stopped(s).await,
             Inbound::ThreadStarted(t) => self.thread_started(t).await,
             Inbound::ThreadReply(m) => {
-                let mut submission = slack_submission(m, &self.routes);
-                if self.screen(&mut submission).is_err() {
-                    return Ok(json(
-                        StatusCode::OK,
-                        &json!({"ok": true, "ignored": "input_guard"}),
-                    ));
-                }
-                match self.reply_in_thread(submission).await? {
-                    Some(submitted) => {
-                        tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack thread reply accepted");
-                        Ok(json(StatusCode::OK, &json!({"ok": true})))
-                    }
-                    None => Ok(json(
-                        StatusCode::OK,
-                        &json!({"ok": true, "ignored": "thread message without a mention"}),
-                    )),
-                }
+                let submission = slack_submission(m, &self.routes);
+                let (origin, thread) = (submission.origin.clone(), submission.thread.clone());
+                let answer = self.slack_thread_reply(submission).await;
+                self.taken_or_told(answer, &origin, thread.as_deref()).await
             }
+        }
+    }
+
+    /// A message that addresses the bot: a new task, a message for the
+    /// running one, a stop, or a DM's `reset`.
+    async fn slack_message(&self, mut submission: Submission) -> Answer {
+        // Slack retries anything but a 200, so a refusal is answered
+        // 200 and creates nothing (the guard has logged why).
+        if self.screen(&mut submission).is_err() {
+            tracing::warn!(
+                thread = submission.thread.as_deref().unwrap_or_default(),
+                "Slack message refused by the input guard"
+            );
+            return Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "ignored": "input_guard"}),
+            ));
+        }
+        if submission.origin.is_direct_message() && self.reset_conversation(&submission).await? {
+            tracing::info!(
+                thread = submission.thread.as_deref().unwrap_or_default(),
+                "conversation reset"
+            );
+            if let Origin::Slack { channel, user, .. } = &submission.origin {
+                self.tell(
+                    channel,
+                    user,
+                    None,
+                    "Starting a new conversation: I won't bring up what we said before.",
+                )
+                .await;
+            }
+            return Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "conversation": "reset"}),
+            ));
+        }
+        let submitted = self.submit_screened(submission).await?;
+        if let Submitted::StopRefused(_) = submitted {
+            // Answered 200 all the same, so Slack does not retry.
+            return Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "ignored": NOT_ALLOWED_TO_STOP}),
+            ));
+        }
+        tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack message accepted");
+        Ok(json(StatusCode::OK, &json!({"ok": true})))
+    }
+
+    /// A thread message without a mention: an `ask_user` answer, or context.
+    async fn slack_thread_reply(&self, mut submission: Submission) -> Answer {
+        if self.screen(&mut submission).is_err() {
+            return Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "ignored": "input_guard"}),
+            ));
+        }
+        match self.reply_in_thread(submission).await? {
+            Some(submitted) => {
+                tracing::info!(task_id = %submitted.task_id(), outcome = ?submitted, "Slack thread reply accepted");
+                Ok(json(StatusCode::OK, &json!({"ok": true})))
+            }
+            None => Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "ignored": "thread message without a mention"}),
+            )),
+        }
+    }
+
+    /// A message the backend failed to take is never dropped in silence:
+    /// its author is told (an ephemeral note in its thread) and Slack gets
+    /// a 200, so it does not redeliver a message the person now knows to
+    /// send again. The failure was logged with the conversation's key
+    /// ([`ApiError::unavailable_on`]).
+    async fn taken_or_told(&self, answer: Answer, origin: &Origin, thread: Option<&str>) -> Answer {
+        let e = match answer {
+            Err(e) if e.status.is_server_error() => e,
+            other => return other,
+        };
+        tracing::error!(
+            conversation = thread.unwrap_or("-"),
+            error = %e,
+            "a Slack message could not be taken; its author is told"
+        );
+        if let Origin::Slack {
+            channel,
+            user,
+            thread_ts,
+            ..
+        } = origin
+        {
+            let in_thread = (!origin.is_direct_message()).then_some(thread_ts.as_str());
+            self.tell(
+                channel,
+                user,
+                in_thread,
+                "Sorry, I couldn't take that message: something went wrong on my side. Please send it again in a moment.",
+            )
+            .await;
+        }
+        Ok(json(
+            StatusCode::OK,
+            &json!({"ok": false, "error": "message not taken; its author was told"}),
+        ))
+    }
+
+    /// An ephemeral note to one person; a failed one is logged.
+    async fn tell(&self, channel: &str, user: &str, thread_ts: Option<&str>, text: &str) {
+        let Some(notices) = &self.notices else {
+            tracing::warn!("no Slack bot token: the person could not be told");
+            return;
+        };
+        if let Err(e) = notices.ephemeral(channel, user, thread_ts, text).await {
+            tracing::warn!(error = %e, "could not tell the person");
         }
     }
 

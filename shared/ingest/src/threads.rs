@@ -116,14 +116,12 @@ impl Ingest {
 
     /// Submits input the guard has passed.
     pub(crate) async fn submit_screened(&self, s: Submission) -> Result<Submitted, ApiError> {
+        let conversation = s.thread.as_deref();
+        let failed = |e: StoreError| ApiError::unavailable_on(conversation, e);
         // The conversation's record, read once: whether a task runs on it
         // (steer), and its earlier turns (a new task starts with them).
-        let thread = match &s.thread {
-            Some(key) => self
-                .store
-                .thread(key)
-                .await
-                .map_err(ApiError::unavailable)?,
+        let thread = match conversation {
+            Some(key) => self.store.thread(key).await.map_err(failed)?,
             None => None,
         };
         let mut thread = thread;
@@ -149,7 +147,9 @@ impl Ingest {
         );
         // A conversation whose earlier task ended: the new one starts with
         // its earlier turns.
-        let mut first = thread.map(|t| t.recap.entries()).unwrap_or_default();
+        // One entry, however long the conversation: what accepting a
+        // message writes does not grow with it.
+        let mut first: Vec<EntryKind> = thread.and_then(|t| t.recap.entry()).into_iter().collect();
         let mut task = task;
         task.carried = first.len() as u64;
         task.pending_files = s.files.clone();
@@ -161,7 +161,7 @@ impl Ingest {
             .store
             .create(&task, first, s.dedupe_key.as_deref())
             .await
-            .map_err(ApiError::unavailable)?;
+            .map_err(failed)?;
         let outcome = match created {
             Created::New(id) => {
                 // Once per task: a retried request finds its dedupe key.
@@ -171,7 +171,12 @@ impl Ingest {
                         .property("task_id", id.to_string()),
                 );
                 if let Some(thread_key) = &s.thread {
-                    self.claim_thread(thread_key, &id).await?;
+                    // The task exists and will be answered: a thread left
+                    // pointing elsewhere only means the next message
+                    // starts a task of its own.
+                    if let Err(e) = self.claim_thread(thread_key, &id).await {
+                        tracing::warn!(task_id = %id, conversation = %thread_key, error = %e, "could not point the conversation at its new task");
+                    }
                 }
                 Submitted::Created(id)
             }
@@ -180,8 +185,14 @@ impl Ingest {
         let queued = self.wake_if_queued(outcome.task_id()).await;
         // Only the request that created the task: a duplicate's span is
         // already in the trace.
-        if let Submitted::Created(_) = outcome {
+        if let Submitted::Created(id) = &outcome {
             self.export_ingest_span(&task, queued.is_ok()).await;
+            // Accepted all the same: the reaper re-sends the wake of a
+            // queued task nobody runs, so it is delayed, not lost.
+            if let Err(e) = &queued {
+                tracing::warn!(task_id = %id, error = %e, "the new task's wake was not sent; the reaper will send it");
+            }
+            return Ok(outcome);
         }
         queued?;
         Ok(outcome)
@@ -244,7 +255,7 @@ impl Ingest {
                 let pending =
                     baton_core::attachment::stash(self.store.blobs().as_ref(), &active, entry)
                         .await
-                        .map_err(ApiError::unavailable)?;
+                        .map_err(|e| ApiError::unavailable_on(Some(&thread.key), e))?;
                 files.push(pending);
             }
         }
@@ -322,7 +333,7 @@ impl Ingest {
             // The thread points at a task that does not exist (a crash
             // between claiming the thread and creating the task): free.
             Err(StoreError::NotFound(_)) => Ok(None),
-            Err(e) => Err(ApiError::unavailable(e)),
+            Err(e) => Err(ApiError::unavailable_on(Some(&thread.key), e)),
         }
     }
 
@@ -341,7 +352,7 @@ impl Ingest {
             .store
             .thread(key)
             .await
-            .map_err(ApiError::unavailable)?;
+            .map_err(|e| ApiError::unavailable_on(Some(key), e))?;
         let Some(thread) = thread else {
             // Not a conversation Baton is part of.
             return Ok(None);
@@ -363,7 +374,7 @@ impl Ingest {
                 }
                 Ok(_) | Err(StoreError::NotFound(_)) => {}
                 Err(StoreError::AlreadyClaimed(id)) => return Ok(Some(Submitted::Duplicate(id))),
-                Err(e) => return Err(ApiError::unavailable(e)),
+                Err(e) => return Err(ApiError::unavailable_on(Some(key), e)),
             }
         }
         self.add_to_conversation(thread, author, &s.text).await;
@@ -420,7 +431,7 @@ impl Ingest {
                 .store
                 .thread(key)
                 .await
-                .map_err(ApiError::unavailable)?
+                .map_err(|e| ApiError::unavailable_on(Some(key), e))?
             else {
                 return Ok(true);
             };
@@ -432,12 +443,15 @@ impl Ingest {
                 .store
                 .put_thread(&thread)
                 .await
-                .map_err(ApiError::unavailable)?
+                .map_err(|e| ApiError::unavailable_on(Some(key), e))?
             {
                 return Ok(true);
             }
         }
-        Err(ApiError::unavailable("the conversation is busy; try again"))
+        Err(ApiError::unavailable_on(
+            Some(key),
+            "the conversation is busy",
+        ))
     }
 
     /// Points the thread at its new task. A lost race here (two first
@@ -449,25 +463,19 @@ impl Ingest {
                 .store
                 .thread(key)
                 .await
-                .map_err(ApiError::unavailable)?;
+                .map_err(|e| ApiError::unavailable_on(Some(key), e))?;
             let mut thread = current.unwrap_or(Thread {
                 key: key.to_owned(),
                 active_task: None,
-                history: Vec::new(),
                 recap: Default::default(),
                 version: 0,
             });
-            if let Some(prev) = thread.active_task.take() {
-                thread.history.push(prev);
-                let excess = thread.history.len().saturating_sub(20);
-                thread.history.drain(..excess);
-            }
             thread.active_task = Some(id.clone());
             if self
                 .store
                 .put_thread(&thread)
                 .await
-                .map_err(ApiError::unavailable)?
+                .map_err(|e| ApiError::unavailable_on(Some(key), e))?
             {
                 return Ok(());
             }
@@ -534,6 +542,108 @@ mod tests {
         match &entries[0].kind {
             EntryKind::UserMessage { text } => text.clone(),
             other => panic!("unexpected first entry {other:?}"),
+        }
+    }
+
+    /// Ends the conversation's running task with an answer and records its
+    /// turns, as the worker does at a task's end.
+    async fn answer(store: &TaskStore, key: &str, i: usize) {
+        let thread = store.thread(key).await.unwrap().unwrap();
+        let id = thread.active_task.clone().unwrap();
+        let (task, _) = store
+            .update(&id, None, |t| {
+                t.status = TaskStatus::Succeeded;
+                t.result = Some(format!("answer {i}: {}", "words ".repeat(60)));
+                Ok(Some(Vec::new()))
+            })
+            .await
+            .unwrap();
+        let mut thread = store.thread(key).await.unwrap().unwrap();
+        let turn = |speaker, text: String| Turn {
+            speaker,
+            author: None,
+            text,
+            at: now_ms(),
+        };
+        thread.recap.record(
+            &task.id,
+            vec![
+                turn(Speaker::User, format!("message {i}")),
+                turn(Speaker::Agent, task.result.clone().unwrap()),
+            ],
+        );
+        assert!(store.put_thread(&thread).await.unwrap());
+    }
+
+    /// Accepting a message into a conversation costs the same at its
+    /// 200th message as at its 5th: its earlier turns are carried into
+    /// the new task as one entry, and nothing is kept per earlier task.
+    #[tokio::test]
+    async fn accepting_a_message_does_not_grow_with_the_conversation() {
+        use baton_core::testing::RecordingTable;
+        for (key, slack) in [("http:long", false), ("slack:T1:D1", true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+            let table = std::sync::Arc::new(RecordingTable::new(b.table.clone()));
+            let store = TaskStore::new(table.clone(), b.blobs.clone());
+            let agents = Agents::new(AgentConfig::new("default", "scripted"), Vec::new());
+            let ingest = Ingest::new(store.clone(), b.queue.clone(), agents, None, None);
+            let mut per_message = Vec::new();
+            for i in 1..=200 {
+                let mut s = submission(&format!("message {i}"), key);
+                if slack {
+                    // A DM: Slack's origin and the message's dedupe key.
+                    s.origin = Origin::Slack {
+                        team_id: "T1".into(),
+                        channel: "D1".into(),
+                        thread_ts: format!("1700000000.{i:06}"),
+                        user: "U1".into(),
+                        channel_type: Some(baton_core::ChannelType::Im),
+                    };
+                    s.dedupe_key = Some(format!("slack:T1:D1:1700000000.{i:06}"));
+                }
+                table.take();
+                let submitted = ingest.submit(s).await.unwrap();
+                assert!(
+                    matches!(submitted, Submitted::Created(_)),
+                    "{i}: {submitted:?}"
+                );
+                per_message.push(table.take());
+                answer(&store, key, i).await;
+            }
+            let fifth = &per_message[4];
+            for (i, log) in per_message.iter().enumerate().skip(5) {
+                assert!(
+                    log.items_written() <= fifth.items_written() && log.reads <= fifth.reads,
+                    "{key}, message {}: {log:?}, message 5: {fifth:?}",
+                    i + 1
+                );
+                assert!(
+                    log.transactions.iter().all(|&n| n <= 4),
+                    "{key}, message {}: {log:?}",
+                    i + 1
+                );
+            }
+            // The last task really starts with the conversation: its recap
+            // (bounded) and then its own input.
+            let thread = store.thread(key).await.unwrap().unwrap();
+            let last = thread.active_task.unwrap();
+            let entries = store.transcript(&last).await.unwrap();
+            assert_eq!(entries.len(), 2, "{entries:?}");
+            let EntryKind::Recap { summary, turns } = &entries[0].kind else {
+                panic!("{:?}", entries[0]);
+            };
+            assert!(
+                summary.is_some(),
+                "the oldest turns are folded into the digest"
+            );
+            assert!(turns.len() <= baton_core::recap::MAX_TURNS);
+            assert_eq!(
+                entries[1].kind,
+                EntryKind::UserMessage {
+                    text: "message 200".into()
+                }
+            );
         }
     }
 

@@ -176,9 +176,20 @@ impl Segment<'_> {
         let mut others: Vec<&str> = self
             .transcript
             .iter()
-            .filter_map(|e| match &e.kind {
-                EntryKind::UserMessage { text } => baton_core::task::author_of(text),
-                _ => None,
+            .flat_map(|e| match &e.kind {
+                EntryKind::UserMessage { text } => {
+                    baton_core::task::author_of(text).into_iter().collect()
+                }
+                // Earlier turns of the conversation carried into the task.
+                EntryKind::Recap { turns, .. } => turns
+                    .iter()
+                    .filter_map(|t| {
+                        t.author
+                            .as_deref()
+                            .or_else(|| baton_core::task::author_of(&t.text))
+                    })
+                    .collect(),
+                _ => Vec::new(),
             })
             .filter(|a| a != user)
             .collect();
