@@ -16,6 +16,7 @@ mod http_tools;
 mod lambda_functions;
 mod layers;
 mod local_stack;
+mod long_conversations;
 mod loop_recovery;
 mod mcp_tools;
 mod memory_scope;

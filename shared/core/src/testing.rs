@@ -145,9 +145,11 @@ impl TableLog {
 
 /// A [`Table`] over another that records the work asked of it, so a test
 /// can show that a path does a bounded amount of it.
+/// It can also refuse every write, as a table that is down does.
 pub struct RecordingTable {
     inner: Arc<dyn Table>,
     log: Mutex<TableLog>,
+    refuse_writes: AtomicBool,
 }
 
 impl RecordingTable {
@@ -155,7 +157,14 @@ impl RecordingTable {
         RecordingTable {
             inner,
             log: Mutex::default(),
+            refuse_writes: AtomicBool::new(false),
         }
+    }
+
+    /// From now on every transaction fails as unavailable (or, with
+    /// `false`, goes through again).
+    pub fn refuse_writes(&self, refuse: bool) {
+        self.refuse_writes.store(refuse, Ordering::SeqCst);
     }
 
     /// What was recorded since the last call, which starts afresh.
@@ -208,6 +217,9 @@ impl Table for RecordingTable {
 
     async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
         self.note(|l| l.transactions.push(writes.len()));
+        if self.refuse_writes.load(Ordering::SeqCst) {
+            return Err(TableError::Unavailable("writes refused by the test".into()));
+        }
         self.inner.transact(writes).await
     }
 }

@@ -360,6 +360,89 @@ mod tests {
         assert!(store.thread(thread).await.unwrap().is_some());
     }
 
+    async fn post_event(ingest: &Ingest, event: Value) -> (u16, Value) {
+        let body = serde_json::to_vec(&serde_json::json!({
+            "type": "event_callback", "team_id": "T1", "api_app_id": "A1",
+            "event_id": "Ev1", "event_time": 1_700_000_000, "event": event
+        }))
+        .unwrap();
+        let ts = baton_core::now_ms() / 1000;
+        let signature = sign(&SigningSecret::new(SECRET), ts, &body);
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("/slack/events")
+            .header("content-type", "application/json")
+            .header("x-slack-request-timestamp", ts.to_string())
+            .header("x-slack-signature", signature)
+            .body(Bytes::from(body))
+            .unwrap();
+        let resp = ingest.handle(req).await;
+        (
+            resp.status().as_u16(),
+            serde_json::from_slice(resp.body()).unwrap(),
+        )
+    }
+
+    /// A message the store cannot take is not dropped in silence: its
+    /// author is told, in its thread, and nothing is written; sent again
+    /// once the store is back, it starts its task.
+    #[tokio::test]
+    async fn a_message_the_store_cannot_take_is_answered_with_a_note() {
+        use baton_core::testing::RecordingTable;
+        let dir = tempfile::tempdir().unwrap();
+        let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+        let table = std::sync::Arc::new(RecordingTable::new(b.table.clone()));
+        let store = TaskStore::new(table.clone(), b.blobs.clone());
+        let agents = Agents::new(AgentConfig::new("default", "scripted"), Vec::new());
+        let slack = SlackIngest {
+            signing_secret: SigningSecret::new(SECRET),
+            bot_user_id: Some("UBOT".into()),
+        };
+        let notes = std::sync::Arc::new(crate::stopping::tests::Recorded::default());
+        let ingest = Ingest::new(store.clone(), b.queue.clone(), agents, None, Some(slack))
+            .with_notices(notes.clone());
+        let cases = [
+            (
+                serde_json::json!({"type": "message", "user": "U1", "text": "hello",
+                    "ts": "1700000001.000100", "channel": "D1", "channel_type": "im",
+                    "event_ts": "1700000001.000100"}),
+                "slack:T1:D1",
+                ("D1", None),
+            ),
+            (
+                serde_json::json!({"type": "app_mention", "user": "U1", "text": "<@UBOT> hello",
+                    "ts": "1700000002.000100", "thread_ts": "1700000000.000100", "channel": "C1",
+                    "event_ts": "1700000002.000100"}),
+                "slack:T1:C1:1700000000.000100",
+                ("C1", Some("1700000000.000100")),
+            ),
+        ];
+        for (event, key, (channel, thread_ts)) in cases {
+            table.refuse_writes(true);
+            let (status, v) = post_event(&ingest, event.clone()).await;
+            assert_eq!(status, 200, "Slack must not redeliver: {v}");
+            assert_eq!(v["ok"], false, "{v}");
+            {
+                let notes = notes.0.lock().unwrap();
+                let (c, user, ts, text) = notes.last().expect("the person is told");
+                assert_eq!(
+                    (c.as_str(), user.as_str(), ts.as_deref()),
+                    (channel, "U1", thread_ts)
+                );
+                assert!(text.contains("couldn't take that message"), "{text}");
+            }
+            assert!(
+                store.thread(key).await.unwrap().is_none(),
+                "nothing written"
+            );
+            table.refuse_writes(false);
+            let (status, v) = post_event(&ingest, event).await;
+            assert_eq!((status, &v), (200, &serde_json::json!({"ok": true})));
+            assert!(store.thread(key).await.unwrap().is_some(), "{key}");
+        }
+        assert_eq!(notes.0.lock().unwrap().len(), 2, "one note per failure");
+    }
+
     #[tokio::test]
     async fn a_slack_message_goes_to_the_agent_its_channel_is_routed_to() {
         use baton_settings::{Route, RouteChannel, Routes};

@@ -85,7 +85,7 @@ pub(crate) fn refusal(task: &Task) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::threads::{Submission, Submitted};
     use crate::{Ingest, SlackIngest};
     use async_trait::async_trait;
@@ -102,10 +102,11 @@ mod tests {
     const THREAD: &str = "slack:T1:C1:1700000000.000100";
 
     /// (channel, user, thread_ts, text) of a note.
-    type Note = (String, String, Option<String>, String);
+    pub(crate) type Note = (String, String, Option<String>, String);
 
+    /// A notice port that keeps the notes it is given.
     #[derive(Default)]
-    struct Recorded(Mutex<Vec<Note>>);
+    pub(crate) struct Recorded(pub(crate) Mutex<Vec<Note>>);
 
     #[async_trait]
     impl Notices for Recorded {
