@@ -133,6 +133,46 @@ async fn slack_dms_are_one_conversation_until_reset(backend: Backend) {
     assert!(!seen.contains("ORCA"), "reset forgets: {seen}");
 }
 
+/// A `reset` sent while a task runs holds: what that task says after it
+/// is not carried into the new conversation.
+async fn a_reset_while_a_task_runs_holds(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    send(
+        &app,
+        &dm("Ev1", "1700000011.000100", "my-team-is-ORCA #sleep=1500"),
+    )
+    .await;
+    let store = app.store().await;
+    let started = std::time::Instant::now();
+    while app.llm.received().is_empty() {
+        assert!(started.elapsed() < LONG, "the task never called the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let v = send(&app, &dm("Ev2", "1700000012.000100", "reset")).await;
+    assert_eq!(v["conversation"], "reset", "{v}");
+    // The running task finishes after the reset…
+    let id = store
+        .thread("slack:T1:D1")
+        .await
+        .unwrap()
+        .unwrap()
+        .active_task
+        .unwrap();
+    let t = app.wait_done(id.as_str(), LONG).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    app.slack.wait_for_posts(1, LONG).await;
+    // …and the next message starts afresh all the same.
+    send(&app, &dm("Ev3", "1700000013.000100", "fresh-start?")).await;
+    app.slack.wait_for_posts(2, LONG).await;
+    let seen = last_request(&app);
+    assert!(seen.contains("fresh-start?"), "{seen}");
+    assert!(!seen.contains("ORCA"), "the reset held: {seen}");
+}
+
 /// Waits until the conversation's task has ended and been recorded.
 async fn wait_idle(app: &TestApp, key: &str) {
     let store = app.store().await;
@@ -262,6 +302,11 @@ mod embedded {
     use super::*;
 
     #[tokio::test(flavor = "multi_thread")]
+    async fn a_reset_while_a_task_runs_holds() {
+        super::a_reset_while_a_task_runs_holds(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
     async fn a_second_persons_message_is_attributed() {
         super::a_second_persons_message_is_attributed(Backend::Embedded).await;
     }
@@ -284,6 +329,11 @@ mod embedded {
 
 mod aws {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_reset_while_a_task_runs_holds() {
+        super::a_reset_while_a_task_runs_holds(Backend::Aws).await;
+    }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn http_follow_up_sees_the_first_exchange() {

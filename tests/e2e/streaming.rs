@@ -313,3 +313,88 @@ async fn an_agent_can_turn_streaming_off() {
     );
     assert!(app.llm.streamed().iter().all(|s| !*s));
 }
+
+/// A follow-up steered into a task while its answer streams gets a message
+/// of its own: the first answer keeps the message it streamed into.
+async fn a_follow_up_while_streaming_keeps_the_first_answer(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let root = "1700000300.000100";
+    let mention = |event_id: &str, ts: &str, text: &str| {
+        serde_json::to_vec(&json!({
+            "type": "event_callback", "team_id": "T1", "api_app_id": "A1",
+            "event_id": event_id, "event_time": 1_700_000_000,
+            "event": {"type": "app_mention", "user": "U1", "text": format!("<@UBOT> {text}"),
+                      "ts": ts, "thread_ts": root, "channel": "C1", "event_ts": ts},
+        }))
+        .unwrap()
+    };
+    let padding = "and some words to make the answer stream for a while ".repeat(12);
+    let first = format!("#chunk_ms=40 first-question {padding}");
+    let r = app
+        .slack_post(
+            "/slack/events",
+            &mention("EvF1", root, &first),
+            "application/json",
+            &[],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let started = std::time::Instant::now();
+    while app.slack.calls("chat.startStream").is_empty() {
+        assert!(
+            started.elapsed() < LONG,
+            "the answer never streamed: {}",
+            app.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = app
+        .slack_post(
+            "/slack/events",
+            &mention("EvF2", "1700000301.000100", "follow-up-two"),
+            "application/json",
+            &[],
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let key = format!("slack:T1:C1:{root}");
+    let store = app.store().await;
+    let id = store
+        .thread(&key)
+        .await
+        .unwrap()
+        .unwrap()
+        .active_task
+        .unwrap();
+    let done = app.wait_done(id.as_str(), LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    // One task answered both; each answer in its own message.
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 2, "{posted:?}");
+    let shown: Vec<String> = posted
+        .iter()
+        .map(|p| app.slack.message("C1", &p.ts).unwrap().text)
+        .collect();
+    assert!(shown[0].contains("first-question"), "{shown:?}");
+    assert!(!shown[0].contains("follow-up-two"), "{shown:?}");
+    assert!(shown[1].contains("follow-up-two"), "{shown:?}");
+    assert!(!shown[1].contains("first-question"), "{shown:?}");
+}
+
+mod follow_up_while_streaming {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn embedded() {
+        super::a_follow_up_while_streaming_keeps_the_first_answer(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn aws() {
+        super::a_follow_up_while_streaming_keeps_the_first_answer(Backend::Aws).await;
+    }
+}

@@ -60,8 +60,14 @@ pub struct Recap {
 }
 
 impl Recap {
+    /// Nothing to carry into a new task.
     pub fn is_empty(&self) -> bool {
         self.summary.is_none() && self.turns.is_empty()
+    }
+
+    /// Nothing kept at all, not even which tasks were recorded.
+    pub fn is_unset(&self) -> bool {
+        self.is_empty() && self.recorded.is_empty()
     }
 
     /// Adds a turn, folding the oldest away while over the bounds.

@@ -78,7 +78,7 @@ pub struct Thread {
     pub key: String,
     pub active_task: Option<TaskId>,
     /// The conversation's earlier turns, for its next task.
-    #[serde(default, skip_serializing_if = "crate::recap::Recap::is_empty")]
+    #[serde(default, skip_serializing_if = "crate::recap::Recap::is_unset")]
     pub recap: crate::recap::Recap,
     #[serde(skip)]
     pub version: u64,

@@ -10,7 +10,7 @@
 use crate::response::ApiError;
 use crate::Ingest;
 use baton_core::input_guard::{self, GuardOutcome};
-use baton_core::recap::{Speaker, Turn};
+use baton_core::recap::{Recap, Speaker, Turn};
 use baton_core::store::Thread;
 use baton_core::{approval, question};
 use baton_core::{now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake};
@@ -420,8 +420,9 @@ impl Ingest {
     }
 
     /// `new` or `reset` alone: the conversation starts afresh (its earlier
-    /// turns are forgotten; a running task is left to finish). Whether the
-    /// message was such a word.
+    /// turns are forgotten; a running task is left to finish, and what it
+    /// says is not carried into the new conversation). Whether the message
+    /// was such a word.
     pub(crate) async fn reset_conversation(&self, s: &Submission) -> Result<bool, ApiError> {
         let Some(key) = s.thread.as_deref().filter(|_| is_reset_word(&s.text)) else {
             return Ok(false);
@@ -435,10 +436,14 @@ impl Ingest {
             else {
                 return Ok(true);
             };
-            if thread.recap.is_empty() {
+            // A task still running belongs to the conversation being left:
+            // counted as recorded, its turns are not carried into the new one.
+            let mut fresh = Recap::default();
+            fresh.recorded.extend(thread.active_task.iter().cloned());
+            if thread.recap == fresh {
                 return Ok(true);
             }
-            thread.recap = Default::default();
+            thread.recap = fresh;
             if self
                 .store
                 .put_thread(&thread)

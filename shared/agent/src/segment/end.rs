@@ -81,6 +81,13 @@ impl Segment<'_> {
         let detail: String = detail.chars().take(500).collect();
         self.commit(|t| {
             if status == TaskStatus::Succeeded && !t.inbox.is_empty() {
+                // The answer was delivered into its message, which it
+                // keeps: the next answer opens a message of its own.
+                if t.answer_stream.is_some() || t.posting.is_some() {
+                    t.answer_stream = None;
+                    t.posting = None;
+                    return Some(Vec::new());
+                }
                 return None;
             }
             t.status = status;
@@ -95,6 +102,11 @@ impl Segment<'_> {
             }])
         })
         .await?;
+        if !self.task.status.is_terminal() {
+            // Going on with a message that arrived: this segment's view of
+            // the delivered answer's message is of no further use.
+            self.stream = Default::default();
+        }
         self.measure_ended(status);
         if self.task.status.is_terminal() {
             crate::recap::record(&self.deps.store, &self.task, &self.transcript).await;
