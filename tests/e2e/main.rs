@@ -22,6 +22,7 @@ mod mcp_tools;
 mod memory_scope;
 mod metrics;
 mod otel_export;
+mod request_guards;
 mod routes;
 mod slack_files;
 mod slack_surfaces;

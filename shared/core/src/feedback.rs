@@ -8,7 +8,7 @@
 //! of an earlier click) is ignored rather than undoing a newer one.
 
 use crate::clock::Millis;
-use crate::task::Task;
+use crate::task::{Task, TaskStatus};
 use crate::transcript::EntryKind;
 use serde::{Deserialize, Serialize};
 
@@ -77,11 +77,18 @@ pub enum Unchanged {
     /// The task holds [`MAX_VOTES`] votes.
     #[error("the task has as many votes as it keeps")]
     Full,
+    /// The task gave no answer in Slack to rate (an HTTP task, a
+    /// sub-agent, a task that failed, was cancelled or stayed silent).
+    #[error("the task has no answer in Slack to rate")]
+    NoAnswer,
 }
 
 /// Records `vote` on `t` at `now`: the transcript entry to append, or why
 /// nothing changed (then `t` is untouched).
 pub fn record(t: &mut Task, vote: &Vote<'_>, now: Millis) -> Result<Vec<EntryKind>, Unchanged> {
+    if !has_slack_answer(t) {
+        return Err(Unchanged::NoAnswer);
+    }
     let entry = Feedback {
         user: vote.user.to_owned(),
         rating: vote.rating,
@@ -102,6 +109,24 @@ pub fn record(t: &mut Task, vote: &Vote<'_>, now: Millis) -> Result<Vec<EntryKin
         user: vote.user.to_owned(),
         rating: vote.rating,
     }])
+}
+
+/// Whether the task posts (or posted) an answer in Slack that a vote can be
+/// about: a Slack task of its own, not failed or cancelled, whose answer,
+/// once it has one, is not silent. (A running task may already have
+/// answered a first message of its thread.)
+fn has_slack_answer(t: &Task) -> bool {
+    if !matches!(t.origin, crate::Origin::Slack { .. }) || t.parent.is_some() {
+        return false;
+    }
+    match t.status {
+        TaskStatus::Succeeded => t
+            .result
+            .as_deref()
+            .is_some_and(|r| !r.trim().is_empty() && r.trim() != "NO_REPLY"),
+        TaskStatus::Failed | TaskStatus::Cancelled => false,
+        _ => true,
+    }
 }
 
 /// Whether Slack timestamp `a` ("1700000000.000100") is before `b`; `false`
@@ -139,14 +164,45 @@ mod tests {
     use crate::{Limits, Origin, TaskId};
 
     fn task() -> Task {
-        Task::new(
+        let mut t = Task::new(
             TaskId::generate(),
             "default",
-            Origin::Http,
+            Origin::Slack {
+                team_id: "T1".into(),
+                channel: "C1".into(),
+                thread_ts: "1700000000.000100".into(),
+                user: "U1".into(),
+                channel_type: None,
+            },
             None,
             Limits::default(),
             0,
-        )
+        );
+        t.status = TaskStatus::Succeeded;
+        t.result = Some("the answer".into());
+        t
+    }
+
+    #[test]
+    fn only_an_answer_given_in_slack_is_rated() {
+        let up = vote("U1", Rating::Positive, "1700000000.000100");
+        let mut http = task();
+        http.origin = Origin::Http;
+        let mut silent = task();
+        silent.result = Some("NO_REPLY".into());
+        let mut failed = task();
+        failed.status = TaskStatus::Failed;
+        let mut child = task();
+        child.parent = Some(crate::ParentLink {
+            task_id: TaskId::generate(),
+            call_id: "c".into(),
+            root_task_id: None,
+        });
+        for mut t in [http, silent, failed, child] {
+            assert_eq!(record(&mut t, &up, 5), Err(Unchanged::NoAnswer), "{t:?}");
+            assert!(t.feedback.is_empty());
+        }
+        assert!(record(&mut task(), &up, 5).is_ok());
     }
 
     fn vote<'a>(user: &'a str, rating: Rating, ts: &'a str) -> Vote<'a> {

@@ -57,7 +57,7 @@ pub use queue::{Delivery, QueueError, WorkQueue};
 pub use reply::{
     AnswerStream, Appended, NoReplies, PostKey, ReplyError, ReplySink, StreamedMessage, TaskPhase,
 };
-pub use store::{Created, StoreError, TaskStore};
+pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
     Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin, ParentLink,

@@ -96,7 +96,19 @@ impl TaskFilter {
             && self
                 .thread
                 .as_deref()
-                .is_none_or(|t| task.shown_thread() == Some(t))
+                .is_none_or(|t| task.thread.as_deref() == Some(stored_thread(t).as_ref()))
+    }
+}
+
+/// The stored key of a thread as clients name it: a Slack conversation by
+/// its key (`slack:…`, a name HTTP threads may not take), any other name
+/// an HTTP `thread` (stored as `http:{thread}`), so one filter never
+/// matches both.
+fn stored_thread(shown: &str) -> std::borrow::Cow<'_, str> {
+    if shown.starts_with(crate::task::SLACK_THREAD_PREFIX) {
+        shown.into()
+    } else {
+        format!("http:{shown}").into()
     }
 }
 

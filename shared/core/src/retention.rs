@@ -186,7 +186,7 @@ mod tests {
             crate::now_ms(),
         );
         store
-            .create(&task, vec![text("hi")], Some("http:key"))
+            .create(&task, vec![text("hi")], Some("http:key".into()))
             .await
             .unwrap();
         let pk = format!("TASK#{}", task.id);
@@ -296,7 +296,7 @@ mod tests {
             crate::now_ms(),
         );
         store
-            .create(&task, vec![text("hi")], Some("k"))
+            .create(&task, vec![text("hi")], Some("k".into()))
             .await
             .unwrap();
         store

@@ -51,6 +51,10 @@ pub enum StoreError {
     /// The dedupe key was claimed before, by a request that acted on this task.
     #[error("request already handled (task {0})")]
     AlreadyClaimed(TaskId),
+    /// The dedupe key was claimed before by a different request (its
+    /// fingerprint differs), which acted on this task.
+    #[error("the key was used before for a different request (task {0})")]
+    KeyReused(TaskId),
     #[error(transparent)]
     Table(#[from] TableError),
     #[error(transparent)]
@@ -70,6 +74,26 @@ pub enum Created {
 #[derive(Serialize, Deserialize)]
 struct DedupeRecord {
     task_id: TaskId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fingerprint: Option<String>,
+}
+
+/// A request's claim on its dedupe key: the key, and optionally a digest
+/// of what the request asked, so that the key reused for a different
+/// request ([`StoreError::KeyReused`]) is told apart from a retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim<'a> {
+    pub key: &'a str,
+    pub fingerprint: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for Claim<'a> {
+    fn from(key: &'a str) -> Self {
+        Claim {
+            key,
+            fingerprint: None,
+        }
+    }
 }
 
 /// A conversation: which task, if any, is running on it.
@@ -247,13 +271,19 @@ impl TaskStore {
         self.bytes_written.fetch_add(n as u64, Ordering::Relaxed);
     }
 
-    fn dedupe_write(&self, key: &str, task_id: &TaskId, now: Millis) -> Result<Write, StoreError> {
+    fn dedupe_write(
+        &self,
+        claim: Claim<'_>,
+        task_id: &TaskId,
+        now: Millis,
+    ) -> Result<Write, StoreError> {
         let record = DedupeRecord {
             task_id: task_id.clone(),
+            fingerprint: claim.fingerprint.map(str::to_owned),
         };
         Ok(Write::Put {
             item: Item {
-                key: dedupe_key(key),
+                key: dedupe_key(claim.key),
                 version: 1,
                 data: serde_json::to_string(&record).map_err(corrupt)?,
                 index: None,
@@ -264,15 +294,19 @@ impl TaskStore {
         })
     }
 
-    /// The task a dedupe key was claimed for.
-    async fn claimed_by(&self, key: &str) -> Result<TaskId, StoreError> {
+    /// The task a dedupe key was claimed for; [`StoreError::KeyReused`]
+    /// when the claim that took it had another fingerprint.
+    async fn claimed_by(&self, claim: Claim<'_>) -> Result<TaskId, StoreError> {
         let item = self
             .table
-            .get(&dedupe_key(key))
+            .get(&dedupe_key(claim.key))
             .await?
             .ok_or_else(|| StoreError::Corrupt("dedupe key vanished".into()))?;
         let record: DedupeRecord = serde_json::from_str(&item.data).map_err(corrupt)?;
-        Ok(record.task_id)
+        match (record.fingerprint.as_deref(), claim.fingerprint) {
+            (Some(first), Some(now)) if first != now => Err(StoreError::KeyReused(record.task_id)),
+            _ => Ok(record.task_id),
+        }
     }
 
     /// Creates a task with its first entries. With a dedupe key, the key is
@@ -282,7 +316,7 @@ impl TaskStore {
         &self,
         task: &Task,
         first_entries: Vec<EntryKind>,
-        dedupe_key: Option<&str>,
+        claim: Option<Claim<'_>>,
     ) -> Result<Created, StoreError> {
         let mut task = task.clone();
         task.version = 1;
@@ -291,8 +325,8 @@ impl TaskStore {
             .entry_items(&mut task, first_entries, created_at)
             .await?;
         let mut writes = Vec::new();
-        if let Some(key) = dedupe_key {
-            writes.push(self.dedupe_write(key, &task.id, created_at)?);
+        if let Some(claim) = claim {
+            writes.push(self.dedupe_write(claim, &task.id, created_at)?);
         }
         writes.push(Write::Put {
             item: self.task_item(&task)?,
@@ -305,9 +339,10 @@ impl TaskStore {
         self.count(&writes);
         match self.table.transact(writes).await {
             Ok(()) => Ok(Created::New(task.id.clone())),
-            Err(TableError::ConditionFailed { index: 0 }) if dedupe_key.is_some() => Ok(
-                Created::Duplicate(self.claimed_by(dedupe_key.unwrap_or_default()).await?),
-            ),
+            Err(TableError::ConditionFailed { index: 0 }) => match claim {
+                Some(claim) => Ok(Created::Duplicate(self.claimed_by(claim).await?)),
+                None => Err(TableError::ConditionFailed { index: 0 }.into()),
+            },
             Err(e) => Err(e.into()),
         }
     }
@@ -339,7 +374,7 @@ impl TaskStore {
         &self,
         task: &mut Task,
         new_entries: Vec<EntryKind>,
-        dedupe_key: Option<&str>,
+        claim: Option<Claim<'_>>,
     ) -> Result<Vec<Entry>, StoreError> {
         let now = now_ms();
         let mut next = task.clone();
@@ -356,8 +391,8 @@ impl TaskStore {
             item,
             condition: Condition::NotExists,
         }));
-        if let Some(key) = dedupe_key {
-            writes.push(self.dedupe_write(key, &task.id, now)?);
+        if let Some(claim) = claim {
+            writes.push(self.dedupe_write(claim, &task.id, now)?);
         }
         let claim_index = writes.len() - 1;
         self.count(&writes);
@@ -375,11 +410,12 @@ impl TaskStore {
                 Ok(entries)
             }
             Err(TableError::ConditionFailed { index })
-                if dedupe_key.is_some() && index == claim_index =>
+                if claim.is_some() && index == claim_index =>
             {
-                Err(StoreError::AlreadyClaimed(
-                    self.claimed_by(dedupe_key.unwrap_or_default()).await?,
-                ))
+                match claim {
+                    Some(claim) => Err(StoreError::AlreadyClaimed(self.claimed_by(claim).await?)),
+                    None => Err(StoreError::Conflict(task.id.clone())),
+                }
             }
             Err(TableError::ConditionFailed { .. }) | Err(TableError::Contention) => {
                 // A retried write that had in fact applied fails its own
@@ -435,13 +471,13 @@ impl TaskStore {
         &self,
         id: &TaskId,
         cached: Option<Task>,
-        dedupe_key: Option<&str>,
+        claim: Option<Claim<'_>>,
         change: F,
     ) -> Result<(Task, Vec<Entry>), StoreError>
     where
         F: FnMut(&mut Task) -> Result<Option<Vec<EntryKind>>, StoreError>,
     {
-        self.apply(id, cached, dedupe_key, change).await
+        self.apply(id, cached, claim, change).await
     }
 
     /// The read-change-write loop behind every update: re-reads and
@@ -450,7 +486,7 @@ impl TaskStore {
         &self,
         id: &TaskId,
         cached: Option<Task>,
-        dedupe_key: Option<&str>,
+        claim: Option<Claim<'_>>,
         mut change: F,
     ) -> Result<(Task, Vec<Entry>), E>
     where
@@ -471,7 +507,7 @@ impl TaskStore {
                 return Ok((before, Vec::new()));
             };
             task.version = before.version;
-            match self.commit_claiming(&mut task, entries, dedupe_key).await {
+            match self.commit_claiming(&mut task, entries, claim).await {
                 Ok(written) => return Ok((task, written)),
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
@@ -732,12 +768,18 @@ mod tests {
         let (store, _) = store();
         let task = new_task();
         assert_eq!(
-            store.create(&task, Vec::new(), Some("k")).await.unwrap(),
+            store
+                .create(&task, Vec::new(), Some("k".into()))
+                .await
+                .unwrap(),
             Created::New(task.id.clone())
         );
         let other = new_task();
         assert_eq!(
-            store.create(&other, Vec::new(), Some("k")).await.unwrap(),
+            store
+                .create(&other, Vec::new(), Some("k".into()))
+                .await
+                .unwrap(),
             Created::Duplicate(task.id.clone())
         );
         assert!(
@@ -749,11 +791,11 @@ mod tests {
             Ok(Some(Vec::new()))
         };
         store
-            .update_claiming(&task.id, None, Some("s"), steer)
+            .update_claiming(&task.id, None, Some("s".into()), steer)
             .await
             .unwrap();
         let again = store
-            .update_claiming(&task.id, None, Some("s"), steer)
+            .update_claiming(&task.id, None, Some("s".into()), steer)
             .await;
         assert!(matches!(again, Err(StoreError::AlreadyClaimed(_))));
         assert_eq!(store.get(&task.id).await.unwrap().unwrap().inbox.len(), 1);

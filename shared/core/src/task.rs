@@ -165,11 +165,14 @@ pub enum Verdict {
     Expired,
 }
 
+/// [`Decision::by`] for a decision made through the HTTP API.
+pub const API_DECIDER: &str = "api";
+
 /// A decision on an approval: who made it and when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
     pub verdict: Verdict,
-    /// Slack user id, `"api"` for the HTTP route, `None` for expiry.
+    /// Slack user id, [`API_DECIDER`] for the HTTP route, `None` for expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
     pub at: Millis,
@@ -345,6 +348,10 @@ pub struct Task {
 pub fn attributed(author: &str, text: &str) -> String {
     format!("[from <@{author}>] {text}")
 }
+
+/// How every Slack conversation's key begins (`slack:TEAM:CHANNEL[:TS]`);
+/// HTTP `thread` ids may not, so the two are never confused.
+pub const SLACK_THREAD_PREFIX: &str = "slack:";
 
 /// The author an [`attributed`] message names.
 pub fn author_of(text: &str) -> Option<&str> {

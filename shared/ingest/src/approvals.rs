@@ -42,7 +42,9 @@ impl Ingest {
         } else {
             Verdict::Denied
         };
-        let task = self.decide(&id, approval_id, verdict, "api").await?;
+        let task = self
+            .decide(&id, approval_id, verdict, baton_core::task::API_DECIDER)
+            .await?;
         Ok(json(
             StatusCode::ACCEPTED,
             &json!({

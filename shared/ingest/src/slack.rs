@@ -205,6 +205,9 @@ impl Ingest {
                 ));
             }
         };
+        if let Some(refused) = self.foreign_interaction(&action).await? {
+            return Ok(refused);
+        }
         match action.action_id.as_str() {
             "cancel_task" => {
                 let id = parse_id(action.value.as_deref().unwrap_or_default())?;
@@ -248,6 +251,46 @@ impl Ingest {
                     StatusCode::OK,
                     &json!({"ok": true, "ignored": "unsupported action"}),
                 ))
+            }
+        }
+    }
+}
+
+impl Ingest {
+    /// A click on a task's button from another workspace than the task's
+    /// (or on a task that is not Slack's) changes nothing: a button's value
+    /// names a task, and a workspace could forge one naming another's.
+    async fn foreign_interaction(
+        &self,
+        action: &baton_slack::interactivity::BlockAction,
+    ) -> Result<Option<http::Response<Bytes>>, ApiError> {
+        let value = action.value.as_deref().unwrap_or_default();
+        let task_id = match action.action_id.as_str() {
+            "cancel_task" => Some(value),
+            baton_slack::feedback::FEEDBACK_ACTION => {
+                baton_slack::feedback::parse_button_value(value).map(|(_, task)| task)
+            }
+            approval::APPROVE_ACTION | approval::DENY_ACTION => {
+                approval::parse_button_value(value).map(|(task, _)| task)
+            }
+            _ => None,
+        };
+        // An unreadable value is each action's own 400 below.
+        let Some(id) = task_id.and_then(|t| baton_core::TaskId::parse(t).ok()) else {
+            return Ok(None);
+        };
+        let Some(task) = self.store.get(&id).await.map_err(ApiError::unavailable)? else {
+            return Ok(None);
+        };
+        match &task.origin {
+            Origin::Slack { team_id, .. } if *team_id == action.team_id => Ok(None),
+            _ => {
+                tracing::warn!(task_id = %id, team = %action.team_id, action = %action.action_id,
+                    "Slack interaction from another workspace than the task's refused");
+                Ok(Some(json(
+                    StatusCode::OK,
+                    &json!({"ok": true, "ignored": "the task belongs to another workspace"}),
+                )))
             }
         }
     }
@@ -297,6 +340,7 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
         agent: agent.to_owned(),
         thread: Some(thread),
         dedupe_key: Some(dedupe_key),
+        fingerprint: None,
         attachments: Vec::new(),
         files,
         origin,

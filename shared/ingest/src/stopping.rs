@@ -187,6 +187,7 @@ pub(crate) mod tests {
             },
             thread: Some(THREAD.to_owned()),
             dedupe_key: Some(format!("slack:T1:C1:{ts}")),
+            fingerprint: None,
             attachments: Vec::new(),
             files: Vec::new(),
         }

@@ -64,6 +64,7 @@ impl Ingest {
                 },
                 thread: Some(key.clone()),
                 dedupe_key: Some(format!("slack:{}:stopped:{}", s.team_id, s.event_id)),
+                fingerprint: None,
                 attachments: Vec::new(),
                 files: Vec::new(),
             };

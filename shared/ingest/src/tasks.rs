@@ -100,6 +100,24 @@ fn attachment_entries(
     Ok((entries, refused))
 }
 
+/// A digest of what a `POST /tasks` asks (input, agent, thread and files),
+/// kept with its Idempotency-Key.
+fn fingerprint(req: &SubmitBody) -> String {
+    use sha2::{Digest, Sha256};
+    let files: Vec<_> = req
+        .attachments
+        .iter()
+        .map(|f| json!([f.name, f.media_type, f.data_base64]))
+        .collect();
+    let canonical = json!([
+        req.input,
+        req.agent.as_deref().unwrap_or("default"),
+        req.thread,
+        files
+    ]);
+    hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+}
+
 fn valid_key(s: &str, what: &str) -> Result<(), ApiError> {
     if s.is_empty() || s.len() > 255 || !s.chars().all(|c| c.is_ascii_graphic()) {
         return Err(ApiError::bad_request(format!(
@@ -126,7 +144,13 @@ impl Ingest {
         }
         if let Some(t) = &req.thread {
             valid_key(t, "`thread`")?;
+            if t.starts_with(baton_core::task::SLACK_THREAD_PREFIX) {
+                return Err(ApiError::bad_request(
+                    "`thread` may not start with `slack:`: that is how Slack conversations are named",
+                ));
+            }
         }
+        let fingerprint = fingerprint(&req);
         let (attachments, refused) = attachment_entries(req.attachments, self.max_file_bytes)?;
         let idempotency_key = match headers.get("idempotency-key") {
             None => None,
@@ -145,6 +169,7 @@ impl Ingest {
                 origin: Origin::Http,
                 thread: req.thread.map(|t| format!("http:{t}")),
                 dedupe_key: idempotency_key,
+                fingerprint: Some(fingerprint),
                 attachments,
                 files: Vec::new(),
             })

@@ -13,7 +13,9 @@ use baton_core::input_guard::{self, GuardOutcome};
 use baton_core::recap::{Recap, Speaker, Turn};
 use baton_core::store::Thread;
 use baton_core::{approval, question};
-use baton_core::{now_ms, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake};
+use baton_core::{
+    now_ms, Claim, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
+};
 use std::time::Duration;
 
 /// Input to submit.
@@ -25,12 +27,39 @@ pub(crate) struct Submission {
     pub thread: Option<String>,
     /// The request's natural key (Slack `event_id`, HTTP `Idempotency-Key`).
     pub dedupe_key: Option<String>,
+    /// A digest of what the request asked (HTTP), kept with its key: the
+    /// key sent again with another request is refused, not taken for a
+    /// retry.
+    pub fingerprint: Option<String>,
     /// Files given with the input ([`baton_core::attachment`]): a new task
     /// gets them right after its input.
     pub attachments: Vec<EntryKind>,
     /// Files to download at the task's first segment (Slack's): the
     /// ingest answers Slack within its 3 seconds, so it does not fetch them.
     pub files: Vec<baton_core::attachment::PendingFile>,
+}
+
+impl Submission {
+    /// The request's claim on its dedupe key.
+    fn claim(&self) -> Option<Claim<'_>> {
+        self.dedupe_key.as_deref().map(|key| Claim {
+            key,
+            fingerprint: self.fingerprint.as_deref(),
+        })
+    }
+}
+
+/// A store failure on the submit path as the client sees it: a key reused
+/// for another request is the client's mistake (422), anything else the
+/// backend's (503, logged with the conversation).
+fn store_failure(conversation: Option<&str>, e: StoreError) -> ApiError {
+    match e {
+        StoreError::KeyReused(task) => ApiError::new(
+            http::StatusCode::UNPROCESSABLE_ENTITY,
+            format!("this Idempotency-Key was used before with a different request (its input, agent, thread or attachments differ); it created or steered task {task}: send a new key for a new request"),
+        ),
+        e => ApiError::unavailable_on(conversation, e),
+    }
 }
 
 /// How long a follow-up waits for the conversation's last task to record
@@ -117,7 +146,7 @@ impl Ingest {
     /// Submits input the guard has passed.
     pub(crate) async fn submit_screened(&self, s: Submission) -> Result<Submitted, ApiError> {
         let conversation = s.thread.as_deref();
-        let failed = |e: StoreError| ApiError::unavailable_on(conversation, e);
+        let failed = |e: StoreError| store_failure(conversation, e);
         // The conversation's record, read once: whether a task runs on it
         // (steer), and its earlier turns (a new task starts with them).
         let thread = match conversation {
@@ -159,7 +188,7 @@ impl Ingest {
         first.extend(s.attachments.iter().cloned());
         let created = self
             .store
-            .create(&task, first, s.dedupe_key.as_deref())
+            .create(&task, first, s.claim())
             .await
             .map_err(failed)?;
         let outcome = match created {
@@ -263,7 +292,7 @@ impl Ingest {
         let mut refused = false;
         let result = self
             .store
-            .update_claiming(&active, None, s.dedupe_key.as_deref(), |t| {
+            .update_claiming(&active, None, s.claim(), |t| {
                 replied = false;
                 refused = false;
                 if t.status.is_terminal() {
@@ -333,7 +362,7 @@ impl Ingest {
             // The thread points at a task that does not exist (a crash
             // between claiming the thread and creating the task): free.
             Err(StoreError::NotFound(_)) => Ok(None),
-            Err(e) => Err(ApiError::unavailable_on(Some(&thread.key), e)),
+            Err(e) => Err(store_failure(Some(&thread.key), e)),
         }
     }
 
@@ -361,7 +390,7 @@ impl Ingest {
         if let Some(active) = &thread.active_task {
             let result = self
                 .store
-                .update_claiming(active, None, s.dedupe_key.as_deref(), |t| {
+                .update_claiming(active, None, s.claim(), |t| {
                     if author.is_none() || author != approval::requester(t) {
                         return Ok(None);
                     }
@@ -374,7 +403,7 @@ impl Ingest {
                 }
                 Ok(_) | Err(StoreError::NotFound(_)) => {}
                 Err(StoreError::AlreadyClaimed(id)) => return Ok(Some(Submitted::Duplicate(id))),
-                Err(e) => return Err(ApiError::unavailable_on(Some(key), e)),
+                Err(e) => return Err(store_failure(Some(key), e)),
             }
         }
         self.add_to_conversation(thread, author, &s.text).await;
@@ -537,6 +566,7 @@ mod tests {
             origin: Origin::Http,
             thread: Some(thread.to_owned()),
             dedupe_key: None,
+            fingerprint: None,
             attachments: Vec::new(),
             files: Vec::new(),
         }

@@ -65,6 +65,16 @@ pub fn request_blocks(task: &Task, a: &Approval) -> Value {
     ])
 }
 
+/// Who decided, as the decided message says it: a person by mention, the
+/// HTTP API in words.
+fn decided_by(by: Option<&str>) -> String {
+    match by {
+        None => String::new(),
+        Some(baton_core::task::API_DECIDER) => " by the API".to_owned(),
+        Some(user) => format!(" by <@{user}>"),
+    }
+}
+
 /// The text that replaces the request once decided (no buttons left).
 pub fn decided_text(a: &Approval) -> String {
     let what = format!("{}: {}", slack_code(&a.tool), slack_code(&a.summary));
@@ -73,15 +83,11 @@ pub fn decided_text(a: &Approval) -> String {
         Some(d) => match d.verdict {
             Verdict::Approved => format!(
                 ":white_check_mark: Approved{} — {what}",
-                d.by.as_deref()
-                    .map(|b| format!(" by <@{b}>"))
-                    .unwrap_or_default()
+                decided_by(d.by.as_deref())
             ),
             Verdict::Denied => format!(
                 ":no_entry: Denied{} — {what} was not run",
-                d.by.as_deref()
-                    .map(|b| format!(" by <@{b}>"))
-                    .unwrap_or_default()
+                decided_by(d.by.as_deref())
             ),
             Verdict::Expired => format!(
                 ":hourglass: Expired without a decision — {what} was not run (counts as denied)"

@@ -199,7 +199,12 @@ impl Segment<'_> {
         let child = delegation::child_task(&self.task, child_agent, &call.id, now_ms());
         let key = delegation::dedupe_key(&self.task.id, &call.id);
         let first = vec![EntryKind::UserMessage { text: input }];
-        let child_id = match self.deps.store.create(&child, first, Some(&key)).await? {
+        let child_id = match self
+            .deps
+            .store
+            .create(&child, first, Some(key.as_str().into()))
+            .await?
+        {
             Created::New(id) => {
                 self.deps.measure_created(&child.agent, &id);
                 id

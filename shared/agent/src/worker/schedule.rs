@@ -156,7 +156,7 @@ async fn create_task(
     let first = vec![EntryKind::UserMessage {
         text: task_input(s, scheduled_time),
     }];
-    let id = match deps.store.create(&task, first, Some(dedupe)).await? {
+    let id = match deps.store.create(&task, first, Some(dedupe.into())).await? {
         Created::New(id) => {
             deps.measure_created(&task.agent, &id);
             id

@@ -467,7 +467,7 @@ async fn task_store_on_dynamodb_and_s3() {
         text: "hello".into(),
     }];
     let created = store
-        .create(&task, first.clone(), Some("key-1"))
+        .create(&task, first.clone(), Some("key-1".into()))
         .await
         .unwrap();
     assert_eq!(created, baton_core::Created::New(task.id.clone()));
@@ -481,7 +481,10 @@ async fn task_store_on_dynamodb_and_s3() {
         1_700_000_000_000,
     );
     assert_eq!(
-        store.create(&other, first, Some("key-1")).await.unwrap(),
+        store
+            .create(&other, first, Some("key-1".into()))
+            .await
+            .unwrap(),
         baton_core::Created::Duplicate(task.id.clone())
     );
     assert_eq!(store.get(&other.id).await.unwrap(), None);

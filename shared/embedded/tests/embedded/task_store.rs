@@ -38,13 +38,13 @@ async fn create_with_a_dedupe_key_twice_is_a_duplicate() {
     let (_b, store) = open(dir.path());
     let first = new_task();
     let created = store
-        .create(&first, vec![user("hi")], Some("slack:Ev1"))
+        .create(&first, vec![user("hi")], Some("slack:Ev1".into()))
         .await
         .unwrap();
     assert_eq!(created, Created::New(first.id.clone()));
     let second = new_task();
     let again = store
-        .create(&second, vec![user("hi")], Some("slack:Ev1"))
+        .create(&second, vec![user("hi")], Some("slack:Ev1".into()))
         .await
         .unwrap();
     assert_eq!(again, Created::Duplicate(first.id.clone()));
