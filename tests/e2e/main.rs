@@ -24,6 +24,7 @@ mod metrics;
 mod otel_export;
 mod request_guards;
 mod routes;
+mod schedule_limits;
 mod slack_files;
 mod slack_surfaces;
 mod steering_files;

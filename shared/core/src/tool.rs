@@ -87,6 +87,14 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// [`Tool::needs_approval`] for a call made for a task from `origin`:
+    /// a tool whose calls need approval only when a person in Slack asks
+    /// (`schedule_create`) says so here. By default, the same for all.
+    fn needs_approval_for(&self, arguments: &serde_json::Value, origin: &crate::Origin) -> bool {
+        let _ = origin;
+        self.needs_approval(arguments)
+    }
+
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
 }
 

@@ -244,6 +244,7 @@ impl AppBuilder {
             let admins = settings.schedule_admins.clone();
             tools.extend(
                 baton_tools::ScheduleTools::new(service.clone(), backend.store.clone(), admins)
+                    .with_quota(schedule_quota(&settings.deployment.schedules))
                     .tools(),
             );
         }
@@ -573,5 +574,14 @@ mod tests {
             .err()
             .expect("refused");
         assert_eq!(err.to_string(), expected);
+    }
+}
+
+/// The agents file's `[schedules]` as the schedule tools hold people to it.
+fn schedule_quota(s: &baton_settings::ScheduleSettings) -> baton_schedule::Quota {
+    baton_schedule::Quota {
+        max_per_user: s.max_per_user,
+        max_per_team: s.max_per_team,
+        min_interval: s.min_interval,
     }
 }

@@ -70,6 +70,7 @@ mod bits;
 mod cron;
 mod error;
 mod expression;
+pub mod quota;
 pub mod record;
 mod timezone;
 pub mod validate;
@@ -81,6 +82,7 @@ mod tests;
 pub use chrono_tz::Tz;
 pub use error::{CronField, ExpressionError, TimezoneError};
 pub use expression::{Expression, ExpressionKind, RateUnit};
+pub use quota::Quota;
 pub use record::{
     new_schedule_id, parse_schedule_id, plan_for, Schedule, ScheduleError, ScheduleKind,
     SchedulePlan, ScheduleService, ScheduleState, ScheduleStore, ScheduleTarget, Scheduler,

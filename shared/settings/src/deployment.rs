@@ -1,6 +1,6 @@
-//! Settings of the deployment rather than of one agent: the `[guard]` and
-//! `[budgets]` tables, the `[[routes]]`, and what a loaded configuration
-//! yields.
+//! Settings of the deployment rather than of one agent: the `[guard]`,
+//! `[budgets]` and `[schedules]` tables, the `[[routes]]`, and what a
+//! loaded configuration yields.
 
 use crate::agent::{AgentConfig, Agents};
 use crate::http_tool::HttpToolDecl;
@@ -21,11 +21,36 @@ pub struct BudgetSettings {
     pub user_monthly_tokens: Option<u64>,
 }
 
+/// The `[schedules]` table: what people may schedule through the agent
+/// (schedules made over the HTTP API, and by schedule admins, are not
+/// limited).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScheduleSettings {
+    /// Schedules one person may own (default 10).
+    pub max_per_user: u32,
+    /// Schedules the people of one workspace may own together (default 100).
+    pub max_per_team: u32,
+    /// The shortest time between two firings of a person's schedule
+    /// (default 15 minutes).
+    pub min_interval: std::time::Duration,
+}
+
+impl Default for ScheduleSettings {
+    fn default() -> Self {
+        ScheduleSettings {
+            max_per_user: 10,
+            max_per_team: 100,
+            min_interval: std::time::Duration::from_secs(15 * 60),
+        }
+    }
+}
+
 /// Settings of the deployment rather than of one agent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GlobalSettings {
     pub guard: GuardSettings,
     pub budgets: BudgetSettings,
+    pub schedules: ScheduleSettings,
     /// The `[[routes]]`: which agent serves Slack messages where.
     pub routes: Routes,
 }

@@ -22,7 +22,9 @@ pub use agent::{AgentConfig, Agents, DEFAULT_SYSTEM_PROMPT};
 pub use approval::{ApprovalRule, ApprovalRules};
 pub use baton_core::input_guard::InputGuardMode;
 pub use context::{ContextSettings, Escalation};
-pub use deployment::{AgentsConfig, BudgetSettings, GlobalSettings, GuardSettings};
+pub use deployment::{
+    AgentsConfig, BudgetSettings, GlobalSettings, GuardSettings, ScheduleSettings,
+};
 pub use file::{AgentsSource, ConfigFileError, Problem};
 pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
 pub use mcp::McpServerDecl;

@@ -5,14 +5,17 @@
 //! A schedule made by a tool belongs to the user who asked for it (the
 //! task's origin: `slack:TEAM:USER`, or `api` for HTTP tasks); only that
 //! owner, `api` or a configured admin may delete it. The tools look the
-//! task up in the store to learn who is asking.
+//! task up in the store to learn who is asking. People (not `api`, not an
+//! admin) are held to the deployment's [`Quota`], and a schedule asked for
+//! in Slack waits for approval unless the agent's approval rules say
+//! otherwise: each one runs a task, and may post, at every firing.
 
 use crate::args::{input_schema, run};
 use async_trait::async_trait;
 use baton_core::{now_ms, rfc3339, Origin, TaskStore, Tool, ToolContext, ToolOutput, ToolSpec};
 use baton_schedule::validate::*;
 use baton_schedule::{
-    Schedule, ScheduleError, ScheduleKind, ScheduleService, ScheduleState, ScheduleTarget,
+    Quota, Schedule, ScheduleError, ScheduleKind, ScheduleService, ScheduleState, ScheduleTarget,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -94,6 +97,8 @@ pub struct ScheduleTools {
     tasks: TaskStore,
     /// Owners (`slack:TEAM:USER`) who may delete any schedule.
     admins: Arc<Vec<String>>,
+    /// What people may schedule.
+    quota: Quota,
 }
 
 impl ScheduleTools {
@@ -102,7 +107,14 @@ impl ScheduleTools {
             service,
             tasks,
             admins: Arc::new(admins),
+            quota: Quota::default(),
         }
+    }
+
+    /// Holds people to `quota` (the agents file's `[schedules]`).
+    pub fn with_quota(mut self, quota: Quota) -> Self {
+        self.quota = quota;
+        self
     }
 
     /// `schedule_create`, `schedule_list` and `schedule_delete`.
@@ -155,6 +167,20 @@ impl ScheduleTools {
             }
         };
         validate_content(&args.instruction, target.as_ref())?;
+        let owner = owner_of(&origin);
+        if !self.is_admin(&owner) {
+            let existing = self
+                .service
+                .store()
+                .list()
+                .await
+                .map_err(|e| format!("could not count your schedules: {e}"))?;
+            // A retried call finds the schedule it made: not one more.
+            let id = schedule_id_from_key(&ctx.idempotency_key);
+            if !existing.iter().any(|s| s.id == id) {
+                self.quota.admits(&owner, &spec, &existing, now)?;
+            }
+        }
         let agent = match self.tasks.get(&ctx.task_id).await {
             Ok(Some(t)) => t.agent,
             _ => "default".to_owned(),
@@ -165,7 +191,7 @@ impl ScheduleTools {
             args.instruction,
             args.kind.map_or(ScheduleKind::Task, ScheduleKind::from),
             target,
-            owner_of(&origin),
+            owner,
             agent,
             now,
         );
@@ -243,6 +269,12 @@ impl Tool for ScheduleCreateTool {
                 .into(),
             input_schema: input_schema::<ScheduleCreateArgs>(),
         }
+    }
+
+    /// A schedule asked for in Slack waits for a person's approval (unless
+    /// the agent's approval rules lift it); over the HTTP API it does not.
+    fn needs_approval_for(&self, _arguments: &serde_json::Value, origin: &Origin) -> bool {
+        matches!(origin, Origin::Slack { .. })
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

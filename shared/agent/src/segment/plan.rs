@@ -169,7 +169,7 @@ fn decide(
     // `delegate` included).
     let declared = tool
         .as_ref()
-        .is_some_and(|t| t.needs_approval(&call.arguments));
+        .is_some_and(|t| t.needs_approval_for(&call.arguments, &turn.task.origin));
     if agent
         .approval
         .requires_approval(&call.name, &call.arguments, declared)

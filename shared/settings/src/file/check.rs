@@ -434,6 +434,17 @@ impl Checker<'_> {
             1,
         );
 
+        self.at_least(
+            "schedules.max_per_user".to_owned(),
+            file.schedules.max_per_user,
+            1,
+        );
+        self.at_least(
+            "schedules.max_per_team".to_owned(),
+            file.schedules.max_per_team,
+            1,
+        );
+
         let prices = self.check_prices(&file.prices);
 
         // The template every agent starts from: environment + [defaults],
@@ -471,6 +482,18 @@ impl Checker<'_> {
             budgets: BudgetSettings {
                 workspace_monthly_tokens: file.budgets.workspace_monthly_tokens,
                 user_monthly_tokens: file.budgets.user_monthly_tokens,
+            },
+            schedules: {
+                let d = ScheduleSettings::default();
+                ScheduleSettings {
+                    max_per_user: file.schedules.max_per_user.unwrap_or(d.max_per_user),
+                    max_per_team: file.schedules.max_per_team.unwrap_or(d.max_per_team),
+                    min_interval: file
+                        .schedules
+                        .min_interval
+                        .as_ref()
+                        .map_or(d.min_interval, |DurationSpec(m)| *m),
+                }
             },
             routes,
         };

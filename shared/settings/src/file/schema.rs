@@ -23,6 +23,9 @@ pub(super) struct FileSpec {
     pub(super) guard: GuardSpec,
     #[serde(default)]
     pub(super) budgets: BudgetSpec,
+    /// What people may schedule through the agent.
+    #[serde(default)]
+    pub(super) schedules: SchedulesSpec,
     /// Model prices, by model id.
     #[serde(default)]
     pub(super) prices: BTreeMap<String, PriceSpec>,
@@ -143,6 +146,17 @@ pub(super) struct GuardSpec {
 pub(super) struct BudgetSpec {
     pub(super) workspace_monthly_tokens: Option<u64>,
     pub(super) user_monthly_tokens: Option<u64>,
+}
+
+/// `[schedules]`: how many schedules people may make through the agent,
+/// and how often they may fire. The key names are a contract
+/// (docs/configuration.md).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SchedulesSpec {
+    pub(super) max_per_user: Option<u32>,
+    pub(super) max_per_team: Option<u32>,
+    pub(super) min_interval: Option<DurationSpec>,
 }
 
 /// `[prices."MODEL"]`: US dollars per million tokens.

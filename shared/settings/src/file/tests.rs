@@ -149,6 +149,27 @@ fn the_complete_example_in_the_docs_loads() {
 }
 
 #[test]
+fn schedule_limits_default_and_are_read() {
+    let defaults = load("").unwrap().settings.schedules;
+    assert_eq!(defaults, crate::ScheduleSettings::default());
+    assert_eq!(defaults.max_per_user, 10);
+    assert_eq!(defaults.max_per_team, 100);
+    assert_eq!(defaults.min_interval, std::time::Duration::from_secs(900));
+    let set = load("[schedules]\nmax_per_user = 3\nmax_per_team = 30\nmin_interval = \"1h\"\n")
+        .unwrap()
+        .settings
+        .schedules;
+    assert_eq!(
+        (
+            set.max_per_user,
+            set.max_per_team,
+            set.min_interval.as_secs()
+        ),
+        (3, 30, 3600)
+    );
+}
+
+#[test]
 fn every_toml_block_in_the_docs_loads() {
     let blocks = doc_blocks();
     assert!(blocks.len() >= 3, "found {} blocks", blocks.len());
@@ -641,6 +662,16 @@ fn value_mistakes_name_the_field() {
             "[budgets]\nuser_monthly_tokens = 0\n",
             "budgets.user_monthly_tokens: must be at least 1",
         ),
+        (
+            "[schedules]\nmax_per_user = 0\n",
+            "schedules.max_per_user: must be at least 1",
+        ),
+        (
+            "[schedules]\nmax_per_team = 0\n",
+            "schedules.max_per_team: must be at least 1",
+        ),
+        ("[schedules]\nmin_interval = \"soon\"\n", "not a duration"),
+        ("[schedules]\nmax_schedules = 3\n", "max_schedules"),
     ];
     for (text, expected) in cases {
         let e = err(text);
