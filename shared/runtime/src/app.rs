@@ -438,6 +438,15 @@ fn ingest_handler(
     }
 }
 
+/// The agents file's `[schedules]` as the schedule tools hold people to it.
+fn schedule_quota(s: &baton_settings::ScheduleSettings) -> baton_schedule::Quota {
+    baton_schedule::Quota {
+        max_per_user: s.max_per_user,
+        max_per_team: s.max_per_team,
+        min_interval: s.min_interval,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,14 +583,5 @@ mod tests {
             .err()
             .expect("refused");
         assert_eq!(err.to_string(), expected);
-    }
-}
-
-/// The agents file's `[schedules]` as the schedule tools hold people to it.
-fn schedule_quota(s: &baton_settings::ScheduleSettings) -> baton_schedule::Quota {
-    baton_schedule::Quota {
-        max_per_user: s.max_per_user,
-        max_per_team: s.max_per_team,
-        min_interval: s.min_interval,
     }
 }
