@@ -11,6 +11,7 @@ mod runtime_api;
 mod configuration;
 mod console;
 mod conversations;
+mod first_hour;
 mod hostile_input;
 mod http_tools;
 mod lambda_functions;

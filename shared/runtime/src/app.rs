@@ -230,6 +230,7 @@ impl AppBuilder {
         timing: WorkerSettings,
     ) -> Result<App, SettingsError> {
         let agents = settings.agents();
+        settings.require_llm_key()?;
         let llm = build_provider(&settings.llm, RetryPolicy::default()).map_err(|e| {
             SettingsError::Invalid {
                 name: "BATON_LLM_PROVIDER",

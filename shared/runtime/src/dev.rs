@@ -111,6 +111,7 @@ impl AppBuilder {
             ..WorkerSettings::default()
         };
         let budget = settings.segment_budget.unwrap_or(LOCAL_SEGMENT_BUDGET);
+        let model = settings.model_summary();
         let app = self
             .build(settings, backend, timing)
             .context("invalid configuration")?;
@@ -120,6 +121,10 @@ impl AppBuilder {
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let addr = listener.local_addr()?;
         tracing::info!(%addr, backend = ?args.backend, data_dir = %args.data_dir.display(), "baton dev is up");
+        // Before the "listening" line, which ends what the start prints.
+        println!("model:   {model}");
+        println!("data:    {}", args.data_dir.display());
+        println!("console: http://{addr}/console");
         println!(
             "baton dev listening on http://{addr} ({:?} backend)",
             args.backend

@@ -609,6 +609,46 @@ impl Settings {
         })
     }
 
+    /// The provider's API key, where the provider needs one: checked where
+    /// the model is called (the worker, `baton dev`), so a missing key stops
+    /// the start rather than failing the first task. A server of your own
+    /// (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`) may need none.
+    pub fn require_llm_key(&self) -> Result<(), SettingsError> {
+        match &self.llm {
+            LlmConfig::Anthropic {
+                api_key: None,
+                base_url: None,
+                ..
+            } => Err(invalid(
+                "ANTHROPIC_API_KEY",
+                "not set, and BATON_LLM_PROVIDER=anthropic needs it (unset BATON_LLM_PROVIDER for the offline scripted model)",
+            )),
+            LlmConfig::OpenAi {
+                api_key: None,
+                base_url: None,
+                ..
+            } => Err(invalid(
+                "OPENAI_API_KEY",
+                "not set, and BATON_LLM_PROVIDER=openai needs it (set OPENAI_BASE_URL for a compatible server that needs no key)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Which model answers, as a person reads it: `anthropic
+    /// claude-sonnet-4-5`, or the scripted model and what it is.
+    pub fn model_summary(&self) -> String {
+        let provider = match &self.llm {
+            LlmConfig::Scripted => {
+                return "the scripted model (an offline stand-in; set BATON_LLM_PROVIDER for a real one)".to_owned()
+            }
+            LlmConfig::Anthropic { .. } => "anthropic",
+            LlmConfig::OpenAi { .. } => "openai",
+            LlmConfig::Bedrock { .. } => "bedrock",
+        };
+        format!("{provider} {}", self.model)
+    }
+
     /// The agents this configuration defines.
     pub fn agents(&self) -> Agents {
         self.agents.clone()
