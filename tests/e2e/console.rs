@@ -166,6 +166,15 @@ async fn the_console_in_a_headless_browser() {
         "{authors:?}"
     );
     assert!(authors.contains(&"tool current_time"), "{authors:?}");
+    // The streamed answer gave way to the answer: no delta is listed.
+    let deltas = b
+        .exec(
+            "return [document.querySelectorAll('#conversation .entry[data-type=answer_delta]').length,
+                     document.getElementById('conversation').textContent.includes('answer_delta')]",
+            json!([]),
+        )
+        .await;
+    assert_eq!(deltas, json!([0, false]), "{authors:?}");
     let bars = b
         .wait_until(
             "the waterfall's bars",
@@ -294,6 +303,28 @@ async fn the_console_in_a_headless_browser() {
         .await;
     assert!(row[1].as_str().unwrap().contains("rate(1 hour)"), "{row}");
     assert_eq!(row[8], "check the <b>queues</b>", "{row}");
+    // No word of the row is broken across lines.
+    let split = b
+        .exec(
+            "const r = document.querySelector(`tr[data-schedule-id=\"${arguments[0]}\"]`);
+             const split = [];
+             for (const cell of r.cells) {
+               const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+               for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+                 const re = /\\S+/g; let m;
+                 while ((m = re.exec(n.data))) {
+                   const range = document.createRange();
+                   range.setStart(n, m.index); range.setEnd(n, m.index + m[0].length);
+                   const lines = new Set(Array.from(range.getClientRects(), x => Math.round(x.top)));
+                   if (lines.size > 1) split.push(m[0]);
+                 }
+               }
+             }
+             return split;",
+            json!([sid]),
+        )
+        .await;
+    assert_eq!(split, json!([]), "words broken mid-word: {split}");
     b.screenshot(&shots, "07-schedules").await;
 
     // The token never reached a URL or the server's log; sign-out forgets it.

@@ -399,6 +399,7 @@
         el('h2', { id: 'waterfall-title' }, 'Waterfall'), waterfall));
 
     const path = '/tasks/' + enc(id);
+    const writing = streamedAnswers(conversation);
     let after = null;
     let actionsKey = '';
     let spansKey = '';
@@ -409,7 +410,15 @@
         const page = await api('GET', path + '/events' + (after == null ? '' : '?after=' + after));
         if (!current()) return false;
         const events = (page && page.events) || [];
-        for (const e of events) conversation.append(eventItem(e));
+        for (const e of events) {
+          // A streamed answer shows as one entry that grows while it is
+          // written, and gives way to the answer once it is committed.
+          if (e.type === 'answer_delta') writing.delta(e);
+          else {
+            if (e.type === 'assistant_message') writing.done(e.step);
+            conversation.append(eventItem(e));
+          }
+        }
         if (events.length) after = events[events.length - 1].seq;
         if (events.length < 500) break;
       }
@@ -529,6 +538,34 @@
   }
 
   // ------------------------------------------------------------ conversation
+
+  // The answers being written, one entry per step (`answer_delta` events
+  // concatenated; a restart starts the step's text over).
+  function streamedAnswers(list) {
+    const steps = new Map();
+    return {
+      delta(e) {
+        let item = steps.get(e.step);
+        if (!item) {
+          const text = el('div', { class: 'text' }, '');
+          item = { text, li: el('li', { class: 'entry assistant writing', 'data-type': 'answer_delta', 'data-seq': String(e.seq) },
+            el('div', { class: 'head' }, el('span', { class: 'who' }, 'assistant · writing…'), ' ',
+              el('time', { datetime: String(e.at || '') }, when(e.at))), text) };
+          steps.set(e.step, item);
+          list.append(item.li);
+        }
+        if (e.restart) item.text.textContent = '';
+        item.text.textContent += String(e.text || '');
+      },
+      done(step) {
+        const item = steps.get(step);
+        if (item) {
+          item.li.remove();
+          steps.delete(step);
+        }
+      },
+    };
+  }
 
   // Who wrote a user message: the requester, or the Slack user a
   // `[from <@U…>]` mark names (someone else in the task's thread).
@@ -771,7 +808,7 @@
     });
     const last = s.last_task_id ? el('a', { href: '#/tasks/' + enc(s.last_task_id) }, shorten(s.last_task_id, 13)) : '—';
     return el('tr', { 'data-schedule-id': String(s.schedule_id) },
-      el('td', { class: 'id' }, String(s.schedule_id)),
+      el('td', { class: 'id', title: String(s.schedule_id) }, shorten(String(s.schedule_id), 13)),
       el('td', null, el('code', null, String(s.expression)), ' ', String(s.timezone || '')),
       el('td', null, String(s.kind || '')),
       el('td', null, String(s.agent || 'default')),
