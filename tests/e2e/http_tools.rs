@@ -144,6 +144,94 @@ async fn declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret(ba
     assert!(!log.contains(SECRET), "log: {log}");
 }
 
+/// Approves the approval the task waits for.
+async fn approve(app: &TestApp, id: &str) {
+    let task = app.wait_waiting(id).await;
+    assert_eq!(task["waiting_for"]["kind"], "approval", "{task}");
+    let approval = task["waiting_for"]["approval_id"].as_str().unwrap();
+    let r = app
+        .http
+        .post(format!("{}/tasks/{id}/approvals/{approval}", app.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"approve": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+}
+
+/// A person approves `POST /x` on one server, which answers with a 307 or
+/// 308 to another: the approved call is not carried there. The model gets
+/// the redirect (status and location) as the result, for `http_request`
+/// and for a declared tool alike.
+async fn an_approved_call_is_not_redirected(backend: Backend) {
+    let approved = MockServer::start().await;
+    let elsewhere = MockServer::start().await;
+    let target = format!("{}/collect", elsewhere.uri());
+    Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/x"))
+        .respond_with(ResponseTemplate::new(307).insert_header("location", target.as_str()))
+        .mount(&approved)
+        .await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/api/tickets"))
+        .respond_with(ResponseTemplate::new(308).insert_header("location", target.as_str()))
+        .mount(&approved)
+        .await;
+    let allow = format!("{},{}", approved.address(), elsewhere.address());
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![
+            (
+                "BATON_AGENTS_TOML".into(),
+                agents_file(&approved.address().to_string()).replace(
+                    r#"tools = ["create_ticket", "current_time"]"#,
+                    r#"tools = ["create_ticket", "http_request"]"#,
+                ),
+            ),
+            ("TRACKER_TOKEN".into(), SECRET.into()),
+            ("BATON_HTTP_ALLOW".into(), allow),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let args = json!({
+        "method": "POST",
+        "url": format!("{}/x", approved.uri()),
+        "headers": {"Content-Type": "application/json"},
+        "body": "{\"amount\":100}",
+    });
+    let calls = [
+        (
+            "http_request",
+            args.to_string(),
+            "HTTP/1.1 307 Temporary Redirect",
+        ),
+        (
+            "create_ticket",
+            r#"{"title":"t"}"#.to_owned(),
+            "HTTP 308 Permanent Redirect",
+        ),
+    ];
+    for (tool, args, status) in calls {
+        let id = app.submit_ok(&format!("#tool={tool} #args={args}")).await;
+        approve(&app, &id).await;
+        let task = app.wait_done(&id, LONG).await;
+        assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());
+        let result = task["result"].as_str().unwrap();
+        assert!(
+            result.contains(status) && result.contains(&format!("location: {target}")),
+            "{tool}: the model got the redirect: {result}"
+        );
+    }
+    assert_eq!(approved.received_requests().await.unwrap().len(), 2);
+    let carried = elsewhere.received_requests().await.unwrap();
+    assert!(
+        carried.is_empty(),
+        "an approved call went elsewhere: {carried:?}"
+    );
+}
+
 #[test]
 fn bad_http_tool_configuration_stops_start_up_naming_the_key() {
     let run = crate::common::refused_start;
@@ -184,6 +272,11 @@ mod embedded {
         )
         .await;
     }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_approved_call_is_not_redirected() {
+        super::an_approved_call_is_not_redirected(Backend::Embedded).await;
+    }
 }
 
 mod aws {
@@ -193,5 +286,10 @@ mod aws {
     async fn declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret() {
         super::declared_post_tool_waits_for_approval_runs_once_and_keeps_its_secret(Backend::Aws)
             .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_approved_call_is_not_redirected() {
+        super::an_approved_call_is_not_redirected(Backend::Aws).await;
     }
 }
