@@ -23,11 +23,17 @@ pub(crate) struct ApiArgs {
         env = "BATON_URL"
     )]
     url: String,
+    /// The API's bearer token. Without it (or BATON_API_TOKEN): the token
+    /// `baton dev` wrote to its data directory (BATON_DATA_DIR, default
+    /// .baton), `api-token`. Prefer the variable: a flag shows in `ps`.
+    #[arg(long, global = true, env = "BATON_API_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 #[derive(Subcommand)]
 pub(crate) enum TaskCommand {
-    /// Submit a task and print its id (with --wait, wait for its answer).
+    /// Submit a task and print its id; with --wait, then its answer
+    /// (progress goes to stderr).
     Submit {
         /// The instruction for the agent.
         text: String,
@@ -39,7 +45,8 @@ pub(crate) enum TaskCommand {
         /// Makes retries of this submission safe.
         #[arg(long)]
         idempotency_key: Option<String>,
-        /// Follow the task until it ends and print the answer.
+        /// Follow the task until it ends and print its answer after its id
+        /// (its progress on stderr).
         #[arg(long)]
         wait: bool,
     },
@@ -90,13 +97,11 @@ pub(crate) fn query_string(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
-/// The bearer token: `BATON_API_TOKEN`, else the one `baton dev` keeps in
-/// its data directory.
-fn token() -> anyhow::Result<String> {
-    if let Ok(t) = std::env::var("BATON_API_TOKEN") {
-        if !t.trim().is_empty() {
-            return Ok(t.trim().to_owned());
-        }
+/// The bearer token: `--token` or `BATON_API_TOKEN`, else the one `baton
+/// dev` keeps in its data directory.
+fn token(given: Option<&str>) -> anyhow::Result<String> {
+    if let Some(t) = given.map(str::trim).filter(|t| !t.is_empty()) {
+        return Ok(t.to_owned());
     }
     let dir = std::env::var("BATON_DATA_DIR")
         .map(Into::into)
@@ -104,7 +109,12 @@ fn token() -> anyhow::Result<String> {
     let path = dir.join("api-token");
     std::fs::read_to_string(&path)
         .map(|t| t.trim().to_owned())
-        .with_context(|| format!("set BATON_API_TOKEN (no dev token at {})", path.display()))
+        .with_context(|| {
+            format!(
+                "no API token: set BATON_API_TOKEN or pass --token (no dev token at {})",
+                path.display()
+            )
+        })
 }
 
 pub(crate) struct Api {
@@ -121,8 +131,18 @@ impl Api {
         Ok(Api {
             http,
             base: args.url.trim_end_matches('/').to_owned(),
-            token: token()?,
+            token: token(args.token.as_deref())?,
         })
+    }
+
+    /// A client of the API at `base` with a made-up token.
+    #[cfg(test)]
+    pub(crate) fn for_test(base: &str) -> Self {
+        Api {
+            http: reqwest::Client::new(),
+            base: base.trim_end_matches('/').to_owned(),
+            token: "test-token".to_owned(),
+        }
     }
 
     pub(crate) async fn call(
@@ -190,11 +210,10 @@ pub(crate) async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Res
                 )
                 .await?;
             let id = v["task_id"].as_str().unwrap_or_default().to_owned();
+            println!("{id}");
             if wait {
-                eprintln!("task {id}");
-                tail(&api, &id).await
+                follow(&api, &id, Follow::Answer).await
             } else {
-                println!("{id}");
                 Ok(())
             }
         }
@@ -205,7 +224,7 @@ pub(crate) async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Res
             println!("{}", serde_json::to_string_pretty(&v)?);
             Ok(())
         }
-        TaskCommand::Tail { id } => tail(&api, &id).await,
+        TaskCommand::Tail { id } => follow(&api, &id, Follow::Events).await,
         TaskCommand::List(args) => listing::run(&api, args).await,
         TaskCommand::Cancel { id } => {
             let v = api
@@ -222,21 +241,40 @@ pub(crate) async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Res
     }
 }
 
-/// Prints events as they come, until the task ends; then its result.
-async fn tail(api: &Api, id: &str) -> anyhow::Result<()> {
+/// What following a task prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Follow {
+    /// `task tail`: its events on stdout, then its result.
+    Events,
+    /// `task submit --wait`: its progress on stderr (without the answer's
+    /// text), then its result alone on stdout, so a script reads the id
+    /// and the answer and nothing else.
+    Answer,
+}
+
+/// Prints events as they come, until the task ends; then its result, once.
+async fn follow(api: &Api, id: &str, how: Follow) -> anyhow::Result<()> {
     let mut after: Option<u64> = None;
     loop {
-        print_new_events(api, id, &mut after).await?;
+        print_new_events(api, id, &mut after, how).await?;
         let task = api
             .call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None)
             .await?;
         let status = task["status"].as_str().unwrap_or("?");
         if matches!(status, "succeeded" | "failed" | "cancelled") {
             // One more read so no event written just before the end is missed.
-            print_new_events(api, id, &mut after).await?;
-            match status {
-                "succeeded" => println!("\n{}", task["result"].as_str().unwrap_or("")),
-                _ => anyhow::bail!("task {status}: {}", task["error"].as_str().unwrap_or("")),
+            print_new_events(api, id, &mut after, how).await?;
+            let result = task["result"].as_str().filter(|r| !r.is_empty());
+            match (status, how) {
+                ("succeeded", Follow::Events) => println!("\n{}", result.unwrap_or("")),
+                ("succeeded", Follow::Answer) => println!("{}", result.unwrap_or("")),
+                _ => {
+                    // A task stopped by a limit still has its closing summary.
+                    if let Some(r) = result {
+                        println!("{r}");
+                    }
+                    anyhow::bail!("task {status}: {}", task["error"].as_str().unwrap_or(""))
+                }
             }
             return Ok(());
         }
@@ -245,7 +283,12 @@ async fn tail(api: &Api, id: &str) -> anyhow::Result<()> {
 }
 
 /// Prints every event after `after`, page by page, and moves `after` on.
-async fn print_new_events(api: &Api, id: &str, after: &mut Option<u64>) -> anyhow::Result<()> {
+async fn print_new_events(
+    api: &Api,
+    id: &str,
+    after: &mut Option<u64>,
+    how: Follow,
+) -> anyhow::Result<()> {
     loop {
         let q = after.map(|n| format!("?after={n}")).unwrap_or_default();
         let v = api
@@ -262,12 +305,18 @@ async fn print_new_events(api: &Api, id: &str, after: &mut Option<u64>) -> anyho
         }
         for e in &page {
             *after = e["seq"].as_u64().or(*after);
-            println!("{}", describe_event(e));
+            match (how, describe_event(e, how)) {
+                (_, None) => {}
+                (Follow::Events, Some(line)) => println!("{line}"),
+                (Follow::Answer, Some(line)) => eprintln!("{line}"),
+            }
         }
     }
 }
 
-fn describe_event(e: &Value) -> String {
+/// One line for an event; `None` for what `how` leaves out. The answer's
+/// text is never in it: the result is printed whole at the end.
+fn describe_event(e: &Value, how: Follow) -> Option<String> {
     let seq = e["seq"].as_u64().unwrap_or(0);
     let at = e["at"].as_str().unwrap_or("");
     let what = match e["type"].as_str().unwrap_or("") {
@@ -289,11 +338,14 @@ fn describe_event(e: &Value) -> String {
                 .filter_map(|c| c["name"].as_str())
                 .collect();
             if calls.is_empty() {
-                format!("assistant: {}", short(e["text"].as_str().unwrap_or("")))
+                let text = e["text"].as_str().unwrap_or("");
+                format!("assistant answered ({} characters)", text.chars().count())
             } else {
                 format!("assistant calls {}", calls.join(", "))
             }
         }
+        // Pieces of the answer, which the end prints whole.
+        "answer_delta" if how == Follow::Answer => return None,
         "answer_delta" if e["restart"].as_bool() == Some(true) => {
             "writing (the model call restarted)".to_owned()
         }
@@ -309,11 +361,11 @@ fn describe_event(e: &Value) -> String {
             },
             short(e["content"].as_str().unwrap_or(""))
         ),
-        "status" => format!(
-            "[{}] {}",
-            e["status"].as_str().unwrap_or(""),
-            e["detail"].as_str().unwrap_or("")
-        ),
+        "status" => match e["status"].as_str().unwrap_or("") {
+            // Their detail is the answer or the error, printed at the end.
+            ended @ ("succeeded" | "failed" | "cancelled") => format!("[{ended}]"),
+            status => format!("[{status}] {}", e["detail"].as_str().unwrap_or("")),
+        },
         "attachment" => format!(
             "file {} ({}, {} bytes){}",
             e["name"].as_str().unwrap_or(""),
@@ -326,7 +378,7 @@ fn describe_event(e: &Value) -> String {
         ),
         other => other.to_owned(),
     };
-    format!("{seq:>4} {at} {what}")
+    Some(format!("{seq:>4} {at} {what}"))
 }
 
 pub(crate) fn short(s: &str) -> String {

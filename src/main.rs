@@ -96,14 +96,66 @@ async fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", describe(&e));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, as `{:#}` prints them, except
+/// that a cause whose text is already shown is not repeated: an error that
+/// quotes its cause in its own message and also reports it as its source
+/// would otherwise say everything twice.
+fn describe(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// The default data directory of `baton dev`, also where the CLI finds the
 /// dev API token.
 pub(crate) fn default_data_dir() -> PathBuf {
     PathBuf::from(".baton")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Quotes its cause and reports it as its source too.
+    #[derive(Debug)]
+    struct Quoting(std::io::Error);
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "file: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_quoted_is_said_once() {
+        let inner = std::io::Error::other("line 3: bad value");
+        let e = anyhow::Error::new(Quoting(inner)).context("invalid configuration");
+        assert_eq!(
+            describe(&e),
+            "invalid configuration: file: line 3: bad value"
+        );
+        let plain = anyhow::anyhow!("refused").context("starting");
+        assert_eq!(describe(&plain), "starting: refused");
+    }
 }

@@ -31,11 +31,38 @@ pub(crate) struct ListArgs {
     json: bool,
 }
 
+/// Pages read, while they come back empty, before a filtered listing gives
+/// up and says where to go on: each page examines at most
+/// `baton_core::listing::MAX_EXAMINED` tasks, so a filter that matches
+/// only old tasks may come back empty with a cursor.
+const EMPTY_PAGES_FOLLOWED: usize = 10;
+
 pub(crate) async fn run(api: &Api, args: ListArgs) -> anyhow::Result<()> {
+    let (tasks, next) = fetch(api, &args).await?;
+    if args.json {
+        let body = json!({"tasks": tasks, "next_cursor": next});
+        println!("{}", serde_json::to_string_pretty(&body)?);
+        return Ok(());
+    }
+    print!(
+        "{}",
+        render_table(&tasks, chrono::Utc::now().timestamp_millis())
+    );
+    if let Some(hint) = more_hint(tasks.is_empty(), next.as_deref()) {
+        eprintln!("{hint}");
+    }
+    Ok(())
+}
+
+/// The tasks of one page — of every page with `--all`; of the first page
+/// that has any (at most [`EMPTY_PAGES_FOLLOWED`]) otherwise — and the
+/// cursor to go on from.
+async fn fetch(api: &Api, args: &ListArgs) -> anyhow::Result<(Vec<Value>, Option<String>)> {
     let limit = args.limit.to_string();
     let mut cursor = args.cursor.clone();
     let mut tasks: Vec<Value> = Vec::new();
-    let next = loop {
+    let mut pages = 0usize;
+    loop {
         let mut pairs: Vec<(&str, &str)> = vec![("limit", limit.as_str())];
         for (name, value) in [
             ("status", &args.status),
@@ -49,26 +76,27 @@ pub(crate) async fn run(api: &Api, args: ListArgs) -> anyhow::Result<()> {
         }
         let path = format!("/tasks?{}", query_string(&pairs));
         let page = api.call(reqwest::Method::GET, &path, None, None).await?;
+        pages += 1;
         tasks.extend(page["tasks"].as_array().cloned().unwrap_or_default());
         let next = page["next_cursor"].as_str().map(str::to_owned);
+        let go_on = args.all || (tasks.is_empty() && pages < EMPTY_PAGES_FOLLOWED);
         match next {
-            Some(c) if args.all => cursor = Some(c),
-            _ => break next,
+            Some(c) if go_on => cursor = Some(c),
+            _ => return Ok((tasks, next)),
         }
-    };
-    if args.json {
-        let body = json!({"tasks": tasks, "next_cursor": next});
-        println!("{}", serde_json::to_string_pretty(&body)?);
-        return Ok(());
     }
-    print!(
-        "{}",
-        render_table(&tasks, chrono::Utc::now().timestamp_millis())
-    );
-    if let Some(c) = next {
-        eprintln!("more tasks: --cursor {c} (or --all)");
-    }
-    Ok(())
+}
+
+/// What to tell about the rest of the listing: nothing at its end; where to
+/// go on otherwise — and, when nothing was found, that only the newest
+/// tasks were looked at, not that there are more of what was asked for.
+fn more_hint(empty: bool, next: Option<&str>) -> Option<String> {
+    let c = next?;
+    Some(if empty {
+        format!("none of the newest tasks match; to look at older ones: --cursor {c} (or --all)")
+    } else {
+        format!("more tasks: --cursor {c} (or --all)")
+    })
 }
 
 /// The tasks as a table: id, status, agent, created, duration, cost.
@@ -182,6 +210,77 @@ mod tests {
         assert_eq!(render_table(&[], now), "no tasks\n");
         assert_eq!(human_duration(850), "850ms");
         assert_eq!(human_duration(3 * 86_400_000 + 4 * 3_600_000), "3d04h");
+    }
+
+    #[test]
+    fn an_empty_page_does_not_promise_more() {
+        assert_eq!(more_hint(true, None), None);
+        assert_eq!(more_hint(false, None), None);
+        assert_eq!(
+            more_hint(false, Some("c1")).as_deref(),
+            Some("more tasks: --cursor c1 (or --all)")
+        );
+        let empty = more_hint(true, Some("c9")).unwrap_or_default();
+        assert!(!empty.contains("more tasks"), "{empty}");
+        assert!(empty.contains("--cursor c9"), "{empty}");
+    }
+
+    /// A filtered listing whose newest page matches nothing reads on to
+    /// the first page that has a task, against a loopback API.
+    #[tokio::test]
+    async fn empty_filtered_pages_are_read_past() {
+        use wiremock::matchers::{method, path, query_param, query_param_is_missing};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/tasks"))
+            .and(query_param("status", "failed"))
+            .and(query_param_is_missing("cursor"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({"tasks": [], "next_cursor": "p2"})),
+            )
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/tasks"))
+            .and(query_param("cursor", "p2"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "tasks": [{"task_id": "t-old", "status": "failed"}],
+                "next_cursor": "p3"
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let api = Api::for_test(&server.uri());
+        let args = ListArgs {
+            status: Some("failed".into()),
+            agent: None,
+            thread: None,
+            limit: 20,
+            cursor: None,
+            all: false,
+            json: false,
+        };
+        let (tasks, next) = fetch(&api, &args).await.expect("listing");
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(tasks[0]["task_id"], "t-old");
+        assert_eq!(next.as_deref(), Some("p3"));
+
+        // Nothing anywhere near: it stops after a bounded number of pages.
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/tasks"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({"tasks": [], "next_cursor": "px"})),
+            )
+            .expect(EMPTY_PAGES_FOLLOWED as u64)
+            .mount(&server)
+            .await;
+        let api = Api::for_test(&server.uri());
+        let (tasks, next) = fetch(&api, &args).await.expect("listing");
+        assert!(tasks.is_empty());
+        assert_eq!(next.as_deref(), Some("px"));
     }
 
     #[test]

@@ -11,6 +11,17 @@ fn a_bad_agents_file_stops_start_up_naming_the_field() {
         stderr.contains("agents.default.limits.max_steps"),
         "{stderr}"
     );
+    // Said once, not once per level of the error's chain.
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_default();
+    assert_eq!(
+        error,
+        "error: invalid configuration: agents file: BATON_AGENTS_TOML: \
+         agents.default.limits.max_steps: must be at least 1",
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,6 +8,7 @@ mod attachments;
 mod common;
 mod runtime_api;
 
+mod cli;
 mod configuration;
 mod console;
 mod conversations;

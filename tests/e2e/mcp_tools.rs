@@ -227,17 +227,68 @@ async fn a_server_that_is_down_does_not_stop_the_task(backend: Backend) {
             && seen.contains("`everything`"),
         "the model is told: {seen}"
     );
+    let result = task["result"].as_str().unwrap();
     assert!(
-        task["result"]
-            .as_str()
-            .unwrap()
-            .contains("unknown tool `tracker__search`"),
+        result.contains(
+            "`tracker__search` cannot be called: its MCP server `tracker` was unavailable"
+        ) && !result.contains("unknown tool"),
         "{task}"
     );
     assert!(
         app.log().contains("MCP server unavailable"),
         "{}",
         app.log()
+    );
+}
+
+/// A server too slow to list its tools when the task starts: a later call
+/// of one of its tools is answered that the server was unavailable, and
+/// why, not that the tool is unknown. (Any endpoint that answers after
+/// the timeout will do: nothing of MCP is reached.)
+async fn a_tool_of_a_server_that_timed_out_says_why(backend: Backend) {
+    let slow = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(200).set_delay(Duration::from_secs(30)))
+        .mount(&slow)
+        .await;
+    let agents = format!(
+        r#"
+[mcp.tracker]
+url = "{}/mcp"
+timeout = "1s"
+
+[agents.default]
+tools = ["mcp:tracker", "current_time"]
+"#,
+        slow.uri()
+    );
+    let app = spawn(backend, agents).await;
+    let id = app
+        .submit_ok(r#"#tool=tracker__search #args={"query":"printer"}"#)
+        .await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());
+    let events = app.events(&id).await;
+    let listed = events
+        .iter()
+        .find(|e| e["type"] == "tools_listed")
+        .expect("a tools_listed entry");
+    let reason = listed["listing"]["unavailable"][0]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reason.contains("within 1 s"), "{listed}");
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .expect("a tool result");
+    let text = result["content"].as_str().unwrap_or_default();
+    assert_eq!(result["is_error"], true, "{result}");
+    assert!(
+        text.contains("its MCP server `tracker` was unavailable")
+            && text.contains(&reason)
+            && !text.contains("unknown tool"),
+        "{result}"
     );
 }
 
@@ -293,6 +344,11 @@ mod embedded {
     async fn a_server_that_is_down_does_not_stop_the_task() {
         super::a_server_that_is_down_does_not_stop_the_task(Backend::Embedded).await;
     }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_tool_of_a_server_that_timed_out_says_why() {
+        super::a_tool_of_a_server_that_timed_out_says_why(Backend::Embedded).await;
+    }
 }
 
 mod aws {
@@ -311,5 +367,10 @@ mod aws {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_server_that_is_down_does_not_stop_the_task() {
         super::a_server_that_is_down_does_not_stop_the_task(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_tool_of_a_server_that_timed_out_says_why() {
+        super::a_tool_of_a_server_that_timed_out_says_why(Backend::Aws).await;
     }
 }

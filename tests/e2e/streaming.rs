@@ -150,6 +150,75 @@ async fn an_expired_stream_is_finished_by_updating_the_same_message() {
     assert_eq!(app.slack.message("D1", &ts).unwrap().text, answer);
 }
 
+/// An answer quoting Slack markup — a model talked into it, or a tool
+/// result it repeats — streams as text: the chunks Slack gets hold no
+/// `<` (so no `<!everyone>`, `<@U…>` or `<url|label>`) and no link to
+/// anything but a web or mail address, wherever a chunk ends, and add up
+/// to the answer made safe; the finished message is escaped mrkdwn.
+async fn streamed_markup_reaches_slack_as_text(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let hostile = "Alert <!everyone> and <!here|here>, ping <@U0ADMIN>, open \
+                   <https://evil.example|https://intranet.example> or [this](!channel:x) \
+                   but [the docs](https://docs.example/a) are fine.";
+    // Long enough for several chunks, each copy starting elsewhere in one.
+    let answer: String = (1..=6)
+        .map(|i| format!("{} {hostile}", "x".repeat(i * 7)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    send_dm(
+        &app,
+        "EvM1",
+        "1700000006.000100",
+        &format!("#chunk_ms=25 #reply={answer}"),
+    )
+    .await;
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    assert_eq!(done["result"], answer.as_str());
+
+    assert!(
+        !app.slack.calls("chat.appendStream").is_empty(),
+        "more than one chunk"
+    );
+    let chunks: Vec<String> = ["chat.startStream", "chat.appendStream"]
+        .iter()
+        .flat_map(|m| app.slack.calls(m))
+        .filter_map(|c| c["markdown_text"].as_str().map(str::to_owned))
+        .collect();
+    for chunk in &chunks {
+        assert!(!chunk.contains('<'), "raw markup streamed: {chunk:?}");
+    }
+    let streamed = streamed_text(&app);
+    assert!(!streamed.contains("<!everyone>"), "{streamed}");
+    assert!(!streamed.contains("[this](!channel"), "{streamed}");
+    assert!(streamed.contains("[this\\](!channel:x)"), "{streamed}");
+    assert!(streamed.contains("[the docs](https://docs.example/a)"));
+    assert_eq!(streamed, baton_slack::safe_markdown::escape(&answer));
+
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    let shown = app.slack.message("D1", &posted[0].ts).unwrap();
+    assert_eq!(shown.text, baton_slack::mrkdwn::from_markdown(&answer));
+    assert!(!shown.text.contains("<!"), "{}", shown.text);
+    assert!(!shown.text.contains("<@"), "{}", shown.text);
+    assert!(shown.text.contains("this (!channel:x)"), "{}", shown.text);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streamed_markup_reaches_slack_as_text_embedded() {
+    streamed_markup_reaches_slack_as_text(Backend::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streamed_markup_reaches_slack_as_text_aws() {
+    streamed_markup_reaches_slack_as_text(Backend::Aws).await;
+}
+
 /// Killed mid-stream and restarted: the retry writes into the message the
 /// first attempt opened, and the thread holds exactly one answer.
 async fn a_crash_mid_stream_leaves_one_message(backend: Backend) {

@@ -67,12 +67,16 @@ pub trait ReplySink: Send + Sync {
     async fn stream_open(&self, _task: &Task, _text: &str) -> Result<StreamedMessage, ReplyError> {
         Err(ReplyError("this front end does not stream".to_owned()))
     }
-    /// Appends `text` to the streaming message.
+    /// Appends `shown[from..]` to the streaming message, which shows
+    /// `shown[..from]` so far (`from` is a character boundary). The sink
+    /// gets the text before too: a chunk may continue something the one
+    /// before began (a `\`, a link), and escaping must see it whole.
     async fn stream_append(
         &self,
         _task: &Task,
         _message: &StreamedMessage,
-        _text: &str,
+        _shown: &str,
+        _from: usize,
     ) -> Result<Appended, ReplyError> {
         Ok(Appended::Closed)
     }

@@ -35,6 +35,16 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The credentials of a `Bearer` authorization: the scheme is matched
+/// without regard to case (RFC 9110, 11.1), and one or more spaces may
+/// follow it (RFC 9110, 11.4).
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| rest.trim_start_matches(' '))
+}
+
 pub(crate) fn check_bearer(
     expected: Option<&ApiToken>,
     headers: &HeaderMap,
@@ -47,7 +57,7 @@ pub(crate) fn check_bearer(
     let given = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(bearer_credentials)
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
     if constant_time_eq(given.trim().as_bytes(), expected.expose().as_bytes()) {
         Ok(())
@@ -69,6 +79,24 @@ mod tests {
         assert!(check_bearer(Some(&t), &h).is_err());
         h.insert("authorization", "Bearer 0123456789abcdef".parse().unwrap());
         assert!(check_bearer(Some(&t), &h).is_ok());
+        // The scheme's case does not matter (RFC 9110); the token's does.
+        for value in [
+            "bearer 0123456789abcdef",
+            "BEARER 0123456789abcdef",
+            "bEaReR  0123456789abcdef",
+        ] {
+            h.insert("authorization", value.parse().unwrap());
+            assert!(check_bearer(Some(&t), &h).is_ok(), "{value}");
+        }
+        for value in [
+            "Bearer 0123456789ABCDEF",
+            "Basic 0123456789abcdef",
+            "Bearer0123456789abcdef",
+            "0123456789abcdef",
+        ] {
+            h.insert("authorization", value.parse().unwrap());
+            assert!(check_bearer(Some(&t), &h).is_err(), "{value}");
+        }
         assert!(check_bearer(None, &h).is_err());
         assert!(!format!("{t:?}").contains("0123"));
         assert!(ApiToken::parse("short").is_err());

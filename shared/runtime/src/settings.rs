@@ -32,11 +32,19 @@ pub enum SettingsError {
     Invalid { name: &'static str, message: String },
     #[error("{0} is required")]
     Missing(&'static str),
+    /// The message holds the file's error, which is therefore not also
+    /// its `source`: a chain printed whole (`{:#}`) would say it twice.
     #[error("agents file: {0}")]
-    Agents(#[from] ConfigFileError),
+    Agents(ConfigFileError),
     /// A tool added with [`crate::AppBuilder::tool`] that cannot be used.
     #[error("custom tool `{name}`: {message}")]
     CustomTool { name: String, message: String },
+}
+
+impl From<ConfigFileError> for SettingsError {
+    fn from(e: ConfigFileError) -> Self {
+        SettingsError::Agents(e)
+    }
 }
 
 fn invalid(name: &'static str, message: impl Into<String>) -> SettingsError {

@@ -65,6 +65,7 @@ pub mod mrkdwn;
 pub mod notices;
 pub mod people;
 pub mod replies;
+pub mod safe_markdown;
 pub mod signature;
 pub mod status;
 pub mod stream;

@@ -450,21 +450,36 @@ fn link(link_type: LinkType, url: &str, label: &str) -> String {
     } else {
         url.to_string()
     };
-    // Slack only links targets with a scheme; a relative link stays text.
-    if !target.contains(':') {
-        return if label.is_empty() {
-            escape(url)
+    // Only web and mail links become Slack links: any other target would
+    // be Slack markup of its own (`<!here:x|x>` pings the channel, `<@U1>`
+    // mentions), and a relative one links nowhere. They stay text.
+    let shown_url = escape(url);
+    if !is_linkable(&target) {
+        return if label.is_empty() || label == shown_url {
+            shown_url
         } else {
-            format!("{label} ({})", escape(url))
+            format!("{label} ({shown_url})")
         };
     }
     let target = escape_url(&target);
-    let shown_url = escape(url);
     if label.is_empty() || (label == shown_url && !is_email) {
         format!("<{target}>")
     } else {
         format!("<{target}|{label}>")
     }
+}
+
+/// Whether `target` may be the target of a Slack link: `http://`,
+/// `https://` or `mailto:` (in any case).
+fn is_linkable(target: &str) -> bool {
+    let head: String = target
+        .chars()
+        .take(8)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    ["http://", "https://", "mailto:"]
+        .iter()
+        .any(|scheme| head.starts_with(scheme))
 }
 
 /// A URL inside `<...|...>`: entities for `&<>` and `|` percent-encoded,
@@ -512,6 +527,19 @@ mod tests {
             ),
             ("[p](https://a.io/a|b)", "<https://a.io/a%7Cb|p>"),
             ("[rel](/docs/x)", "rel (/docs/x)"),
+            // Targets other than web and mail links would be Slack markup.
+            ("[x](!here:x)", "x (!here:x)"),
+            ("[x](!everyone:y)", "x (!everyone:y)"),
+            ("[me](@U123:x)", "me (@U123:x)"),
+            ("[c](#C1:x)", "c (#C1:x)"),
+            ("[j](javascript:alert(1))", "j (javascript:alert(1))"),
+            ("[s](slack://open)", "s (slack://open)"),
+            ("![i](data:image/png,x)", "i (data:image/png,x)"),
+            ("[r][d]\n\n[d]: !here:x", "r (!here:x)"),
+            ("<xy:!here>", "xy:!here"),
+            ("[up](HTTPS://a.io)", "<HTTPS://a.io|up>"),
+            ("<https://evil|safe>", "<https://evil%7Csafe>"),
+            ("<@U123> <!channel>", "&lt;@U123&gt; &lt;!channel&gt;"),
             ("![chart](https://a.io/c.png)", "<https://a.io/c.png|chart>"),
             // Headings.
             ("# Title", "*Title*"),

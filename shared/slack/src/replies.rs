@@ -239,9 +239,10 @@ impl ReplySink for SlackReplies {
         &self,
         _task: &Task,
         message: &StreamedMessage,
-        text: &str,
+        shown: &str,
+        from: usize,
     ) -> Result<Appended, ReplyError> {
-        crate::streamed::append(&self.client, message, text).await
+        crate::streamed::append(&self.client, message, shown, from).await
     }
 
     async fn stream_replace(

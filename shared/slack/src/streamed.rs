@@ -4,6 +4,10 @@
 //! closed the stream, or in a later segment — replaced with `chat.update`.
 //! The finished answer replaces whatever streamed, so the message ends with
 //! exactly the committed answer, however often it was retried.
+//!
+//! What streams is the model's Markdown made safe first
+//! ([`crate::safe_markdown`]), as a posted answer is escaped mrkdwn: no
+//! mention, no special link, whatever the model or a tool result wrote.
 
 use crate::stream::{Recipient, StreamEnd};
 use crate::web::{SlackClient, SlackError};
@@ -24,7 +28,8 @@ pub(crate) fn streams(task: &Task) -> bool {
         && task.thread.is_some()
 }
 
-/// Opens the streaming message in the task's thread, showing `text`.
+/// Opens the streaming message in the task's thread, showing `text` (as
+/// far as it is decided: see [`crate::safe_markdown::decided`]).
 pub(crate) async fn open(
     client: &SlackClient,
     task: &Task,
@@ -45,8 +50,9 @@ pub(crate) async fn open(
         user_id: user.clone(),
         team_id: team_id.clone(),
     });
+    let text = crate::safe_markdown::decided(text);
     let ts = client
-        .start_stream(channel, thread_ts, recipient.as_ref(), Some(text))
+        .start_stream(channel, thread_ts, recipient.as_ref(), Some(&text))
         .await
         .map_err(failed)?;
     Ok(StreamedMessage {
@@ -55,14 +61,30 @@ pub(crate) async fn open(
     })
 }
 
-/// Appends `text`; a stream Slack has closed is [`Appended::Closed`].
+/// Appends `shown[from..]` to a message showing `shown[..from]`, made safe
+/// in the light of what it continues; a stream Slack has closed is
+/// [`Appended::Closed`].
 pub(crate) async fn append(
     client: &SlackClient,
     message: &StreamedMessage,
-    text: &str,
+    shown: &str,
+    from: usize,
 ) -> Result<Appended, ReplyError> {
+    let added = shown
+        .get(..from)
+        .and_then(|before| crate::safe_markdown::appended(before, shown));
+    let Some(added) = added else {
+        // Not a continuation of what was sent (never for a growing text):
+        // as if the stream had closed, so the caller replaces the text.
+        return Ok(Appended::Closed);
+    };
+    if added.is_empty() {
+        // All of it may yet change meaning (`](htt`): it goes with the
+        // next chunk, or the final update.
+        return Ok(Appended::Added);
+    }
     match client
-        .append_stream(&message.channel, &message.ts, text)
+        .append_stream(&message.channel, &message.ts, &added)
         .await
     {
         Ok(()) => Ok(Appended::Added),
@@ -211,10 +233,16 @@ mod tests {
         let client = fake.client();
         let t = task();
         let m = open(&client, &t, "Hel").await.unwrap();
-        assert_eq!(append(&client, &m, "lo").await.unwrap(), Appended::Added);
+        assert_eq!(
+            append(&client, &m, "Hello", 3).await.unwrap(),
+            Appended::Added
+        );
         fake.set_stream_expiry(Duration::from_millis(1));
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(append(&client, &m, "!").await.unwrap(), Appended::Closed);
+        assert_eq!(
+            append(&client, &m, "Hello!", 5).await.unwrap(),
+            Appended::Closed
+        );
         replace(&client, &m, "Hello, **world**", None, Some("k"))
             .await
             .unwrap();
@@ -226,6 +254,36 @@ mod tests {
         let shown = fake.message("C1", &m.ts).unwrap();
         assert_eq!(shown.text, "Hello, *world*");
         assert!(streams(&t));
+    }
+
+    /// What the model wrote reaches Slack as text, chunk by chunk: no
+    /// mention, no special link, even with a chunk ending inside one.
+    #[tokio::test]
+    async fn streamed_text_is_made_safe_across_chunks() {
+        let fake = FakeSlack::start().await;
+        let client = fake.client();
+        let t = task();
+        let answer = "Tell <!everyone>: see [x](!here:x), [docs](https://a.io) and \\<@U1>.";
+        let cuts = [4, 7, 26, 27, 29, 42, 44, 60, answer.len()];
+        let m = open(&client, &t, &answer[..cuts[0]]).await.unwrap();
+        for pair in cuts.windows(2) {
+            let shown = &answer[..pair[1]];
+            assert_eq!(
+                append(&client, &m, shown, pair[0]).await.unwrap(),
+                Appended::Added
+            );
+        }
+        let streamed: String = ["chat.startStream", "chat.appendStream"]
+            .iter()
+            .flat_map(|method| fake.calls(method))
+            .filter_map(|c| c["markdown_text"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(
+            streamed,
+            "Tell &lt;!everyone>: see [x\\](!here:x), [docs](https://a.io) and &lt;@U1>."
+        );
+        assert_eq!(streamed, crate::safe_markdown::escape(answer));
+        assert_eq!(fake.message("C1", &m.ts).unwrap().text, streamed);
     }
 
     #[tokio::test]

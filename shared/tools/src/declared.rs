@@ -8,7 +8,8 @@
 //! `http_request`), but the credentials in the declaration never show:
 //! header values and the URL are held as [`SecretString`], never logged,
 //! and every value a `${NAME}` reference resolved to is replaced by
-//! `[redacted]` in whatever the tool returns.
+//! `[redacted]` in whatever the tool returns, encoded or not
+//! ([`crate::redact::Secrets`]).
 
 use crate::args::parse_args;
 use crate::http::{body_text, error_chain, HttpMethod};
@@ -146,7 +147,7 @@ impl DeclaredHttpTool {
             .user_agent(USER_AGENT)
             .build()
             .map_err(|e| decl_error("url", format!("cannot build the HTTP client: {e}")))?;
-        let secrets = Secrets::new(def.secrets);
+        let secrets = Secrets::for_endpoint(def.secrets, &def.headers);
         Ok(DeclaredHttpTool {
             name: def.name,
             description: def.description,
@@ -168,7 +169,8 @@ impl DeclaredHttpTool {
         &self.name
     }
 
-    /// `text` with every resolved secret value replaced by `[redacted]`.
+    /// `text` with every resolved secret value, in each of its encoded
+    /// forms, replaced by `[redacted]`.
     pub fn scrub(&self, text: &str) -> String {
         self.secrets.scrub(text)
     }

@@ -225,7 +225,7 @@ impl HttpRequestTool {
         let idempotency_key = HeaderValue::from_str(&ctx.idempotency_key)
             .map_err(|_| RequestError::HeaderValue("Idempotency-Key".into()))?;
         headers.insert("idempotency-key", idempotency_key.clone());
-        let mut method = args.method;
+        let method = args.method;
         let mut body = args.body;
         let mut redirects = 0usize;
         loop {
@@ -259,7 +259,13 @@ impl HttpRequestTool {
             })?;
             let status = response.status();
             let location = response.headers().get(header::LOCATION).cloned();
-            let Some(location) = location.filter(|_| is_followed_redirect(status)) else {
+            // Only GET and HEAD follow: a person approved any other call for
+            // its URL, and a redirect must not take its method and body (or
+            // even a GET it turns into) somewhere nobody approved. Such a
+            // call answers with the redirect itself, status and `location`,
+            // and the model may ask for the new URL in a call of its own.
+            let follow = method.is_safe() && is_followed_redirect(status);
+            let Some(location) = location.filter(|_| follow) else {
                 return self.render(response, method, &url, redirects).await;
             };
             if redirects >= self.config.max_redirects {
@@ -271,13 +277,9 @@ impl HttpRequestTool {
                 .and_then(|l| url.join(l).ok())
                 .ok_or_else(|| RequestError::BadLocation(redact_url(&url)))?;
             redirects += 1;
-            // As browsers do: 303 turns anything but HEAD into GET, and
-            // 301/302 turn POST into GET; both drop the body.
-            let to_get = (status == StatusCode::SEE_OTHER && method != HttpMethod::Head)
-                || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
-                    && method == HttpMethod::Post);
-            if to_get {
-                method = HttpMethod::Get;
+            if status == StatusCode::SEE_OTHER {
+                // "See other" names a resource to read, not one to send
+                // the body to.
                 body = None;
                 headers.remove(header::CONTENT_TYPE);
                 headers.remove(header::CONTENT_ENCODING);
@@ -361,9 +363,11 @@ impl Tool for HttpRequestTool {
             description: format!(
                 "Send an HTTP or HTTPS request and get back the status line, the content-type \
                  and the response body as text (at most {} KiB; longer bodies are cut with a \
-                 marker). Follows up to {} redirects; times out after {} s. Private, loopback \
-                 and link-local addresses are refused. Every request carries an \
-                 Idempotency-Key header that stays the same if this call is retried.",
+                 marker). GET and HEAD follow up to {} redirects; any other method does not \
+                 follow one: its answer is the redirect (status and location), and a call to \
+                 the new URL is a new request. Times out after {} s. Private, loopback and \
+                 link-local addresses are refused. Every request carries an Idempotency-Key \
+                 header that stays the same if this call is retried.",
                 c.max_body_bytes / 1024,
                 c.max_redirects,
                 c.timeout.as_secs()

@@ -5,8 +5,9 @@
 //!   loopback, link-local/metadata, CGNAT, multicast, documentation or
 //!   reserved ranges, in IPv4 or any IPv6 form) unless the operator listed its
 //!   `host:port` in `BATON_HTTP_ALLOW` ([`AllowList`]). The connection is
-//!   pinned to the checked addresses, redirects (at most 5) are checked hop by
-//!   hop, the body is cut at 256 KiB with a marker, and every request carries
+//!   pinned to the checked addresses, redirects of GET and HEAD (at most 5)
+//!   are checked hop by hop (other methods follow none: the redirect is the
+//!   result, the call having been approved for its URL), the body is cut at 256 KiB with a marker, and every request carries
 //!   the call's `Idempotency-Key`. Only GET and HEAD calls are idempotent.
 //! - [`CurrentTimeTool`] (`current_time`): the time in an IANA zone.
 //! - [`MemoryTools`] (`remember`, `recall`, `forget`): facts kept per Slack

@@ -30,6 +30,10 @@ pub(super) struct Turn<'a> {
 pub(super) enum Refusal {
     /// Not a tool this agent has.
     UnknownTool,
+    /// A tool of an MCP server of the agent's that could not be listed
+    /// when the task started (down, slow, broken): none of its tools is
+    /// offered in this task.
+    ServerUnavailable { server: String, reason: String },
     /// The agent's per-task cap for this tool is used up.
     CapUsedUp { cap: u32 },
     /// A human denied it, or nobody decided before it expired.
@@ -48,6 +52,11 @@ impl Refusal {
     pub(super) fn message(&self, tool: &str) -> String {
         match self {
             Refusal::UnknownTool => format!("unknown tool `{tool}`"),
+            Refusal::ServerUnavailable { server, reason } => format!(
+                "`{tool}` cannot be called: its MCP server `{server}` was unavailable when this \
+                 task listed its tools ({reason}), so none of that server's tools can be used \
+                 in this task"
+            ),
             Refusal::CapUsedUp { cap } => format!(
                 "refused: `{tool}` may be called at most {cap} times per task, and that is used up"
             ),
@@ -163,7 +172,7 @@ fn decide(
     let tool = turn.tools.get(&call.name).cloned();
     let is_ask = call.name == ASK_USER && agent.allows_tool(ASK_USER);
     if !is_sleep && !is_delegate && !is_ask && tool.is_none() {
-        return Decision::Refuse(Refusal::UnknownTool);
+        return Decision::Refuse(unknown(turn, &call.name));
     }
     // Human approval, for whatever tool the rules name (`sleep` and
     // `delegate` included).
@@ -204,7 +213,7 @@ fn decide(
         };
     }
     let Some(tool) = tool else {
-        return Decision::Refuse(Refusal::UnknownTool);
+        return Decision::Refuse(unknown(turn, &call.name));
     };
     let idempotent = tool.idempotent(&call.arguments);
     if was_started && !idempotent {
@@ -214,6 +223,26 @@ fn decide(
         tool,
         mark_started: !idempotent,
     }
+}
+
+/// Why the agent has no tool `name`: it is named like a tool of one of
+/// its MCP servers (`SERVER__TOOL`) that was unavailable when the task
+/// listed their tools, or it is simply unknown.
+fn unknown(turn: &Turn<'_>, name: &str) -> Refusal {
+    super::listing::listing_of(turn.transcript)
+        .into_iter()
+        .flat_map(|listing| &listing.unavailable)
+        .filter(|u| {
+            name.strip_prefix(u.server.as_str())
+                .is_some_and(|rest| rest.starts_with("__"))
+        })
+        // `a___x` could be server `a_`'s `x` or `a`'s `_x`: the longer
+        // name is the likelier (tool names rarely start with `_`).
+        .max_by_key(|u| u.server.len())
+        .map_or(Refusal::UnknownTool, |u| Refusal::ServerUnavailable {
+            server: u.server.clone(),
+            reason: u.reason.clone(),
+        })
 }
 
 /// An `ask_user` call: its reply (or that none came in time) once there
@@ -448,6 +477,41 @@ mod tests {
             got,
             ["refuse: unknown tool `fake`", "refuse: unknown tool `nope`"]
         );
+    }
+
+    /// A tool of a server that could not be listed is not "unknown": the
+    /// model is told its server was unavailable, and why.
+    #[test]
+    fn a_tool_of_an_unavailable_server_says_so() {
+        let mut w = World::new(|a| {
+            a.tools = Some(vec!["mcp:tracker".into(), "mcp:wiki".into()]);
+        });
+        w.transcript.push(Entry {
+            seq: 0,
+            at: 0,
+            kind: EntryKind::ToolsListed {
+                listing: baton_core::ToolListing {
+                    tools: Vec::new(),
+                    unavailable: vec![baton_core::UnavailableServer {
+                        server: "tracker".into(),
+                        reason: "listing its tools timed out after 1s".into(),
+                    }],
+                },
+            },
+        });
+        let got = w.decide(&[
+            call("c1", "tracker__search", json!({})),
+            call("c2", "wiki__page", json!({})),
+            call("c3", "tracker_search", json!({})),
+        ]);
+        assert_eq!(
+            got[0],
+            "refuse: `tracker__search` cannot be called: its MCP server `tracker` was \
+             unavailable when this task listed its tools (listing its tools timed out after \
+             1s), so none of that server's tools can be used in this task"
+        );
+        assert_eq!(got[1], "refuse: unknown tool `wiki__page`");
+        assert_eq!(got[2], "refuse: unknown tool `tracker_search`");
     }
 
     #[test]

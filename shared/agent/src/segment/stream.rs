@@ -290,11 +290,10 @@ impl Segment<'_> {
         }
         self.stream.shown.push_str(text);
         if self.stream.appending {
-            let chunk = &self.stream.shown[start..];
             match self
                 .deps
                 .replies
-                .stream_append(&self.task, &message, chunk)
+                .stream_append(&self.task, &message, &self.stream.shown, start)
                 .await?
             {
                 Appended::Added => return Ok(()),

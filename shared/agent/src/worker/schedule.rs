@@ -331,9 +331,10 @@ impl ReplySink for HeartbeatReplies {
         &self,
         task: &Task,
         message: &baton_core::StreamedMessage,
-        text: &str,
+        shown: &str,
+        from: usize,
     ) -> Result<baton_core::Appended, ReplyError> {
-        self.inner.stream_append(task, message, text).await
+        self.inner.stream_append(task, message, shown, from).await
     }
 
     async fn stream_replace(

@@ -235,6 +235,47 @@ async fn secrets_are_scrubbed_from_results_and_errors() {
     assert_eq!(t.scrub("nothing secret"), "nothing secret");
 }
 
+/// A redirect is the result, whatever the method: the declared
+/// credentials, and an approved call's body, go to the declared URL only.
+#[tokio::test]
+async fn redirects_are_shown_not_followed() {
+    let declared = MockServer::start().await;
+    let elsewhere = MockServer::start().await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&elsewhere)
+        .await;
+    let target = format!("{}/steal", elsewhere.uri());
+    for (verb, status) in [
+        (HttpMethod::Post, 307),
+        (HttpMethod::Post, 308),
+        (HttpMethod::Put, 303),
+        (HttpMethod::Get, 302),
+    ] {
+        declared.reset().await;
+        Mock::given(method(verb.as_str()))
+            .and(path("/api/tickets"))
+            .respond_with(ResponseTemplate::new(status).insert_header("location", target.as_str()))
+            .expect(1)
+            .mount(&declared)
+            .await;
+        let out = tool(verb, &declared, "/api/tickets")
+            .call(json!({"title": "t"}), &ctx("call_r"))
+            .await;
+        assert!(!out.is_error, "{verb} {status}: {}", out.content);
+        assert!(
+            out.content.starts_with(&format!("HTTP {status} "))
+                && out.content.contains(&format!("location: {target}\n")),
+            "{verb} {status}: {}",
+            out.content
+        );
+        declared.verify().await;
+    }
+    let sent = elsewhere.received_requests().await.unwrap_or_default();
+    assert!(sent.is_empty(), "a redirect was followed: {sent:?}");
+}
+
 #[tokio::test]
 async fn server_errors_and_unreachable_hosts_are_errors_without_secrets() {
     let server = MockServer::start().await;

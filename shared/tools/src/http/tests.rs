@@ -235,29 +235,109 @@ async fn redirects_are_followed_and_keep_the_idempotency_key() {
     assert!(out.content.ends_with("done"));
 }
 
+/// An approved call must not be carried anywhere else: a redirect answering
+/// any method but GET and HEAD is the result, and nothing is sent to where
+/// it points (a 307/308 would resend the method and body, a 303 would turn
+/// it into a GET nobody asked for).
 #[tokio::test]
-async fn see_other_turns_post_into_get_without_body() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/form"))
-        .respond_with(ResponseTemplate::new(303).insert_header("location", "/result"))
-        .expect(1)
-        .mount(&server)
-        .await;
+async fn calls_that_change_something_do_not_follow_redirects() {
+    let approved = MockServer::start().await;
+    let elsewhere = MockServer::start().await;
     Mock::given(method("GET"))
-        .and(path("/result"))
-        .and(body_string(""))
-        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-        .expect(1)
+        .respond_with(ResponseTemplate::new(200).set_body_string("should not be reached"))
+        .expect(0)
+        .mount(&elsewhere)
+        .await;
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(500))
+        .expect(0)
+        .named("anything but a GET")
+        .mount(&elsewhere)
+        .await;
+    let target = format!("{}/collect", elsewhere.uri());
+    for (status, verb) in [
+        (307, "POST"),
+        (308, "POST"),
+        (307, "PUT"),
+        (308, "PATCH"),
+        (307, "DELETE"),
+        (303, "POST"),
+        (302, "POST"),
+        (301, "PUT"),
+    ] {
+        approved.reset().await;
+        Mock::given(method(verb))
+            .and(path("/x"))
+            .respond_with(ResponseTemplate::new(status).insert_header("location", target.as_str()))
+            .expect(1)
+            .mount(&approved)
+            .await;
+        let allow = AllowList::parse(&format!("{},{}", approved.address(), elsewhere.address()))
+            .expect("allow");
+        let out = HttpRequestTool::new(allow)
+            .call(
+                json!({
+                    "method": verb,
+                    "url": format!("{}/x", approved.uri()),
+                    "headers": {"Content-Type": "application/json"},
+                    "body": r#"{"transfer":100}"#
+                }),
+                &ctx(),
+            )
+            .await;
+        assert!(!out.is_error, "{verb} {status}: {}", out.content);
+        assert!(
+            out.content.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{verb} {status}: {}",
+            out.content
+        );
+        assert!(
+            out.content.contains(&format!("location: {target}\n")),
+            "{verb} {status}: {}",
+            out.content
+        );
+        assert!(
+            !out.content.contains("final-url"),
+            "{verb} {status}: {}",
+            out.content
+        );
+        approved.verify().await;
+    }
+    let sent = elsewhere.received_requests().await.unwrap_or_default();
+    assert!(sent.is_empty(), "a redirect carried a call: {sent:?}");
+}
+
+#[tokio::test]
+async fn get_and_head_follow_temporary_and_permanent_redirects() {
+    let server = MockServer::start().await;
+    for (status, from) in [(307, "/t"), (308, "/p")] {
+        Mock::given(path(from))
+            .respond_with(ResponseTemplate::new(status).insert_header("location", "/end"))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(path("/end"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("landed"))
         .mount(&server)
         .await;
-    let out = allowing(&server)
-        .call(
-            json!({"method": "POST", "url": format!("{}/form", server.uri()), "body": "x=1"}),
-            &ctx(),
-        )
-        .await;
-    assert!(out.content.ends_with("ok"), "{}", out.content);
+    for verb in ["GET", "HEAD"] {
+        for from in ["/t", "/p"] {
+            let out = allowing(&server)
+                .call(
+                    json!({"method": verb, "url": format!("{}{from}", server.uri())}),
+                    &ctx(),
+                )
+                .await;
+            assert!(
+                out.content.starts_with("HTTP/1.1 200 OK\n")
+                    && out
+                        .content
+                        .contains(&format!("final-url: {}/end", server.uri())),
+                "{verb} {from}: {}",
+                out.content
+            );
+        }
+    }
 }
 
 #[tokio::test]

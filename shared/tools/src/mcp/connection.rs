@@ -29,7 +29,7 @@ impl Connection {
     pub(super) fn new(def: McpServerDef) -> Result<Self, DeclaredToolError> {
         let (url, headers) = resolved_endpoint(&def.url, &def.headers)?;
         let headers: HashMap<HeaderName, HeaderValue> = headers.into_iter().collect();
-        let secrets = Secrets::new(def.secrets.clone());
+        let secrets = Secrets::for_endpoint(def.secrets.clone(), &def.headers);
         Ok(Connection {
             url: Arc::from(url.as_str()),
             def,
