@@ -12,6 +12,7 @@ mod cli;
 mod configuration;
 mod console;
 mod conversations;
+mod egress;
 mod first_hour;
 mod hostile_input;
 mod http_tools;

@@ -34,7 +34,10 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
             text: if tools.is_empty() {
                 answer.to_owned()
             } else {
-                format!("[Tools used for this answer: {tools}]\n\n{answer}")
+                format!(
+                    "{}{tools}]\n\n{answer}",
+                    baton_core::recap::TOOLS_USED_PREFIX
+                )
             },
             author: None,
             at: task.updated_at,

@@ -16,6 +16,7 @@ pub mod attachment;
 pub mod blob;
 pub mod clock;
 pub mod conversation;
+pub mod egress;
 pub mod feedback;
 pub mod ids;
 pub mod input_guard;

@@ -22,6 +22,9 @@ pub const MAX_CHARS: usize = 24_000;
 pub const MAX_SUMMARY_CHARS: usize = 4_000;
 /// How much of a folded turn the digest keeps.
 const FOLDED_TURN_CHARS: usize = 200;
+/// How an agent turn that used tools begins: the digest of what they
+/// returned (text from outside), then the answer.
+pub const TOOLS_USED_PREFIX: &str = "[Tools used for this answer: ";
 /// How many recorded task ids are remembered (a retried end records once).
 const RECORDED_IDS: usize = 20;
 

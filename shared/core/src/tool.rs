@@ -29,6 +29,9 @@ pub struct ToolContext {
     /// `http_request`) and a side effect repeated after a crash can be
     /// recognised by the receiver.
     pub idempotency_key: String,
+    /// The only hosts an `http_request` of this agent may reach, every hop
+    /// ([`crate::egress`]); `None`: any host the deployment allows.
+    pub allowed_hosts: Option<crate::egress::AllowedHosts>,
 }
 
 impl ToolContext {
@@ -37,7 +40,14 @@ impl ToolContext {
         ToolContext {
             task_id,
             idempotency_key,
+            allowed_hosts: None,
         }
+    }
+
+    /// Holds the call to the agent's `http_request.allow_hosts`.
+    pub fn with_allowed_hosts(mut self, hosts: Option<crate::egress::AllowedHosts>) -> Self {
+        self.allowed_hosts = hosts;
+        self
     }
 }
 

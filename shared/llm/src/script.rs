@@ -16,6 +16,7 @@
 //! | `#fail_first=N` | (mock server only) the first N calls of the conversation fail |
 //! | `#empty=N` | turns 1..=N answer with nothing (no text, no tool calls) |
 //! | `#repeat=N` | with `#tool`, turns 1..=N all make the same call |
+//! | `#then_args={"json":"object"}` | with `#tool`, one more call of the tool with these arguments after those, before the answer |
 //! | `#poll=N` | with `#tool`, turns alternate `sleep {"seconds": 2}` and the call, N calls in all |
 //! | `#overflow_first=N` | (mock server only) the first N calls fail as too long for the context window |
 //! | `#reject_first=N` | (mock server only) the first N calls are refused (HTTP 400 naming a model and an account) |
@@ -79,6 +80,8 @@ pub struct Directives {
     pub parallel: u32,
     pub tool: Option<String>,
     pub args: Option<Value>,
+    /// `#then_args`: a second call of `#tool`, with these arguments.
+    pub then_args: Option<Value>,
     pub sleep: Duration,
     pub reply: Option<String>,
     pub fail_first: u32,
@@ -136,13 +139,17 @@ impl Directives {
                 Ok(())
             }
             "tool" => Err("#tool=: expected a tool name".to_string()),
-            "args" => match serde_json::from_str::<Value>(value) {
+            "args" | "then_args" => match serde_json::from_str::<Value>(value) {
                 Ok(v @ Value::Object(_)) => {
-                    self.args = Some(v);
+                    if key == "args" {
+                        self.args = Some(v);
+                    } else {
+                        self.then_args = Some(v);
+                    }
                     Ok(())
                 }
                 _ => Err(format!(
-                    "#args={value}: expected a JSON object without spaces"
+                    "#{key}={value}: expected a JSON object without spaces"
                 )),
             },
             "sleep" => value
@@ -355,11 +362,14 @@ fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
         };
     }
     if let Some(tool) = &d.tool {
-        return if turn <= d.repeat.max(1) as usize {
+        let repeated = d.repeat.max(1) as usize;
+        return if turn <= repeated {
             Action::Call(vec![(
                 tool.clone(),
                 d.args.clone().unwrap_or_else(|| json!({})),
             )])
+        } else if let Some(then) = d.then_args.as_ref().filter(|_| turn == repeated + 1) {
+            Action::Call(vec![(tool.clone(), then.clone())])
         } else {
             let result = last_tool_result(&request.messages).unwrap_or("(no result)");
             final_answer(format!(
@@ -535,6 +545,21 @@ mod tests {
             "y".repeat(500)
         );
         assert_eq!(last.content, expected);
+    }
+
+    #[test]
+    fn then_args_make_a_second_call_before_the_answer() {
+        let (last, turns) = play(
+            r#"#tool=http_request #args={"url":"http://a"} #then_args={"url":"http://b"}"#,
+            "page",
+        );
+        assert_eq!(turns.len(), 3);
+        assert_eq!(turns[0].tool_calls[0].arguments, json!({"url": "http://a"}));
+        assert_eq!(turns[1].tool_calls[0].arguments, json!({"url": "http://b"}));
+        assert_eq!(
+            last.content,
+            "[scripted model] tool http_request said: page"
+        );
     }
 
     #[test]

@@ -55,9 +55,23 @@ pub struct AgentConfig {
     /// Whether answers stream as the model writes them (`stream`, default
     /// on): into the Slack message, and as `answer_delta` events.
     pub stream: bool,
+    /// Where its `http_request` may go ([`baton_core::egress`]).
+    pub http_request: HttpRequestPolicy,
 }
 
 /// How long an `ask_user` question waits when the agent does not say.
+/// `[agents.NAME.http_request]`: per-agent egress control
+/// (docs/tools.md, *Egress*).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HttpRequestPolicy {
+    /// The only hosts `http_request` reaches, every hop; `None`: any
+    /// public host.
+    pub allow_hosts: Option<baton_core::egress::AllowedHosts>,
+    /// A GET to a host the conversation has not seen waits for approval
+    /// once untrusted tool output is in the context.
+    pub approve_new_hosts: bool,
+}
+
 pub const DEFAULT_ASK_USER_EXPIRES_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 impl AgentConfig {
@@ -84,6 +98,7 @@ impl AgentConfig {
             delegates: Vec::new(),
             slack: Default::default(),
             stream: true,
+            http_request: HttpRequestPolicy::default(),
         }
     }
 

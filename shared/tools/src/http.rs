@@ -180,6 +180,10 @@ enum RequestError {
     Transport { url: String, reason: String },
     #[error("could not build the HTTP client: {0}")]
     Client(String),
+    /// A host outside the agent's `http_request.allow_hosts` (first hop or
+    /// a redirect): the text names the host and the allowed patterns.
+    #[error("{0}")]
+    HostNotAllowed(String),
 }
 
 impl HttpRequestTool {
@@ -229,6 +233,17 @@ impl HttpRequestTool {
         let mut body = args.body;
         let mut redirects = 0usize;
         loop {
+            if let Some(allowed) = &ctx.allowed_hosts {
+                let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']);
+                if !allowed.allows(host) {
+                    let why = allowed.refusal(host);
+                    return Err(RequestError::HostNotAllowed(if redirects == 0 {
+                        why
+                    } else {
+                        format!("the redirect to {}: {why}", redact_url(&url))
+                    }));
+                }
+            }
             let vetted = vet(&url, &self.config.allow).await.map_err(|refusal| {
                 let url = redact_url(&url);
                 if redirects == 0 {

@@ -103,7 +103,8 @@ impl Segment<'_> {
         let mut running: FuturesUnordered<_> = calls
             .into_iter()
             .map(|(call, tool)| {
-                let ctx = ToolContext::new(self.task.id.clone(), step, &call.id);
+                let ctx = ToolContext::new(self.task.id.clone(), step, &call.id)
+                    .with_allowed_hosts(self.agent.http_request.allow_hosts.clone());
                 async move {
                     let started = now_ms();
                     let output = match tokio::time::timeout(

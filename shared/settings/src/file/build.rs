@@ -86,6 +86,19 @@ pub(super) fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
     if let Some(s) = &spec.slack {
         super::slack::apply(&mut a.slack, s);
     }
+    if let Some(h) = &spec.http_request {
+        if let Some(hosts) = &h.allow_hosts {
+            a.http_request.allow_hosts = Some(baton_core::egress::AllowedHosts(
+                hosts
+                    .iter()
+                    .filter_map(|p| baton_core::egress::HostPattern::parse(p).ok())
+                    .collect(),
+            ));
+        }
+        if let Some(v) = h.approve_new_hosts {
+            a.http_request.approve_new_hosts = v;
+        }
+    }
     if let Some(DurationSpec(d)) = spec.ask_user.as_ref().and_then(|q| q.expires_after) {
         a.ask_user_expires_after = d;
     }

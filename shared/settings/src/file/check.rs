@@ -146,6 +146,15 @@ impl Checker<'_> {
         {
             self.add(format!("{at}.description"), "must not be empty");
         }
+        let hosts = spec
+            .http_request
+            .as_ref()
+            .and_then(|h| h.allow_hosts.as_ref());
+        for (i, pattern) in hosts.into_iter().flatten().enumerate() {
+            if let Err(why) = baton_core::egress::HostPattern::parse(pattern) {
+                self.add(format!("{at}.http_request.allow_hosts[{i}]"), why);
+            }
+        }
         if let Some(m) = &spec.model {
             if !valid_model(m) {
                 self.add(

@@ -87,6 +87,15 @@ pub(super) struct AgentSpec {
     pub(super) escalation: Option<EscalationSpec>,
     pub(super) ask_user: Option<AskUserSpec>,
     pub(super) slack: Option<super::slack::SlackSpec>,
+    pub(super) http_request: Option<HttpRequestSpec>,
+}
+
+/// `[agents.NAME.http_request]`: where the agent's `http_request` may go.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HttpRequestSpec {
+    pub(super) allow_hosts: Option<Vec<String>>,
+    pub(super) approve_new_hosts: Option<bool>,
 }
 
 /// `[agents.NAME.ask_user]`: how long a question waits for its reply.

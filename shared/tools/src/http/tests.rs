@@ -626,3 +626,54 @@ fn binary_bodies_are_summarised() {
         "caf\u{fffd} ok"
     );
 }
+
+/// The agent's `http_request.allow_hosts` holds every hop: a host outside
+/// it is refused before anything is sent, and so is a redirect to one.
+#[tokio::test]
+async fn allowed_hosts_hold_the_first_hop_and_every_redirect() {
+    use baton_core::egress::{AllowedHosts, HostPattern};
+    let first = MockServer::start().await;
+    let second = MockServer::start().await;
+    let elsewhere = format!("http://localhost:{}/b", second.address().port());
+    Mock::given(path("/a"))
+        .respond_with(ResponseTemplate::new(302).insert_header("location", elsewhere.as_str()))
+        .expect(1)
+        .mount(&first)
+        .await;
+    Mock::given(path("/b"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("exfiltrated"))
+        .expect(0)
+        .mount(&second)
+        .await;
+    let allow =
+        AllowList::parse(&format!("{},{}", first.address(), second.address())).expect("allow");
+    let tool = HttpRequestTool::new(allow);
+    let only = |p: &str| Some(AllowedHosts(vec![HostPattern::parse(p).unwrap()]));
+    let out = tool
+        .call(
+            json!({"url": format!("{}/a", first.uri())}),
+            &ctx().with_allowed_hosts(only("127.0.0.1")),
+        )
+        .await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(out.content.contains("redirect"), "{}", out.content);
+    assert!(out.content.contains("`localhost`"), "{}", out.content);
+    assert!(
+        out.content.contains("http_request.allow_hosts"),
+        "{}",
+        out.content
+    );
+    // The first hop too: nothing reaches a host the agent may not.
+    let out = tool
+        .call(
+            json!({"url": format!("{}/a", first.uri())}),
+            &ctx().with_allowed_hosts(only("api.example.com")),
+        )
+        .await;
+    assert!(
+        out.is_error && out.content.contains("`127.0.0.1`"),
+        "{}",
+        out.content
+    );
+    assert_eq!(first.received_requests().await.unwrap().len(), 1);
+}
