@@ -168,7 +168,7 @@ impl Ingest {
     /// Answers one request.
     #[tracing::instrument(skip_all, fields(method = %request.method(), path = %request.uri().path()))]
     pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
-        let response = match trace::timed(self, routes::route(self, request)).await {
+        let response = match trace::timed(self, routes::route_request(self, request)).await {
             Ok(r) => r,
             Err(e) => e.into_response(),
         };

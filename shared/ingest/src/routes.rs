@@ -1,19 +1,163 @@
-//! Dispatch by method and path.
+//! Dispatch by method and path, from one table: a path the table knows
+//! under other methods is a 405 that lists them (`Allow`), any other an
+//! honest 404.
 
 use crate::auth::check_bearer;
 use crate::response::{json, Answer, ApiError};
 use crate::{Ingest, MAX_BODY_BYTES, MAX_TASK_BODY_BYTES};
 use bytes::Bytes;
-use http::{Method, Request, StatusCode};
+use http::{header, HeaderValue, Method, Request, StatusCode};
 use serde_json::json;
 
-pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
+/// What answers a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handler {
+    Healthz,
+    Console,
+    ConsoleFile,
+    SlackEvents,
+    SlackInteractivity,
+    SubmitTask,
+    ListTasks,
+    GetTask,
+    CancelTask,
+    TaskEvents,
+    TaskTrace,
+    DecideApproval,
+    CreateSchedule,
+    ListSchedules,
+    GetSchedule,
+    DeleteSchedule,
+}
+
+/// One route: its method, its path (`{…}` matches one segment), whether
+/// it needs the bearer token, and its handler.
+struct Route {
+    method: Method,
+    path: &'static str,
+    bearer: bool,
+    handler: Handler,
+}
+
+const fn route(method: Method, path: &'static str, bearer: bool, handler: Handler) -> Route {
+    Route {
+        method,
+        path,
+        bearer,
+        handler,
+    }
+}
+
+/// Every route of the ingest (docs/api.md).
+static ROUTES: &[Route] = &[
+    route(Method::GET, "/healthz", false, Handler::Healthz),
+    // The web console's static files hold no data, so need no token.
+    route(Method::GET, "/console", false, Handler::Console),
+    route(Method::GET, "/console/{file}", false, Handler::ConsoleFile),
+    // Slack's requests carry Slack's signature instead.
+    route(Method::POST, "/slack/events", false, Handler::SlackEvents),
+    route(
+        Method::POST,
+        "/slack/interactivity",
+        false,
+        Handler::SlackInteractivity,
+    ),
+    route(Method::POST, "/tasks", true, Handler::SubmitTask),
+    route(Method::GET, "/tasks", true, Handler::ListTasks),
+    route(Method::GET, "/tasks/{id}", true, Handler::GetTask),
+    route(
+        Method::POST,
+        "/tasks/{id}/cancel",
+        true,
+        Handler::CancelTask,
+    ),
+    route(Method::GET, "/tasks/{id}/events", true, Handler::TaskEvents),
+    route(Method::GET, "/tasks/{id}/trace", true, Handler::TaskTrace),
+    route(
+        Method::POST,
+        "/tasks/{id}/approvals/{approval}",
+        true,
+        Handler::DecideApproval,
+    ),
+    route(Method::POST, "/schedules", true, Handler::CreateSchedule),
+    route(Method::GET, "/schedules", true, Handler::ListSchedules),
+    route(Method::GET, "/schedules/{id}", true, Handler::GetSchedule),
+    route(
+        Method::DELETE,
+        "/schedules/{id}",
+        true,
+        Handler::DeleteSchedule,
+    ),
+];
+
+/// The `{…}` segments of `segments` if they fit `pattern`.
+fn captures<'a>(pattern: &str, segments: &[&'a str]) -> Option<Vec<&'a str>> {
+    let parts: Vec<&str> = pattern.split('/').skip(1).collect();
+    if parts.len() != segments.len() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (p, s) in parts.iter().zip(segments) {
+        if p.starts_with('{') {
+            out.push(*s);
+        } else if p != s {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// What the table says of a request: its route and captures, or the
+/// methods the path takes (empty: no such path).
+enum Found<'a> {
+    Route(&'static Route, Vec<&'a str>),
+    OtherMethods(Vec<&'static Method>),
+}
+
+fn find<'a>(method: &Method, segments: &[&'a str]) -> Found<'a> {
+    let mut allowed = Vec::new();
+    for r in ROUTES {
+        if let Some(caps) = captures(r.path, segments) {
+            if r.method == *method {
+                return Found::Route(r, caps);
+            }
+            allowed.push(&r.method);
+        }
+    }
+    Found::OtherMethods(allowed)
+}
+
+pub(crate) async fn route_request(ingest: &Ingest, request: Request<Bytes>) -> Answer {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().trim_end_matches('/');
     let segments: Vec<&str> = path.split('/').skip(1).collect();
     let method = &parts.method;
+    let (route, caps) = match find(method, &segments) {
+        Found::Route(r, caps) => (r, caps),
+        Found::OtherMethods(allowed) if !allowed.is_empty() => {
+            let list: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+            let mut answer = ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!(
+                    "{method} is not allowed on {path} (allowed: {})",
+                    list.join(", ")
+                ),
+            )
+            .into_response();
+            if let Ok(v) = HeaderValue::from_str(&list.join(", ")) {
+                answer.headers_mut().insert(header::ALLOW, v);
+            }
+            return Ok(answer);
+        }
+        Found::OtherMethods(_) => {
+            return Err(ApiError::not_found(format!(
+                "no route for {method} {}",
+                parts.uri.path()
+            )))
+        }
+    };
     // Tasks may come with files; every other route takes small bodies.
-    let limit = if method == Method::POST && segments == ["tasks"] {
+    let limit = if route.handler == Handler::SubmitTask {
         MAX_TASK_BODY_BYTES
     } else {
         MAX_BODY_BYTES
@@ -26,81 +170,78 @@ pub(crate) async fn route(ingest: &Ingest, request: Request<Bytes>) -> Answer {
     }
     let headers = &parts.headers;
     let query = parts.uri.query();
-    let authed = || check_bearer(ingest.api_token.as_ref(), headers);
-    match (method, segments.as_slice()) {
-        (&Method::GET, ["healthz"]) => Ok(json(StatusCode::OK, &json!({"ok": true}))),
-        // The web console's static files: no data in them, so no token.
-        (&Method::GET, ["console"]) => crate::console::serve(None, parts.uri.path(), headers),
-        (&Method::GET, ["console", file]) => {
-            crate::console::serve(Some(file), parts.uri.path(), headers)
+    if route.bearer {
+        check_bearer(ingest.api_token.as_ref(), headers)?;
+    }
+    let cap = |i: usize| caps.get(i).copied().unwrap_or_default();
+    match route.handler {
+        Handler::Healthz => Ok(json(StatusCode::OK, &json!({"ok": true}))),
+        Handler::Console => crate::console::serve(None, parts.uri.path(), headers),
+        Handler::ConsoleFile => crate::console::serve(Some(cap(0)), parts.uri.path(), headers),
+        Handler::SlackEvents => ingest.slack_events(headers, &body).await,
+        Handler::SlackInteractivity => ingest.slack_interactivity(headers, &body).await,
+        Handler::SubmitTask => ingest.submit_task(headers, &body).await,
+        Handler::ListTasks => ingest.list_tasks(query).await,
+        Handler::GetTask => ingest.get_task(cap(0)).await,
+        Handler::CancelTask => ingest.cancel_task(cap(0)).await,
+        Handler::TaskEvents => ingest.task_events(cap(0), query).await,
+        Handler::TaskTrace => ingest.task_trace(cap(0)).await,
+        Handler::DecideApproval => ingest.decide_approval(cap(0), cap(1), headers, &body).await,
+        Handler::CreateSchedule => ingest.create_schedule(headers, &body).await,
+        Handler::ListSchedules => ingest.list_schedules().await,
+        Handler::GetSchedule => ingest.get_schedule(cap(0)).await,
+        Handler::DeleteSchedule => ingest.delete_schedule(cap(0)).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segments(path: &str) -> Vec<&str> {
+        path.split('/').skip(1).collect()
+    }
+
+    #[test]
+    fn every_path_is_found_with_its_captures_or_its_methods() {
+        let Found::Route(r, caps) = find(&Method::POST, &segments("/tasks/t1/approvals/a9")) else {
+            panic!("a route");
+        };
+        assert_eq!(
+            (r.handler, caps),
+            (Handler::DecideApproval, vec!["t1", "a9"])
+        );
+        let Found::OtherMethods(allowed) = find(&Method::PUT, &segments("/tasks")) else {
+            panic!("a 405");
+        };
+        assert_eq!(allowed, vec![&Method::POST, &Method::GET]);
+        let Found::OtherMethods(allowed) = find(&Method::GET, &segments("/tasks/t1/cancel")) else {
+            panic!("a 405");
+        };
+        assert_eq!(allowed, vec![&Method::POST]);
+        let Found::OtherMethods(none) = find(&Method::GET, &segments("/nope")) else {
+            panic!("a 404");
+        };
+        assert!(none.is_empty());
+        // A path longer than any route's is no route at all.
+        assert!(matches!(
+            find(&Method::GET, &segments("/tasks/t1/events/x")),
+            Found::OtherMethods(v) if v.is_empty()
+        ));
+    }
+
+    #[test]
+    fn every_route_is_reachable_and_no_two_collide() {
+        for (i, r) in ROUTES.iter().enumerate() {
+            let path = r
+                .path
+                .replace("{id}", "x")
+                .replace("{approval}", "y")
+                .replace("{file}", "z");
+            match find(&r.method, &segments(&path)) {
+                Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
+                Found::OtherMethods(_) => panic!("route {i} is not found"),
+            }
         }
-        (&Method::POST, ["slack", "events"]) => ingest.slack_events(headers, &body).await,
-        (&Method::POST, ["slack", "interactivity"]) => {
-            ingest.slack_interactivity(headers, &body).await
-        }
-        (&Method::POST, ["tasks"]) => {
-            authed()?;
-            ingest.submit_task(headers, &body).await
-        }
-        (&Method::GET, ["tasks"]) => {
-            authed()?;
-            ingest.list_tasks(query).await
-        }
-        (&Method::GET, ["tasks", id]) => {
-            authed()?;
-            ingest.get_task(id).await
-        }
-        (&Method::POST, ["tasks", id, "cancel"]) => {
-            authed()?;
-            ingest.cancel_task(id).await
-        }
-        (&Method::GET, ["tasks", id, "events"]) => {
-            authed()?;
-            ingest.task_events(id, query).await
-        }
-        (&Method::GET, ["tasks", id, "trace"]) => {
-            authed()?;
-            ingest.task_trace(id).await
-        }
-        (&Method::POST, ["tasks", id, "approvals", approval]) => {
-            authed()?;
-            ingest.decide_approval(id, approval, headers, &body).await
-        }
-        (&Method::POST, ["schedules"]) => {
-            authed()?;
-            ingest.create_schedule(headers, &body).await
-        }
-        (&Method::GET, ["schedules"]) => {
-            authed()?;
-            ingest.list_schedules().await
-        }
-        (&Method::GET, ["schedules", id]) => {
-            authed()?;
-            ingest.get_schedule(id).await
-        }
-        (&Method::DELETE, ["schedules", id]) => {
-            authed()?;
-            ingest.delete_schedule(id).await
-        }
-        (_, ["schedules"]) | (_, ["schedules", _]) => Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("{method} is not allowed on {path}"),
-        )),
-        (_, ["healthz"])
-        | (_, ["console"])
-        | (_, ["console", _])
-        | (_, ["slack", "events"])
-        | (_, ["slack", "interactivity"])
-        | (_, ["tasks"])
-        | (_, ["tasks", _])
-        | (_, ["tasks", _, "cancel" | "events" | "trace"])
-        | (_, ["tasks", _, "approvals", _]) => Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("{method} is not allowed on {path}"),
-        )),
-        _ => Err(ApiError::not_found(format!(
-            "no route for {method} {}",
-            parts.uri.path()
-        ))),
     }
 }

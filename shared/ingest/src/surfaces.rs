@@ -68,7 +68,7 @@ impl Ingest {
                 attachments: Vec::new(),
                 files: Vec::new(),
             };
-            let answer = match self.steer(&thread, &stop).await? {
+            let answer = match self.steer(&thread, &stop).await?.map(|a| a.outcome) {
                 None => continue,
                 Some(Submitted::StopRefused(_)) => {
                     json!({"ok": true, "ignored": super::slack::NOT_ALLOWED_TO_STOP})

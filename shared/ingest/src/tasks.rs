@@ -162,8 +162,8 @@ impl Ingest {
                 Some(format!("http:{k}"))
             }
         };
-        let submitted = self
-            .submit(Submission {
+        let accepted = self
+            .accept(Submission {
                 text: req.input,
                 agent: req.agent.unwrap_or_else(|| "default".to_owned()),
                 origin: Origin::Http,
@@ -174,14 +174,11 @@ impl Ingest {
                 files: Vec::new(),
             })
             .await?;
-        let task = self
-            .store
-            .get(submitted.task_id())
-            .await
-            .map_err(ApiError::unavailable)?
-            .ok_or_else(|| ApiError::unavailable("task vanished after creation"))?;
-        let mut body = json!({"task_id": task.id, "status": task.status.as_str()});
-        match submitted {
+        let mut body = json!({
+            "task_id": accepted.outcome.task_id(),
+            "status": accepted.status.as_str()
+        });
+        match accepted.outcome {
             Submitted::Steered(_) => body["delivered_to_running_task"] = json!(true),
             Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
             Submitted::Replied(_) => body["answered_question"] = json!(true),

@@ -116,6 +116,13 @@ fn is_stop_word(text: &str) -> bool {
     )
 }
 
+/// What came of a submission, and the task's status after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Accepted {
+    pub outcome: Submitted,
+    pub status: TaskStatus,
+}
+
 /// Input the input guard refused; the string is the reason for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Refused(pub String);
@@ -137,14 +144,25 @@ impl Ingest {
 
     /// Screens the input ([`Ingest::screen`]; a refusal is a 400), then
     /// submits it.
-    pub(crate) async fn submit(&self, mut s: Submission) -> Result<Submitted, ApiError> {
+    #[cfg(test)]
+    pub(crate) async fn submit(&self, s: Submission) -> Result<Submitted, ApiError> {
+        self.accept(s).await.map(|a| a.outcome)
+    }
+
+    /// [`Ingest::submit`], with the task's status after it: what
+    /// `POST /tasks` answers, without reading back the task it just wrote.
+    pub(crate) async fn accept(&self, mut s: Submission) -> Result<Accepted, ApiError> {
         self.screen(&mut s)
             .map_err(|Refused(reason)| ApiError::bad_request(reason))?;
-        self.submit_screened(s).await
+        self.accept_screened(s).await
     }
 
     /// Submits input the guard has passed.
     pub(crate) async fn submit_screened(&self, s: Submission) -> Result<Submitted, ApiError> {
+        self.accept_screened(s).await.map(|a| a.outcome)
+    }
+
+    async fn accept_screened(&self, s: Submission) -> Result<Accepted, ApiError> {
         let conversation = s.thread.as_deref();
         let failed = |e: StoreError| store_failure(conversation, e);
         // The conversation's record, read once: whether a task runs on it
@@ -175,9 +193,8 @@ impl Ingest {
             now,
         );
         // A conversation whose earlier task ended: the new one starts with
-        // its earlier turns.
-        // One entry, however long the conversation: what accepting a
-        // message writes does not grow with it.
+        // its earlier turns, as one entry however long the conversation, so
+        // what accepting a message writes does not grow with it.
         let mut first: Vec<EntryKind> = thread.and_then(|t| t.recap.entry()).into_iter().collect();
         let mut task = task;
         task.carried = first.len() as u64;
@@ -191,40 +208,45 @@ impl Ingest {
             .create(&task, first, s.claim())
             .await
             .map_err(failed)?;
-        let outcome = match created {
-            Created::New(id) => {
-                // Once per task: a retried request finds its dedupe key.
-                self.metrics.emit(
-                    &baton_core::metric::Measurement::for_agent(&task.agent)
-                        .count(baton_core::metric::TASKS_CREATED)
-                        .property("task_id", id.to_string()),
-                );
-                if let Some(thread_key) = &s.thread {
-                    // The task exists and will be answered: a thread left
-                    // pointing elsewhere only means the next message
-                    // starts a task of its own.
-                    if let Err(e) = self.claim_thread(thread_key, &id).await {
-                        tracing::warn!(task_id = %id, conversation = %thread_key, error = %e, "could not point the conversation at its new task");
-                    }
-                }
-                Submitted::Created(id)
+        let id = match created {
+            Created::New(id) => id,
+            Created::Duplicate(id) => {
+                // The first request may have died before sending the wake
+                // (a duplicate wake is harmless).
+                let status = self.wake_if_queued(&id).await?;
+                return Ok(Accepted {
+                    outcome: Submitted::Duplicate(id),
+                    status,
+                });
             }
-            Created::Duplicate(id) => Submitted::Duplicate(id),
         };
-        let queued = self.wake_if_queued(outcome.task_id()).await;
-        // Only the request that created the task: a duplicate's span is
-        // already in the trace.
-        if let Submitted::Created(id) = &outcome {
-            self.export_ingest_span(&task, queued.is_ok()).await;
-            // Accepted all the same: the reaper re-sends the wake of a
-            // queued task nobody runs, so it is delayed, not lost.
-            if let Err(e) = &queued {
-                tracing::warn!(task_id = %id, error = %e, "the new task's wake was not sent; the reaper will send it");
+        // Once per task: a retried request finds its dedupe key.
+        self.metrics.emit(
+            &baton_core::metric::Measurement::for_agent(&task.agent)
+                .count(baton_core::metric::TASKS_CREATED)
+                .property("task_id", id.to_string()),
+        );
+        if let Some(thread_key) = &s.thread {
+            // The task exists and will be answered: a thread left pointing
+            // elsewhere only means the next message starts a task of its own.
+            if let Err(e) = self.claim_thread(thread_key, &id).await {
+                tracing::warn!(task_id = %id, conversation = %thread_key, error = %e, "could not point the conversation at its new task");
             }
-            return Ok(outcome);
         }
-        queued?;
-        Ok(outcome)
+        let queued = self
+            .queue
+            .send(&Wake::new(id.clone(), "created").to_body(), Duration::ZERO)
+            .await;
+        self.export_ingest_span(&task, queued.is_ok()).await;
+        // Accepted all the same: the reaper re-sends the wake of a queued
+        // task nobody runs, so it is delayed, not lost.
+        if let Err(e) = &queued {
+            tracing::warn!(task_id = %id, error = %e, "the new task's wake was not sent; the reaper will send it");
+        }
+        Ok(Accepted {
+            outcome: Submitted::Created(id),
+            status: TaskStatus::Queued,
+        })
     }
 
     /// The conversation's record once its last task's turns are in it: a
@@ -249,18 +271,23 @@ impl Ingest {
         Some(current)
     }
 
-    /// Sends the task's wake. For a duplicate request this re-sends it if the
-    /// task is still queued: the first request may have died before sending
-    /// (a duplicate wake is harmless).
-    async fn wake_if_queued(&self, id: &TaskId) -> Result<(), ApiError> {
-        let task = self.store.get(id).await.map_err(ApiError::unavailable)?;
-        if task.is_some_and(|t| t.status == TaskStatus::Queued) {
+    /// Re-sends the wake of a duplicate request's task if it is still
+    /// queued: the first request may have died before sending it. The
+    /// task's status.
+    async fn wake_if_queued(&self, id: &TaskId) -> Result<TaskStatus, ApiError> {
+        let task = self
+            .store
+            .get(id)
+            .await
+            .map_err(ApiError::unavailable)?
+            .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))?;
+        if task.status == TaskStatus::Queued {
             self.queue
                 .send(&Wake::new(id.clone(), "created").to_body(), Duration::ZERO)
                 .await
                 .map_err(ApiError::unavailable)?;
         }
-        Ok(())
+        Ok(task.status)
     }
 
     /// If a task is live on the thread, gives it the message (or the stop).
@@ -268,7 +295,7 @@ impl Ingest {
         &self,
         thread: &Thread,
         s: &Submission,
-    ) -> Result<Option<Submitted>, ApiError> {
+    ) -> Result<Option<Accepted>, ApiError> {
         let Some(active) = thread.active_task.clone() else {
             return Ok(None);
         };
@@ -328,19 +355,21 @@ impl Ingest {
                 Ok(Some(Vec::new()))
             })
             .await;
+        let accepted = |outcome, status| Ok(Some(Accepted { outcome, status }));
         match result {
             Ok((task, _)) if refused => {
                 self.refuse_stop_message(&task, &s.origin).await;
-                Ok(Some(Submitted::StopRefused(task.id)))
+                accepted(Submitted::StopRefused(task.id), task.status)
             }
             // "stop" with nothing running: nothing to do, and no new task.
             Ok((task, _)) if task.status.is_terminal() && stop => {
-                Ok(Some(Submitted::CancelRequested(task.id)))
+                accepted(Submitted::CancelRequested(task.id), task.status)
             }
             Ok((task, _)) if task.status.is_terminal() => Ok(None),
             Ok((task, _)) => {
                 if replied {
-                    return self.replied(task).await.map(Some);
+                    let status = task.status;
+                    return accepted(self.replied(task).await?, status);
                 }
                 if stop && task.status != TaskStatus::Cancelled {
                     // Wake it so a queued or handed-over task ends promptly.
@@ -352,13 +381,18 @@ impl Ingest {
                         )
                         .await;
                 }
-                Ok(Some(if stop {
+                let status = task.status;
+                let outcome = if stop {
                     Submitted::CancelRequested(task.id)
                 } else {
                     Submitted::Steered(task.id)
-                }))
+                };
+                accepted(outcome, status)
             }
-            Err(StoreError::AlreadyClaimed(id)) => Ok(Some(Submitted::Duplicate(id))),
+            Err(StoreError::AlreadyClaimed(id)) => {
+                let status = self.wake_if_queued(&id).await?;
+                accepted(Submitted::Duplicate(id), status)
+            }
             // The thread points at a task that does not exist (a crash
             // between claiming the thread and creating the task): free.
             Err(StoreError::NotFound(_)) => Ok(None),
