@@ -160,7 +160,7 @@ fn ran(transcript: &[Entry], call_id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::{ToolCall, Usage};
+    use crate::llm::{ToolCall, Usage};
 
     fn entry(seq: u64, kind: EntryKind) -> Entry {
         Entry { seq, at: 0, kind }

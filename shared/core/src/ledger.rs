@@ -26,7 +26,7 @@
 //! over a year after their month began.
 
 use crate::clock::Millis;
-use crate::conversation::Usage;
+use crate::llm::Usage;
 use crate::table::{Condition, Item, Key, Table, TableError, Write};
 use crate::task::Origin;
 use chrono::{Datelike, TimeZone, Utc};

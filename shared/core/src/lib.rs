@@ -15,7 +15,6 @@ pub mod approval;
 pub mod attachment;
 pub mod blob;
 pub mod clock;
-pub mod conversation;
 pub mod egress;
 pub mod feedback;
 pub mod ids;
@@ -23,6 +22,7 @@ pub mod input_guard;
 pub mod lease;
 pub mod ledger;
 pub mod listing;
+pub mod llm;
 pub mod memory;
 pub mod metric;
 pub mod notice;
@@ -44,13 +44,13 @@ pub mod wake;
 
 pub use blob::{BlobError, BlobStore};
 pub use clock::{now_ms, rfc3339, Millis};
-pub use conversation::{
-    AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
-    ToolCall, ToolSpec, Usage,
-};
 pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
+pub use llm::{
+    AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
+    ToolCall, ToolSpec, Usage,
+};
 pub use metric::{Measurement, Metric, Metrics, NoMetrics};
 pub use notice::{NoticeError, Notices};
 pub use people::People;

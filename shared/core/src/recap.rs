@@ -9,8 +9,8 @@
 //! context pipeline's compaction summarises as usual.
 
 use crate::clock::Millis;
-use crate::conversation::Message;
 use crate::ids::TaskId;
+use crate::llm::Message;
 use crate::transcript::EntryKind;
 use serde::{Deserialize, Serialize};
 

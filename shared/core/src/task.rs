@@ -3,9 +3,9 @@
 //! budgets, the lease, pending signals — lives here, never in memory only.
 
 use crate::clock::Millis;
-use crate::conversation::Usage;
 use crate::ids::TaskId;
 use crate::lease::Lease;
+use crate::llm::Usage;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

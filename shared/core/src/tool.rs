@@ -1,7 +1,7 @@
 //! The tool port: what the agent loop needs of a tool.
 
-use crate::conversation::ToolSpec;
 use crate::ids::TaskId;
+use crate::llm::ToolSpec;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! the progress events clients tail (`GET /tasks/{id}/events`).
 
 use crate::clock::Millis;
-use crate::conversation::{Message, ToolCall, Usage};
+use crate::llm::{Message, ToolCall, Usage};
 use crate::task::TaskStatus;
 use crate::tool::ToolListing;
 use serde::{Deserialize, Serialize};

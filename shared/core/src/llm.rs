@@ -1,4 +1,5 @@
-//! The conversation an LLM sees, and the provider port.
+//! The LLM port: the provider trait, and the conversation a model sees
+//! (messages, tool calls, completions, usage).
 //!
 //! These types are provider-neutral: `baton-llm` maps them to the OpenAI
 //! Chat Completions, Anthropic Messages and Bedrock Converse wire formats.
