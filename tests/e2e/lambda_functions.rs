@@ -413,9 +413,33 @@ async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
     assert_eq!((status, &body["status"]), (200, &json!("queued")), "{body}");
 
     // Interactivity arrives form-encoded, so API Gateway base64-encodes it;
-    // the signature is over the decoded bytes. A cancel button on the task.
+    // the signature is over the decoded bytes. A cancel button on the Slack
+    // task, clicked by its requester in its workspace (a click naming a
+    // task of another workspace, or of the HTTP API, changes nothing).
     let mut action = sample("slack_block_actions.json");
     action["actions"][0]["action_id"] = json!("cancel_task");
+    action["actions"][0]["value"] = json!(task_id.as_str());
+    let foreign = baton_slack::testing::interactivity_body(&action);
+    let (status, body) = http(
+        &invoke(
+            &api,
+            &ingest,
+            &apigw(
+                "POST",
+                "/slack/interactivity",
+                &slack_headers(&foreign, "application/x-www-form-urlencoded", SLACK_SECRET),
+                Some(&foreign),
+                true,
+            ),
+        )
+        .await,
+    );
+    assert_eq!(
+        (status, &body["ignored"]),
+        (200, &json!("the task belongs to another workspace"))
+    );
+    assert!(!stack.task(&task_id).await.cancel_requested);
+    let task_id = slack_task;
     action["actions"][0]["value"] = json!(task_id.as_str());
     let form = baton_slack::testing::interactivity_body(&action);
     let form_type = "application/x-www-form-urlencoded";

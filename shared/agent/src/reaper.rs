@@ -51,10 +51,7 @@ impl Reaper {
             // lost its wake too.
             let timer_over = task.status == TaskStatus::Waiting
                 && match &task.waiting_for {
-                    Some(baton_core::WaitingFor::Timer { until }) => {
-                        chrono::DateTime::parse_from_rfc3339(until)
-                            .is_ok_and(|u| u.timestamp_millis() < stale)
-                    }
+                    Some(baton_core::WaitingFor::Timer { until }) => until.millis() < stale,
                     Some(baton_core::WaitingFor::Approval { .. }) => {
                         baton_core::approval::next_expiry(&task).is_some_and(|at| at < stale)
                     }

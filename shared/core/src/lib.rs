@@ -43,7 +43,7 @@ pub mod transcript;
 pub mod wake;
 
 pub use blob::{BlobError, BlobStore};
-pub use clock::{now_ms, rfc3339, Millis};
+pub use clock::{now_ms, rfc3339, Instant, Millis};
 pub use ids::{IdError, TaskId};
 pub use lease::Lease;
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};

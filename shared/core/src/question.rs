@@ -133,7 +133,7 @@ mod tests {
         t.status = TaskStatus::Waiting;
         t.waiting_for = Some(WaitingFor::Reply {
             question: "Which environment?".into(),
-            expires_at: rfc3339(1_000),
+            expires_at: crate::Instant(1_000),
         });
         t
     }

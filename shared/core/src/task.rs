@@ -120,13 +120,13 @@ pub enum WaitingFor {
         pending: u32,
     },
     Timer {
-        until: String,
+        until: crate::clock::Instant,
     },
     /// `ask_user`: the requester's next message answers `question`.
     Reply {
         question: String,
-        /// RFC 3339; unanswered by then, the agent goes on without it.
-        expires_at: String,
+        /// Unanswered by then, the agent goes on without it.
+        expires_at: crate::clock::Instant,
     },
 }
 

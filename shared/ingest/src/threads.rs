@@ -271,6 +271,16 @@ impl Ingest {
         Some(current)
     }
 
+    /// A task's status now.
+    async fn status_of(&self, id: &TaskId) -> Result<TaskStatus, ApiError> {
+        self.store
+            .get(id)
+            .await
+            .map_err(ApiError::unavailable)?
+            .map(|t| t.status)
+            .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))
+    }
+
     /// Re-sends the wake of a duplicate request's task if it is still
     /// queued: the first request may have died before sending it. The
     /// task's status.
@@ -390,7 +400,9 @@ impl Ingest {
                 accepted(outcome, status)
             }
             Err(StoreError::AlreadyClaimed(id)) => {
-                let status = self.wake_if_queued(&id).await?;
+                // The message was given to the task already; whoever did
+                // woke it if it needed waking.
+                let status = self.status_of(&id).await?;
                 accepted(Submitted::Duplicate(id), status)
             }
             // The thread points at a task that does not exist (a crash

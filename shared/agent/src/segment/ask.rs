@@ -7,7 +7,7 @@
 use super::{start_waiting, Segment, SegmentEnd, Step};
 use crate::progress;
 use baton_core::question::{self, Question};
-use baton_core::{now_ms, rfc3339, EntryKind, TaskStatus, ToolCall, WaitingFor};
+use baton_core::{now_ms, EntryKind, TaskStatus, ToolCall, WaitingFor};
 
 impl Segment<'_> {
     pub(super) async fn wait_for_reply(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
@@ -76,7 +76,7 @@ impl Segment<'_> {
                 .clone();
             let waiting_for = WaitingFor::Reply {
                 question: open.question.clone(),
-                expires_at: rfc3339(open.expires_at),
+                expires_at: baton_core::Instant(open.expires_at),
             };
             let detail = format!("waiting for a reply to: {}", open.question);
             Some(vec![start_waiting(t, waiting_for, detail)])

@@ -346,9 +346,7 @@ fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
 /// Whether a waiting task's timer is up.
 fn timer_due(t: &Task, now: i64) -> bool {
     match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => chrono::DateTime::parse_from_rfc3339(until)
-            .map(|u| u.timestamp_millis() <= now)
-            .unwrap_or(true),
+        Some(WaitingFor::Timer { until }) => until.millis() <= now,
         _ => false,
     }
 }
@@ -360,9 +358,7 @@ fn pending_wake(t: &Task) -> Option<i64> {
         return None;
     }
     let at = match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => chrono::DateTime::parse_from_rfc3339(until)
-            .ok()
-            .map(|u| u.timestamp_millis()),
+        Some(WaitingFor::Timer { until }) => Some(until.millis()),
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
         Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),

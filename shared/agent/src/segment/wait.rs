@@ -258,7 +258,7 @@ impl Segment<'_> {
             }
             let detail = format!("waiting until {}", rfc3339(until));
             let waiting_for = WaitingFor::Timer {
-                until: rfc3339(until),
+                until: baton_core::Instant(until),
             };
             Some(vec![entry.clone(), start_waiting(t, waiting_for, detail)])
         })
