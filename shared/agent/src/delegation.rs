@@ -242,7 +242,7 @@ pub async fn report_to_parent(
         Err(StoreError::NotFound(_)) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
-    if parent.status == TaskStatus::Queued && parent.lease.is_none() {
+    if parent.status == TaskStatus::Queued && parent.lease.is_free() {
         queue
             .send(
                 &Wake::new(parent.id.clone(), "children done").to_body(),

@@ -30,6 +30,79 @@ pub fn can_acquire(current: Option<&Lease>, owner: &str, now: Millis) -> bool {
     }
 }
 
+/// The lease was taken by another segment (or freed): this one must stop
+/// writing the task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the task's lease is held by another segment, or by none")]
+pub struct LeaseLost;
+
+/// A task's lease slot, and the only way it is written: taken, renewed and
+/// released by its holder, or cleared when no worker may run the task (it
+/// ended, waits, or was given up on). Stored as the lease or `null`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LeaseSlot(Option<Lease>);
+
+impl LeaseSlot {
+    /// The lease, if any.
+    pub fn get(&self) -> Option<&Lease> {
+        self.0.as_ref()
+    }
+
+    /// Whether nobody holds it, live or expired.
+    pub fn is_free(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Whether a live lease is held at `now`.
+    pub fn is_live(&self, now: Millis) -> bool {
+        self.0.as_ref().is_some_and(|l| l.is_live(now))
+    }
+
+    /// Whether `owner` holds it (live or not).
+    pub fn is_held_by(&self, owner: &str) -> bool {
+        self.0.as_ref().is_some_and(|l| l.owner == owner)
+    }
+
+    /// Takes it for `owner` until `now + ttl` if it is free, expired or
+    /// `owner`'s already; whether it did.
+    pub fn take(&mut self, owner: &str, now: Millis, ttl: Millis) -> bool {
+        if !can_acquire(self.0.as_ref(), owner, now) {
+            return false;
+        }
+        self.0 = Some(Lease {
+            owner: owner.to_owned(),
+            expires_at: now + ttl,
+        });
+        true
+    }
+
+    /// Extends `owner`'s lease to `now + ttl`.
+    pub fn renew(&mut self, owner: &str, now: Millis, ttl: Millis) -> Result<(), LeaseLost> {
+        match &mut self.0 {
+            Some(l) if l.owner == owner => {
+                l.expires_at = now + ttl;
+                Ok(())
+            }
+            _ => Err(LeaseLost),
+        }
+    }
+
+    /// Frees it if `owner` holds it; whether it did.
+    pub fn release(&mut self, owner: &str) -> bool {
+        if self.is_held_by(owner) {
+            self.0 = None;
+            return true;
+        }
+        false
+    }
+
+    /// Frees it, whoever holds it: no worker runs the task now.
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +117,27 @@ mod tests {
         assert!(can_acquire(Some(&l), "a", 50));
         assert!(!can_acquire(Some(&l), "b", 50));
         assert!(can_acquire(Some(&l), "b", 100));
+    }
+
+    #[test]
+    fn the_slot_is_taken_renewed_and_released_by_its_holder_only() {
+        let mut slot = LeaseSlot::default();
+        assert!(slot.is_free() && !slot.is_live(0));
+        assert!(slot.take("a", 0, 100));
+        assert!(slot.is_live(50) && slot.is_held_by("a"));
+        assert!(!slot.take("b", 50, 100), "a live lease of another");
+        assert_eq!(slot.renew("b", 50, 100), Err(LeaseLost));
+        assert_eq!(slot.renew("a", 50, 100), Ok(()));
+        assert_eq!(slot.get().map(|l| l.expires_at), Some(150));
+        assert!(!slot.release("b"));
+        assert!(slot.take("b", 150, 100), "expired: anyone may take it");
+        assert!(slot.release("b") && slot.is_free());
+        assert_eq!(slot.renew("b", 0, 1), Err(LeaseLost), "freed");
+        assert_eq!(serde_json::to_string(&slot).unwrap(), "null");
+        slot.take("c", 0, 5);
+        assert_eq!(
+            serde_json::to_value(&slot).unwrap(),
+            serde_json::json!({"owner": "c", "expires_at": 5})
+        );
     }
 }

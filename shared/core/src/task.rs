@@ -4,7 +4,7 @@
 
 use crate::clock::Millis;
 use crate::ids::TaskId;
-use crate::lease::Lease;
+use crate::lease::LeaseSlot;
 use crate::llm::Usage;
 use serde::{Deserialize, Serialize};
 
@@ -267,8 +267,8 @@ pub struct Task {
     pub thread: Option<String>,
     pub created_at: Millis,
     pub updated_at: Millis,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease: Option<Lease>,
+    #[serde(default, skip_serializing_if = "LeaseSlot::is_free")]
+    pub lease: LeaseSlot,
     /// Completed LLM turns.
     #[serde(default)]
     pub steps: u32,
@@ -390,7 +390,7 @@ impl Task {
             thread,
             created_at: now,
             updated_at: now,
-            lease: None,
+            lease: LeaseSlot::default(),
             steps: 0,
             segments: 0,
             next_seq: 0,

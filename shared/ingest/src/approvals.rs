@@ -82,7 +82,7 @@ impl Ingest {
         }
         // Also after a repeated decision: the first one's wake may be the
         // one that failed to send.
-        if task.status == baton_core::TaskStatus::Queued && task.lease.is_none() {
+        if task.status == baton_core::TaskStatus::Queued && task.lease.is_free() {
             self.queue
                 .send(&Wake::new(id.clone(), "approval").to_body(), Duration::ZERO)
                 .await

@@ -93,7 +93,7 @@ impl Segment<'_> {
             t.status = status;
             t.result = result.clone();
             t.error = error.clone();
-            t.lease = None;
+            t.lease.clear();
             t.waiting_for = None;
             t.posting = None;
             Some(vec![EntryKind::Status {
@@ -139,7 +139,7 @@ impl Segment<'_> {
     pub(super) async fn hand_over(&mut self) -> Result<SegmentEnd, WorkerError> {
         let segments = self.task.segments;
         self.commit(|t| {
-            t.lease = None;
+            t.lease.clear();
             Some(vec![EntryKind::Status {
                 status: TaskStatus::Running,
                 detail: format!("segment {segments} handed over"),

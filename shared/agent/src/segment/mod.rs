@@ -40,9 +40,8 @@ pub use budget::SegmentBudget;
 use crate::error::WorkerError;
 use crate::worker::Deps;
 use baton_core::approval;
-use baton_core::lease::can_acquire;
 use baton_core::transcript::pending_tool_calls;
-use baton_core::{now_ms, Entry, EntryKind, Lease, Task, TaskId, TaskStatus, WaitingFor};
+use baton_core::{now_ms, Entry, EntryKind, Task, TaskId, TaskStatus, WaitingFor};
 use baton_settings::AgentConfig;
 use limit::Limit;
 use trace::SegmentTrace;
@@ -107,7 +106,7 @@ impl<'d> Segment<'d> {
             crate::timer::arm(deps.queue.as_ref(), deps.scheduler(), &task.id, until).await?;
             return Ok(SegmentEnd::Dropped("timer not due yet; re-armed"));
         }
-        if task.lease.as_ref().is_none_or(|l| l.owner != owner) {
+        if !task.lease.is_held_by(&owner) {
             return Ok(SegmentEnd::Dropped(
                 if task.status.is_terminal() || task.status == TaskStatus::Waiting {
                     "task is not runnable"
@@ -162,15 +161,11 @@ impl<'d> Segment<'d> {
             .deps
             .store
             .update_with(&self.task.id.clone(), Some(self.task.clone()), |t| {
-                match &t.lease {
-                    Some(l) if l.owner == owner => {}
-                    _ => return Err(WorkerError::LeaseLost),
-                }
-                t.lease = Some(Lease {
-                    owner: owner.clone(),
-                    expires_at: now_ms() + ttl,
-                });
-                Ok(change(t))
+                // Every commit renews the lease, and none is made without it.
+                t.lease
+                    .renew(&owner, now_ms(), ttl)
+                    .map_err(|_| WorkerError::LeaseLost)?;
+                Ok::<_, WorkerError>(change(t))
             })
             .await?;
         self.task = task;
@@ -315,13 +310,9 @@ fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKin
             return (!entries.is_empty()).then_some(entries);
         }
     }
-    if !can_acquire(t.lease.as_ref(), owner, now) {
+    if !t.lease.take(owner, now, ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
-    t.lease = Some(Lease {
-        owner: owner.to_owned(),
-        expires_at: now + ttl,
-    });
     t.status = TaskStatus::Running;
     t.segments += 1;
     entries.push(EntryKind::Status {
@@ -336,7 +327,7 @@ fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKin
 fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
     t.status = TaskStatus::Waiting;
     t.waiting_for = Some(what);
-    t.lease = None;
+    t.lease.clear();
     EntryKind::Status {
         status: TaskStatus::Waiting,
         detail,

@@ -36,7 +36,7 @@ pub(super) async fn handle(
             let msg = format!("gave up after {receive_count} delivery attempts: {last}");
             t.status = TaskStatus::Failed;
             t.error = Some(msg.clone());
-            t.lease = None;
+            t.lease.clear();
             t.waiting_for = None;
             // Whatever post was under way, the failure notice below looks
             // for its own message first.

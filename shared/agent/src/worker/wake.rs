@@ -56,12 +56,12 @@ fn spawn_heartbeat(
         loop {
             tokio::time::sleep(s.heartbeat_every).await;
             let renewed = store
-                .update(&id, None, |t| match &mut t.lease {
-                    Some(l) if l.owner == owner => {
-                        l.expires_at = now_ms() + s.lease_ttl.as_millis() as i64;
-                        Ok(Some(Vec::new()))
-                    }
-                    _ => Ok(None),
+                .update(&id, None, |t| {
+                    let ttl = s.lease_ttl.as_millis() as i64;
+                    Ok(t.lease
+                        .renew(&owner, now_ms(), ttl)
+                        .ok()
+                        .map(|()| Vec::new()))
                 })
                 .await;
             if let Err(e) = renewed {
@@ -80,13 +80,12 @@ fn spawn_heartbeat(
 async fn release_after_failure(deps: &Deps, id: &TaskId, owner: &str, reason: &str) {
     let _ = deps
         .store
-        .update(id, None, |t| match &t.lease {
-            Some(l) if l.owner == owner => {
-                t.lease = None;
-                t.error = Some(reason.to_owned());
-                Ok(Some(Vec::new()))
+        .update(id, None, |t| {
+            if !t.lease.release(owner) {
+                return Ok(None);
             }
-            _ => Ok(None),
+            t.error = Some(reason.to_owned());
+            Ok(Some(Vec::new()))
         })
         .await;
 }

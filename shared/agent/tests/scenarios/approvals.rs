@@ -134,7 +134,7 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
 
     let t = task(&r, &id).await;
     assert_eq!(t.status, TaskStatus::Waiting);
-    assert!(t.lease.is_none(), "no worker holds a waiting task");
+    assert!(t.lease.is_free(), "no worker holds a waiting task");
     let approval_id = approval_of(&t);
     assert_eq!(deploys.load(Ordering::SeqCst), 0, "not run before approval");
     // Slack shows the request with both buttons, in the thread.

@@ -19,7 +19,10 @@ async fn task(store: &TaskStore, status: TaskStatus, lease: Option<Lease>) -> Ta
         now_ms(),
     );
     t.status = status;
-    t.lease = lease;
+    if let Some(l) = lease {
+        // Planted as a segment would have taken it: held until `expires_at`.
+        assert!(t.lease.take(&l.owner, l.expires_at - 1, 1));
+    }
     store
         .create(&t, vec![EntryKind::UserMessage { text: "hi".into() }], None)
         .await
