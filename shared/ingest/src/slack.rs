@@ -364,7 +364,11 @@ mod tests {
     async fn post_mention(ingest: &Ingest, text: &str) -> (u16, Value) {
         let mut v: Value = serde_json::from_str(APP_MENTION).unwrap();
         v["event"]["text"] = Value::String(format!("<@U0LAN0Z89> {text}"));
-        let body = serde_json::to_vec(&v).unwrap();
+        post_signed(ingest, serde_json::to_vec(&v).unwrap()).await
+    }
+
+    /// A Slack-signed `POST /slack/events` with `body`: status and JSON.
+    async fn post_signed(ingest: &Ingest, body: Vec<u8>) -> (u16, Value) {
         let ts = baton_core::now_ms() / 1000;
         let signature = sign(&SigningSecret::new(SECRET), ts, &body);
         let req = http::Request::builder()
@@ -410,21 +414,7 @@ mod tests {
             "event_id": "Ev1", "event_time": 1_700_000_000, "event": event
         }))
         .unwrap();
-        let ts = baton_core::now_ms() / 1000;
-        let signature = sign(&SigningSecret::new(SECRET), ts, &body);
-        let req = http::Request::builder()
-            .method("POST")
-            .uri("/slack/events")
-            .header("content-type", "application/json")
-            .header("x-slack-request-timestamp", ts.to_string())
-            .header("x-slack-signature", signature)
-            .body(Bytes::from(body))
-            .unwrap();
-        let resp = ingest.handle(req).await;
-        (
-            resp.status().as_u16(),
-            serde_json::from_slice(resp.body()).unwrap(),
-        )
+        post_signed(ingest, body).await
     }
 
     /// A message the store cannot take is not dropped in silence: its

@@ -87,6 +87,11 @@ impl AppBuilder {
     pub async fn run_dev(self, args: DevArgs) -> anyhow::Result<()> {
         crate::init_tracing(false);
         let mut settings = self.settings_from_env().context("invalid configuration")?;
+        // Before anything is opened or written: a start that cannot answer
+        // leaves nothing behind.
+        settings
+            .require_llm_key()
+            .context("invalid configuration")?;
         let visibility = Duration::from_millis(args.visibility_timeout_ms.max(300));
         let backend = match args.backend {
             BackendKind::Embedded => {
