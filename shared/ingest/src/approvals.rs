@@ -98,16 +98,20 @@ impl Ingest {
     /// A Slack Approve / Deny click by `user` on a button carrying `value`.
     /// Only the requester and the agent's configured approvers may decide;
     /// anyone else's click changes nothing.
-    pub(crate) async fn slack_decision(&self, user: &str, value: &str, approve: bool) -> Answer {
+    /// `task` is the task the value names, as the click's check read it.
+    pub(crate) async fn slack_decision(
+        &self,
+        user: &str,
+        value: &str,
+        approve: bool,
+        task: Option<baton_core::Task>,
+    ) -> Answer {
         let (task_id, approval_id) = baton_slack::approvals::parse_button_value(value)
             .ok_or_else(|| ApiError::bad_request("the button's value is not TASK:APPROVAL"))?;
         let id = parse_id(task_id)?;
         check_approval_id(approval_id)?;
-        let task = self
-            .store
-            .get(&id)
-            .await
-            .map_err(ApiError::unavailable)?
+        let task = task
+            .filter(|t| t.id == id)
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
         let rules = &self.agents.resolve(&task.agent).approval;
         if !rules.may_decide(user, approval::requester(&task)) {

@@ -181,7 +181,13 @@ impl Ingest {
     }
 
     /// An ephemeral note to one person; a failed one is logged.
-    async fn tell(&self, channel: &str, user: &str, thread_ts: Option<&str>, text: &str) {
+    pub(crate) async fn tell(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) {
         let Some(notices) = &self.notices else {
             tracing::warn!("no Slack bot token: the person could not be told");
             return;
@@ -205,15 +211,21 @@ impl Ingest {
                 ));
             }
         };
-        if let Some(refused) = self.foreign_interaction(&action).await? {
-            return Ok(refused);
-        }
+        // Read once: the workspace check, then the action, use it.
+        let task = match self.clicked_task(&action).await? {
+            Clicked::Own(task) => task.map(|t| *t),
+            Clicked::Foreign => {
+                return Ok(json(
+                    StatusCode::OK,
+                    &json!({"ok": true, "ignored": "the task belongs to another workspace"}),
+                ))
+            }
+        };
         match action.action_id.as_str() {
             "cancel_task" => {
                 let id = parse_id(action.value.as_deref().unwrap_or_default())?;
                 // The same rule as a `stop` in the thread; an unknown task
                 // is the 404 of `cancel_task` below.
-                let task = self.store.get(&id).await.map_err(ApiError::unavailable)?;
                 if let Some(task) = task.filter(|t| !self.may_stop(Some(&action.user_id), t)) {
                     self.refuse_stop(
                         &task,
@@ -242,6 +254,7 @@ impl Ingest {
                     &action.user_id,
                     value,
                     action_id == approval::APPROVE_ACTION,
+                    task,
                 )
                 .await
             }
@@ -257,13 +270,15 @@ impl Ingest {
 }
 
 impl Ingest {
-    /// A click on a task's button from another workspace than the task's
-    /// (or on a task that is not Slack's) changes nothing: a button's value
-    /// names a task, and a workspace could forge one naming another's.
-    async fn foreign_interaction(
+    /// The task a click names (`None`: none, or a value that is not one of
+    /// ours, which the action refuses itself). A click from another
+    /// workspace than the task's (or on a task that is not Slack's) is
+    /// [`Clicked::Foreign`] and changes nothing: a button's value names a
+    /// task, and a workspace could forge one naming another's.
+    async fn clicked_task(
         &self,
         action: &baton_slack::interactivity::BlockAction,
-    ) -> Result<Option<http::Response<Bytes>>, ApiError> {
+    ) -> Result<Clicked, ApiError> {
         let value = action.value.as_deref().unwrap_or_default();
         let task_id = match action.action_id.as_str() {
             "cancel_task" => Some(value),
@@ -277,23 +292,29 @@ impl Ingest {
         };
         // An unreadable value is each action's own 400 below.
         let Some(id) = task_id.and_then(|t| baton_core::TaskId::parse(t).ok()) else {
-            return Ok(None);
+            return Ok(Clicked::Own(None));
         };
-        let Some(task) = self.store.get(&id).await.map_err(ApiError::unavailable)? else {
-            return Ok(None);
-        };
-        match &task.origin {
-            Origin::Slack { team_id, .. } if *team_id == action.team_id => Ok(None),
-            _ => {
+        let task = self.store.get(&id).await.map_err(ApiError::unavailable)?;
+        match task.as_ref().map(|t| &t.origin) {
+            None => Ok(Clicked::Own(None)),
+            Some(Origin::Slack { team_id, .. }) if *team_id == action.team_id => {
+                Ok(Clicked::Own(task.map(Box::new)))
+            }
+            Some(_) => {
                 tracing::warn!(task_id = %id, team = %action.team_id, action = %action.action_id,
                     "Slack interaction from another workspace than the task's refused");
-                Ok(Some(json(
-                    StatusCode::OK,
-                    &json!({"ok": true, "ignored": "the task belongs to another workspace"}),
-                )))
+                Ok(Clicked::Foreign)
             }
         }
     }
+}
+
+/// What a click's button names.
+enum Clicked {
+    /// The task (if there is one) of the clicker's own workspace.
+    Own(Option<Box<baton_core::Task>>),
+    /// A task of another workspace, or of the HTTP API.
+    Foreign,
 }
 
 /// A Slack message as input: for the agent its workspace and channel are

@@ -50,9 +50,6 @@ impl Ingest {
         thread_ts: Option<&str>,
     ) {
         tracing::info!(task_id = %task.id, user, "stop by someone who may not stop the task; refused");
-        let Some(notices) = &self.notices else {
-            return;
-        };
         let (task_channel, task_thread) = match &task.origin {
             Origin::Slack {
                 channel, thread_ts, ..
@@ -65,12 +62,7 @@ impl Ingest {
             (None, Some(tc)) => (tc, task_thread),
             (None, None) => return,
         };
-        if let Err(e) = notices
-            .ephemeral(channel, user, thread_ts, &refusal(task))
-            .await
-        {
-            tracing::warn!(task_id = %task.id, user, channel, error = %e, "could not tell a user their stop was refused");
-        }
+        self.tell(channel, user, thread_ts, &refusal(task)).await;
     }
 }
 
