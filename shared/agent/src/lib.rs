@@ -15,6 +15,7 @@
 pub mod compaction;
 pub mod context;
 pub mod delegation;
+mod deps;
 mod error;
 pub mod model_choice;
 pub mod progress;

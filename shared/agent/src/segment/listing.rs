@@ -7,7 +7,7 @@
 
 use super::Segment;
 use crate::error::WorkerError;
-use crate::worker::Tools;
+use crate::deps::Tools;
 use baton_core::{Entry, EntryKind, RemoteTools, ToolListing};
 use baton_settings::AgentConfig;
 

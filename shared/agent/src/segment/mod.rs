@@ -38,7 +38,7 @@ mod wait;
 pub use budget::SegmentBudget;
 
 use crate::error::WorkerError;
-use crate::worker::Deps;
+use crate::deps::Deps;
 use baton_core::approval;
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{now_ms, Entry, EntryKind, Task, TaskId, TaskStatus, WaitingFor};
@@ -72,7 +72,7 @@ pub(crate) struct Segment<'d> {
     task: Task,
     transcript: Vec<Entry>,
     /// What this segment offers the model (see [`listing`]).
-    tools: crate::worker::Tools,
+    tools: crate::deps::Tools,
     budget: SegmentBudget,
     trace: SegmentTrace,
     /// At most one compaction attempt per segment, so a failing summariser

@@ -6,7 +6,7 @@
 use crate::delegation::{self, DELEGATE, MAX_CHILDREN_PER_STEP};
 use crate::question::ASK_USER;
 use crate::timer::SLEEP;
-use crate::worker::Tools;
+use crate::deps::Tools;
 use baton_core::approval::{approval_id, refusal};
 use baton_core::egress;
 use baton_core::{Approval, Entry, EntryKind, Task, Tool, ToolCall, ToolOutput};

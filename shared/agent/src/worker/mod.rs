@@ -12,12 +12,12 @@
 //! | a dead-lettered wake ([`Worker::dead_letter`]) | [`dead_letter`] |
 
 mod dead_letter;
-mod deps;
 mod reap;
 mod schedule;
 mod wake;
 
-pub(crate) use deps::{Deps, Tools};
+pub(crate) use crate::deps::Deps;
+pub use crate::deps::WorkerSettings;
 
 use crate::segment::SegmentBudget;
 use crate::spend::MonthlyBudgets;
@@ -33,39 +33,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use schedule::{HeartbeatReplies, DEFAULT_REPEAT_WINDOW};
-
-/// Timing of leases and queue visibility. The lease must expire before the
-/// message it was taken for becomes visible again (see [`Lease`](baton_core::Lease)).
-#[derive(Clone, Debug)]
-pub struct WorkerSettings {
-    /// Unique per process, part of every lease owner id (for logs).
-    pub instance_id: String,
-    /// How long a lease lasts unless renewed.
-    pub lease_ttl: Duration,
-    /// How often a running segment renews its lease and message visibility.
-    pub heartbeat_every: Duration,
-    /// The visibility a heartbeat extends the message to (longer than the
-    /// lease, so a crashed holder's lease is expired when its message
-    /// reappears).
-    pub visibility: Duration,
-    /// Delay before a message that failed transiently is retried.
-    pub retry_delay: Duration,
-    /// Longest a single tool call may run.
-    pub tool_timeout: Duration,
-}
-
-impl Default for WorkerSettings {
-    fn default() -> Self {
-        WorkerSettings {
-            instance_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_owned(),
-            lease_ttl: Duration::from_secs(30),
-            heartbeat_every: Duration::from_secs(10),
-            visibility: Duration::from_secs(45),
-            retry_delay: Duration::from_secs(5),
-            tool_timeout: Duration::from_secs(120),
-        }
-    }
-}
 
 /// What to do with the message that woke the worker.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
-//! What the message handlers work with, passed to each explicitly.
+//! What the message handlers and the segment work with, passed to each
+//! explicitly. Its own module so the worker (which builds it) and the
+//! segment (which uses it) depend on it, not on each other.
 
-use super::WorkerSettings;
 use crate::spend::MonthlyBudgets;
 use baton_core::approval::ApprovalPrompts;
 use baton_core::input_guard::InputGuardMode;
@@ -10,12 +11,13 @@ use baton_schedule::{ScheduleService, Scheduler};
 use baton_settings::Agents;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The tools the worker offers, by name.
 pub(crate) type Tools = BTreeMap<String, Arc<dyn Tool>>;
 
 /// Everything a handler may use. Built once per process by
-/// [`Worker`](super::Worker); handlers borrow it.
+/// [`Worker`](crate::Worker); handlers borrow it.
 pub(crate) struct Deps {
     pub(crate) store: TaskStore,
     pub(crate) queue: Arc<dyn WorkQueue>,
@@ -69,3 +71,37 @@ impl Deps {
         self.schedules.as_ref().map(|s| s.scheduler().as_ref())
     }
 }
+
+/// Timing of leases and queue visibility. The lease must expire before the
+/// message it was taken for becomes visible again (see [`Lease`](baton_core::Lease)).
+#[derive(Clone, Debug)]
+pub struct WorkerSettings {
+    /// Unique per process, part of every lease owner id (for logs).
+    pub instance_id: String,
+    /// How long a lease lasts unless renewed.
+    pub lease_ttl: Duration,
+    /// How often a running segment renews its lease and message visibility.
+    pub heartbeat_every: Duration,
+    /// The visibility a heartbeat extends the message to (longer than the
+    /// lease, so a crashed holder's lease is expired when its message
+    /// reappears).
+    pub visibility: Duration,
+    /// Delay before a message that failed transiently is retried.
+    pub retry_delay: Duration,
+    /// Longest a single tool call may run.
+    pub tool_timeout: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            instance_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_owned(),
+            lease_ttl: Duration::from_secs(30),
+            heartbeat_every: Duration::from_secs(10),
+            visibility: Duration::from_secs(45),
+            retry_delay: Duration::from_secs(5),
+            tool_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
