@@ -104,4 +104,3 @@ impl Default for WorkerSettings {
         }
     }
 }
-

@@ -2,6 +2,7 @@
 //! task finished, the task ended otherwise (failed, cancelled), or the
 //! segment handing over to the next.
 
+use super::events::Event;
 use super::{Segment, SegmentEnd, Step};
 use crate::delegation;
 use crate::error::WorkerError;
@@ -107,7 +108,7 @@ impl Segment<'_> {
             // the delivered answer's message is of no further use.
             self.stream = Default::default();
         }
-        self.measure_ended(status);
+        self.events.emit(&self.task, Event::Ended(status));
         if self.task.status.is_terminal() {
             crate::recap::record(&self.deps.store, &self.task, &self.transcript).await;
         }
@@ -152,5 +153,63 @@ impl Segment<'_> {
             .send(&wake.to_body(), Duration::ZERO)
             .await?;
         Ok(SegmentEnd::HandedOver)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::{roomy, says, Harness};
+    use super::super::SegmentEnd;
+    use baton_core::{EntryKind, TaskStatus};
+
+    #[tokio::test]
+    async fn the_answer_is_delivered_once_and_a_duplicate_wake_does_nothing() {
+        let h = Harness::new(|_| {});
+        h.llm.then(says("<thinking>easy</thinking>It is 4."));
+        let id = h.task("2+2?").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        assert_eq!(
+            h.replies.answers(),
+            ["It is 4."],
+            "cleaned before it is shown"
+        );
+        let task = h.get(&id).await;
+        assert_eq!(task.result.as_deref(), Some("It is 4."));
+        assert!(task.lease.is_free() && task.waiting_for.is_none());
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Dropped("task is not runnable")
+        );
+        assert_eq!(h.replies.answers().len(), 1);
+        assert_eq!(h.llm.calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_message_arriving_while_answering_is_answered_next() {
+        let h = Harness::new(|_| {});
+        h.llm.then(says("first")).then(says("second"));
+        let id = h.task("one").await;
+        if let Ok(mut slot) = h.replies.arrives_while_answering.lock() {
+            *slot = Some((h.store.clone(), "two".to_owned()));
+        }
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        assert_eq!(h.replies.answers(), ["first", "second"]);
+        let users: Vec<String> = h
+            .transcript(&id)
+            .await
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EntryKind::UserMessage { text } => Some(text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(users, ["one", "two"]);
+        assert_eq!(h.get(&id).await.result.as_deref(), Some("second"));
     }
 }

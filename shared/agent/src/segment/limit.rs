@@ -5,6 +5,7 @@
 //! money or tokens are what ran out), told to the user with the reason in
 //! plain words. The task's `error` still names the limit.
 
+use super::events::Event;
 use super::Segment;
 use crate::context::build_request;
 use crate::error::WorkerError;
@@ -101,6 +102,7 @@ impl Segment<'_> {
         let agent = self.agent;
         let request = build_request(agent, &self.transcript, Vec::new());
         let window = self.budget.time_left().clamp(SUMMARY_FLOOR, SUMMARY_MAX);
+        let started = now_ms();
         let clock = Instant::now();
         let call = crate::model_choice::complete(
             self.deps.llm.as_ref(),
@@ -122,20 +124,15 @@ impl Segment<'_> {
         self.budget.record(clock.elapsed());
         let usage = answer.completion.usage;
         let cost = baton_settings::price::completion_cost(agent, &answer.model, usage);
-        self.measure_llm_call(&answer.model, clock.elapsed(), usage, cost);
+        let summarised = Event::Summarised {
+            started,
+            took: clock.elapsed(),
+            model: &answer.model,
+            usage,
+            cost,
+        };
+        self.events.emit(&self.task, summarised);
         self.count_monthly(usage).await;
-        let started = now_ms();
-        let mut attrs = serde_json::Map::new();
-        attrs.insert("model".into(), serde_json::json!(answer.model));
-        attrs.insert("purpose".into(), serde_json::json!("closing summary"));
-        attrs.insert("input_tokens".into(), serde_json::json!(usage.input_tokens));
-        attrs.insert(
-            "output_tokens".into(),
-            serde_json::json!(usage.output_tokens),
-        );
-        attrs.insert("cost_usd".into(), serde_json::json!(cost));
-        attrs.insert("error".into(), serde_json::json!(false));
-        self.trace.record("llm_call", started, attrs);
         self.commit(|t| {
             t.usage.add(usage);
             t.cost_usd += cost;

@@ -6,8 +6,8 @@
 //! happens to the servers in between.
 
 use super::Segment;
-use crate::error::WorkerError;
 use crate::deps::Tools;
+use crate::error::WorkerError;
 use baton_core::{Entry, EntryKind, RemoteTools, ToolListing};
 use baton_settings::AgentConfig;
 

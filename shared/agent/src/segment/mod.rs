@@ -3,10 +3,11 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | this one | taking the lease, the step loop, commits under the lease |
+//! | this one | taking the lease, carrying out [`next`]'s actions, commits |
 //! | [`step`] | one LLM call (phase one of a step), compaction, loop detection |
 //! | [`files`] | downloading the files the input carried |
 //! | [`listing`] | the tools a segment offers; MCP tools listed once per task |
+//! | [`next`] | what the segment does next: the loop's decision, a value |
 //! | [`plan`] | what to do with a turn's tool calls: a pure decision |
 //! | [`tools`] | running the calls (phase two of a step) |
 //! | [`wait`] | waiting at zero compute: approval, children, timer |
@@ -16,16 +17,20 @@
 //! | [`phase`] | the task's phase for chat front ends (Slack agent sessions) |
 //! | [`stream`] | the answer streamed as it is written (chat message, events) |
 //! | [`stuck`] | empty answers, repeated calls, failing tools |
-//! | [`trace`] | the segment's spans |
+//! | [`events`] | what happened, said once: spans and metrics |
+//! | [`trace`] | the segment's spans, written when it ends |
 //! | [`budget`] | the segment's time |
 
 mod ask;
 mod budget;
 mod end;
+mod events;
 mod files;
+#[cfg(test)]
+mod harness;
 mod limit;
 mod listing;
-mod measure;
+mod next;
 mod phase;
 mod plan;
 mod step;
@@ -37,14 +42,14 @@ mod wait;
 
 pub use budget::SegmentBudget;
 
-use crate::error::WorkerError;
 use crate::deps::Deps;
+use crate::error::WorkerError;
 use baton_core::approval;
-use baton_core::transcript::pending_tool_calls;
 use baton_core::{now_ms, Entry, EntryKind, Task, TaskId, TaskStatus, WaitingFor};
 use baton_settings::AgentConfig;
+use events::{Event, Events};
 use limit::Limit;
-use trace::SegmentTrace;
+use next::{Next, Situation};
 
 /// How a segment ended (all of these acknowledge the wake message).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,11 +79,11 @@ pub(crate) struct Segment<'d> {
     /// What this segment offers the model (see [`listing`]).
     tools: crate::deps::Tools,
     budget: SegmentBudget,
-    trace: SegmentTrace,
+    /// Where spans and metrics go (see [`events`]).
+    events: Events,
     /// At most one compaction attempt per segment, so a failing summariser
     /// cannot eat the budget.
     compaction_tried: bool,
-    compaction_ran: bool,
     /// How this segment writes into the task's streamed answer message.
     stream: stream::ChatStream,
 }
@@ -124,17 +129,22 @@ impl<'d> Segment<'d> {
             transcript,
             tools: Default::default(),
             budget,
-            trace: SegmentTrace::new(segment_start, deps.span_export.as_deref()),
+            events: Events::new(
+                segment_start,
+                deps.span_export.as_deref(),
+                deps.metrics.clone(),
+                deps.llm.name(),
+            ),
             compaction_tried: false,
-            compaction_ran: false,
             stream: Default::default(),
         };
         segment.show_processing().await;
         let result = segment.steps().await;
         segment.show_end(&result).await;
-        segment.measure_segment();
+        segment.events.emit(&segment.task, Event::SegmentRan);
         segment
-            .trace
+            .events
+            .trace()
             .write(
                 &deps.store,
                 deps.span_export.as_deref(),
@@ -173,85 +183,66 @@ impl<'d> Segment<'d> {
         Ok(())
     }
 
-    /// The loop: guards, then phase two of an unfinished step, or the final
-    /// answer, or the next LLM call.
+    /// The loop: asks [`next::next`] what to do, does it, and asks again
+    /// until the segment ends.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
         self.take_listing().await?;
-        self.take_files().await?;
-        if self.task.segments > self.task.limits.max_segments {
-            let limit = Limit::Segments(self.task.limits.max_segments);
-            return self.stop_at(limit).await;
-        }
         loop {
-            if self.task.cancel_requested {
-                let reason = Some("cancelled on request".to_owned());
-                return self.end(TaskStatus::Cancelled, None, reason).await;
-            }
-            if self.task.limits.deadline_at.is_some_and(|d| now_ms() >= d) {
-                return self.stop_at(Limit::Deadline).await;
-            }
-            // Phase two of an unfinished step: its missing tool results.
-            let (step, pending) = pending_tool_calls(&self.transcript);
-            if !pending.is_empty() {
-                if !self.budget.fits_another() {
-                    return self.hand_over().await;
-                }
-                if let Some(end) = self.run_tools(step, pending).await? {
-                    return Ok(end);
-                }
-                self.advise_after_tool_errors().await?;
-                continue;
-            }
-            // The last step was a final answer: deliver it and finish.
-            if let Some(answer) = final_answer(&self.transcript) {
-                if crate::sanitize::sanitize(&answer).is_empty() {
-                    if let Some(end) = self.after_empty_answer().await? {
-                        return Ok(end);
-                    }
-                    continue;
-                }
-                if let Some(end) = self.deliver(answer).await? {
-                    return Ok(end);
-                }
-                // A message arrived while answering: it is the new input.
-                self.drain_inbox().await?;
-                continue;
-            }
-            // Steering: messages that arrived while we ran.
-            self.drain_inbox().await?;
-            if let Some(limit) = self.over_budget().await? {
-                return self.stop_at(limit).await;
-            }
-            if !self.budget.fits_another() {
-                return self.hand_over().await;
-            }
-            if let Some(end) = self.maybe_compact().await? {
-                return Ok(end);
-            }
-            if self.compaction_ran {
-                // Compaction used this unit of time: check the budget again.
-                self.compaction_ran = false;
-                continue;
-            }
-            if let Some(end) = self.llm_step().await? {
+            let situation = Situation {
+                agent: self.agent,
+                owner: &self.owner,
+                budget: &self.budget,
+                compaction_tried: self.compaction_tried,
+                now: now_ms(),
+            };
+            let action = next::next(&self.task, &self.transcript, &situation);
+            if let Some(end) = self.carry_out(action).await? {
                 return Ok(end);
             }
         }
     }
 
-    /// The limit that forbids another LLM call (steps, tokens, cost, the
-    /// monthly budgets), if one does.
-    async fn over_budget(&self) -> Result<Option<Limit>, WorkerError> {
-        let limits = &self.task.limits;
-        if self.task.steps >= limits.max_steps {
-            return Ok(Some(Limit::Steps(limits.max_steps)));
+    /// Carries out one action; `Some` when the segment ends with it.
+    async fn carry_out(&mut self, action: Next) -> Step {
+        match action {
+            Next::LeaseLost => Err(WorkerError::LeaseLost),
+            Next::Cancel => {
+                let reason = Some("cancelled on request".to_owned());
+                self.end(TaskStatus::Cancelled, None, reason)
+                    .await
+                    .map(Some)
+            }
+            Next::Stop(limit) => self.stop_at(limit).await.map(Some),
+            Next::TakeFiles => self.take_files().await.map(|()| None),
+            Next::HandOver => self.hand_over().await.map(Some),
+            Next::RunTools { step, pending } => {
+                if let Some(end) = self.run_tools(step, pending).await? {
+                    return Ok(Some(end));
+                }
+                self.advise_after_tool_errors().await?;
+                Ok(None)
+            }
+            Next::EmptyAnswer => self.after_empty_answer().await,
+            Next::Deliver(answer) => {
+                if let Some(end) = self.deliver(answer).await? {
+                    return Ok(Some(end));
+                }
+                // A message arrived while answering: it is the new input
+                // (taken now, or the answer would be found again).
+                self.take_inbox().await.map(|()| None)
+            }
+            Next::TakeInbox => self.take_inbox().await.map(|()| None),
+            Next::Compact => self.compact().await,
+            Next::CallModel => match self.monthly_budget_spent().await? {
+                Some(limit) => self.stop_at(limit).await.map(Some),
+                None => self.llm_step().await,
+            },
         }
-        if limits.max_tokens > 0 && self.task.usage.total() >= limits.max_tokens {
-            return Ok(Some(Limit::Tokens(limits.max_tokens)));
-        }
-        if let Some(msg) = baton_settings::price::exhausted(&self.task, self.agent) {
-            return Ok(Some(Limit::Cost(msg)));
-        }
+    }
+
+    /// The monthly budget that forbids another model call, if one does:
+    /// the one limit kept outside the task, read just before each call.
+    async fn monthly_budget_spent(&self) -> Result<Option<Limit>, WorkerError> {
         let Some(budgets) = &self.deps.budgets else {
             return Ok(None);
         };
@@ -268,7 +259,7 @@ impl<'d> Segment<'d> {
     }
 
     /// Moves messages that arrived while the task ran into the transcript.
-    async fn drain_inbox(&mut self) -> Result<(), WorkerError> {
+    async fn take_inbox(&mut self) -> Result<(), WorkerError> {
         if self.task.inbox.is_empty() {
             return Ok(());
         }
@@ -285,9 +276,7 @@ impl<'d> Segment<'d> {
                     .collect(),
             )
         })
-        .await?;
-        // Files that came with those messages follow them.
-        self.take_files().await
+        .await
     }
 }
 
@@ -358,23 +347,105 @@ fn pending_wake(t: &Task) -> Option<i64> {
     at.filter(|u| *u > now_ms())
 }
 
-/// The text of the final answer, if the conversation's last message is an
-/// assistant message without tool calls (a runtime note after it asks for
-/// more).
-fn final_answer(transcript: &[Entry]) -> Option<String> {
-    let last = transcript.iter().rev().find(|e| {
-        matches!(
-            e.kind,
-            EntryKind::UserMessage { .. }
-                | EntryKind::AssistantMessage { .. }
-                | EntryKind::ToolResult { .. }
-                | EntryKind::Note { .. }
-        )
-    })?;
-    match &last.kind {
-        EntryKind::AssistantMessage {
-            text, tool_calls, ..
-        } if tool_calls.is_empty() => Some(text.clone()),
-        _ => None,
+#[cfg(test)]
+mod tests {
+    use super::harness::{calls, roomy, says, Harness, Meddle};
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn at_the_budget_it_hands_over_and_the_next_segment_goes_on() {
+        let h = Harness::new(|_| {});
+        h.llm.then(calls(&["a"])).then(says("counted"));
+        let id = h.task("count once").await;
+        // The first unit of a segment always runs; the tools then wait.
+        let end = h.run(&id, SegmentBudget::new(Duration::ZERO)).await;
+        assert_eq!(end, SegmentEnd::HandedOver);
+        let task = h.get(&id).await;
+        assert_eq!(task.status, TaskStatus::Running);
+        assert!(task.lease.is_free(), "released for the next segment");
+        assert_eq!(h.tool.calls(), 0);
+        let sent = h.queue.sent();
+        assert_eq!(sent.len(), 1, "one wake: {sent:?}");
+        assert!(sent[0].0.contains(id.as_str()) && sent[0].1 == Duration::ZERO);
+
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        assert_eq!(h.tool.calls(), 1, "the call ran once, in the next segment");
+        assert_eq!(h.replies.answers(), ["counted"]);
+        assert_eq!(h.get(&id).await.segments, 2);
+    }
+
+    #[tokio::test]
+    async fn a_cancel_arriving_mid_step_ends_the_task_before_the_next_model_call() {
+        let h = Harness::new(|_| {});
+        h.tool.meddle(Meddle::Cancel);
+        h.llm.then(calls(&["a"])).then(says("never said"));
+        let id = h.task("count").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Cancelled)
+        );
+        assert_eq!(h.llm.calls(), 1);
+        assert!(h.replies.answers().is_empty());
+        let told = h.replies.endings();
+        assert_eq!(told.len(), 1);
+        assert!(told[0].contains("cancelled"), "{told:?}");
+        // The call that ran is recorded.
+        let results = h
+            .transcript(&id)
+            .await
+            .into_iter()
+            .filter(|e| matches!(e.kind, EntryKind::ToolResult { .. }))
+            .count();
+        assert_eq!(results, 1);
+    }
+
+    #[tokio::test]
+    async fn a_lost_lease_stops_the_segment_without_writing_or_telling() {
+        let h = Harness::new(|_| {});
+        h.tool.meddle(Meddle::StealLease);
+        h.llm.then(calls(&["a"]));
+        let id = h.task("count").await;
+        assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Dropped("lease lost"));
+        let task = h.get(&id).await;
+        assert!(task.lease.is_held_by("another-segment"));
+        assert_eq!(task.status, TaskStatus::Running);
+        let transcript = h.transcript(&id).await;
+        assert!(
+            !transcript
+                .iter()
+                .any(|e| matches!(e.kind, EntryKind::ToolResult { .. })),
+            "the result is the new holder's to write"
+        );
+        assert!(h.replies.answers().is_empty() && h.replies.endings().is_empty());
+        assert!(h.queue.sent().is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_deadline_ends_the_task_with_a_summary_told() {
+        let h = Harness::new(|_| {});
+        let id = h.task("go").await;
+        let set = h
+            .store
+            .update(&id, None, |t| {
+                t.limits.deadline_at = Some(now_ms() - 1);
+                Ok(Some(Vec::new()))
+            })
+            .await;
+        assert!(set.is_ok());
+        h.llm.then(says("I had started."));
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Failed)
+        );
+        let task = h.get(&id).await;
+        assert_eq!(task.error.as_deref(), Some("wall-clock deadline passed"));
+        assert!(task.lease.is_free());
+        let told = h.replies.endings();
+        assert_eq!(told.len(), 1);
+        assert!(told[0].contains("deadline") && told[0].contains("I had started."));
     }
 }

@@ -4,9 +4,9 @@
 //! becomes a child task, or is the turn's `sleep`.
 
 use crate::delegation::{self, DELEGATE, MAX_CHILDREN_PER_STEP};
+use crate::deps::Tools;
 use crate::question::ASK_USER;
 use crate::timer::SLEEP;
-use crate::deps::Tools;
 use baton_core::approval::{approval_id, refusal};
 use baton_core::egress;
 use baton_core::{Approval, Entry, EntryKind, Task, Tool, ToolCall, ToolOutput};
@@ -124,6 +124,74 @@ pub(super) struct TurnPlan {
     /// Approvals decided since they were asked for: their request messages
     /// are updated once the turn's calls have run.
     pub(super) decided: Vec<Approval>,
+}
+
+/// What a turn waits for once its runnable calls are done, at most one
+/// kind, in this order: a human's decision, child tasks, a reply, a timer.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Wait {
+    Approval(Vec<ToolCall>),
+    Children(Vec<ToolCall>),
+    Reply(Vec<ToolCall>),
+    Timer(ToolCall),
+}
+
+/// A turn's plan as the segment carries it out.
+pub(super) struct Batch {
+    /// Calls answered at once (refusals, reported delegations), written
+    /// with the `started` marks before anything runs.
+    pub(super) answered: Vec<(ToolCall, ToolOutput)>,
+    /// Calls not safe to repeat, marked started before they run.
+    pub(super) started: Vec<ToolCall>,
+    pub(super) runnable: Vec<(ToolCall, Arc<dyn Tool>)>,
+    pub(super) wait: Option<Wait>,
+    /// See [`TurnPlan::decided`].
+    pub(super) decided: Vec<Approval>,
+}
+
+impl TurnPlan {
+    /// The plan sorted into what is written, what runs and what the turn
+    /// waits for.
+    pub(super) fn batch(self) -> Batch {
+        let mut batch = Batch {
+            answered: Vec::new(),
+            started: Vec::new(),
+            runnable: Vec::new(),
+            wait: None,
+            decided: self.decided,
+        };
+        let (mut approval, mut children, mut reply, mut timer) =
+            (Vec::new(), Vec::new(), Vec::new(), None);
+        for (call, decision) in self.calls {
+            match decision {
+                Decision::Refuse(r) => {
+                    let out = ToolOutput::error(r.message(&call.name));
+                    batch.answered.push((call, out));
+                }
+                Decision::Answer(out) => batch.answered.push((call, out)),
+                Decision::Run { tool, mark_started } => {
+                    if mark_started {
+                        batch.started.push(call.clone());
+                    }
+                    batch.runnable.push((call, tool));
+                }
+                Decision::AwaitApproval => approval.push(call),
+                Decision::Delegate => children.push(call),
+                Decision::Ask => reply.push(call),
+                Decision::Sleep => timer = Some(call),
+            }
+        }
+        batch.wait = if !approval.is_empty() {
+            Some(Wait::Approval(approval))
+        } else if !children.is_empty() {
+            Some(Wait::Children(children))
+        } else if !reply.is_empty() {
+            Some(Wait::Reply(reply))
+        } else {
+            timer.map(Wait::Timer)
+        };
+        batch
+    }
 }
 
 /// Decides, for each call still missing a result (with whether it was
@@ -435,6 +503,66 @@ mod tests {
                 Decision::Ask => "ask".into(),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_turn_waits_for_one_thing_approval_first() {
+        let mut w = World::new(|_| {});
+        let calls = [
+            call("1", "fake", json!({})),
+            call("2", "sleep", json!({"seconds": 60})),
+            call("3", "delegate", json!({"agent": "helper", "input": "x"})),
+            call("4", "fake", json!({"write": 1})),
+            call("5", "nope", json!({})),
+        ];
+        w.asked(&calls);
+        let pending = calls.iter().map(|c| (c.clone(), false)).collect();
+        let batch = w.plan(pending).batch();
+        let ids = |calls: &[ToolCall]| calls.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            batch
+                .answered
+                .iter()
+                .map(|(c, _)| c.id.as_str())
+                .collect::<Vec<_>>(),
+            ["5"],
+            "the unknown tool is refused at once"
+        );
+        assert!(batch.answered[0].1.is_error);
+        let run: Vec<&str> = batch.runnable.iter().map(|(c, _)| c.id.as_str()).collect();
+        assert_eq!(run, ["1"]);
+        assert!(batch.started.is_empty(), "a read is not marked started");
+        match batch.wait {
+            Some(Wait::Approval(calls)) => assert_eq!(ids(&calls), ["4"]),
+            other => panic!("expected the approval wait, got {other:?}"),
+        }
+        // Without the approval the children come next, then the timer.
+        let mut w = World::new(|_| {});
+        let calls = [
+            call("1", "sleep", json!({"seconds": 60})),
+            call("2", "delegate", json!({"agent": "helper", "input": "x"})),
+        ];
+        w.asked(&calls);
+        let batch = w
+            .plan(calls.iter().map(|c| (c.clone(), false)).collect())
+            .batch();
+        assert!(matches!(batch.wait, Some(Wait::Children(ref c)) if ids(c) == ["2"]));
+        let mut w = World::new(|_| {});
+        let calls = [call("1", "sleep", json!({"seconds": 60}))];
+        w.asked(&calls);
+        let batch = w
+            .plan(calls.iter().map(|c| (c.clone(), false)).collect())
+            .batch();
+        assert!(matches!(batch.wait, Some(Wait::Timer(ref c)) if c.id == "1"));
+        // Without approvals a write runs, marked started.
+        let mut w = World::new(|a| a.approval.require = Some(Vec::new()));
+        let calls = [call("1", "fake", json!({"write": 1}))];
+        w.asked(&calls);
+        let batch = w
+            .plan(calls.iter().map(|c| (c.clone(), false)).collect())
+            .batch();
+        assert_eq!(ids(&batch.started), ["1"]);
+        assert!(batch.wait.is_none());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! before any tool runs; and what happens around it — compaction of a long
 //! history, counting tokens in the monthly budgets, loop detection.
 
+use super::events::{Call, Event};
 use super::{Segment, Step};
 use crate::compaction::{self, CompactionError};
 use crate::context::{self, build_request};
@@ -11,7 +12,6 @@ use crate::progress;
 use baton_core::{
     now_ms, CompletionRequest, EntryKind, LlmError, NoteReason, TaskStatus, ToolSpec, Usage,
 };
-use serde_json::{json, Map};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -20,20 +20,14 @@ use tokio::time::Instant;
 const LLM_CALL_FLOOR: Duration = Duration::from_secs(30);
 
 impl Segment<'_> {
-    /// Compaction, when the context is large or `/compact` was asked for:
-    /// older turns are summarised by the model into a summary entry; if
-    /// summarising fails the history stays as it is. A bare `/compact`
-    /// answers and ends the task.
-    pub(super) async fn maybe_compact(&mut self) -> Step {
-        let agent = self.agent;
+    /// Compaction, when the context is large or `/compact` was asked for
+    /// ([`super::next`] decides): older turns are summarised by the model
+    /// into a summary entry; if summarising fails the history stays as it
+    /// is. A bare `/compact` answers and ends the task. Tried once per
+    /// segment, so a failing summariser cannot eat the budget.
+    pub(super) async fn compact(&mut self) -> Step {
         let forced = compaction::compact_requested(&self.transcript);
-        if self.compaction_tried
-            || !(forced || compaction::needs_compaction(agent, &self.transcript))
-        {
-            return Ok(None);
-        }
         self.compaction_tried = true;
-        self.compaction_ran = true;
         let outcome = self.compact_history().await?;
         if forced && !compaction::answer_needed(&self.transcript) && self.task.parent.is_none() {
             let msg = match &outcome {
@@ -84,9 +78,6 @@ impl Segment<'_> {
             .await;
         let outcome = compaction::compact(agent, &self.transcript, self.deps.llm.as_ref()).await;
         self.budget.record(clock.elapsed());
-        let mut attrs = Map::new();
-        attrs.insert("error".into(), json!(outcome.is_err()));
-        self.trace.record("compaction", started, attrs);
         let spent = match &outcome {
             Ok(done) => Some((Some(done.entry.clone()), done.usage)),
             Err(CompactionError::EmptySummary { usage }) => Some((None, *usage)),
@@ -95,9 +86,21 @@ impl Segment<'_> {
                 None
             }
         };
-        if let Some((entry, usage)) = spent {
-            let cost = baton_settings::price::completion_cost(agent, &agent.model, usage);
-            self.measure_llm_call(&agent.model, clock.elapsed(), usage, cost);
+        let cost = spent
+            .as_ref()
+            .map(|(_, usage)| baton_settings::price::completion_cost(agent, &agent.model, *usage));
+        let compacted = Event::Compacted {
+            started,
+            took: clock.elapsed(),
+            model: &agent.model,
+            failed: outcome.is_err(),
+            spent: spent
+                .as_ref()
+                .zip(cost)
+                .map(|((_, usage), cost)| (*usage, cost)),
+        };
+        self.events.emit(&self.task, compacted);
+        if let (Some((entry, usage)), Some(cost)) = (spent, cost) {
             self.count_monthly(usage).await;
             self.commit(|t| {
                 t.usage.add(usage);
@@ -288,53 +291,32 @@ impl Segment<'_> {
             return Ok(Called::OutOfTime);
         };
         self.budget.record(clock.elapsed());
-        let mut attrs = Map::new();
-        attrs.insert("provider".into(), json!(self.deps.llm.name()));
-        attrs.insert("step".into(), json!(self.task.steps + 1));
+        let call = Call {
+            request,
+            started,
+            took: clock.elapsed(),
+            step: self.task.steps + 1,
+        };
         match result {
             Ok(answer) => {
-                attrs.insert("model".into(), json!(answer.model));
-                attrs.insert("escalated".into(), json!(answer.escalated));
-                if !answer.failures.is_empty() {
-                    let from: Vec<&str> =
-                        answer.failures.iter().map(|f| f.model.as_str()).collect();
-                    attrs.insert("fell_back_from".into(), json!(from));
-                }
                 let usage = answer.completion.usage;
                 let cost = baton_settings::price::completion_cost(self.agent, &answer.model, usage);
-                attrs.insert("cost_usd".into(), json!(cost));
-                attrs.insert("input_tokens".into(), json!(usage.input_tokens));
-                attrs.insert("output_tokens".into(), json!(usage.output_tokens));
-                attrs.insert(
-                    "tool_calls".into(),
-                    json!(answer.completion.tool_calls.len()),
-                );
-                attrs.insert("finish_reason".into(), json!(answer.completion.stop_reason));
-                attrs.insert("error".into(), json!(false));
-                let span = self.trace.record("llm_call", started, attrs);
-                if self.trace.wants_content() {
-                    let content = super::trace::chat_content(request, Some(&answer.completion));
-                    self.trace.content(span, content);
-                }
-                self.measure_llm_call(&answer.model, clock.elapsed(), usage, cost);
+                let answered = Event::ModelAnswered {
+                    call,
+                    answer: &answer,
+                    cost,
+                };
+                self.events.emit(&self.task, answered);
                 self.count_monthly(usage).await;
                 Ok(Called::Answered(answer))
             }
-            Err(e) => {
-                // The full detail (model ids, provider bodies) is for the
-                // trace and the logs, not for people.
-                let tried: Vec<&str> = e.failures.iter().map(|f| f.model.as_str()).collect();
-                attrs.insert("model".into(), json!(request.model));
-                attrs.insert("models_failed".into(), json!(tried));
-                attrs.insert("error".into(), json!(true));
-                attrs.insert("error_message".into(), json!(e.to_string()));
-                let span = self.trace.record("llm_call", started, attrs);
-                if self.trace.wants_content() {
-                    let content = super::trace::chat_content(request, None);
-                    self.trace.content(span, content);
-                }
-                self.measure_llm_error();
-                Ok(Called::Failed(e))
+            Err(failed) => {
+                let event = Event::ModelFailed {
+                    call,
+                    failed: &failed,
+                };
+                self.events.emit(&self.task, event);
+                Ok(Called::Failed(failed))
             }
         }
     }

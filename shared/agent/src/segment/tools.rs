@@ -3,13 +3,13 @@
 //! the runnable calls run in parallel, each result written as it completes;
 //! then the turn waits, if it must (approval, children, a reply, timer).
 
-use super::plan::{plan, Decision, Turn};
+use super::events::Event;
+use super::plan::{plan, Turn, Wait};
 use super::{Segment, Step};
 use crate::progress;
 use baton_core::input_guard::{screen_tool_output, InputGuardMode};
 use baton_core::{now_ms, EntryKind, Tool, ToolCall, ToolContext, ToolOutput};
 use futures::stream::{FuturesUnordered, StreamExt};
-use serde_json::{json, Map};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -27,64 +27,37 @@ impl Segment<'_> {
             step,
             now: now_ms(),
         };
-        let plan = plan(&turn, pending);
-        let mut answered = Vec::new();
-        let mut started_marks = Vec::new();
-        let mut runnable: Vec<(ToolCall, Arc<dyn Tool>)> = Vec::new();
-        let (mut approval, mut delegate, mut sleep) = (Vec::new(), Vec::new(), None);
-        let mut ask = Vec::new();
-        for (call, decision) in plan.calls {
-            match decision {
-                Decision::Refuse(r) => {
-                    let out = ToolOutput::error(r.message(&call.name));
-                    answered.push(result_entry(step, &call, out, max_chars, guard));
-                }
-                Decision::Answer(out) => {
-                    answered.push(result_entry(step, &call, out, max_chars, guard))
-                }
-                Decision::Run { tool, mark_started } => {
-                    if mark_started {
-                        started_marks.push(EntryKind::ToolStarted {
-                            step,
-                            call_id: call.id.clone(),
-                            name: call.name.clone(),
-                        });
-                    }
-                    runnable.push((call, tool));
-                }
-                Decision::AwaitApproval => approval.push(call),
-                Decision::Delegate => delegate.push(call),
-                Decision::Sleep => sleep = Some(call),
-                Decision::Ask => ask.push(call),
-            }
-        }
-        answered.extend(started_marks);
-        if !answered.is_empty() {
-            self.commit(|_| Some(answered.clone())).await?;
+        let batch = plan(&turn, pending).batch();
+        let mut written: Vec<EntryKind> = batch
+            .answered
+            .into_iter()
+            .map(|(call, out)| result_entry(step, &call, out, max_chars, guard))
+            .collect();
+        written.extend(batch.started.iter().map(|call| EntryKind::ToolStarted {
+            step,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+        }));
+        if !written.is_empty() {
+            self.commit(|_| Some(written.clone())).await?;
         }
         // Counted as a unit of the segment's time even when nothing ran.
         let batch_clock = Instant::now();
-        self.run_parallel(step, runnable).await?;
+        self.run_parallel(step, batch.runnable).await?;
         self.budget.record(batch_clock.elapsed());
         if let Some(prompts) = self.deps.approvals.clone() {
-            for a in &plan.decided {
+            for a in &batch.decided {
                 if let Err(e) = prompts.decided(&self.task, a).await {
                     tracing::warn!(error = %e, "could not update the approval message");
                 }
             }
         }
-        if !approval.is_empty() {
-            return self.wait_for_approval(step, approval).await;
-        }
-        if !delegate.is_empty() {
-            return self.delegate(delegate).await;
-        }
-        if !ask.is_empty() {
-            return self.wait_for_reply(step, ask).await;
-        }
-        match sleep {
-            Some(call) => self.start_timer(step, &call).await,
+        match batch.wait {
             None => Ok(None),
+            Some(Wait::Approval(calls)) => self.wait_for_approval(step, calls).await,
+            Some(Wait::Children(calls)) => self.delegate(calls).await,
+            Some(Wait::Reply(calls)) => self.wait_for_reply(step, calls).await,
+            Some(Wait::Timer(call)) => self.start_timer(step, &call).await,
         }
     }
 
@@ -123,20 +96,15 @@ impl Segment<'_> {
             })
             .collect();
         while let Some((call, output, started)) = running.next().await {
-            let mut attrs = Map::new();
-            attrs.insert("tool".into(), json!(call.name));
-            attrs.insert("call_id".into(), json!(call.id));
-            attrs.insert("step".into(), json!(step));
-            attrs.insert("error".into(), json!(output.is_error));
-            let span = self.trace.record("tool_call", started, attrs);
-            if self.trace.wants_content() {
-                let content = super::trace::tool_content(&call.arguments, &output.content);
-                self.trace.content(span, content);
-            }
             let max_chars = self.agent.max_tool_result_chars;
             let entry = result_entry(step, &call, output, max_chars, self.deps.input_guard);
             self.commit(|_| Some(vec![entry.clone()])).await?;
-            self.measure_tool_result(&entry);
+            let answered = Event::ToolAnswered {
+                started,
+                call: &call,
+                result: &entry,
+            };
+            self.events.emit(&self.task, answered);
         }
         Ok(())
     }
@@ -161,5 +129,82 @@ pub(super) fn result_entry(
         content,
         is_error: output.is_error,
         truncated_chars,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::{calls, roomy, says, Harness, Meddle};
+    use super::super::SegmentEnd;
+    use baton_core::{EntryKind, TaskStatus};
+    use std::sync::atomic::Ordering;
+
+    fn results(transcript: &[baton_core::Entry]) -> Vec<(String, String)> {
+        transcript
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::ToolResult {
+                    call_id, content, ..
+                } => Some((call_id.clone(), content.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn safe_calls_run_once_each_with_no_started_marks() {
+        let h = Harness::new(|_| {});
+        h.llm.then(calls(&["a", "b", "c"])).then(says("three"));
+        let id = h.task("count thrice").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        assert_eq!(h.tool.calls(), 3);
+        let transcript = h.transcript(&id).await;
+        let mut ids: Vec<String> = results(&transcript).into_iter().map(|r| r.0).collect();
+        ids.sort();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert!(!transcript
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::ToolStarted { .. })));
+        // The model saw every result before answering.
+        let last = h.llm.requests.lock().map(|r| r.len()).unwrap_or(0);
+        assert_eq!(last, 2);
+    }
+
+    #[tokio::test]
+    async fn a_call_not_safe_to_repeat_is_never_run_twice() {
+        let h = Harness::new(|_| {});
+        h.tool.safe.store(false, Ordering::SeqCst);
+        // The segment loses its lease while the call runs: its result is
+        // never recorded, as after a crash.
+        h.tool.meddle(Meddle::StealLease);
+        h.llm.then(calls(&["a"])).then(says("it was interrupted"));
+        let id = h.task("count once").await;
+        assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Dropped("lease lost"));
+        assert!(h
+            .transcript(&id)
+            .await
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::ToolStarted { .. })));
+        // The other holder dies too; its lease lapses.
+        h.tool.meddle(Meddle::Nothing);
+        let freed = h
+            .store
+            .update(&id, None, |t| {
+                t.lease.clear();
+                Ok(Some(Vec::new()))
+            })
+            .await;
+        assert!(freed.is_ok());
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        assert_eq!(h.tool.calls(), 1, "not run again");
+        let results = results(&h.transcript(&id).await);
+        assert_eq!(results.len(), 1);
+        assert!(results[0].1.starts_with("interrupted"), "{results:?}");
     }
 }

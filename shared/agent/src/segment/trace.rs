@@ -36,6 +36,17 @@ impl SegmentTrace {
             .record(name, Some(&self.segment_span), started, attrs)
     }
 
+    /// The names of the spans recorded so far, in order.
+    #[cfg(test)]
+    pub(super) fn span_names(&mut self) -> Vec<String> {
+        let spans = self.spans.take();
+        let names = spans.iter().map(|s| s.name.clone()).collect();
+        for s in spans {
+            self.spans.push(s);
+        }
+        names
+    }
+
     /// Whether spans carry content: only then is [`SegmentTrace::content`]
     /// worth building.
     pub(super) fn wants_content(&self) -> bool {

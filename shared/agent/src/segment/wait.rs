@@ -282,3 +282,59 @@ impl Segment<'_> {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::{calls, roomy, Harness};
+    use super::super::SegmentEnd;
+    use baton_core::{Completion, TaskStatus, ToolCall, WaitingFor};
+    use baton_settings::ApprovalRule;
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn an_approval_waits_with_no_worker_and_nothing_run() {
+        let h = Harness::new(|a| {
+            a.approval.require = ApprovalRule::parse("count").ok().map(|r| vec![r]);
+        });
+        h.llm.then(calls(&["a"]));
+        let id = h.task("count").await;
+        assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
+        let task = h.get(&id).await;
+        assert_eq!(task.status, TaskStatus::Waiting);
+        assert!(matches!(
+            task.waiting_for,
+            Some(WaitingFor::Approval { .. })
+        ));
+        assert!(task.lease.is_free(), "no worker holds a waiting task");
+        assert_eq!(task.approvals.len(), 1);
+        assert_eq!(h.tool.calls(), 0);
+        // A duplicate wake finds nothing to do.
+        assert!(matches!(h.run(&id, roomy()).await, SegmentEnd::Dropped(_)));
+        assert_eq!(h.llm.calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn sleep_waits_on_a_timer_armed_through_the_queue() {
+        let h = Harness::new(|_| {});
+        h.llm.then(Completion {
+            tool_calls: vec![ToolCall {
+                id: "s".into(),
+                name: "sleep".into(),
+                arguments: json!({"seconds": 60}),
+            }],
+            ..Completion::default()
+        });
+        let id = h.task("wait a minute").await;
+        assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
+        let task = h.get(&id).await;
+        assert!(matches!(task.waiting_for, Some(WaitingFor::Timer { .. })));
+        assert!(task.lease.is_free());
+        let sent = h.queue.sent();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(sent[0].1 > Duration::from_secs(50) && sent[0].1 <= Duration::from_secs(60));
+        // Woken early (a duplicate): it re-arms and waits on.
+        assert!(matches!(h.run(&id, roomy()).await, SegmentEnd::Dropped(_)));
+        assert_eq!(h.get(&id).await.status, TaskStatus::Waiting);
+    }
+}

@@ -159,6 +159,12 @@ impl Worker {
         self
     }
 
+    /// The handlers' dependencies, for the segment's tests.
+    #[cfg(test)]
+    pub(crate) fn deps(&self) -> &Deps {
+        &self.deps
+    }
+
     pub fn store(&self) -> &TaskStore {
         &self.deps.store
     }

@@ -1,0 +1,509 @@
+//! What the segment does next, as a value: [`next`] looks at the task, its
+//! transcript, the segment's budget and the time, and names one action.
+//! It reads nothing else and writes nothing, so every rule of the loop is
+//! here, in order, and tested from tables below; the segment
+//! ([`super::Segment::steps`]) only carries the action out and asks again.
+//!
+//! Waits are decided per tool call by [`super::plan`] and, for the turn,
+//! by [`super::plan::Plan::wait`]; waits end in [`super::acquire`].
+
+use super::budget::SegmentBudget;
+use super::limit::Limit;
+use crate::compaction;
+use baton_core::transcript::pending_tool_calls;
+use baton_core::{Entry, EntryKind, Task, ToolCall};
+use baton_settings::AgentConfig;
+
+/// One action of the segment.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Next {
+    /// The lease is no longer this segment's: stop without writing.
+    LeaseLost,
+    /// Cancellation was asked for: end the task as cancelled.
+    Cancel,
+    /// A limit forbids going on: end with a summary of the work.
+    Stop(Limit),
+    /// Files came with the input: take them into the transcript.
+    TakeFiles,
+    /// The next unit of work may not fit the time left: checkpoint, send
+    /// the next wake, release the lease.
+    HandOver,
+    /// Phase two of step `step`: run its calls that have no result yet
+    /// (`true`: started before and never recorded).
+    RunTools {
+        step: u32,
+        pending: Vec<(ToolCall, bool)>,
+    },
+    /// The model's final answer is empty: nudge it, escalate, or fail.
+    EmptyAnswer,
+    /// Deliver the final answer and finish (or go on with a message that
+    /// arrived meanwhile).
+    Deliver(String),
+    /// Messages arrived while the task ran: they are the next input.
+    TakeInbox,
+    /// The context is large, or `/compact` was asked for: summarise older
+    /// turns (once per segment).
+    Compact,
+    /// Phase one of a step: call the model. The monthly budgets, kept in
+    /// the table and read only here, are checked by the segment first.
+    CallModel,
+}
+
+/// What [`next`] looks at besides the task and its transcript.
+pub(super) struct Situation<'a> {
+    pub(super) agent: &'a AgentConfig,
+    /// This segment's lease owner id.
+    pub(super) owner: &'a str,
+    pub(super) budget: &'a SegmentBudget,
+    /// Compaction was tried in this segment already.
+    pub(super) compaction_tried: bool,
+    /// Milliseconds since the epoch.
+    pub(super) now: i64,
+}
+
+/// The segment's next action. The order is the loop's priority: a lost
+/// lease, then a cancel, then the deadline and the hop limit, then the
+/// step in progress, then a new step.
+pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next {
+    if !task.lease.is_held_by(s.owner) {
+        return Next::LeaseLost;
+    }
+    if task.cancel_requested {
+        return Next::Cancel;
+    }
+    if task.limits.deadline_at.is_some_and(|d| s.now >= d) {
+        return Next::Stop(Limit::Deadline);
+    }
+    if task.segments > task.limits.max_segments {
+        return Next::Stop(Limit::Segments(task.limits.max_segments));
+    }
+    // Files follow the message they came with: while that message waits
+    // in the inbox, so do they.
+    if !task.pending_files.is_empty() && task.inbox.is_empty() {
+        return Next::TakeFiles;
+    }
+    // Phase two of an unfinished step: its missing tool results.
+    let (step, pending) = pending_tool_calls(transcript);
+    if !pending.is_empty() {
+        if !s.budget.fits_another() {
+            return Next::HandOver;
+        }
+        return Next::RunTools { step, pending };
+    }
+    if let Some(answer) = final_answer(transcript) {
+        if crate::sanitize::sanitize(&answer).is_empty() {
+            return Next::EmptyAnswer;
+        }
+        return Next::Deliver(answer);
+    }
+    // Steering: messages that arrived while we ran.
+    if !task.inbox.is_empty() {
+        return Next::TakeInbox;
+    }
+    if let Some(limit) = over_limit(task, s.agent) {
+        return Next::Stop(limit);
+    }
+    if !s.budget.fits_another() {
+        return Next::HandOver;
+    }
+    if !s.compaction_tried
+        && (compaction::compact_requested(transcript)
+            || compaction::needs_compaction(s.agent, transcript))
+    {
+        return Next::Compact;
+    }
+    Next::CallModel
+}
+
+/// The task's own limit that forbids another model call (steps, tokens,
+/// cost), if one does. The monthly budgets are the segment's to read.
+fn over_limit(task: &Task, agent: &AgentConfig) -> Option<Limit> {
+    let limits = &task.limits;
+    if task.steps >= limits.max_steps {
+        return Some(Limit::Steps(limits.max_steps));
+    }
+    if limits.max_tokens > 0 && task.usage.total() >= limits.max_tokens {
+        return Some(Limit::Tokens(limits.max_tokens));
+    }
+    baton_settings::price::exhausted(task, agent).map(Limit::Cost)
+}
+
+/// The text of the final answer, if the conversation's last message is an
+/// assistant message without tool calls (a runtime note after it asks for
+/// more).
+pub(super) fn final_answer(transcript: &[Entry]) -> Option<String> {
+    let last = transcript.iter().rev().find(|e| {
+        matches!(
+            e.kind,
+            EntryKind::UserMessage { .. }
+                | EntryKind::AssistantMessage { .. }
+                | EntryKind::ToolResult { .. }
+                | EntryKind::Note { .. }
+        )
+    })?;
+    match &last.kind {
+        EntryKind::AssistantMessage {
+            text, tool_calls, ..
+        } if tool_calls.is_empty() => Some(text.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{NoteReason, Origin, TaskId, TaskStatus, Usage};
+    use serde_json::json;
+    use std::time::Duration;
+
+    const OWNER: &str = "segment-1";
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn agent() -> AgentConfig {
+        let mut a = AgentConfig::new("default", "gpt-4o");
+        a.context.window_tokens = Some(100_000);
+        a
+    }
+
+    /// A running task whose lease this segment holds.
+    fn task() -> Task {
+        let limits = baton_core::Limits {
+            max_steps: 10,
+            max_segments: 5,
+            max_tokens: 0,
+            deadline_at: None,
+        };
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            limits,
+            NOW - 1_000,
+        );
+        t.status = TaskStatus::Running;
+        t.segments = 1;
+        assert!(t.lease.take(OWNER, NOW - 500, 30_000));
+        t
+    }
+
+    fn entries(kinds: Vec<EntryKind>) -> Vec<Entry> {
+        kinds
+            .into_iter()
+            .enumerate()
+            .map(|(i, kind)| Entry {
+                seq: i as u64 + 1,
+                at: NOW - 100,
+                kind,
+            })
+            .collect()
+    }
+
+    fn user(text: &str) -> EntryKind {
+        EntryKind::UserMessage { text: text.into() }
+    }
+
+    fn answer(step: u32, text: &str, calls: &[&str]) -> EntryKind {
+        EntryKind::AssistantMessage {
+            step,
+            text: text.into(),
+            tool_calls: calls
+                .iter()
+                .map(|id| ToolCall {
+                    id: (*id).into(),
+                    name: "read".into(),
+                    arguments: json!({}),
+                })
+                .collect(),
+            usage: Usage::default(),
+            model: "m".into(),
+        }
+    }
+
+    fn result(step: u32, id: &str) -> EntryKind {
+        EntryKind::ToolResult {
+            step,
+            call_id: id.into(),
+            name: "read".into(),
+            content: "ok".into(),
+            is_error: false,
+            truncated_chars: 0,
+        }
+    }
+
+    fn started(step: u32, id: &str) -> EntryKind {
+        EntryKind::ToolStarted {
+            step,
+            call_id: id.into(),
+            name: "read".into(),
+        }
+    }
+
+    /// A budget that has run one unit of `step` and has `left` after it.
+    fn budget(step: Duration, left: Duration) -> SegmentBudget {
+        let mut b = SegmentBudget::new(left);
+        b.record(step);
+        b
+    }
+
+    fn roomy() -> SegmentBudget {
+        SegmentBudget::new(Duration::from_secs(600))
+    }
+
+    fn spent() -> SegmentBudget {
+        budget(Duration::from_secs(60), Duration::from_secs(10))
+    }
+
+    fn decide(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget) -> Next {
+        decide_with(t, kinds, b, false)
+    }
+
+    fn decide_with(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget, tried: bool) -> Next {
+        let agent = agent();
+        let s = Situation {
+            agent: &agent,
+            owner: OWNER,
+            budget: b,
+            compaction_tried: tried,
+            now: NOW,
+        };
+        next(t, &entries(kinds), &s)
+    }
+
+    fn pending(ids: &[(&str, bool)]) -> Vec<(ToolCall, bool)> {
+        ids.iter()
+            .map(|(id, was_started)| {
+                (
+                    ToolCall {
+                        id: (*id).into(),
+                        name: "read".into(),
+                        arguments: json!({}),
+                    },
+                    *was_started,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_new_task_calls_the_model_and_a_final_answer_is_delivered() {
+        let t = task();
+        assert_eq!(decide(&t, vec![user("hi")], &roomy()), Next::CallModel);
+        assert_eq!(
+            decide(&t, vec![user("hi"), answer(1, "hello", &[])], &roomy()),
+            Next::Deliver("hello".into())
+        );
+        // Reasoning only is no answer at all.
+        let thought = "<thinking>they said hi</thinking>\n ";
+        assert_eq!(
+            decide(&t, vec![user("hi"), answer(1, thought, &[])], &roomy()),
+            Next::EmptyAnswer
+        );
+        // A note after the answer asks for more: the model is called.
+        let nudged = vec![
+            user("hi"),
+            answer(1, "", &[]),
+            EntryKind::Note {
+                reason: NoteReason::EmptyAnswer,
+                text: "continue".into(),
+            },
+        ];
+        assert_eq!(decide(&t, nudged, &roomy()), Next::CallModel);
+    }
+
+    #[test]
+    fn phase_two_runs_what_has_no_result_and_says_what_was_started() {
+        let t = task();
+        let step = vec![
+            user("go"),
+            answer(1, "", &["a", "b", "c"]),
+            started(1, "b"),
+            result(1, "a"),
+        ];
+        assert_eq!(
+            decide(&t, step.clone(), &roomy()),
+            Next::RunTools {
+                step: 1,
+                pending: pending(&[("b", true), ("c", false)]),
+            }
+        );
+        // Every result in: the model is called again.
+        let mut done = step;
+        done.extend([result(1, "b"), result(1, "c")]);
+        assert_eq!(decide(&t, done, &roomy()), Next::CallModel);
+    }
+
+    #[test]
+    fn the_budget_hands_over_before_a_unit_that_may_not_fit() {
+        let t = task();
+        let cases: &[(&str, Vec<EntryKind>)] = &[
+            ("before a model call", vec![user("go")]),
+            ("before the tools", vec![user("go"), answer(1, "", &["a"])]),
+        ];
+        for (case, kinds) in cases {
+            assert_eq!(
+                decide(&t, kinds.clone(), &spent()),
+                Next::HandOver,
+                "{case}"
+            );
+            assert_ne!(
+                decide(&t, kinds.clone(), &roomy()),
+                Next::HandOver,
+                "{case}"
+            );
+        }
+        // Ten seconds left after a one-second step: another fits.
+        let ample = budget(Duration::from_secs(1), Duration::from_secs(10));
+        assert_eq!(decide(&t, vec![user("go")], &ample), Next::CallModel);
+        // The first unit of a segment always runs, however small the budget.
+        let tiny = SegmentBudget::new(Duration::ZERO);
+        assert_eq!(decide(&t, vec![user("go")], &tiny), Next::CallModel);
+        // Delivering an answer needs no model call: it is never handed over.
+        let answered = vec![user("go"), answer(1, "done", &[])];
+        assert_eq!(decide(&t, answered, &spent()), Next::Deliver("done".into()));
+    }
+
+    #[test]
+    fn a_cancel_arriving_mid_step_wins_over_everything_but_a_lost_lease() {
+        let mut t = task();
+        t.cancel_requested = true;
+        let mid_step = vec![user("go"), answer(1, "", &["a", "b"]), result(1, "a")];
+        assert_eq!(decide(&t, mid_step, &roomy()), Next::Cancel);
+        assert_eq!(
+            decide(&t, vec![user("go"), answer(1, "done", &[])], &roomy()),
+            Next::Cancel
+        );
+        t.limits.deadline_at = Some(NOW - 1);
+        t.steps = 10;
+        assert_eq!(decide(&t, vec![user("go")], &spent()), Next::Cancel);
+        t.lease.clear();
+        assert_eq!(decide(&t, vec![user("go")], &roomy()), Next::LeaseLost);
+    }
+
+    #[test]
+    fn a_lost_lease_stops_the_segment_before_anything_else() {
+        let mut t = task();
+        t.lease.clear();
+        assert!(t.lease.take("segment-2", NOW, 30_000));
+        for kinds in [
+            vec![user("go")],
+            vec![user("go"), answer(1, "", &["a"])],
+            vec![user("go"), answer(1, "done", &[])],
+        ] {
+            assert_eq!(decide(&t, kinds, &roomy()), Next::LeaseLost);
+        }
+    }
+
+    #[test]
+    fn every_limit_stops_the_task() {
+        let go = || vec![user("go")];
+        let mut deadline = task();
+        deadline.limits.deadline_at = Some(NOW);
+        let mut hops = task();
+        hops.segments = 6;
+        let mut steps = task();
+        steps.steps = 10;
+        let mut tokens = task();
+        tokens.limits.max_tokens = 1_000;
+        tokens.usage.add(Usage {
+            input_tokens: 900,
+            output_tokens: 100,
+        });
+        let cases = [
+            ("deadline", deadline, Limit::Deadline),
+            ("segments", hops, Limit::Segments(5)),
+            ("steps", steps, Limit::Steps(10)),
+            ("tokens", tokens, Limit::Tokens(1_000)),
+        ];
+        for (case, t, limit) in cases {
+            assert_eq!(decide(&t, go(), &roomy()), Next::Stop(limit), "{case}");
+        }
+        // The per-task cost budget, from the agent's prices.
+        let mut t = task();
+        t.cost_usd = 2.0;
+        let mut priced = agent();
+        priced.max_cost_usd = Some(1.0);
+        let s = Situation {
+            agent: &priced,
+            owner: OWNER,
+            budget: &roomy(),
+            compaction_tried: false,
+            now: NOW,
+        };
+        assert!(matches!(
+            next(&t, &entries(go()), &s),
+            Next::Stop(Limit::Cost(_))
+        ));
+    }
+
+    #[test]
+    fn limits_on_model_calls_let_the_step_in_progress_finish() {
+        // At the step limit, the last step's tools still run and its final
+        // answer is still delivered; the deadline stops both.
+        let mut t = task();
+        t.steps = 10;
+        let tools = vec![user("go"), answer(10, "", &["a"])];
+        assert!(matches!(
+            decide(&t, tools.clone(), &roomy()),
+            Next::RunTools { step: 10, .. }
+        ));
+        let done = vec![user("go"), answer(10, "done", &[])];
+        assert_eq!(
+            decide(&t, done.clone(), &roomy()),
+            Next::Deliver("done".into())
+        );
+        t.limits.deadline_at = Some(NOW - 1);
+        assert_eq!(decide(&t, tools, &roomy()), Next::Stop(Limit::Deadline));
+        assert_eq!(decide(&t, done, &roomy()), Next::Stop(Limit::Deadline));
+    }
+
+    #[test]
+    fn steering_messages_and_files_are_taken_before_the_next_call() {
+        let mut t = task();
+        t.inbox.push("and also this".into());
+        let tools_done = vec![user("go"), answer(1, "", &["a"]), result(1, "a")];
+        assert_eq!(decide(&t, tools_done, &roomy()), Next::TakeInbox);
+        // Not before the step in progress has its results.
+        let mid = vec![user("go"), answer(1, "", &["a"])];
+        assert!(matches!(decide(&t, mid, &roomy()), Next::RunTools { .. }));
+        // Not before the answer to the earlier message is delivered.
+        let done = vec![user("go"), answer(1, "done", &[])];
+        assert_eq!(decide(&t, done, &roomy()), Next::Deliver("done".into()));
+        // Files follow their message: taken once it is, before all else.
+        t.pending_files.push(baton_core::attachment::PendingFile {
+            id: "F1".into(),
+            name: "a.txt".into(),
+            media_type: None,
+            size: 3,
+            url: String::new(),
+            stashed: None,
+        });
+        let mid = vec![user("go"), answer(1, "", &["a"])];
+        assert!(matches!(
+            decide(&t, mid.clone(), &roomy()),
+            Next::RunTools { .. }
+        ));
+        t.inbox.clear();
+        assert_eq!(decide(&t, mid, &roomy()), Next::TakeFiles);
+    }
+
+    #[test]
+    fn compaction_is_asked_for_once_per_segment() {
+        let t = task();
+        let asked = vec![user("/compact")];
+        assert_eq!(decide(&t, asked.clone(), &roomy()), Next::Compact);
+        assert_eq!(
+            decide_with(&t, asked, &roomy(), true),
+            Next::CallModel,
+            "tried already: the model is called"
+        );
+        // A long history compacts by itself.
+        let mut long = vec![user("go")];
+        for i in 1..=30 {
+            let id = format!("c{i}");
+            long.push(answer(i, "", &[id.as_str()]));
+            long.push(result(i, &id));
+        }
+        assert_eq!(decide(&t, long, &roomy()), Next::Compact);
+    }
+}
