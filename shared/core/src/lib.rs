@@ -1,9 +1,23 @@
-//! Baton's domain: tasks, leases, transcripts, wake messages, and the ports
-//! (small traits) that every backend implements.
+//! Baton's domain: tasks, their store, and the ports (small traits) that
+//! every backend implements.
 //!
 //! Nothing here talks to the network or the disk. The agent loop
 //! (`baton-agent`) and the ingest handler (`baton-ingest`) are written against
 //! these types; `baton-embedded` and `baton-aws` implement the ports.
+//!
+//! | where | what |
+//! | --- | --- |
+//! | [`task`] | the task record ([`Task`]: status, origin, limits, what it waits for, and the rules every stored task keeps, [`Task::check`]), its `lease`, its `transcript`, and what happens to it: `approval`, `question` (`ask_user`), `feedback`, `attachment`, `recap` |
+//! | [`store`] | persistence: the `table` port, the task store (`TaskStore`, `StoreError`), the task `listing`, `retention`, the `memory` facts and the usage `ledger` |
+//! | [`ports`] | the ports: `llm`, `tool`, `queue`, `blob`, `reply`, `notice`, `people`, `trace` (span export), `metric` |
+//! | [`clock`], [`ids`] | instants and task ids |
+//! | [`wake`] | the work-queue messages |
+//! | [`egress`], [`input_guard`] | where an agent's `http_request` may go; screening untrusted text |
+//!
+//! Every module is also reachable at the crate root by its own name
+//! (`baton_core::question`, `baton_core::listing`, ...), and the types the
+//! rest of the workspace uses most are re-exported here. No module depends
+//! on another that depends back on it (`tests/module_graph.rs`).
 //!
 //! ```
 //! use baton_core::{TaskId, Task, TaskStatus, Origin, Limits};

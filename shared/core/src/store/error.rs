@@ -3,6 +3,7 @@
 use crate::blob::BlobError;
 use crate::ids::TaskId;
 use crate::table::TableError;
+use crate::task::Invariant;
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StoreError {
@@ -22,6 +23,9 @@ pub enum StoreError {
     Table(#[from] TableError),
     #[error(transparent)]
     Blob(#[from] BlobError),
+    /// The write would store a task that breaks a rule of the record.
+    #[error("task {0} was not written: {1}")]
+    Invalid(TaskId, Invariant),
     #[error("stored data unreadable: {0}")]
     Corrupt(String),
 }

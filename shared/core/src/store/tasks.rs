@@ -119,6 +119,13 @@ fn entry_sk(seq: u64) -> String {
     format!("E#{seq:010}")
 }
 
+/// Every task written goes through here: one that breaks a rule of the
+/// record ([`Task::check`]) is refused, never stored.
+fn check(task: &Task) -> Result<(), StoreError> {
+    task.check()
+        .map_err(|broken| StoreError::Invalid(task.id.clone(), broken))
+}
+
 fn corrupt(e: serde_json::Error) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
@@ -297,6 +304,7 @@ impl TaskStore {
         first_entries: Vec<EntryKind>,
         claim: Option<Claim<'_>>,
     ) -> Result<Created, StoreError> {
+        check(task)?;
         let mut task = task.clone();
         task.version = 1;
         let created_at = task.created_at;
@@ -355,6 +363,7 @@ impl TaskStore {
         new_entries: Vec<EntryKind>,
         claim: Option<Claim<'_>>,
     ) -> Result<Vec<Entry>, StoreError> {
+        check(task)?;
         let now = now_ms();
         let mut next = task.clone();
         next.version = task.version + 1;
@@ -793,5 +802,37 @@ mod tests {
             .await;
         assert!(matches!(again, Err(StoreError::AlreadyClaimed(_))));
         assert_eq!(store.get(&task.id).await.unwrap().unwrap().inbox.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_breaks_a_rule_of_the_record_is_refused() {
+        let (store, _) = store();
+        let task = new_task();
+        store.create(&task, Vec::new(), None).await.unwrap();
+        let broken = store
+            .update(&task.id, None, |t| {
+                t.status = crate::task::TaskStatus::Waiting;
+                Ok(Some(Vec::new()))
+            })
+            .await;
+        assert_eq!(
+            broken.map(|_| ()),
+            Err(StoreError::Invalid(
+                task.id.clone(),
+                crate::task::Invariant::WaitingForNothing
+            ))
+        );
+        let stored = store.get(&task.id).await.unwrap().unwrap();
+        assert_eq!(
+            (stored.status, stored.version),
+            (crate::task::TaskStatus::Queued, 1)
+        );
+        let mut waiting = new_task();
+        waiting.status = crate::task::TaskStatus::Waiting;
+        assert!(matches!(
+            store.create(&waiting, Vec::new(), None).await,
+            Err(StoreError::Invalid(..))
+        ));
+        assert!(store.get(&waiting.id).await.unwrap().is_none());
     }
 }

@@ -22,7 +22,7 @@ pub mod record;
 pub mod transcript;
 
 pub use record::{
-    attributed, author_of, Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin,
-    ParentLink, PostedMessage, Task, TaskStatus, Verdict, WaitingFor, API_DECIDER,
+    attributed, author_of, Approval, ChannelType, Child, ChildOutcome, Decision, Invariant, Limits,
+    Origin, ParentLink, PostedMessage, Task, TaskStatus, Verdict, WaitingFor, API_DECIDER,
     SLACK_THREAD_PREFIX,
 };

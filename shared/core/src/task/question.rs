@@ -49,8 +49,7 @@ pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Millis) -> Option<
     let waiting =
         t.status == TaskStatus::Waiting && matches!(t.waiting_for, Some(WaitingFor::Reply { .. }));
     if waiting {
-        t.status = TaskStatus::Queued;
-        t.waiting_for = None;
+        t.stop_waiting();
     }
     Some(vec![EntryKind::Status {
         status: t.status,

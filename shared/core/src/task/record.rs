@@ -251,6 +251,23 @@ impl Default for Limits {
     }
 }
 
+/// A rule of the task record that a write broke: such a task is never
+/// stored ([`crate::store::TaskStore`] refuses it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Invariant {
+    /// A waiting task must say what it waits for, or nothing would ever
+    /// wake it.
+    #[error("a waiting task must say what it waits for")]
+    WaitingForNothing,
+    /// No worker runs a waiting task, so none may hold its lease.
+    #[error("a waiting task holds no lease")]
+    WaitingWithLease,
+    /// Only a waiting task waits for something: a queued, running or
+    /// ended one that kept its `waiting_for` would be shown as waiting.
+    #[error("a {0} task waits for nothing")]
+    NotWaitingButWaitingFor(&'static str),
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
@@ -468,6 +485,40 @@ pub fn author_of(text: &str) -> Option<&str> {
 }
 
 impl Task {
+    /// Whether the task keeps the record's rules ([`Invariant`]): checked
+    /// by the store on every write, so a change that breaks one is refused
+    /// rather than stored.
+    ///
+    /// A running task with no lease is allowed: it is one between two
+    /// segments (handed over, or released after a failure) whose next
+    /// wake is on its way.
+    pub fn check(&self) -> Result<(), Invariant> {
+        match (self.status, &self.waiting_for) {
+            (TaskStatus::Waiting, None) => Err(Invariant::WaitingForNothing),
+            (TaskStatus::Waiting, Some(_)) if !self.lease.is_free() => {
+                Err(Invariant::WaitingWithLease)
+            }
+            (TaskStatus::Waiting, Some(_)) => Ok(()),
+            (status, Some(_)) => Err(Invariant::NotWaitingButWaitingFor(status.as_str())),
+            (_, None) => Ok(()),
+        }
+    }
+
+    /// Puts the task in `waiting` for `what` with no lease (no worker runs
+    /// a waiting task): the one change that makes a task wait.
+    pub fn wait_for(&mut self, what: WaitingFor) {
+        self.status = TaskStatus::Waiting;
+        self.waiting_for = Some(what);
+        self.lease.clear();
+    }
+
+    /// Lifts a wait: the task is queued again (wake it), waiting for
+    /// nothing.
+    pub fn stop_waiting(&mut self) {
+        self.status = TaskStatus::Queued;
+        self.waiting_for = None;
+    }
+
     /// Whom the task serves now: its origin, with the Slack user replaced
     /// by the [`Task::speaker`] when someone other than the requester
     /// wrote the message being answered. What per-user state follows
@@ -698,6 +749,102 @@ mod tests {
             serde_json::to_value(&w).unwrap(),
             serde_json::json!({"kind": "children", "pending": 2})
         );
+    }
+}
+
+#[cfg(test)]
+mod invariant_tests {
+    use super::*;
+
+    #[test]
+    fn the_record_rules_hold_or_name_what_broke() {
+        let timer = || WaitingFor::Timer {
+            until: crate::clock::Instant(1),
+        };
+        // (status, waits for something, holds a lease) -> the rule broken.
+        let cases = [
+            (TaskStatus::Queued, false, false, Ok(())),
+            (
+                TaskStatus::Queued,
+                true,
+                false,
+                Err(Invariant::NotWaitingButWaitingFor("queued")),
+            ),
+            (TaskStatus::Running, false, true, Ok(())),
+            // Between two segments: handed over, its next wake on its way.
+            (TaskStatus::Running, false, false, Ok(())),
+            (
+                TaskStatus::Running,
+                true,
+                true,
+                Err(Invariant::NotWaitingButWaitingFor("running")),
+            ),
+            (TaskStatus::Waiting, true, false, Ok(())),
+            (
+                TaskStatus::Waiting,
+                false,
+                false,
+                Err(Invariant::WaitingForNothing),
+            ),
+            (
+                TaskStatus::Waiting,
+                true,
+                true,
+                Err(Invariant::WaitingWithLease),
+            ),
+            (TaskStatus::Succeeded, false, false, Ok(())),
+            (
+                TaskStatus::Failed,
+                true,
+                false,
+                Err(Invariant::NotWaitingButWaitingFor("failed")),
+            ),
+            (
+                TaskStatus::Cancelled,
+                true,
+                false,
+                Err(Invariant::NotWaitingButWaitingFor("cancelled")),
+            ),
+        ];
+        for (status, waits, leased, want) in cases {
+            let mut t = Task::new(
+                TaskId::generate(),
+                "default",
+                Origin::Http,
+                None,
+                Limits::default(),
+                0,
+            );
+            t.status = status;
+            t.waiting_for = waits.then(timer);
+            if leased {
+                assert!(t.lease.take("w", 0, 10));
+            }
+            assert_eq!(
+                t.check(),
+                want,
+                "{status:?}, waits: {waits}, leased: {leased}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_helpers_keep_the_rules() {
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        t.status = TaskStatus::Running;
+        assert!(t.lease.take("w", 0, 10));
+        t.wait_for(WaitingFor::Children { pending: 1 });
+        assert_eq!(t.check(), Ok(()));
+        assert!(t.lease.is_free());
+        t.stop_waiting();
+        assert_eq!((t.status, t.check()), (TaskStatus::Queued, Ok(())));
     }
 }
 
