@@ -1,9 +1,23 @@
-//! Baton's domain: tasks, leases, transcripts, wake messages, and the ports
-//! (small traits) that every backend implements.
+//! Baton's domain: tasks, their store, and the ports (small traits) that
+//! every backend implements.
 //!
 //! Nothing here talks to the network or the disk. The agent loop
 //! (`baton-agent`) and the ingest handler (`baton-ingest`) are written against
 //! these types; `baton-embedded` and `baton-aws` implement the ports.
+//!
+//! | where | what |
+//! | --- | --- |
+//! | [`task`] | the task record ([`Task`]: status, origin, limits, what it waits for, and the rules every stored task keeps, [`Task::check`]), its `lease`, its `transcript`, and what happens to it: `approval`, `question` (`ask_user`), `feedback`, `attachment`, `recap` |
+//! | [`store`] | persistence: the `table` port, the task store (`TaskStore`, `StoreError`), the task `listing`, `retention`, the `memory` facts and the usage `ledger` |
+//! | [`ports`] | the ports: `llm`, `tool`, `queue`, `blob`, `reply`, `notice`, `people`, `trace` (span export), `metric` |
+//! | [`clock`], [`ids`] | instants and task ids |
+//! | [`wake`] | the work-queue messages |
+//! | [`egress`], [`input_guard`] | where an agent's `http_request` may go; screening untrusted text |
+//!
+//! Every module is also reachable at the crate root by its own name
+//! (`baton_core::question`, `baton_core::listing`, ...), and the types the
+//! rest of the workspace uses most are re-exported here. No module depends
+//! on another that depends back on it (`tests/module_graph.rs`).
 //!
 //! ```
 //! use baton_core::{TaskId, Task, TaskStatus, Origin, Limits};
@@ -11,36 +25,22 @@
 //! assert_eq!(task.status, TaskStatus::Queued);
 //! ```
 
-pub mod approval;
-pub mod attachment;
-pub mod blob;
 pub mod clock;
 pub mod egress;
-pub mod feedback;
 pub mod ids;
 pub mod input_guard;
-pub mod lease;
-pub mod ledger;
-pub mod listing;
-pub mod llm;
-pub mod memory;
-pub mod metric;
-pub mod notice;
-pub mod people;
-pub mod question;
-pub mod queue;
-pub mod recap;
-pub mod reply;
-pub mod retention;
+pub mod ports;
 pub mod store;
-pub mod table;
 pub mod task;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod tool;
-pub mod trace;
-pub mod transcript;
 pub mod wake;
+
+// The paths of before the grouping (`baton_core::question`, ...), which
+// the rest of the workspace uses.
+pub use ports::{blob, llm, metric, notice, people, queue, reply, tool, trace};
+pub use store::{ledger, listing, memory, retention, table};
+pub use task::{approval, attachment, feedback, lease, question, recap, transcript};
 
 pub use blob::{BlobError, BlobStore};
 pub use clock::{now_ms, rfc3339, Instant, Millis};

@@ -7,7 +7,7 @@
 //! else is named to the model as a file it cannot read. The bytes live in
 //! the entry, which the store keeps in the blob store when it is large.
 
-use crate::llm::AttachmentContent;
+pub use crate::task::record::PendingFile;
 use crate::transcript::EntryKind;
 use base64::Engine;
 
@@ -161,31 +161,6 @@ pub fn too_large(bytes: u64, max_bytes: u64) -> String {
     )
 }
 
-/// A file a Slack message carried, not yet downloaded: the ingest answers
-/// Slack within its 3 seconds and leaves the download to the task's first
-/// segment ([`FileSource`]).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PendingFile {
-    /// Slack's file id.
-    pub id: String,
-    /// The file's name.
-    pub name: String,
-    /// The media type Slack gave, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub media_type: Option<String>,
-    /// The size Slack gave, in bytes.
-    #[serde(default)]
-    pub size: u64,
-    /// Where to download it (`url_private_download`), with the bot token.
-    #[serde(default)]
-    pub url: String,
-    /// A file sent over HTTP to a task already running: its entry waits
-    /// in the blob store under this key ([`stash`]), too large for the
-    /// task record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stashed: Option<String>,
-}
-
 /// Keeps an attachment entry for a running task in the blob store, with
 /// the task's other blobs, and returns the pending file that points at it:
 /// the task record holds only the reference.
@@ -312,32 +287,6 @@ fn cut(text: &str) -> String {
         "{kept}\n[… {} more characters of this file were cut]",
         total - MAX_TEXT_CHARS
     )
-}
-
-/// What of an attachment entry the model is given.
-pub(crate) fn content(
-    media_type: &str,
-    text: Option<&String>,
-    data_base64: Option<&String>,
-    note: Option<&String>,
-) -> AttachmentContent {
-    match (note, text, data_base64) {
-        (Some(reason), _, _) => AttachmentContent::Unreadable {
-            reason: reason.clone(),
-        },
-        (None, Some(text), _) => AttachmentContent::Text { text: text.clone() },
-        (None, None, Some(data)) if media_type == "application/pdf" => {
-            AttachmentContent::Document {
-                data_base64: data.clone(),
-            }
-        }
-        (None, None, Some(data)) => AttachmentContent::Image {
-            data_base64: data.clone(),
-        },
-        (None, None, None) => AttachmentContent::Unreadable {
-            reason: "its content was not kept".to_owned(),
-        },
-    }
 }
 
 #[cfg(test)]

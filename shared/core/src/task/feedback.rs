@@ -8,53 +8,13 @@
 //! of an earlier click) is ignored rather than undoing a newer one.
 
 use crate::clock::Millis;
+pub use crate::task::record::{Feedback, Rating};
 use crate::task::{Task, TaskStatus};
 use crate::transcript::EntryKind;
-use serde::{Deserialize, Serialize};
 
 /// Most votes kept on one task: a bound on the task record whatever a
 /// workspace does with the buttons.
 pub const MAX_VOTES: usize = 200;
-
-/// Thumbs up or down.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rating {
-    Positive,
-    Negative,
-}
-
-impl Rating {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rating::Positive => "positive",
-            Rating::Negative => "negative",
-        }
-    }
-
-    /// `positive` or `negative`.
-    pub fn parse(s: &str) -> Option<Rating> {
-        match s {
-            "positive" => Some(Rating::Positive),
-            "negative" => Some(Rating::Negative),
-            _ => None,
-        }
-    }
-}
-
-/// One person's vote on a task's answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Feedback {
-    /// Who voted (a Slack user id).
-    pub user: String,
-    pub rating: Rating,
-    /// When it was recorded.
-    pub at: Millis,
-    /// Slack's `action_ts` of the click, to order clicks that arrive out
-    /// of order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action_ts: Option<String>,
-}
 
 /// A click to record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,18 +104,7 @@ fn is_older(a: Option<&str>, b: Option<&str>) -> bool {
 
 /// The `feedback` of the task status JSON.
 pub fn status_json(t: &Task) -> serde_json::Value {
-    serde_json::Value::Array(
-        t.feedback
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "user": f.user,
-                    "value": f.rating.as_str(),
-                    "at": crate::clock::rfc3339(f.at),
-                })
-            })
-            .collect(),
-    )
+    crate::task::record::feedback_json(&t.feedback)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! ([`PostKey::maybe_posted`]); the sink then looks for the key in what it
 //! posted (Slack: the message metadata in the thread) before posting again.
 
+pub use crate::task::record::{AnswerStream, StreamedMessage};
 use crate::task::Task;
 use async_trait::async_trait;
 
@@ -98,15 +99,6 @@ pub trait ReplySink: Send + Sync {
     }
 }
 
-/// The message an answer is streamed into (Slack: the channel and `ts`
-/// of a `chat.startStream` message). Recorded on the task, so every later
-/// step, segment and retry writes into the same message.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct StreamedMessage {
-    pub channel: String,
-    pub ts: String,
-}
-
 /// What became of an append to a streaming message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Appended {
@@ -115,16 +107,6 @@ pub enum Appended {
     /// The stream had closed (Slack ends streams after a few minutes): the
     /// message keeps what it shows; [`ReplySink::stream_replace`] updates it.
     Closed,
-}
-
-/// A task's streamed answer message ([`crate::Task::answer_stream`]).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct AnswerStream {
-    /// When opening it began (ms): an attempt that crashed before
-    /// recording `message` may have opened one after this.
-    pub opened_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<StreamedMessage>,
 }
 
 /// For deployments with no chat front end: HTTP clients poll.

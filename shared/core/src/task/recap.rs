@@ -11,7 +11,6 @@
 use crate::clock::Millis;
 use crate::ids::TaskId;
 use crate::llm::Message;
-use crate::transcript::EntryKind;
 use serde::{Deserialize, Serialize};
 
 /// The most turns kept word for word.
@@ -118,16 +117,6 @@ impl Recap {
             self.summary = Some(summary);
         }
     }
-
-    /// The entry a new task on the conversation starts with, before its
-    /// own input (`None` for a conversation with nothing to carry): one
-    /// entry, whatever the number of turns.
-    pub fn entry(&self) -> Option<EntryKind> {
-        (!self.is_empty()).then(|| EntryKind::Recap {
-            summary: self.summary.clone(),
-            turns: self.turns.clone(),
-        })
-    }
 }
 
 /// What the model is shown of carried turns: the digest, then each turn as
@@ -171,6 +160,7 @@ fn label(t: &Turn) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transcript::EntryKind;
 
     fn turn(speaker: Speaker, text: &str) -> Turn {
         Turn {

@@ -2,8 +2,8 @@
 
 use crate::ids::TaskId;
 use crate::llm::ToolSpec;
+pub use crate::task::transcript::{ListedTool, ToolListing, UnavailableServer};
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Headers the HTTP client frames a request with itself; neither the model
@@ -106,42 +106,6 @@ pub trait Tool: Send + Sync {
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
-}
-
-/// A tool found at run time on a remote server (an MCP server): what the
-/// model is shown and how Baton treats its calls. Listed when a task
-/// starts and kept with the task ([`crate::EntryKind::ToolsListed`]), so
-/// every segment offers the model the same tools.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ListedTool {
-    /// The server it came from, as the configuration names it.
-    pub server: String,
-    /// The tool's own name on the server.
-    pub remote_name: String,
-    /// What the model sees; `spec.name` is unique among the task's tools.
-    pub spec: ToolSpec,
-    /// Safe to run again after a crash interrupted it (the server said
-    /// it is read-only or idempotent).
-    pub repeatable: bool,
-    /// Waits for a human's approval unless the agent's rules decide.
-    pub needs_approval: bool,
-}
-
-/// A server whose tools could not be listed: the task runs without them,
-/// and the model is told why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnavailableServer {
-    pub server: String,
-    /// Readable, and free of secrets: the model sees it.
-    pub reason: String,
-}
-
-/// The remote tools of a task, as listed when it started.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolListing {
-    pub tools: Vec<ListedTool>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unavailable: Vec<UnavailableServer>,
 }
 
 /// The port to remote tool servers: list their tools when a task starts,

@@ -5,9 +5,9 @@
 //! the progress events clients tail (`GET /tasks/{id}/events`).
 
 use crate::clock::Millis;
-use crate::llm::{Message, ToolCall, Usage};
+use crate::llm::{AttachmentContent, Message, ToolCall, ToolSpec, Usage};
+use crate::recap::Recap;
 use crate::task::TaskStatus;
-use crate::tool::ToolListing;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ pub enum EntryKind {
     /// context.
     Feedback {
         user: String,
-        rating: crate::feedback::Rating,
+        rating: crate::task::record::Rating,
     },
     /// Text of step `step`'s answer as the model wrote it, for clients
     /// that follow a task (`GET /tasks/{id}/events`). `restart`: the call
@@ -209,7 +209,7 @@ impl EntryKind {
             } => Some(Message::Attachment {
                 name: name.clone(),
                 media_type: media_type.clone(),
-                content: crate::attachment::content(
+                content: attachment_content(
                     media_type,
                     text.as_ref(),
                     data_base64.as_ref(),
@@ -270,6 +270,80 @@ pub fn pending_tool_calls(entries: &[Entry]) -> (u32, Vec<(ToolCall, bool)>) {
         })
         .collect();
     (*step, pending)
+}
+
+/// A tool found at run time on a remote server (an MCP server): what the
+/// model is shown and how Baton treats its calls. Listed when a task
+/// starts and kept with the task ([`EntryKind::ToolsListed`]), so
+/// every segment offers the model the same tools.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListedTool {
+    /// The server it came from, as the configuration names it.
+    pub server: String,
+    /// The tool's own name on the server.
+    pub remote_name: String,
+    /// What the model sees; `spec.name` is unique among the task's tools.
+    pub spec: ToolSpec,
+    /// Safe to run again after a crash interrupted it (the server said
+    /// it is read-only or idempotent).
+    pub repeatable: bool,
+    /// Waits for a human's approval unless the agent's rules decide.
+    pub needs_approval: bool,
+}
+
+/// A server whose tools could not be listed: the task runs without them,
+/// and the model is told why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnavailableServer {
+    pub server: String,
+    /// Readable, and free of secrets: the model sees it.
+    pub reason: String,
+}
+
+/// The remote tools of a task, as listed when it started.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolListing {
+    pub tools: Vec<ListedTool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<UnavailableServer>,
+}
+
+/// What of an attachment entry the model is given.
+fn attachment_content(
+    media_type: &str,
+    text: Option<&String>,
+    data_base64: Option<&String>,
+    note: Option<&String>,
+) -> AttachmentContent {
+    match (note, text, data_base64) {
+        (Some(reason), _, _) => AttachmentContent::Unreadable {
+            reason: reason.clone(),
+        },
+        (None, Some(text), _) => AttachmentContent::Text { text: text.clone() },
+        (None, None, Some(data)) if media_type == "application/pdf" => {
+            AttachmentContent::Document {
+                data_base64: data.clone(),
+            }
+        }
+        (None, None, Some(data)) => AttachmentContent::Image {
+            data_base64: data.clone(),
+        },
+        (None, None, None) => AttachmentContent::Unreadable {
+            reason: "its content was not kept".to_owned(),
+        },
+    }
+}
+
+impl Recap {
+    /// The entry a new task on the conversation starts with, before its
+    /// own input (`None` for a conversation with nothing to carry): one
+    /// entry, whatever the number of turns.
+    pub fn entry(&self) -> Option<EntryKind> {
+        (!self.is_empty()).then(|| EntryKind::Recap {
+            summary: self.summary.clone(),
+            turns: self.turns.clone(),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //!   rewrite every entry (a write costs by the item's size, so as much as
 //!   the transcript cost to write). The horizon covers tasks that end
 //!   within 30 days of their start, nearly all; a task that lived longer
-//!   has its entries re-stamped when it ends ([`TaskStore`]'s terminal
+//!   has its entries re-stamped when it ends ([`crate::store::TaskStore`]'s terminal
 //!   commit), which only such tasks pay for.
 //! * Offloaded payloads and traces (the blob store) expire by age,
 //!   `days` + the horizon after they were written: an S3 lifecycle rule,
@@ -16,9 +16,9 @@
 //! * Dedupe keys keep their own 24-hour window; threads, schedules,
 //!   memory and usage counters are not touched by retention.
 
+use super::error::StoreError;
 use crate::clock::Millis;
-use crate::store::{StoreError, TaskStore};
-use crate::table::{Condition, Write, MAX_TRANSACTION_WRITES};
+use crate::table::{Condition, Table, Write, MAX_TRANSACTION_WRITES};
 use crate::task::Task;
 use std::time::Duration;
 
@@ -85,44 +85,44 @@ impl Retention {
     }
 }
 
-impl TaskStore {
-    /// After `task` ended: if it lived past the horizon, its earliest
-    /// entries would expire before its record, so every entry is given
-    /// the record's expiry. Rare (tasks running over 30 days); entries are
-    /// immutable once written, so a plain rewrite is safe.
-    pub(crate) async fn restamp_long_lived(&self, task: &Task) -> Result<(), StoreError> {
-        let retention = self.retention();
-        let horizon = i64::from(ENTRY_HORIZON_DAYS) * DAY_SECS * 1000;
-        let Some(expires_at) = retention.task_expires_at(task.updated_at) else {
+/// After `task` ended: if it lived past the horizon, its earliest entries
+/// would expire before its record, so every entry is given the record's
+/// expiry. Rare (tasks running over 30 days); entries are immutable once
+/// written, so a plain rewrite is safe.
+pub(crate) async fn restamp_long_lived(
+    table: &dyn Table,
+    retention: Retention,
+    task: &Task,
+) -> Result<(), StoreError> {
+    let horizon = i64::from(ENTRY_HORIZON_DAYS) * DAY_SECS * 1000;
+    let Some(expires_at) = retention.task_expires_at(task.updated_at) else {
+        return Ok(());
+    };
+    if !task.status.is_terminal() || task.updated_at - task.created_at <= horizon {
+        return Ok(());
+    }
+    let pk = format!("TASK#{}", task.id);
+    let mut after: Option<String> = None;
+    loop {
+        let items = table
+            .query(&pk, "E#", after.as_deref(), MAX_TRANSACTION_WRITES)
+            .await?;
+        let Some(last) = items.last() else {
             return Ok(());
         };
-        if !task.status.is_terminal() || task.updated_at - task.created_at <= horizon {
-            return Ok(());
-        }
-        let pk = format!("TASK#{}", task.id);
-        let mut after: Option<String> = None;
-        loop {
-            let items = self
-                .table()
-                .query(&pk, "E#", after.as_deref(), MAX_TRANSACTION_WRITES)
-                .await?;
-            let Some(last) = items.last() else {
-                return Ok(());
-            };
-            after = Some(last.key.sk.clone());
-            let writes: Vec<Write> = items
-                .into_iter()
-                .filter(|i| i.expires_at.is_some_and(|e| e < expires_at))
-                .map(|mut item| {
-                    item.expires_at = Some(expires_at);
-                    Write::Put {
-                        item,
-                        condition: Condition::None,
-                    }
-                })
-                .collect();
-            self.table().transact(writes).await?;
-        }
+        after = Some(last.key.sk.clone());
+        let writes: Vec<Write> = items
+            .into_iter()
+            .filter(|i| i.expires_at.is_some_and(|e| e < expires_at))
+            .map(|mut item| {
+                item.expires_at = Some(expires_at);
+                Write::Put {
+                    item,
+                    condition: Condition::None,
+                }
+            })
+            .collect();
+        table.transact(writes).await?;
     }
 }
 
@@ -130,7 +130,7 @@ impl TaskStore {
 mod tests {
     use super::*;
     use crate::ids::TaskId;
-    use crate::store::DEDUPE_TTL_SECS;
+    use crate::store::{TaskStore, DEDUPE_TTL_SECS};
     use crate::table::{Item, Key, Table};
     use crate::task::{Limits, Origin, TaskStatus};
     use crate::testing::{MemoryTable, NoBlobs};

@@ -155,8 +155,7 @@ fn lift_if_decided(t: &mut Task) -> bool {
     {
         return false;
     }
-    t.status = TaskStatus::Queued;
-    t.waiting_for = None;
+    t.stop_waiting();
     true
 }
 

@@ -11,11 +11,12 @@
 //! | dedupe key | `DEDUPE#{key}` | `DEDUPE` | |
 //! | thread | `THREAD#{key}` | `THREAD` | |
 
-use crate::blob::{BlobError, BlobStore};
+use super::error::StoreError;
+use crate::blob::BlobStore;
 use crate::clock::{now_ms, Millis};
 use crate::ids::TaskId;
-use crate::listing::listing_key;
-use crate::retention::Retention;
+use crate::listing::{self, listing_key, Cursor, TaskFilter, TaskPage};
+use crate::retention::{self, Retention};
 use crate::table::{Condition, Item, Key, Table, TableError, Write};
 use crate::task::Task;
 use crate::transcript::{Entry, EntryKind};
@@ -40,28 +41,6 @@ pub const DEDUPE_TTL_SECS: i64 = 24 * 3600;
 pub const DEFAULT_OFFLOAD_THRESHOLD: usize = 64 * 1024;
 /// How often a conflicting update is retried before giving up.
 const MAX_CONFLICT_RETRIES: usize = 20;
-
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum StoreError {
-    /// The task changed under us too many times in a row.
-    #[error("task {0} kept changing under concurrent writers")]
-    Conflict(TaskId),
-    #[error("task {0} not found")]
-    NotFound(TaskId),
-    /// The dedupe key was claimed before, by a request that acted on this task.
-    #[error("request already handled (task {0})")]
-    AlreadyClaimed(TaskId),
-    /// The dedupe key was claimed before by a different request (its
-    /// fingerprint differs), which acted on this task.
-    #[error("the key was used before for a different request (task {0})")]
-    KeyReused(TaskId),
-    #[error(transparent)]
-    Table(#[from] TableError),
-    #[error(transparent)]
-    Blob(#[from] BlobError),
-    #[error("stored data unreadable: {0}")]
-    Corrupt(String),
-}
 
 /// The outcome of creating a task under a dedupe key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,6 +117,13 @@ fn dedupe_key(key: &str) -> Key {
 
 fn entry_sk(seq: u64) -> String {
     format!("E#{seq:010}")
+}
+
+/// Every task written goes through here: one that breaks a rule of the
+/// record ([`Task::check`]) is refused, never stored.
+fn check(task: &Task) -> Result<(), StoreError> {
+    task.check()
+        .map_err(|broken| StoreError::Invalid(task.id.clone(), broken))
 }
 
 fn corrupt(e: serde_json::Error) -> StoreError {
@@ -318,6 +304,7 @@ impl TaskStore {
         first_entries: Vec<EntryKind>,
         claim: Option<Claim<'_>>,
     ) -> Result<Created, StoreError> {
+        check(task)?;
         let mut task = task.clone();
         task.version = 1;
         let created_at = task.created_at;
@@ -376,6 +363,7 @@ impl TaskStore {
         new_entries: Vec<EntryKind>,
         claim: Option<Claim<'_>>,
     ) -> Result<Vec<Entry>, StoreError> {
+        check(task)?;
         let now = now_ms();
         let mut next = task.clone();
         next.version = task.version + 1;
@@ -403,7 +391,10 @@ impl TaskStore {
                     // The end is committed; a failure here leaves some
                     // entries to expire early, which is logged, not fatal.
                     // (Only tasks older than the horizon read anything.)
-                    if let Err(e) = self.restamp_long_lived(task).await {
+                    if let Err(e) =
+                        retention::restamp_long_lived(self.table.as_ref(), self.retention, task)
+                            .await
+                    {
                         tracing::warn!(task_id = %task.id, error = %e, "re-stamping the expiry of a long task's entries failed");
                     }
                 }
@@ -576,6 +567,18 @@ impl TaskStore {
             }
         }
         Ok(out)
+    }
+
+    /// A page of the task listing ([`crate::listing`]): up to `limit`
+    /// tasks (1 to [`listing::MAX_PAGE`]) that `filter` keeps, newest first,
+    /// starting below `after`.
+    pub async fn list_tasks(
+        &self,
+        filter: &TaskFilter,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<TaskPage, StoreError> {
+        listing::page(&self.table, filter, limit, after).await
     }
 
     pub async fn thread(&self, key: &str) -> Result<Option<Thread>, StoreError> {
@@ -799,5 +802,37 @@ mod tests {
             .await;
         assert!(matches!(again, Err(StoreError::AlreadyClaimed(_))));
         assert_eq!(store.get(&task.id).await.unwrap().unwrap().inbox.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_breaks_a_rule_of_the_record_is_refused() {
+        let (store, _) = store();
+        let task = new_task();
+        store.create(&task, Vec::new(), None).await.unwrap();
+        let broken = store
+            .update(&task.id, None, |t| {
+                t.status = crate::task::TaskStatus::Waiting;
+                Ok(Some(Vec::new()))
+            })
+            .await;
+        assert_eq!(
+            broken.map(|_| ()),
+            Err(StoreError::Invalid(
+                task.id.clone(),
+                crate::task::Invariant::WaitingForNothing
+            ))
+        );
+        let stored = store.get(&task.id).await.unwrap().unwrap();
+        assert_eq!(
+            (stored.status, stored.version),
+            (crate::task::TaskStatus::Queued, 1)
+        );
+        let mut waiting = new_task();
+        waiting.status = crate::task::TaskStatus::Waiting;
+        assert!(matches!(
+            store.create(&waiting, Vec::new(), None).await,
+            Err(StoreError::Invalid(..))
+        ));
+        assert!(store.get(&waiting.id).await.unwrap().is_none());
     }
 }

@@ -9,9 +9,9 @@
 //! reads the next entries of every shard below its position, merges them
 //! newest first, and reads only the tasks it keeps.
 
+use super::error::StoreError;
 use crate::clock::Millis;
 use crate::ids::TaskId;
-use crate::store::{StoreError, TaskStore};
 use crate::table::{shard_of, ListingEntry, ListingKey, Table};
 use crate::task::{Task, TaskStatus};
 use base64::Engine;
@@ -122,67 +122,63 @@ pub struct TaskPage {
     pub next: Option<Cursor>,
 }
 
-impl TaskStore {
-    /// Up to `limit` tasks (1 to [`MAX_PAGE`]) that `filter` keeps, newest
-    /// first, starting below `after`. A filtered page examines at most
-    /// [`MAX_EXAMINED`] index entries, so it may hold fewer than `limit`
-    /// tasks (even none) with a `next` cursor.
-    pub async fn list_tasks(
-        &self,
-        filter: &TaskFilter,
-        limit: usize,
-        after: Option<&Cursor>,
-    ) -> Result<TaskPage, StoreError> {
-        let limit = limit.clamp(1, MAX_PAGE);
-        let mut position = after.map(|c| c.0.clone());
-        let mut tasks = Vec::with_capacity(limit);
-        let mut examined = 0;
-        loop {
-            let want = limit - tasks.len();
-            // One entry more than needed tells whether another page follows.
-            let batch = if filter.is_empty() {
-                want + 1
-            } else {
-                FILTERED_BATCH.max(want + 1)
+/// Up to `limit` tasks (1 to [`MAX_PAGE`]) that `filter` keeps, newest
+/// first, starting below `after`. A filtered page examines at most
+/// [`MAX_EXAMINED`] index entries, so it may hold fewer than `limit` tasks
+/// (even none) with a `next` cursor.
+pub(crate) async fn page(
+    table: &Arc<dyn Table>,
+    filter: &TaskFilter,
+    limit: usize,
+    after: Option<&Cursor>,
+) -> Result<TaskPage, StoreError> {
+    let limit = limit.clamp(1, MAX_PAGE);
+    let mut position = after.map(|c| c.0.clone());
+    let mut tasks = Vec::with_capacity(limit);
+    let mut examined = 0;
+    loop {
+        let want = limit - tasks.len();
+        // One entry more than needed tells whether another page follows.
+        let batch = if filter.is_empty() {
+            want + 1
+        } else {
+            FILTERED_BATCH.max(want + 1)
+        };
+        let (entries, shard_full) = merged_entries(table, position.as_deref(), batch).await?;
+        // Unfiltered, only the tasks shown are read.
+        let fetch = if filter.is_empty() { want } else { batch }.min(entries.len());
+        let keys: Vec<_> = entries[..fetch].iter().map(|e| e.key.clone()).collect();
+        let items = table.get_many(&keys).await?;
+        for (i, item) in items.into_iter().enumerate() {
+            examined += 1;
+            position = Some(entries[i].sort.clone());
+            // Gone meanwhile (expired), or not a task record.
+            let Some(item) = item.filter(|it| it.listing.is_some() && it.key.sk == "TASK") else {
+                continue;
             };
-            let (entries, shard_full) =
-                merged_entries(self.table(), position.as_deref(), batch).await?;
-            // Unfiltered, only the tasks shown are read.
-            let fetch = if filter.is_empty() { want } else { batch }.min(entries.len());
-            let keys: Vec<_> = entries[..fetch].iter().map(|e| e.key.clone()).collect();
-            let items = self.table().get_many(&keys).await?;
-            for (i, item) in items.into_iter().enumerate() {
-                examined += 1;
-                position = Some(entries[i].sort.clone());
-                // Gone meanwhile (expired), or not a task record.
-                let Some(item) = item.filter(|it| it.listing.is_some() && it.key.sk == "TASK")
-                else {
-                    continue;
-                };
-                let mut task: Task = serde_json::from_str(&item.data)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                task.version = item.version;
-                if filter.matches(&task) {
-                    tasks.push(task);
-                }
-                if tasks.len() == limit {
-                    let more = shard_full || i + 1 < entries.len();
-                    return Ok(TaskPage {
-                        tasks,
-                        next: more.then(|| Cursor(position.unwrap_or_default())),
-                    });
-                }
+            let mut task: Task =
+                serde_json::from_str(&item.data).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            task.version = item.version;
+            if filter.matches(&task) {
+                tasks.push(task);
             }
-            let more = shard_full || fetch < entries.len();
-            if !more {
-                return Ok(TaskPage { tasks, next: None });
-            }
-            if examined >= MAX_EXAMINED {
+            if tasks.len() == limit {
+                let more = shard_full || i + 1 < entries.len();
                 return Ok(TaskPage {
                     tasks,
-                    next: position.map(Cursor),
+                    next: more.then(|| Cursor(position.unwrap_or_default())),
                 });
             }
+        }
+        let more = shard_full || fetch < entries.len();
+        if !more {
+            return Ok(TaskPage { tasks, next: None });
+        }
+        if examined >= MAX_EXAMINED {
+            return Ok(TaskPage {
+                tasks,
+                next: position.map(Cursor),
+            });
         }
     }
 }
@@ -224,6 +220,7 @@ async fn merged_entries(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::TaskStore;
     use crate::task::{Limits, Origin};
     use crate::testing::{MemoryTable, NoBlobs};
 

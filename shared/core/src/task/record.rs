@@ -251,6 +251,23 @@ impl Default for Limits {
     }
 }
 
+/// A rule of the task record that a write broke: such a task is never
+/// stored ([`crate::store::TaskStore`] refuses it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Invariant {
+    /// A waiting task must say what it waits for, or nothing would ever
+    /// wake it.
+    #[error("a waiting task must say what it waits for")]
+    WaitingForNothing,
+    /// No worker runs a waiting task, so none may hold its lease.
+    #[error("a waiting task holds no lease")]
+    WaitingWithLease,
+    /// Only a waiting task waits for something: a queued, running or
+    /// ended one that kept its `waiting_for` would be shown as waiting.
+    #[error("a {0} task waits for nothing")]
+    NotWaitingButWaitingFor(&'static str),
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
@@ -324,7 +341,7 @@ pub struct Task {
     pub carried: u64,
     /// Questions of `ask_user` calls, answered or not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub questions: Vec<crate::question::Question>,
+    pub questions: Vec<Question>,
     /// Set on a child task: whom to report to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
@@ -332,15 +349,122 @@ pub struct Task {
     /// the first segment fetches them into the transcript and clears this
     /// in the same commit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pending_files: Vec<crate::attachment::PendingFile>,
+    pub pending_files: Vec<PendingFile>,
     /// Votes on the answer (Slack's feedback buttons), one per person
     /// ([`crate::feedback`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub feedback: Vec<crate::feedback::Feedback>,
+    pub feedback: Vec<Feedback>,
     /// The message the answer streams into, once one was opened: later
     /// steps, segments and retries write into it instead of posting anew.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer_stream: Option<crate::reply::AnswerStream>,
+    pub answer_stream: Option<AnswerStream>,
+}
+
+/// One `ask_user` call's question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    pub step: u32,
+    pub call_id: String,
+    pub question: String,
+    pub asked_at: Millis,
+    /// Unanswered by then: the call's result says nobody replied.
+    pub expires_at: Millis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<Reply>,
+}
+
+/// What the requester answered (to a [`Question`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply {
+    pub text: String,
+    /// The Slack user who replied, when it came from Slack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    pub at: Millis,
+}
+
+/// Thumbs up or down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rating {
+    Positive,
+    Negative,
+}
+
+impl Rating {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rating::Positive => "positive",
+            Rating::Negative => "negative",
+        }
+    }
+
+    /// `positive` or `negative`.
+    pub fn parse(s: &str) -> Option<Rating> {
+        match s {
+            "positive" => Some(Rating::Positive),
+            "negative" => Some(Rating::Negative),
+            _ => None,
+        }
+    }
+}
+
+/// One person's vote on a task's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feedback {
+    /// Who voted (a Slack user id).
+    pub user: String,
+    pub rating: Rating,
+    /// When it was recorded.
+    pub at: Millis,
+    /// Slack's `action_ts` of the click, to order clicks that arrive out
+    /// of order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_ts: Option<String>,
+}
+
+/// A file a Slack message carried, not yet downloaded: the ingest answers
+/// Slack within its 3 seconds and leaves the download to the task's first
+/// segment ([`crate::attachment::FileSource`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PendingFile {
+    /// Slack's file id.
+    pub id: String,
+    /// The file's name.
+    pub name: String,
+    /// The media type Slack gave, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// The size Slack gave, in bytes.
+    #[serde(default)]
+    pub size: u64,
+    /// Where to download it (`url_private_download`), with the bot token.
+    #[serde(default)]
+    pub url: String,
+    /// A file sent over HTTP to a task already running: its entry waits
+    /// in the blob store under this key ([`crate::attachment::stash`]), too large for the
+    /// task record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stashed: Option<String>,
+}
+
+/// A task's streamed answer message ([`Task::answer_stream`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AnswerStream {
+    /// When opening it began (ms): an attempt that crashed before
+    /// recording `message` may have opened one after this.
+    pub opened_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<StreamedMessage>,
+}
+
+/// The message an answer is streamed into (Slack: the channel and `ts`
+/// of a `chat.startStream` message). Recorded on the task, so every later
+/// step, segment and retry writes into the same message.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StreamedMessage {
+    pub channel: String,
+    pub ts: String,
 }
 
 /// A message as the model reads it when someone other than the task's
@@ -361,6 +485,40 @@ pub fn author_of(text: &str) -> Option<&str> {
 }
 
 impl Task {
+    /// Whether the task keeps the record's rules ([`Invariant`]): checked
+    /// by the store on every write, so a change that breaks one is refused
+    /// rather than stored.
+    ///
+    /// A running task with no lease is allowed: it is one between two
+    /// segments (handed over, or released after a failure) whose next
+    /// wake is on its way.
+    pub fn check(&self) -> Result<(), Invariant> {
+        match (self.status, &self.waiting_for) {
+            (TaskStatus::Waiting, None) => Err(Invariant::WaitingForNothing),
+            (TaskStatus::Waiting, Some(_)) if !self.lease.is_free() => {
+                Err(Invariant::WaitingWithLease)
+            }
+            (TaskStatus::Waiting, Some(_)) => Ok(()),
+            (status, Some(_)) => Err(Invariant::NotWaitingButWaitingFor(status.as_str())),
+            (_, None) => Ok(()),
+        }
+    }
+
+    /// Puts the task in `waiting` for `what` with no lease (no worker runs
+    /// a waiting task): the one change that makes a task wait.
+    pub fn wait_for(&mut self, what: WaitingFor) {
+        self.status = TaskStatus::Waiting;
+        self.waiting_for = Some(what);
+        self.lease.clear();
+    }
+
+    /// Lifts a wait: the task is queued again (wake it), waiting for
+    /// nothing.
+    pub fn stop_waiting(&mut self) {
+        self.status = TaskStatus::Queued;
+        self.waiting_for = None;
+    }
+
     /// Whom the task serves now: its origin, with the Slack user replaced
     /// by the [`Task::speaker`] when someone other than the requester
     /// wrote the message being answered. What per-user state follows
@@ -474,7 +632,7 @@ impl Task {
             v["parent_task_id"] = serde_json::json!(p.task_id);
         }
         if !self.feedback.is_empty() {
-            v["feedback"] = crate::feedback::status_json(self);
+            v["feedback"] = feedback_json(&self.feedback);
         }
         if !self.children.is_empty() {
             v["children"] = serde_json::json!(self
@@ -489,6 +647,22 @@ impl Task {
         }
         v
     }
+}
+
+/// The `feedback` of the task status JSON.
+pub(crate) fn feedback_json(votes: &[Feedback]) -> serde_json::Value {
+    serde_json::Value::Array(
+        votes
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "user": f.user,
+                    "value": f.rating.as_str(),
+                    "at": crate::clock::rfc3339(f.at),
+                })
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -575,6 +749,102 @@ mod tests {
             serde_json::to_value(&w).unwrap(),
             serde_json::json!({"kind": "children", "pending": 2})
         );
+    }
+}
+
+#[cfg(test)]
+mod invariant_tests {
+    use super::*;
+
+    #[test]
+    fn the_record_rules_hold_or_name_what_broke() {
+        let timer = || WaitingFor::Timer {
+            until: crate::clock::Instant(1),
+        };
+        // (status, waits for something, holds a lease) -> the rule broken.
+        let cases = [
+            (TaskStatus::Queued, false, false, Ok(())),
+            (
+                TaskStatus::Queued,
+                true,
+                false,
+                Err(Invariant::NotWaitingButWaitingFor("queued")),
+            ),
+            (TaskStatus::Running, false, true, Ok(())),
+            // Between two segments: handed over, its next wake on its way.
+            (TaskStatus::Running, false, false, Ok(())),
+            (
+                TaskStatus::Running,
+                true,
+                true,
+                Err(Invariant::NotWaitingButWaitingFor("running")),
+            ),
+            (TaskStatus::Waiting, true, false, Ok(())),
+            (
+                TaskStatus::Waiting,
+                false,
+                false,
+                Err(Invariant::WaitingForNothing),
+            ),
+            (
+                TaskStatus::Waiting,
+                true,
+                true,
+                Err(Invariant::WaitingWithLease),
+            ),
+            (TaskStatus::Succeeded, false, false, Ok(())),
+            (
+                TaskStatus::Failed,
+                true,
+                false,
+                Err(Invariant::NotWaitingButWaitingFor("failed")),
+            ),
+            (
+                TaskStatus::Cancelled,
+                true,
+                false,
+                Err(Invariant::NotWaitingButWaitingFor("cancelled")),
+            ),
+        ];
+        for (status, waits, leased, want) in cases {
+            let mut t = Task::new(
+                TaskId::generate(),
+                "default",
+                Origin::Http,
+                None,
+                Limits::default(),
+                0,
+            );
+            t.status = status;
+            t.waiting_for = waits.then(timer);
+            if leased {
+                assert!(t.lease.take("w", 0, 10));
+            }
+            assert_eq!(
+                t.check(),
+                want,
+                "{status:?}, waits: {waits}, leased: {leased}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_helpers_keep_the_rules() {
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        t.status = TaskStatus::Running;
+        assert!(t.lease.take("w", 0, 10));
+        t.wait_for(WaitingFor::Children { pending: 1 });
+        assert_eq!(t.check(), Ok(()));
+        assert!(t.lease.is_free());
+        t.stop_waiting();
+        assert_eq!((t.status, t.check()), (TaskStatus::Queued, Ok(())));
     }
 }
 

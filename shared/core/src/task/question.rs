@@ -8,35 +8,12 @@
 //! `expires_at`, the call's result says so.
 
 use crate::clock::{rfc3339, Millis};
+pub use crate::task::record::{Question, Reply};
 use crate::task::{Task, TaskStatus, WaitingFor};
 use crate::transcript::EntryKind;
-use serde::{Deserialize, Serialize};
 
 /// The tool that asks.
 pub const ASK_USER: &str = "ask_user";
-
-/// One `ask_user` call's question.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Question {
-    pub step: u32,
-    pub call_id: String,
-    pub question: String,
-    pub asked_at: Millis,
-    /// Unanswered by then: the call's result says nobody replied.
-    pub expires_at: Millis,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reply: Option<Reply>,
-}
-
-/// What the requester answered.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reply {
-    pub text: String,
-    /// The Slack user who replied, when it came from Slack.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    pub at: Millis,
-}
 
 /// The question of call `call_id`, if it was asked.
 pub fn question<'t>(t: &'t Task, call_id: &str) -> Option<&'t Question> {
@@ -72,8 +49,7 @@ pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Millis) -> Option<
     let waiting =
         t.status == TaskStatus::Waiting && matches!(t.waiting_for, Some(WaitingFor::Reply { .. }));
     if waiting {
-        t.status = TaskStatus::Queued;
-        t.waiting_for = None;
+        t.stop_waiting();
     }
     Some(vec![EntryKind::Status {
         status: t.status,

@@ -1,0 +1,28 @@
+//! The task: the record the store keeps of one run of an agent, and
+//! everything that belongs to it.
+//!
+//! | module | what |
+//! | --- | --- |
+//! | `record` | the [`Task`] record and its parts: status, origin, limits, what it waits for, approvals, children, questions, votes, pending files, the streamed answer |
+//! | `lease` | the task's `LeaseSlot`: which worker may write it now |
+//! | `transcript` | the task's append-only log (`Entry`, `EntryKind`) |
+//! | `approval` | approval ids, decisions, expiry: pure task transitions; the `ApprovalPrompts` port |
+//! | `question` | `ask_user` questions and their replies |
+//! | `feedback` | votes on an answer, one per person |
+//! | `attachment` | files a task's input carried |
+//! | `recap` | a conversation's earlier turns, carried into its next task |
+
+pub mod approval;
+pub mod attachment;
+pub mod feedback;
+pub mod lease;
+pub mod question;
+pub mod recap;
+pub mod record;
+pub mod transcript;
+
+pub use record::{
+    attributed, author_of, Approval, ChannelType, Child, ChildOutcome, Decision, Invariant, Limits,
+    Origin, ParentLink, PostedMessage, Task, TaskStatus, Verdict, WaitingFor, API_DECIDER,
+    SLACK_THREAD_PREFIX,
+};
