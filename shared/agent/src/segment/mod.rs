@@ -10,6 +10,7 @@
 //! | [`next`] | what the segment does next: the loop's decision, a value |
 //! | [`plan`] | what to do with a turn's tool calls: a pure decision |
 //! | [`tools`] | running the calls (phase two of a step) |
+//! | [`safe_turn`] | one write for a turn whose calls are all safe to repeat |
 //! | [`wait`] | waiting at zero compute: approval, children, timer |
 //! | [`ask`] | `ask_user`: post the question, wait for the reply |
 //! | [`end`] | deliver the answer, end the task, hand over |
@@ -33,6 +34,7 @@ mod listing;
 mod next;
 mod phase;
 mod plan;
+mod safe_turn;
 mod step;
 mod stream;
 mod stuck;

@@ -322,7 +322,9 @@ impl Segment<'_> {
     }
 
     /// Checkpoints the model's answer (phase one), then checks it for
-    /// repetition.
+    /// repetition. A turn whose calls are all safe to repeat skips the
+    /// separate checkpoint: its calls run at once and the answer is
+    /// written with their results (see [`Segment::run_safe_turn`]).
     async fn record_answer(&mut self, answer: Answer) -> Step {
         let completion = answer.completion;
         let usage = completion.usage;
@@ -332,21 +334,40 @@ impl Segment<'_> {
         } else {
             completion.model.clone()
         };
+        let message = EntryKind::AssistantMessage {
+            step: self.task.steps + 1,
+            text: completion.content,
+            tool_calls: completion.tool_calls,
+            usage,
+            model: answered_by,
+        };
+        let spent = Spent { usage, cost };
+        if let Some(batch) = self.one_write_turn(&message) {
+            return self.run_safe_turn(message, spent, batch).await;
+        }
         self.commit(|t| {
-            t.steps += 1;
-            t.usage.add(usage);
-            t.cost_usd += cost;
-            Some(vec![EntryKind::AssistantMessage {
-                step: t.steps,
-                text: completion.content.clone(),
-                tool_calls: completion.tool_calls.clone(),
-                usage,
-                model: answered_by.clone(),
-            }])
+            spent.count(t);
+            Some(vec![message.clone()])
         })
         .await?;
         let step = self.task.steps;
         self.check_repetition(step).await
+    }
+}
+
+/// What a step's model call cost, added to the task when the step is
+/// written.
+#[derive(Clone, Copy)]
+pub(super) struct Spent {
+    usage: Usage,
+    cost: f64,
+}
+
+impl Spent {
+    pub(super) fn count(&self, t: &mut baton_core::Task) {
+        t.steps += 1;
+        t.usage.add(self.usage);
+        t.cost_usd += self.cost;
     }
 }
 

@@ -67,13 +67,35 @@ impl Segment<'_> {
         step: u32,
         calls: Vec<(ToolCall, Arc<dyn Tool>)>,
     ) -> Result<(), crate::error::WorkerError> {
-        if calls.is_empty() {
-            return Ok(());
+        let mut running = self.start_calls(step, calls).await;
+        while let Some((call, output, started)) = running.next().await {
+            let max_chars = self.agent.max_tool_result_chars;
+            let entry = result_entry(step, &call, output, max_chars, self.deps.input_guard);
+            self.commit(|_| Some(vec![entry.clone()])).await?;
+            let answered = Event::ToolAnswered {
+                started,
+                call: &call,
+                result: &entry,
+            };
+            self.events.emit(&self.task, answered);
         }
-        let status = progress::running_tools(calls.iter().map(|(c, _)| c.name.as_str()));
-        self.deps.replies.progress(&self.task, &status).await;
+        Ok(())
+    }
+
+    /// Starts `calls` (says so to the user), each bounded by the tool
+    /// timeout; they yield `(call, output, started at)` as they finish.
+    pub(super) async fn start_calls(
+        &self,
+        step: u32,
+        calls: Vec<(ToolCall, Arc<dyn Tool>)>,
+    ) -> FuturesUnordered<impl std::future::Future<Output = (ToolCall, ToolOutput, i64)> + use<>>
+    {
+        if !calls.is_empty() {
+            let status = progress::running_tools(calls.iter().map(|(c, _)| c.name.as_str()));
+            self.deps.replies.progress(&self.task, &status).await;
+        }
         let timeout = self.deps.settings.tool_timeout;
-        let mut running: FuturesUnordered<_> = calls
+        calls
             .into_iter()
             .map(|(call, tool)| {
                 let ctx = ToolContext::new(self.task.id.clone(), step, &call.id)
@@ -94,19 +116,7 @@ impl Segment<'_> {
                     (call, output, started)
                 }
             })
-            .collect();
-        while let Some((call, output, started)) = running.next().await {
-            let max_chars = self.agent.max_tool_result_chars;
-            let entry = result_entry(step, &call, output, max_chars, self.deps.input_guard);
-            self.commit(|_| Some(vec![entry.clone()])).await?;
-            let answered = Event::ToolAnswered {
-                started,
-                call: &call,
-                result: &entry,
-            };
-            self.events.emit(&self.task, answered);
-        }
-        Ok(())
+            .collect()
     }
 }
 

@@ -1,0 +1,140 @@
+//! One table write for a turn whose calls are all safe to repeat (read-only
+//! built-in tools, MCP tools annotated read-only or idempotent, declared
+//! GET tools): the calls run as soon as the model asks for them, and the
+//! model's message is written together with their results, in one
+//! conditional commit instead of two.
+//!
+//! A crash between the model's answer and that commit loses the turn: the
+//! next segment asks the model again, which may ask for other calls. Only
+//! calls that may run twice are ever run this way; a turn with any other
+//! call (or an approval, a wait, a refusal for repetition, or too little
+//! time left to run the calls) keeps the two-phase checkpoint of
+//! [`super::step`] and [`super::tools`]: the message first, each result as
+//! it completes.
+
+use super::events::Event;
+use super::plan::{plan, Decision, Turn};
+use super::step::Spent;
+use super::stuck::{repetition, Repetition};
+use super::tools::result_entry;
+use super::{Segment, Step};
+use baton_core::{now_ms, Entry, EntryKind, Tool, ToolCall, ToolOutput};
+use futures::stream::StreamExt;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// The calls of a safe turn: those answered at once (refusals of unknown
+/// or disallowed tools) and those to run.
+pub(super) struct SafeTurn {
+    answered: Vec<(ToolCall, ToolOutput)>,
+    runnable: Vec<(ToolCall, Arc<dyn Tool>)>,
+}
+
+impl Segment<'_> {
+    /// The turn `message` asks for, if it may be written once: it has
+    /// calls, every one is safe to repeat and runs now (or is refused at
+    /// once), it repeats nothing, and the calls may fit the time left.
+    pub(super) fn one_write_turn(&mut self, message: &EntryKind) -> Option<SafeTurn> {
+        let EntryKind::AssistantMessage {
+            step, tool_calls, ..
+        } = message
+        else {
+            return None;
+        };
+        if tool_calls.is_empty() || !self.budget.fits_another() {
+            return None;
+        }
+        // The pure checks read the transcript as it would be with the
+        // message written; it is taken back out before anything else.
+        let seq = self.transcript.last().map_or(1, |e| e.seq + 1);
+        self.transcript.push(Entry {
+            seq,
+            at: now_ms(),
+            kind: message.clone(),
+        });
+        let turn = self.safe_turn(*step, tool_calls);
+        self.transcript.pop();
+        turn
+    }
+
+    fn safe_turn(&self, step: u32, calls: &[ToolCall]) -> Option<SafeTurn> {
+        if repetition(self.agent, &self.transcript) != Repetition::No {
+            return None;
+        }
+        let turn = Turn {
+            agent: self.agent,
+            agents: &self.deps.agents,
+            tools: &self.tools,
+            task: &self.task,
+            transcript: &self.transcript,
+            step,
+            now: now_ms(),
+        };
+        let pending = calls.iter().map(|c| (c.clone(), false)).collect();
+        let planned = plan(&turn, pending);
+        if !planned.decided.is_empty() {
+            return None;
+        }
+        let mut safe = SafeTurn {
+            answered: Vec::new(),
+            runnable: Vec::new(),
+        };
+        for (call, decision) in planned.calls {
+            match decision {
+                Decision::Run {
+                    tool,
+                    mark_started: false,
+                } => safe.runnable.push((call, tool)),
+                Decision::Refuse(r) => {
+                    let out = ToolOutput::error(r.message(&call.name));
+                    safe.answered.push((call, out));
+                }
+                _ => return None,
+            }
+        }
+        Some(safe)
+    }
+
+    /// Runs a safe turn's calls, then writes the model's `message` and
+    /// every result in one commit.
+    pub(super) async fn run_safe_turn(
+        &mut self,
+        message: EntryKind,
+        spent: Spent,
+        turn: SafeTurn,
+    ) -> Step {
+        let EntryKind::AssistantMessage { step, .. } = message else {
+            return Ok(None);
+        };
+        let (max_chars, guard) = (self.agent.max_tool_result_chars, self.deps.input_guard);
+        let mut entries = vec![message];
+        entries.extend(
+            turn.answered
+                .into_iter()
+                .map(|(call, out)| result_entry(step, &call, out, max_chars, guard)),
+        );
+        let clock = Instant::now();
+        let mut running = self.start_calls(step, turn.runnable).await;
+        let mut ran = Vec::new();
+        while let Some((call, output, started)) = running.next().await {
+            entries.push(result_entry(step, &call, output, max_chars, guard));
+            ran.push((call, started, entries.len() - 1));
+        }
+        self.budget.record(clock.elapsed());
+        self.commit(|t| {
+            spent.count(t);
+            Some(entries.clone())
+        })
+        .await?;
+        for (call, started, at) in &ran {
+            let answered = Event::ToolAnswered {
+                started: *started,
+                call,
+                result: &entries[*at],
+            };
+            self.events.emit(&self.task, answered);
+        }
+        self.advise_after_tool_errors().await?;
+        Ok(None)
+    }
+}
