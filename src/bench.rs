@@ -8,6 +8,7 @@ pub(crate) mod conversation;
 pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod requests;
+pub(crate) mod wake;
 
 use anyhow::Context;
 use baton_agent::{SegmentBudget, Worker, WorkerSettings};
@@ -53,6 +54,11 @@ pub(crate) struct BenchArgs {
     /// each message costs and the input tokens of its first model call.
     #[arg(long, value_delimiter = ',')]
     conversation: Vec<usize>,
+    /// Instead: the time from a wake message to the first model request,
+    /// for tasks whose transcripts hold this many entries (comma-separated,
+    /// e.g. `20,200`), on `--backend`.
+    #[arg(long, value_delimiter = ',')]
+    wake_entries: Vec<usize>,
     /// The load run's backend: `embedded` (a temporary directory) or `aws`
     /// (the resources named by BATON_TABLE, BATON_QUEUE_URL and
     /// BATON_TRACE_BUCKET, e.g. from `baton bootstrap` against moto).
@@ -220,6 +226,30 @@ async fn load_stack(backend: &str) -> anyhow::Result<load::Stack> {
     }
 }
 
+async fn run_wake(args: &BenchArgs) -> anyhow::Result<()> {
+    baton_runtime::init_tracing(false);
+    println!(
+        "# baton bench --wake-entries (worker, {} backend): wake → first model request\n",
+        args.backend
+    );
+    println!("| backend | entries | runs | median ms | p90 ms | max ms |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    let stack = load_stack(&args.backend).await?;
+    for &entries in &args.wake_entries {
+        let runs = 20;
+        let t = wake::run(&stack, entries, runs).await?;
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        println!(
+            "| {} | {entries} | {runs} | {:.2} | {:.2} | {:.2} |",
+            args.backend,
+            ms(t[t.len() / 2]),
+            ms(t[t.len() * 9 / 10]),
+            ms(t[t.len() - 1])
+        );
+    }
+    Ok(())
+}
+
 async fn run_load(args: &BenchArgs) -> anyhow::Result<()> {
     // Warnings and errors (a refused request, a retried segment) to stderr.
     baton_runtime::init_tracing(false);
@@ -260,6 +290,9 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if !args.load.is_empty() {
         return run_load(&args).await;
+    }
+    if !args.wake_entries.is_empty() {
+        return run_wake(&args).await;
     }
     if args.count_requests {
         println!(
