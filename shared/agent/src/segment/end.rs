@@ -140,9 +140,9 @@ impl Segment<'_> {
     pub(super) async fn hand_over(&mut self) -> Result<SegmentEnd, WorkerError> {
         let segments = self.task.segments;
         self.commit(|t| {
-            t.lease.clear();
+            t.requeue();
             Some(vec![EntryKind::Status {
-                status: TaskStatus::Running,
+                status: TaskStatus::Queued,
                 detail: format!("segment {segments} handed over"),
             }])
         })

@@ -223,8 +223,9 @@ impl Tool for Counter {
                     Meddle::Nothing => return Ok(None),
                     Meddle::Cancel => t.cancel_requested = true,
                     Meddle::StealLease => {
-                        t.lease.clear();
-                        t.lease.take("another-segment", now_ms(), 600_000);
+                        // This one's lease expired; another wake took it.
+                        t.lease
+                            .take("another-segment", now_ms() + 3_600_000, 600_000);
                     }
                 }
                 Ok(Some(Vec::new()))

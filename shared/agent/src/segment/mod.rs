@@ -364,7 +364,7 @@ mod tests {
         let end = h.run(&id, SegmentBudget::new(Duration::ZERO)).await;
         assert_eq!(end, SegmentEnd::HandedOver);
         let task = h.get(&id).await;
-        assert_eq!(task.status, TaskStatus::Running);
+        assert_eq!(task.status, TaskStatus::Queued, "queued between segments");
         assert!(task.lease.is_free(), "released for the next segment");
         assert_eq!(h.tool.calls(), 0);
         let sent = h.queue.sent();

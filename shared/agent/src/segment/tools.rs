@@ -198,12 +198,12 @@ mod tests {
             .await
             .iter()
             .any(|e| matches!(e.kind, EntryKind::ToolStarted { .. })));
-        // The other holder dies too; its lease lapses.
+        // The other holder dies too; the reaper's wake finds it queued.
         h.tool.meddle(Meddle::Nothing);
         let freed = h
             .store
             .update(&id, None, |t| {
-                t.lease.clear();
+                t.requeue();
                 Ok(Some(Vec::new()))
             })
             .await;

@@ -81,9 +81,11 @@ async fn release_after_failure(deps: &Deps, id: &TaskId, owner: &str, reason: &s
     let _ = deps
         .store
         .update(id, None, |t| {
-            if !t.lease.release(owner) {
+            if !t.lease.is_held_by(owner) {
                 return Ok(None);
             }
+            // Queued again: its retried message takes the lease anew.
+            t.requeue();
             t.error = Some(reason.to_owned());
             Ok(Some(Vec::new()))
         })

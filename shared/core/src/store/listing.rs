@@ -156,9 +156,8 @@ pub(crate) async fn page(
             let Some(item) = item.filter(|it| it.listing.is_some() && it.key.sk == "TASK") else {
                 continue;
             };
-            let mut task: Task =
-                serde_json::from_str(&item.data).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            task.version = item.version;
+            let task = Task::from_record(&item.data, item.version)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             if filter.matches(&task) {
                 tasks.push(task);
             }

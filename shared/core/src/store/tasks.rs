@@ -338,9 +338,9 @@ impl TaskStore {
         let Some(item) = self.table.get(&task_key(id)).await? else {
             return Ok(None);
         };
-        let mut task: Task = serde_json::from_str(&item.data).map_err(corrupt)?;
-        task.version = item.version;
-        Ok(Some(task))
+        Task::from_record(&item.data, item.version)
+            .map(Some)
+            .map_err(corrupt)
     }
 
     /// Writes `task` (whose `version` is the one it was read at) and appends
@@ -561,9 +561,7 @@ impl TaskStore {
                 if item.key.sk != "TASK" {
                     continue;
                 }
-                let mut t: Task = serde_json::from_str(&item.data).map_err(corrupt)?;
-                t.version = item.version;
-                out.push(t);
+                out.push(Task::from_record(&item.data, item.version).map_err(corrupt)?);
             }
         }
         Ok(out)

@@ -266,6 +266,10 @@ pub enum Invariant {
     /// ended one that kept its `waiting_for` would be shown as waiting.
     #[error("a {0} task waits for nothing")]
     NotWaitingButWaitingFor(&'static str),
+    /// A running task is one a worker holds (or held, if it crashed):
+    /// between segments a task is queued.
+    #[error("a running task holds a lease")]
+    RunningWithoutLease,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -500,6 +504,9 @@ impl Task {
             }
             (TaskStatus::Waiting, Some(_)) => Ok(()),
             (status, Some(_)) => Err(Invariant::NotWaitingButWaitingFor(status.as_str())),
+            (TaskStatus::Running, None) if self.lease.is_free() => {
+                Err(Invariant::RunningWithoutLease)
+            }
             (_, None) => Ok(()),
         }
     }
@@ -509,6 +516,25 @@ impl Task {
     pub fn wait_for(&mut self, what: WaitingFor) {
         self.status = TaskStatus::Waiting;
         self.waiting_for = Some(what);
+        self.lease.clear();
+    }
+
+    /// A task record as stored, at `version`. Records of earlier releases
+    /// kept a handed-over task `running` with no lease; they read as
+    /// `queued`, which they were, so [`Task::check`] holds for them too.
+    pub fn from_record(data: &str, version: u64) -> Result<Task, serde_json::Error> {
+        let mut task: Task = serde_json::from_str(data)?;
+        task.version = version;
+        if task.status == TaskStatus::Running && task.lease.is_free() {
+            task.status = TaskStatus::Queued;
+        }
+        Ok(task)
+    }
+
+    /// Hands the task back to the queue between segments: queued, with
+    /// no lease (its next wake takes one).
+    pub fn requeue(&mut self) {
+        self.status = TaskStatus::Queued;
         self.lease.clear();
     }
 
@@ -757,6 +783,29 @@ mod invariant_tests {
     use super::*;
 
     #[test]
+    fn a_handed_over_task_of_an_earlier_release_reads_as_queued() {
+        let mut t = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        t.status = TaskStatus::Running;
+        let old = serde_json::to_string(&t).unwrap_or_default();
+        let read = Task::from_record(&old, 7).ok();
+        assert_eq!(read.as_ref().map(|t| t.status), Some(TaskStatus::Queued));
+        assert_eq!(read.as_ref().map(|t| t.version), Some(7));
+        assert_eq!(read.map(|t| t.check()), Some(Ok(())));
+        // One a worker holds stays running.
+        assert!(t.lease.take("w", 0, 1_000));
+        let held = serde_json::to_string(&t).unwrap_or_default();
+        let read = Task::from_record(&held, 1).ok();
+        assert_eq!(read.map(|t| t.status), Some(TaskStatus::Running));
+    }
+
+    #[test]
     fn the_record_rules_hold_or_name_what_broke() {
         let timer = || WaitingFor::Timer {
             until: crate::clock::Instant(1),
@@ -771,8 +820,13 @@ mod invariant_tests {
                 Err(Invariant::NotWaitingButWaitingFor("queued")),
             ),
             (TaskStatus::Running, false, true, Ok(())),
-            // Between two segments: handed over, its next wake on its way.
-            (TaskStatus::Running, false, false, Ok(())),
+            // Between two segments a task is queued, not running.
+            (
+                TaskStatus::Running,
+                false,
+                false,
+                Err(Invariant::RunningWithoutLease),
+            ),
             (
                 TaskStatus::Running,
                 true,
