@@ -14,8 +14,8 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use baton_agent::{SegmentBudget, Worker, WorkerSettings};
 use baton_core::{
-    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, NoReplies,
-    Origin, Task, TaskId, TaskStore, ToolCall, Usage, Wake,
+    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, NoReplies, Origin,
+    Task, TaskId, TaskStore, ToolCall, Usage, Wake,
 };
 use baton_settings::{AgentConfig, Agents};
 use std::sync::{Arc, Mutex};
@@ -91,7 +91,8 @@ fn history(n: usize) -> Vec<EntryKind> {
 }
 
 /// A task with `n` entries in `store`, queued. Entries are added 50 at a
-/// time: a DynamoDB transaction holds at most 100 items.
+/// time: the embedded table, like DynamoDB before 2022, takes
+/// at most 25 items in a transaction.
 async fn seeded_task(store: &TaskStore, n: usize) -> anyhow::Result<TaskId> {
     let limits = baton_core::Limits {
         max_steps: 10_000,
@@ -108,7 +109,7 @@ async fn seeded_task(store: &TaskStore, n: usize) -> anyhow::Result<TaskId> {
     let mut chunks = history(n.max(2));
     let rest = chunks.split_off(1);
     store.create(&task, chunks, None).await?;
-    for chunk in rest.chunks(50) {
+    for chunk in rest.chunks(20) {
         store
             .update(&task.id, None, |_| Ok(Some(chunk.to_vec())))
             .await?;

@@ -24,6 +24,7 @@ use crate::context::{
     conversation_after, cut_middle, first_user_message, latest_summary, summary_message, Thresholds,
 };
 use crate::sanitize::sanitize;
+use crate::tokens::ModelProfile;
 use baton_core::{
     Completion, CompletionRequest, Entry, EntryKind, LlmError, LlmProvider, Message, Usage,
 };
@@ -156,12 +157,33 @@ pub fn needs_compaction(agent: &AgentConfig, entries: &[Entry]) -> bool {
     let profile = t.profile(agent);
     let summary = latest_summary(entries);
     let items = conversation_after(entries, summary.map(|(_, s)| s));
-    let Some(cut) = cut_index(&items, t.compact_keep_exchanges) else {
+    let tokens: Vec<u64> = items.iter().map(|(_, m)| profile.message(m)).collect();
+    needs_compaction_of(
+        agent,
+        &t,
+        &profile,
+        summary.map(|(s, _)| s),
+        &items,
+        &tokens,
+    )
+}
+
+/// [`needs_compaction`] over the conversation after the latest summary
+/// (`items`, with the estimate of each in `tokens`).
+pub(crate) fn needs_compaction_of(
+    agent: &AgentConfig,
+    t: &Thresholds,
+    profile: &ModelProfile,
+    summary: Option<&str>,
+    items: &[(u64, Message)],
+    tokens: &[u64],
+) -> bool {
+    let Some(cut) = cut_index(items, t.compact_keep_exchanges) else {
         return false;
     };
-    let old_tokens: u64 = items[..cut].iter().map(|(_, m)| profile.message(m)).sum();
-    let tail_tokens: u64 = items[cut..].iter().map(|(_, m)| profile.message(m)).sum();
-    let summary_tokens = summary.map_or(0, |(s, _)| profile.message(&summary_message(s)));
+    let old_tokens: u64 = tokens[..cut].iter().sum();
+    let tail_tokens: u64 = tokens[cut..].iter().sum();
+    let summary_tokens = summary.map_or(0, |s| profile.message(&summary_message(s)));
     let total = profile.text(&agent.system_prompt) + summary_tokens + old_tokens + tail_tokens;
     let by_size =
         profile.ratio(total) >= t.compact_at && profile.ratio(old_tokens) >= COMPACT_MIN_GAIN;

@@ -146,11 +146,33 @@ pub fn build_context(
 ) -> (CompletionRequest, ContextReport) {
     let t = Thresholds::for_agent(agent);
     let profile = t.profile(agent);
-    let history = select_history(transcript, t.keep_last_turns);
+    let history = history_of(transcript, t.keep_last_turns, &profile);
+    let (summarised, omitted_turns) = (history.summarised, history.omitted_turns);
+    let (request, pruned) = finish_request(agent, &t, &profile, history, tools);
+    let report = ContextReport {
+        estimated_tokens: profile.request(&request),
+        window_tokens: t.window_tokens,
+        summarised,
+        omitted_turns,
+        soft_trimmed: pruned.soft_trimmed,
+        cleared: pruned.cleared,
+    };
+    (request, report)
+}
+
+/// Stages two and three over a selected history: the request.
+pub(crate) fn finish_request(
+    agent: &AgentConfig,
+    t: &Thresholds,
+    profile: &ModelProfile,
+    history: History,
+    tools: Vec<ToolSpec>,
+) -> (CompletionRequest, PruneOutcome) {
     let mut messages = history.messages;
     let fixed = profile.text(&agent.system_prompt)
         + tools.iter().map(|s| profile.tool_spec(s)).sum::<u64>();
-    let pruned = prune_tool_results(&mut messages, &profile, fixed, &t);
+    let before = fixed + history.tokens.iter().sum::<u64>();
+    let pruned = prune_from(&mut messages, profile, before, t);
     let messages = repair_pairing(messages);
     let request = CompletionRequest {
         model: agent.model.clone(),
@@ -159,15 +181,7 @@ pub fn build_context(
         tools,
         max_tokens: agent.max_tokens,
     };
-    let report = ContextReport {
-        estimated_tokens: profile.request(&request),
-        window_tokens: t.window_tokens,
-        summarised: history.summarised,
-        omitted_turns: history.omitted_turns,
-        soft_trimmed: pruned.soft_trimmed,
-        cleared: pruned.cleared,
-    };
-    (request, report)
+    (request, pruned)
 }
 
 /// The opening line of the message that carries a compaction summary.
@@ -215,6 +229,8 @@ pub fn conversation_after(entries: &[Entry], through_seq: Option<u64>) -> Vec<(u
 #[derive(Clone, Debug, PartialEq)]
 pub struct History {
     pub messages: Vec<Message>,
+    /// The estimate of each of `messages`.
+    pub tokens: Vec<u64>,
     /// Whether a summary opens `messages`.
     pub summarised: bool,
     /// Turns left out by the limit.
@@ -228,9 +244,9 @@ pub const MAX_ATTACHMENTS_SHOWN: usize = 5;
 /// Leaves the content of the last [`MAX_ATTACHMENTS_SHOWN`] attachments
 /// and names the older ones, so files given early in a long conversation
 /// do not fill every request.
-fn bound_attachments(messages: &mut [Message]) {
+fn bound_attachments(messages: &mut [Message], tokens: &mut [u64], profile: &ModelProfile) {
     let mut seen = 0;
-    for m in messages.iter_mut().rev() {
+    for (m, tokens) in messages.iter_mut().zip(tokens.iter_mut()).rev() {
         if let Message::Attachment { content, .. } = m {
             if matches!(content, AttachmentContent::Unreadable { .. }) {
                 continue;
@@ -241,6 +257,7 @@ fn bound_attachments(messages: &mut [Message]) {
                     reason: "it was given earlier in the conversation and is no longer shown"
                         .to_owned(),
                 };
+                *tokens = profile.message(m);
             }
         }
     }
@@ -250,42 +267,90 @@ fn bound_attachments(messages: &mut [Message]) {
 /// to the last `keep_last_turns` turns, never dropping the first user
 /// message.
 pub fn select_history(entries: &[Entry], keep_last_turns: usize) -> History {
+    history_of(entries, keep_last_turns, &ModelProfile::for_model(""))
+}
+
+/// [`select_history`], estimated with `profile`.
+fn history_of(entries: &[Entry], keep_last_turns: usize, profile: &ModelProfile) -> History {
     let summary = latest_summary(entries);
-    let through = summary.map(|(_, s)| s);
-    let items = conversation_after(entries, through);
-    let first_seq = first_user_message(entries).map(|(seq, _)| seq);
+    let items = conversation_after(entries, summary.map(|(_, s)| s));
+    let first = first_user_message(entries).map(|(seq, text)| {
+        (
+            seq,
+            Message::User {
+                content: text.to_owned(),
+            },
+        )
+    });
+    let items = items.into_iter().map(|item| {
+        let tokens = profile.message(&item.1);
+        (item, tokens)
+    });
+    select_items(
+        summary.map(|(text, _)| text),
+        items,
+        first,
+        keep_last_turns,
+        profile,
+    )
+}
+
+/// Stage one over the conversation after the latest summary (`items`,
+/// each with its estimate) and the task's first user message.
+pub(crate) fn select_items(
+    summary: Option<&str>,
+    items: impl Iterator<Item = ((u64, Message), u64)>,
+    first_user: Option<(u64, Message)>,
+    keep_last_turns: usize,
+    profile: &ModelProfile,
+) -> History {
+    let mut items: Vec<((u64, Message), u64)> = items.collect();
     let mut messages = Vec::with_capacity(items.len() + 2);
-    if let Some((text, _)) = summary {
-        messages.push(summary_message(text));
+    let mut tokens = Vec::with_capacity(items.len() + 2);
+    let mut push = |m: Message, t: Option<u64>| {
+        tokens.push(t.unwrap_or_else(|| profile.message(&m)));
+        messages.push(m);
+    };
+    if let Some(text) = summary {
+        push(summary_message(text), None);
     }
     let starts: Vec<usize> = items
         .iter()
         .enumerate()
-        .filter(|(_, (_, m))| matches!(m, Message::User { .. }))
+        .filter(|(_, ((_, m), _))| matches!(m, Message::User { .. }))
         .map(|(i, _)| i)
         .collect();
     let keep = keep_last_turns.max(1);
     let mut omitted_turns = 0;
-    let mut items = items;
     if starts.len() > keep {
         let cut = starts[starts.len() - keep];
         omitted_turns = starts.len() - keep;
         let kept = items.split_off(cut);
         // The dropped part may hold the task's instructions: keep them.
-        if let Some(first) = items.into_iter().find(|(seq, _)| Some(*seq) == first_seq) {
-            messages.push(first.1);
+        let first_seq = first_user.as_ref().map(|(seq, _)| *seq);
+        if let Some(((_, m), t)) = items
+            .into_iter()
+            .find(|((seq, _), _)| Some(*seq) == first_seq)
+        {
+            push(m, Some(t));
         }
-        messages.push(Message::User {
-            content: format!(
-                "[{omitted_turns} earlier turn(s) of this conversation are omitted here.]"
-            ),
-        });
+        push(
+            Message::User {
+                content: format!(
+                    "[{omitted_turns} earlier turn(s) of this conversation are omitted here.]"
+                ),
+            },
+            None,
+        );
         items = kept;
     }
-    messages.extend(items.into_iter().map(|(_, m)| m));
-    bound_attachments(&mut messages);
+    for ((_, m), t) in items {
+        push(m, Some(t));
+    }
+    bound_attachments(&mut messages, &mut tokens, profile);
     History {
         messages,
+        tokens,
         summarised: summary.is_some(),
         omitted_turns,
     }
@@ -319,6 +384,17 @@ pub fn prune_tool_results(
     t: &Thresholds,
 ) -> PruneOutcome {
     let before = fixed_tokens + profile.messages(messages);
+    prune_from(messages, profile, before, t)
+}
+
+/// [`prune_tool_results`] when the estimate of everything, `before`, is
+/// known.
+fn prune_from(
+    messages: &mut [Message],
+    profile: &ModelProfile,
+    before: u64,
+    t: &Thresholds,
+) -> PruneOutcome {
     let mut outcome = PruneOutcome {
         tokens_before: before,
         tokens_after: before,
@@ -673,7 +749,9 @@ mod tests {
             },
         };
         let mut messages: Vec<Message> = (0..MAX_ATTACHMENTS_SHOWN + 2).map(image).collect();
-        bound_attachments(&mut messages);
+        let mut tokens = vec![0; messages.len()];
+        bound_attachments(&mut messages, &mut tokens, &ModelProfile::for_model(""));
+        assert_eq!(tokens.iter().filter(|t| **t > 0).count(), 2, "re-estimated");
         let named = messages
             .iter()
             .filter(|m| {

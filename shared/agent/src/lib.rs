@@ -14,6 +14,7 @@
 
 pub mod compaction;
 pub mod context;
+pub mod context_cache;
 pub mod delegation;
 mod deps;
 mod error;

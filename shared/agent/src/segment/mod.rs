@@ -44,6 +44,7 @@ mod wait;
 
 pub use budget::SegmentBudget;
 
+use crate::context_cache::ContextCache;
 use crate::deps::Deps;
 use crate::error::WorkerError;
 use baton_core::approval;
@@ -78,6 +79,9 @@ pub(crate) struct Segment<'d> {
     owner: String,
     task: Task,
     transcript: Vec<Entry>,
+    /// The context, kept up to date with each commit rather than rebuilt
+    /// from the transcript at each step.
+    context: ContextCache,
     /// What this segment offers the model (see [`listing`]).
     tools: crate::deps::Tools,
     budget: SegmentBudget,
@@ -123,11 +127,13 @@ impl<'d> Segment<'d> {
             ));
         }
         let transcript = deps.store.transcript(id).await?;
+        let agent = deps.agents.resolve(&task.agent);
         let mut segment = Segment {
             deps,
-            agent: deps.agents.resolve(&task.agent),
+            agent,
             owner,
             task,
+            context: ContextCache::new(agent, &transcript),
             transcript,
             tools: Default::default(),
             budget,
@@ -181,6 +187,7 @@ impl<'d> Segment<'d> {
             })
             .await?;
         self.task = task;
+        self.context.extend(&written);
         self.transcript.extend(written);
         Ok(())
     }
@@ -193,6 +200,7 @@ impl<'d> Segment<'d> {
             let situation = Situation {
                 agent: self.agent,
                 owner: &self.owner,
+                context: &self.context,
                 budget: &self.budget,
                 compaction_tried: self.compaction_tried,
                 now: now_ms(),

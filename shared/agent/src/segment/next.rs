@@ -10,6 +10,7 @@
 use super::budget::SegmentBudget;
 use super::limit::Limit;
 use crate::compaction;
+use crate::context_cache::ContextCache;
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{Entry, EntryKind, Task, ToolCall};
 use baton_settings::AgentConfig;
@@ -54,6 +55,8 @@ pub(super) struct Situation<'a> {
     pub(super) agent: &'a AgentConfig,
     /// This segment's lease owner id.
     pub(super) owner: &'a str,
+    /// The context as the transcript makes it (for the size check).
+    pub(super) context: &'a ContextCache,
     pub(super) budget: &'a SegmentBudget,
     /// Compaction was tried in this segment already.
     pub(super) compaction_tried: bool,
@@ -107,8 +110,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
         return Next::HandOver;
     }
     if !s.compaction_tried
-        && (compaction::compact_requested(transcript)
-            || compaction::needs_compaction(s.agent, transcript))
+        && (compaction::compact_requested(transcript) || s.context.needs_compaction(s.agent))
     {
         return Next::Compact;
     }
@@ -260,14 +262,16 @@ mod tests {
 
     fn decide_with(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget, tried: bool) -> Next {
         let agent = agent();
+        let transcript = entries(kinds);
         let s = Situation {
             agent: &agent,
             owner: OWNER,
+            context: &ContextCache::new(&agent, &transcript),
             budget: b,
             compaction_tried: tried,
             now: NOW,
         };
-        next(t, &entries(kinds), &s)
+        next(t, &transcript, &s)
     }
 
     fn pending(ids: &[(&str, bool)]) -> Vec<(ToolCall, bool)> {
@@ -423,15 +427,17 @@ mod tests {
         t.cost_usd = 2.0;
         let mut priced = agent();
         priced.max_cost_usd = Some(1.0);
+        let transcript = entries(go());
         let s = Situation {
             agent: &priced,
             owner: OWNER,
+            context: &ContextCache::new(&priced, &transcript),
             budget: &roomy(),
             compaction_tried: false,
             now: NOW,
         };
         assert!(matches!(
-            next(&t, &entries(go()), &s),
+            next(&t, &transcript, &s),
             Next::Stop(Limit::Cost(_))
         ));
     }

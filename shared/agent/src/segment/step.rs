@@ -5,7 +5,7 @@
 use super::events::{Call, Event};
 use super::{Segment, Step};
 use crate::compaction::{self, CompactionError};
-use crate::context::{self, build_request};
+use crate::context;
 use crate::error::WorkerError;
 use crate::model_choice::{Answer, ModelsFailed};
 use crate::progress;
@@ -153,7 +153,7 @@ impl Segment<'_> {
     /// provider found the last one too long, so old tool results are
     /// cleared whatever the estimate says.
     async fn request(&self, shrunk: bool) -> CompletionRequest {
-        let mut request = build_request(self.agent, &self.transcript, self.tool_specs());
+        let mut request = self.context.request(self.agent, self.tool_specs());
         if shrunk {
             context::clear_old_tool_results(&mut request.messages);
         }
