@@ -61,7 +61,8 @@ impl Reaper {
             // A waiting task asked to cancel, or past its deadline, whose
             // wake was lost.
             let cancel_lost = task.status == TaskStatus::Waiting
-                && (task.cancel_requested || task.limits.deadline_at.is_some_and(|d| d < stale));
+                && (task.cancel_requested
+                    || task.limits.deadline_at.is_some_and(|d| d.millis() < stale));
             let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running)
                 || timer_over
                 || cancel_lost;

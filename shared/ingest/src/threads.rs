@@ -183,7 +183,7 @@ impl Ingest {
             .get(&s.agent)
             .ok_or_else(|| ApiError::bad_request(format!("unknown agent `{}`", s.agent)))?;
         let now = now_ms();
-        let limits = agent.task_limits(now);
+        let limits = agent.task_limits(baton_core::Instant(now));
         let task = Task::new(
             TaskId::generate(),
             &agent.name,

@@ -12,11 +12,9 @@ use baton_core::{now_ms, EntryKind, TaskStatus, ToolCall, WaitingFor};
 impl Segment<'_> {
     pub(super) async fn wait_for_reply(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
         let now = now_ms();
-        let expires_at = now
-            .saturating_add(
-                i64::try_from(self.agent.ask_user_expires_after.as_millis()).unwrap_or(i64::MAX),
-            )
-            .min(self.task.limits.deadline_at.unwrap_or(i64::MAX));
+        let expires_at = (baton_core::Instant(now) + self.agent.ask_user_expires_after)
+            .capped(self.task.limits.deadline_at)
+            .millis();
         let new: Vec<Question> = calls
             .iter()
             .filter(|c| question::question(&self.task, &c.id).is_none())

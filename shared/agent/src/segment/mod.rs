@@ -47,7 +47,7 @@ pub use budget::SegmentBudget;
 use crate::deps::Deps;
 use crate::error::WorkerError;
 use baton_core::approval;
-use baton_core::{now_ms, Entry, EntryKind, Task, TaskId, TaskStatus, WaitingFor};
+use baton_core::{now_ms, Entry, EntryKind, Instant, Task, TaskId, TaskStatus, WaitingFor};
 use baton_settings::AgentConfig;
 use events::{Event, Events};
 use limit::Limit;
@@ -291,7 +291,7 @@ fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKin
     // Approvals nobody decided in time are denied (and may lift the wait).
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
     if t.status == TaskStatus::Waiting {
-        let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
+        let deadline_passed = t.limits.deadline_at.is_some_and(|d| d.millis() <= now);
         let reply_overdue = baton_core::question::overdue(t, now);
         if t.cancel_requested || deadline_passed || timer_due(t, now) || reply_overdue {
             // Cancelled or out of time while waiting, or the timer is up:
@@ -342,7 +342,7 @@ fn pending_wake(t: &Task) -> Option<i64> {
     let at = match &t.waiting_for {
         Some(WaitingFor::Timer { until }) => Some(until.millis()),
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
-        Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
+        Some(WaitingFor::Children { .. }) => t.limits.deadline_at.map(Instant::millis),
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
         None => None,
     };
@@ -433,7 +433,7 @@ mod tests {
         let set = h
             .store
             .update(&id, None, |t| {
-                t.limits.deadline_at = Some(now_ms() - 1);
+                t.limits.deadline_at = Some(Instant(now_ms() - 1));
                 Ok(Some(Vec::new()))
             })
             .await;

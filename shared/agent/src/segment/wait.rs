@@ -22,11 +22,9 @@ impl Segment<'_> {
     pub(super) async fn wait_for_approval(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
         let now = now_ms();
         // An approval never outlives the task's deadline.
-        let expires_at = now
-            .saturating_add(
-                i64::try_from(self.agent.approval.expires_after.as_millis()).unwrap_or(i64::MAX),
-            )
-            .min(self.task.limits.deadline_at.unwrap_or(i64::MAX));
+        let expires_at = (baton_core::Instant(now) + self.agent.approval.expires_after)
+            .capped(self.task.limits.deadline_at)
+            .millis();
         let ids: Vec<String> = calls.iter().map(|c| approval_id(step, &c.id)).collect();
         let new: Vec<Approval> = calls
             .iter()
@@ -179,7 +177,7 @@ impl Segment<'_> {
         if let Some(deadline) = self.task.limits.deadline_at {
             // Children may take longer than the parent may: wake at its
             // deadline, which ends it (and cancels them).
-            self.arm_wake(deadline).await?;
+            self.arm_wake(deadline.millis()).await?;
         }
         let pending = self.task.pending_children() as usize;
         self.deps

@@ -2,7 +2,7 @@
 //! keeps of it. Everything the loop must remember across segments — counts,
 //! budgets, the lease, pending signals — lives here, never in memory only.
 
-use crate::clock::Millis;
+use crate::clock::{Instant, Millis};
 use crate::ids::TaskId;
 use crate::lease::LeaseSlot;
 use crate::llm::Usage;
@@ -142,9 +142,13 @@ pub struct Limits {
     /// Input + output tokens over the whole task; 0 means no limit.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_tokens: u64,
-    /// Wall-clock deadline; `None` means none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deadline_at: Option<Millis>,
+    /// Wall-clock deadline; `None` means none. Stored as milliseconds.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::clock::as_millis_opt"
+    )]
+    pub deadline_at: Option<Instant>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -740,6 +744,27 @@ mod tests {
         t.thread = Some("slack:T1:C1:1.0".into());
         assert_eq!(t.status_json()["thread"], "slack:T1:C1:1.0");
         assert_eq!(v["usage"]["input_tokens"], 0);
+    }
+
+    /// A task row as stored by releases whose instants were bare
+    /// milliseconds: it reads, and is written back byte for byte.
+    const OLD_ROW: &str = concat!(
+        r#"{"id":"0190a5e4-7f3b-7cc0-8a1e-2b3c4d5e6f70","status":"waiting","agent":"default","#,
+        r#""origin":{"kind":"http"},"created_at":1767225600000,"updated_at":1767225601000,"#,
+        r#""steps":2,"segments":1,"next_seq":5,"usage":{"input_tokens":10,"output_tokens":3},"#,
+        r#""limits":{"max_steps":50,"max_segments":200,"deadline_at":1767229200000},"#,
+        r#""waiting_for":{"kind":"timer","until":"2026-01-01T00:10:00.000Z"},"#,
+        r#""last_commit":null}"#,
+    );
+
+    #[test]
+    fn rows_of_earlier_releases_read_and_write_back_the_same() {
+        let t: Task = serde_json::from_str(OLD_ROW).unwrap();
+        assert_eq!(
+            t.limits.deadline_at,
+            Some(crate::clock::Instant(1_767_229_200_000))
+        );
+        assert_eq!(serde_json::to_string(&t).unwrap(), OLD_ROW);
     }
 
     #[test]
