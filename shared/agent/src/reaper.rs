@@ -53,7 +53,8 @@ impl Reaper {
                 && match &task.waiting_for {
                     Some(baton_core::WaitingFor::Timer { until }) => until.millis() < stale,
                     Some(baton_core::WaitingFor::Approval { .. }) => {
-                        baton_core::approval::next_expiry(&task).is_some_and(|at| at < stale)
+                        baton_core::approval::next_expiry(&task)
+                            .is_some_and(|at| at.millis() < stale)
                     }
                     _ => false,
                 };

@@ -106,7 +106,9 @@ impl<'d> Segment<'d> {
         let ttl = deps.settings.lease_ttl.as_millis() as i64;
         let (task, _) = deps
             .store
-            .update(id, Some(task), |t| Ok(acquire(t, &owner, now_ms(), ttl)))
+            .update(id, Some(task), |t| {
+                Ok(acquire(t, &owner, Instant::now(), ttl))
+            })
             .await?;
         if let Some(until) = pending_wake(&task) {
             // Woken early (a duplicate, or a 15-minute hop): wait on.
@@ -284,14 +286,14 @@ impl<'d> Segment<'d> {
 
 /// The lease-taking change: expires due approvals, ends a wait that is
 /// over, and takes the lease if it is free (or already ours).
-fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKind>> {
+fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: i64) -> Option<Vec<EntryKind>> {
     if t.status.is_terminal() {
         return None;
     }
     // Approvals nobody decided in time are denied (and may lift the wait).
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
     if t.status == TaskStatus::Waiting {
-        let deadline_passed = t.limits.deadline_at.is_some_and(|d| d.millis() <= now);
+        let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
         let reply_overdue = baton_core::question::overdue(t, now);
         if t.cancel_requested || deadline_passed || timer_due(t, now) || reply_overdue {
             // Cancelled or out of time while waiting, or the timer is up:
@@ -301,7 +303,7 @@ fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKin
             return (!entries.is_empty()).then_some(entries);
         }
     }
-    if !t.lease.take(owner, now, ttl) {
+    if !t.lease.take(owner, now.millis(), ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
     t.status = TaskStatus::Running;
@@ -326,27 +328,27 @@ fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
 }
 
 /// Whether a waiting task's timer is up.
-fn timer_due(t: &Task, now: i64) -> bool {
+fn timer_due(t: &Task, now: Instant) -> bool {
     match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => until.millis() <= now,
+        Some(WaitingFor::Timer { until }) => *until <= now,
         _ => false,
     }
 }
 
 /// When a waiting task must next be woken (its timer, or its approval's
 /// expiry), if that is still ahead.
-fn pending_wake(t: &Task) -> Option<i64> {
+fn pending_wake(t: &Task) -> Option<Instant> {
     if t.status != TaskStatus::Waiting {
         return None;
     }
     let at = match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => Some(until.millis()),
+        Some(WaitingFor::Timer { until }) => Some(*until),
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
-        Some(WaitingFor::Children { .. }) => t.limits.deadline_at.map(Instant::millis),
+        Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
         None => None,
     };
-    at.filter(|u| *u > now_ms())
+    at.filter(|u| *u > Instant::now())
 }
 
 #[cfg(test)]

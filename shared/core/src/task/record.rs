@@ -179,7 +179,8 @@ pub struct Decision {
     /// Slack user id, [`API_DECIDER`] for the HTTP route, `None` for expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
-    pub at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub at: Instant,
 }
 
 /// A posted chat message (to update once the approval is decided).
@@ -200,9 +201,11 @@ pub struct Approval {
     pub tool: String,
     /// What the call does, for the human ("POST https://...").
     pub summary: String,
-    pub requested_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub requested_at: Instant,
     /// Undecided by then: denied.
-    pub expires_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub expires_at: Instant,
     /// The message with the buttons, once posted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<PostedMessage>,
@@ -370,9 +373,11 @@ pub struct Question {
     pub step: u32,
     pub call_id: String,
     pub question: String,
-    pub asked_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub asked_at: Instant,
     /// Unanswered by then: the call's result says nobody replied.
-    pub expires_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub expires_at: Instant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<Reply>,
 }
@@ -384,7 +389,8 @@ pub struct Reply {
     /// The Slack user who replied, when it came from Slack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
-    pub at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub at: Instant,
 }
 
 /// Thumbs up or down.
@@ -754,15 +760,32 @@ mod tests {
         r#""steps":2,"segments":1,"next_seq":5,"usage":{"input_tokens":10,"output_tokens":3},"#,
         r#""limits":{"max_steps":50,"max_segments":200,"deadline_at":1767229200000},"#,
         r#""waiting_for":{"kind":"timer","until":"2026-01-01T00:10:00.000Z"},"#,
-        r#""last_commit":null}"#,
+        r#""last_commit":null,"#,
+        r#""approvals":[{"approval_id":"ap-1-c1","step":1,"call_id":"c1","tool":"http_request","#,
+        r#""summary":"POST https://x.test","requested_at":1767225600500,"expires_at":1767229200000,"#,
+        r#""decision":{"verdict":"approved","by":"U1","at":1767225600900}}],"#,
+        r#""questions":[{"step":2,"call_id":"c2","question":"Which env?","#,
+        r#""asked_at":1767225601000,"expires_at":1767229200000,"#,
+        r#""reply":{"text":"staging","by":"U1","at":1767225602000}}]}"#,
     );
 
     #[test]
     fn rows_of_earlier_releases_read_and_write_back_the_same() {
         let t: Task = serde_json::from_str(OLD_ROW).unwrap();
+        assert_eq!(t.limits.deadline_at, Some(Instant(1_767_229_200_000)));
+        let a = &t.approvals[0];
+        assert_eq!(a.requested_at, Instant(1_767_225_600_500));
+        assert_eq!(a.expires_at, Instant(1_767_229_200_000));
         assert_eq!(
-            t.limits.deadline_at,
-            Some(crate::clock::Instant(1_767_229_200_000))
+            a.decision.as_ref().map(|d| d.at),
+            Some(Instant(1_767_225_600_900))
+        );
+        let q = &t.questions[0];
+        assert_eq!(q.asked_at, Instant(1_767_225_601_000));
+        assert_eq!(q.expires_at, Instant(1_767_229_200_000));
+        assert_eq!(
+            q.reply.as_ref().map(|r| r.at),
+            Some(Instant(1_767_225_602_000))
         );
         assert_eq!(serde_json::to_string(&t).unwrap(), OLD_ROW);
     }
