@@ -289,8 +289,10 @@ pub struct Task {
     /// The conversation this task belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
-    pub created_at: Millis,
-    pub updated_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub created_at: Instant,
+    #[serde(with = "crate::clock::as_millis")]
+    pub updated_at: Instant,
     #[serde(default, skip_serializing_if = "LeaseSlot::is_free")]
     pub lease: LeaseSlot,
     /// Completed LLM turns.
@@ -547,8 +549,9 @@ impl Task {
         origin: Origin,
         thread: Option<String>,
         limits: Limits,
-        now: Millis,
+        now: impl Into<Instant>,
     ) -> Self {
+        let now = now.into();
         Task {
             id,
             version: 0,
@@ -630,8 +633,8 @@ impl Task {
             "steps": self.steps,
             "segments": self.segments,
             "usage": self.usage,
-            "created_at": crate::clock::rfc3339(self.created_at),
-            "updated_at": crate::clock::rfc3339(self.updated_at),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
         });
         // Additions to the contract's shape, present only when they say
         // something.
@@ -773,6 +776,10 @@ mod tests {
     fn rows_of_earlier_releases_read_and_write_back_the_same() {
         let t: Task = serde_json::from_str(OLD_ROW).unwrap();
         assert_eq!(t.limits.deadline_at, Some(Instant(1_767_229_200_000)));
+        assert_eq!(t.created_at, Instant(1_767_225_600_000));
+        assert_eq!(t.updated_at, Instant(1_767_225_601_000));
+        // The API shows them as text, as it always did.
+        assert_eq!(t.status_json()["created_at"], "2026-01-01T00:00:00.000Z");
         let a = &t.approvals[0];
         assert_eq!(a.requested_at, Instant(1_767_225_600_500));
         assert_eq!(a.expires_at, Instant(1_767_229_200_000));
