@@ -120,13 +120,9 @@ pub fn dedupe_key(parent: &TaskId, call_id: &str) -> String {
 /// same person as the parent (approvals, memory) but posts nothing itself,
 /// and it can never outlive the parent's deadline.
 pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Millis) -> Task {
-    let mut limits = child.task_limits(now);
+    let mut limits = child.task_limits(baton_core::Instant(now));
     if let Some(parent_deadline) = parent.limits.deadline_at {
-        limits.deadline_at = Some(
-            limits
-                .deadline_at
-                .map_or(parent_deadline, |d| d.min(parent_deadline)),
-        );
+        limits.deadline_at = Some(parent_deadline.capped(limits.deadline_at));
     }
     let mut task = Task::new(
         TaskId::generate(),
@@ -311,7 +307,7 @@ mod tests {
         lead.delegates = vec!["researcher".into()];
         let mut r = AgentConfig::new("researcher", "m");
         r.description = Some("finds things".into());
-        r.limits.deadline_at = Some(60_000);
+        r.deadline_after = Some(std::time::Duration::from_secs(60));
         Agents::new(lead, vec![r])
     }
 
@@ -360,12 +356,12 @@ mod tests {
     fn a_child_never_outlives_its_parent() {
         let a = agents();
         let limits = Limits {
-            deadline_at: Some(30_000),
+            deadline_at: Some(baton_core::Instant(30_000)),
             ..Limits::default()
         };
         let parent = Task::new(TaskId::generate(), "default", Origin::Http, None, limits, 0);
         let child = child_task(&parent, a.resolve("researcher"), "call_1", 1_000);
-        assert_eq!(child.limits.deadline_at, Some(30_000));
+        assert_eq!(child.limits.deadline_at, Some(baton_core::Instant(30_000)));
         assert_eq!(child.parent.as_ref().unwrap().task_id, parent.id);
         assert_eq!(child.thread, None);
         let free = Task::new(
@@ -377,7 +373,7 @@ mod tests {
             0,
         );
         let child = child_task(&free, a.resolve("researcher"), "call_1", 1_000);
-        assert_eq!(child.limits.deadline_at, Some(61_000));
+        assert_eq!(child.limits.deadline_at, Some(baton_core::Instant(61_000)));
     }
 
     #[test]

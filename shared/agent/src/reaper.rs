@@ -2,7 +2,7 @@
 //! should be running but that no live segment holds, so a lost message can
 //! delay a task but never strand it.
 
-use baton_core::{now_ms, QueueError, StoreError, Task, TaskStatus, TaskStore, Wake, WorkQueue};
+use baton_core::{Instant, QueueError, StoreError, Task, TaskStatus, TaskStore, Wake, WorkQueue};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,8 +34,8 @@ impl Reaper {
     /// One sweep; returns how many wakes it re-sent.
     #[tracing::instrument(skip_all)]
     pub async fn sweep(&self) -> Result<usize, ReaperError> {
-        let now = now_ms();
-        let stale = now - self.stale_after.as_millis() as i64;
+        let now = Instant::now();
+        let stale = now - self.stale_after;
         let mut sent = 0;
         for task in self.store.active_tasks(10_000).await? {
             if task.status == TaskStatus::Waiting
@@ -51,7 +51,7 @@ impl Reaper {
             // lost its wake too.
             let timer_over = task.status == TaskStatus::Waiting
                 && match &task.waiting_for {
-                    Some(baton_core::WaitingFor::Timer { until }) => until.millis() < stale,
+                    Some(baton_core::WaitingFor::Timer { until }) => *until < stale,
                     Some(baton_core::WaitingFor::Approval { .. }) => {
                         baton_core::approval::next_expiry(&task).is_some_and(|at| at < stale)
                     }
@@ -65,7 +65,7 @@ impl Reaper {
             let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running)
                 || timer_over
                 || cancel_lost;
-            let unheld = !task.lease.is_live(now);
+            let unheld = !task.lease.is_live(now.millis());
             if runnable && unheld && task.updated_at < stale {
                 tracing::info!(task_id = %task.id, "re-sending a lost wake");
                 self.queue

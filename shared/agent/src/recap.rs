@@ -40,7 +40,7 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
                 )
             },
             author: None,
-            at: task.updated_at,
+            at: task.updated_at.millis(),
         });
     }
     turns

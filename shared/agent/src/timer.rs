@@ -9,7 +9,7 @@
 
 use crate::error::WorkerError;
 use baton_core::queue::MAX_DELAY;
-use baton_core::{now_ms, Millis, TaskId, ToolSpec, Wake, WorkQueue};
+use baton_core::{Instant, Millis, TaskId, ToolSpec, Wake, WorkQueue};
 use baton_schedule::SchedulePlan;
 use serde::Deserialize;
 use std::time::Duration;
@@ -71,13 +71,13 @@ pub async fn arm(
     queue: &dyn WorkQueue,
     scheduler: Option<&dyn baton_schedule::Scheduler>,
     id: &TaskId,
-    until: Millis,
+    until: Instant,
 ) -> Result<(), WorkerError> {
     let wake = Wake::new(id.clone(), "timer").to_body();
-    let left = Duration::from_millis((until - now_ms()).max(0) as u64);
+    let left = until.since(Instant::now());
     match scheduler {
         Some(s) if left > MAX_DELAY => {
-            let at = chrono::DateTime::from_timestamp_millis(until)
+            let at = chrono::DateTime::from_timestamp_millis(until.millis())
                 .unwrap_or_default()
                 .format("at(%Y-%m-%dT%H:%M:%S)")
                 .to_string();
@@ -158,12 +158,19 @@ mod tests {
     async fn short_waits_use_a_delayed_message_long_ones_a_one_time_schedule() {
         let r = Recorder::default();
         let id = TaskId::generate();
-        arm(&r, Some(&r), &id, now_ms() + 60_000).await.unwrap();
-        assert_eq!(r.sends.lock().unwrap().len(), 1);
-        assert!(r.plans.lock().unwrap().is_empty());
-        arm(&r, Some(&r), &id, now_ms() + 3 * 3600 * 1000)
+        arm(&r, Some(&r), &id, Instant::now() + Duration::from_secs(60))
             .await
             .unwrap();
+        assert_eq!(r.sends.lock().unwrap().len(), 1);
+        assert!(r.plans.lock().unwrap().is_empty());
+        arm(
+            &r,
+            Some(&r),
+            &id,
+            Instant::now() + Duration::from_secs(3 * 3600),
+        )
+        .await
+        .unwrap();
         {
             let plans = r.plans.lock().unwrap();
             assert_eq!(plans.len(), 1);
@@ -171,9 +178,14 @@ mod tests {
             assert!(plans[0].body.contains(id.as_str()));
         }
         // Without a scheduler: a 15-minute hop.
-        arm(&r, None, &id, now_ms() + 3 * 3600 * 1000)
-            .await
-            .unwrap();
+        arm(
+            &r,
+            None,
+            &id,
+            Instant::now() + Duration::from_secs(3 * 3600),
+        )
+        .await
+        .unwrap();
         assert_eq!(r.sends.lock().unwrap().last().unwrap().1, MAX_DELAY);
     }
 }

@@ -10,7 +10,7 @@ use crate::response::{json, json_body, Answer, ApiError};
 use crate::tasks::parse_id;
 use crate::Ingest;
 use baton_core::approval::{self, DecideError};
-use baton_core::{now_ms, Task, TaskId, Verdict, Wake};
+use baton_core::{Instant, Task, TaskId, Verdict, Wake};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
@@ -68,7 +68,7 @@ impl Ingest {
         let task = self
             .update_task(id, |t| {
                 refused = None;
-                match approval::decide(t, approval_id, verdict, Some(by), now_ms()) {
+                match approval::decide(t, approval_id, verdict, Some(by), Instant::now()) {
                     Ok((entries, _)) => Some(entries),
                     Err(e) => {
                         refused = Some(e);
@@ -224,8 +224,8 @@ mod tests {
             call_id: "call_1".into(),
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),
-            requested_at: now_ms(),
-            expires_at: now_ms() + 3_600_000,
+            requested_at: baton_core::Instant::now(),
+            expires_at: baton_core::Instant::now() + Duration::from_secs(3600),
             message: None,
             decision: None,
         });

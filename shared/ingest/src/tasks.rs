@@ -329,8 +329,8 @@ impl Ingest {
                 span_id: baton_core::trace::task_span_id(&id),
                 parent_id: None,
                 name: "task".into(),
-                start_ms: task.created_at,
-                end_ms: now_ms().max(task.updated_at),
+                start_ms: task.created_at.millis(),
+                end_ms: now_ms().max(task.updated_at.millis()),
                 attributes: attrs,
             });
         }

@@ -183,7 +183,7 @@ impl Ingest {
             .get(&s.agent)
             .ok_or_else(|| ApiError::bad_request(format!("unknown agent `{}`", s.agent)))?;
         let now = now_ms();
-        let limits = agent.task_limits(now);
+        let limits = agent.task_limits(baton_core::Instant(now));
         let task = Task::new(
             TaskId::generate(),
             &agent.name,
@@ -348,7 +348,9 @@ impl Ingest {
                 // anyone else's steers it (HTTP callers are the requester:
                 // they hold the API token).
                 if author == approval::requester(t) {
-                    if let Some(entries) = question::reply(t, &text, author, now_ms()) {
+                    if let Some(entries) =
+                        question::reply(t, &text, author, baton_core::Instant::now())
+                    {
                         replied = true;
                         t.pending_files.extend(files.iter().cloned());
                         return Ok(Some(entries));
@@ -440,7 +442,12 @@ impl Ingest {
                     if author.is_none() || author != approval::requester(t) {
                         return Ok(None);
                     }
-                    Ok(question::reply(t, &s.text, author, now_ms()))
+                    Ok(question::reply(
+                        t,
+                        &s.text,
+                        author,
+                        baton_core::Instant::now(),
+                    ))
                 })
                 .await;
             match result {

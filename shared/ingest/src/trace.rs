@@ -55,7 +55,9 @@ impl Ingest {
             name: "ingest".into(),
             // Called outside a request (tests calling `submit`): from the
             // task's creation.
-            start_ms: RECEIVED.try_with(|at| *at).unwrap_or(task.created_at),
+            start_ms: RECEIVED
+                .try_with(|at| *at)
+                .unwrap_or(task.created_at.millis()),
             end_ms: now_ms(),
             attributes,
         };

@@ -17,9 +17,12 @@ pub struct AgentConfig {
     pub max_tokens: u32,
     /// Names of the tools it may use; `None` means every registered tool.
     pub tools: Option<Vec<String>>,
-    /// Budgets given to each new task. `deadline_at` is relative here
-    /// (milliseconds after the task's creation); ingest makes it absolute.
+    /// Budgets given to each new task; their `deadline_at` is always
+    /// `None` here ([`AgentConfig::deadline_after`] sets it per task).
     pub limits: Limits,
+    /// How long after its creation a task must end (`limits.deadline`);
+    /// [`AgentConfig::task_limits`] makes it the task's `deadline_at`.
+    pub deadline_after: Option<Duration>,
     /// Tool results longer than this many characters are cut, with a marker.
     pub max_tool_result_chars: usize,
     /// What it is for: shown to a parent choosing whom to delegate to.
@@ -83,6 +86,7 @@ impl AgentConfig {
             max_tokens: 4096,
             tools: None,
             limits: Limits::default(),
+            deadline_after: None,
             max_tool_result_chars: 16_000,
             description: None,
             fallback_models: Vec::new(),
@@ -104,12 +108,11 @@ impl AgentConfig {
 
     /// The limits of a task of this agent created at `now`: the agent's
     /// relative deadline made absolute.
-    pub fn task_limits(&self, now: baton_core::Millis) -> Limits {
-        let mut limits = self.limits.clone();
-        if let Some(d) = limits.deadline_at {
-            limits.deadline_at = Some(now.saturating_add(d));
+    pub fn task_limits(&self, now: baton_core::Instant) -> Limits {
+        Limits {
+            deadline_at: self.deadline_after.map(|d| now + d),
+            ..self.limits.clone()
         }
-        limits
     }
 
     pub fn allows_tool(&self, name: &str) -> bool {

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use baton_core::approval::{requester, ApprovalPrompts};
-use baton_core::{rfc3339, Approval, Origin, PostKey, PostedMessage, ReplyError, Task, Verdict};
+use baton_core::{Approval, Origin, PostKey, PostedMessage, ReplyError, Task, Verdict};
 use serde_json::{json, Value};
 
 /// Slack `action_id`s of the two buttons.
@@ -47,7 +47,7 @@ fn request_text(task: &Task, a: &Approval) -> String {
         ":raised_hand: *Approval needed* for {}: {}.{who} Expires {}.",
         slack_code(&a.tool),
         slack_code(&a.summary),
-        rfc3339(a.expires_at)
+        a.expires_at
     )
 }
 
@@ -194,8 +194,8 @@ mod tests {
             call_id: "call_1".into(),
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),
-            requested_at: 0,
-            expires_at,
+            requested_at: baton_core::Instant(0),
+            expires_at: baton_core::Instant(expires_at),
             message: None,
             decision: None,
         });
@@ -235,7 +235,7 @@ mod tests {
         t.approvals[0].decision = Some(baton_core::Decision {
             verdict: Verdict::Expired,
             by: None,
-            at: 10_000,
+            at: baton_core::Instant(10_000),
         });
         assert!(decided_text(&t.approvals[0]).contains("Expired"));
     }

@@ -7,16 +7,13 @@
 use super::{start_waiting, Segment, SegmentEnd, Step};
 use crate::progress;
 use baton_core::question::{self, Question};
-use baton_core::{now_ms, EntryKind, TaskStatus, ToolCall, WaitingFor};
+use baton_core::{EntryKind, Instant, TaskStatus, ToolCall, WaitingFor};
 
 impl Segment<'_> {
     pub(super) async fn wait_for_reply(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
-        let now = now_ms();
-        let expires_at = now
-            .saturating_add(
-                i64::try_from(self.agent.ask_user_expires_after.as_millis()).unwrap_or(i64::MAX),
-            )
-            .min(self.task.limits.deadline_at.unwrap_or(i64::MAX));
+        let now = Instant::now();
+        let expires_at =
+            (now + self.agent.ask_user_expires_after).capped(self.task.limits.deadline_at);
         let new: Vec<Question> = calls
             .iter()
             .filter(|c| question::question(&self.task, &c.id).is_none())
@@ -72,11 +69,11 @@ impl Segment<'_> {
             let open = t
                 .questions
                 .iter()
-                .find(|q| q.reply.is_none() && q.expires_at > now_ms())?
+                .find(|q| q.reply.is_none() && q.expires_at > Instant::now())?
                 .clone();
             let waiting_for = WaitingFor::Reply {
                 question: open.question.clone(),
-                expires_at: baton_core::Instant(open.expires_at),
+                expires_at: open.expires_at,
             };
             let detail = format!("waiting for a reply to: {}", open.question);
             Some(vec![start_waiting(t, waiting_for, detail)])

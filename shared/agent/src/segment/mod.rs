@@ -48,7 +48,7 @@ use crate::context_cache::ContextCache;
 use crate::deps::Deps;
 use crate::error::WorkerError;
 use baton_core::approval;
-use baton_core::{now_ms, Entry, EntryKind, Task, TaskId, TaskStatus, WaitingFor};
+use baton_core::{now_ms, Entry, EntryKind, Instant, Task, TaskId, TaskStatus, WaitingFor};
 use baton_settings::AgentConfig;
 use events::{Event, Events};
 use limit::Limit;
@@ -110,7 +110,9 @@ impl<'d> Segment<'d> {
         let ttl = deps.settings.lease_ttl.as_millis() as i64;
         let (task, _) = deps
             .store
-            .update(id, Some(task), |t| Ok(acquire(t, &owner, now_ms(), ttl)))
+            .update(id, Some(task), |t| {
+                Ok(acquire(t, &owner, Instant::now(), ttl))
+            })
             .await?;
         if let Some(until) = pending_wake(&task) {
             // Woken early (a duplicate, or a 15-minute hop): wait on.
@@ -292,7 +294,7 @@ impl<'d> Segment<'d> {
 
 /// The lease-taking change: expires due approvals, ends a wait that is
 /// over, and takes the lease if it is free (or already ours).
-fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKind>> {
+fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: i64) -> Option<Vec<EntryKind>> {
     if t.status.is_terminal() {
         return None;
     }
@@ -309,7 +311,7 @@ fn acquire(t: &mut Task, owner: &str, now: i64, ttl: i64) -> Option<Vec<EntryKin
             return (!entries.is_empty()).then_some(entries);
         }
     }
-    if !t.lease.take(owner, now, ttl) {
+    if !t.lease.take(owner, now.millis(), ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
     t.status = TaskStatus::Running;
@@ -334,27 +336,27 @@ fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
 }
 
 /// Whether a waiting task's timer is up.
-fn timer_due(t: &Task, now: i64) -> bool {
+fn timer_due(t: &Task, now: Instant) -> bool {
     match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => until.millis() <= now,
+        Some(WaitingFor::Timer { until }) => *until <= now,
         _ => false,
     }
 }
 
 /// When a waiting task must next be woken (its timer, or its approval's
 /// expiry), if that is still ahead.
-fn pending_wake(t: &Task) -> Option<i64> {
+fn pending_wake(t: &Task) -> Option<Instant> {
     if t.status != TaskStatus::Waiting {
         return None;
     }
     let at = match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => Some(until.millis()),
+        Some(WaitingFor::Timer { until }) => Some(*until),
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
         Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
         None => None,
     };
-    at.filter(|u| *u > now_ms())
+    at.filter(|u| *u > Instant::now())
 }
 
 #[cfg(test)]
@@ -441,7 +443,7 @@ mod tests {
         let set = h
             .store
             .update(&id, None, |t| {
-                t.limits.deadline_at = Some(now_ms() - 1);
+                t.limits.deadline_at = Some(Instant(now_ms() - 1));
                 Ok(Some(Vec::new()))
             })
             .await;

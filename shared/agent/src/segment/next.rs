@@ -74,7 +74,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if task.cancel_requested {
         return Next::Cancel;
     }
-    if task.limits.deadline_at.is_some_and(|d| s.now >= d) {
+    if task.limits.deadline_at.is_some_and(|d| s.now >= d.millis()) {
         return Next::Stop(Limit::Deadline);
     }
     if task.segments > task.limits.max_segments {
@@ -154,7 +154,7 @@ pub(super) fn final_answer(transcript: &[Entry]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::{NoteReason, Origin, TaskId, TaskStatus, Usage};
+    use baton_core::{Instant, NoteReason, Origin, TaskId, TaskStatus, Usage};
     use serde_json::json;
     use std::time::Duration;
 
@@ -377,7 +377,7 @@ mod tests {
             decide(&t, vec![user("go"), answer(1, "done", &[])], &roomy()),
             Next::Cancel
         );
-        t.limits.deadline_at = Some(NOW - 1);
+        t.limits.deadline_at = Some(Instant(NOW - 1));
         t.steps = 10;
         assert_eq!(decide(&t, vec![user("go")], &spent()), Next::Cancel);
         t.lease.clear();
@@ -402,7 +402,7 @@ mod tests {
     fn every_limit_stops_the_task() {
         let go = || vec![user("go")];
         let mut deadline = task();
-        deadline.limits.deadline_at = Some(NOW);
+        deadline.limits.deadline_at = Some(Instant(NOW));
         let mut hops = task();
         hops.segments = 6;
         let mut steps = task();
@@ -458,7 +458,7 @@ mod tests {
             decide(&t, done.clone(), &roomy()),
             Next::Deliver("done".into())
         );
-        t.limits.deadline_at = Some(NOW - 1);
+        t.limits.deadline_at = Some(Instant(NOW - 1));
         assert_eq!(decide(&t, tools, &roomy()), Next::Stop(Limit::Deadline));
         assert_eq!(decide(&t, done, &roomy()), Next::Stop(Limit::Deadline));
     }

@@ -24,7 +24,7 @@ pub(super) struct Turn<'a> {
     pub(super) transcript: &'a [Entry],
     pub(super) step: u32,
     /// When the plan is made: whether an `ask_user` question has expired.
-    pub(super) now: baton_core::Millis,
+    pub(super) now: baton_core::Instant,
 }
 
 /// Why a call is answered without being run.
@@ -466,7 +466,7 @@ mod tests {
                 task: &self.task,
                 transcript: &self.transcript,
                 step: self.step().max(1),
-                now: 0,
+                now: baton_core::Instant(0),
             };
             plan(&turn, pending)
         }
@@ -577,12 +577,12 @@ mod tests {
             step: 1,
             call_id: call_id.into(),
             question: "Which env?".into(),
-            asked_at: -10,
-            expires_at,
+            asked_at: baton_core::Instant(-10),
+            expires_at: baton_core::Instant(expires_at),
             reply: reply.map(|text| Reply {
                 text: text.into(),
                 by: None,
-                at: 0,
+                at: baton_core::Instant(0),
             }),
         };
         // Asked and unanswered: still waits (`now` is 0 in the world).
@@ -788,13 +788,13 @@ mod tests {
                 call_id: "c1".into(),
                 tool: "fake".into(),
                 summary: "fake".into(),
-                requested_at: 0,
-                expires_at: 1,
+                requested_at: baton_core::Instant(0),
+                expires_at: baton_core::Instant(1),
                 message: None,
                 decision: Some(Verdict_ {
                     verdict,
                     by: Some("U1".into()),
-                    at: 0,
+                    at: baton_core::Instant(0),
                 }),
             }];
             let plan = w.plan(vec![(write.clone(), false)]);

@@ -68,7 +68,7 @@ impl Segment<'_> {
             task: &self.task,
             transcript: &self.transcript,
             step,
-            now: now_ms(),
+            now: baton_core::Instant::now(),
         };
         let pending = calls.iter().map(|c| (c.clone(), false)).collect();
         let planned = plan(&turn, pending);

@@ -25,7 +25,7 @@ impl Segment<'_> {
             task: &self.task,
             transcript: &self.transcript,
             step,
-            now: now_ms(),
+            now: baton_core::Instant::now(),
         };
         let batch = plan(&turn, pending).batch();
         let mut written: Vec<EntryKind> = batch

@@ -129,7 +129,7 @@ fn task_root_span(task: &Task, span_id: String) -> Span {
         span_id,
         parent_id: None,
         name: "task".into(),
-        start_ms: task.created_at,
+        start_ms: task.created_at.millis(),
         end_ms: now_ms(),
         attributes: attrs,
     }

@@ -10,7 +10,7 @@ use crate::error::WorkerError;
 use crate::progress;
 use baton_core::approval::{self, approval_id};
 use baton_core::{
-    now_ms, rfc3339, Approval, Child, Created, EntryKind, TaskId, TaskStatus, ToolCall, ToolOutput,
+    now_ms, Approval, Child, Created, EntryKind, Instant, TaskId, TaskStatus, ToolCall, ToolOutput,
     WaitingFor, Wake,
 };
 use std::time::Duration;
@@ -20,13 +20,10 @@ impl Segment<'_> {
     /// can arrive at any time from now on), show them, then wait with no
     /// worker running — unless every one was decided meanwhile.
     pub(super) async fn wait_for_approval(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
-        let now = now_ms();
+        let now = Instant::now();
         // An approval never outlives the task's deadline.
-        let expires_at = now
-            .saturating_add(
-                i64::try_from(self.agent.approval.expires_after.as_millis()).unwrap_or(i64::MAX),
-            )
-            .min(self.task.limits.deadline_at.unwrap_or(i64::MAX));
+        let expires_at =
+            (now + self.agent.approval.expires_after).capped(self.task.limits.deadline_at);
         let ids: Vec<String> = calls.iter().map(|c| approval_id(step, &c.id)).collect();
         let new: Vec<Approval> = calls
             .iter()
@@ -54,9 +51,7 @@ impl Segment<'_> {
                             status: TaskStatus::Running,
                             detail: format!(
                                 "approval {} requested: {} (expires {})",
-                                a.approval_id,
-                                a.summary,
-                                rfc3339(a.expires_at)
+                                a.approval_id, a.summary, a.expires_at
                             ),
                         });
                     }
@@ -67,7 +62,7 @@ impl Segment<'_> {
         }
         self.show_approvals(&ids).await?;
         self.commit(|t| {
-            let mut entries = approval::expire_due(t, now_ms()).unwrap_or_default();
+            let mut entries = approval::expire_due(t, Instant::now()).unwrap_or_default();
             if t.cancel_requested {
                 // A cancel arrived while this segment ran: end, don't wait.
                 return (!entries.is_empty()).then_some(entries);
@@ -239,7 +234,7 @@ impl Segment<'_> {
         let max_chars = self.agent.max_tool_result_chars;
         let now = now_ms();
         let until = match crate::timer::wake_time(&call.arguments, now) {
-            Ok(u) if u > now + 1000 => u,
+            Ok(u) if u > now + 1000 => Instant(u),
             other => {
                 let out = match other {
                     Err(e) => ToolOutput::error(e),
@@ -250,16 +245,14 @@ impl Segment<'_> {
                 return Ok(None);
             }
         };
-        let out = ToolOutput::ok(format!("waited until {}", rfc3339(until)));
+        let out = ToolOutput::ok(format!("waited until {until}"));
         let entry = result_entry(step, call, out, max_chars, self.deps.input_guard);
         self.commit(|t| {
             if t.cancel_requested {
                 return Some(vec![entry.clone()]);
             }
-            let detail = format!("waiting until {}", rfc3339(until));
-            let waiting_for = WaitingFor::Timer {
-                until: baton_core::Instant(until),
-            };
+            let detail = format!("waiting until {until}");
+            let waiting_for = WaitingFor::Timer { until };
             Some(vec![entry.clone(), start_waiting(t, waiting_for, detail)])
         })
         .await?;
@@ -272,7 +265,7 @@ impl Segment<'_> {
 
     /// Arranges a wake at `at` (a delayed message, or a one-time schedule
     /// past the queue's 15-minute limit).
-    async fn arm_wake(&self, at: i64) -> Result<(), WorkerError> {
+    async fn arm_wake(&self, at: Instant) -> Result<(), WorkerError> {
         crate::timer::arm(
             self.deps.queue.as_ref(),
             self.deps.scheduler(),

@@ -142,7 +142,7 @@ async fn create_task(
     now: Millis,
 ) -> Result<TaskId, WorkerError> {
     let agent = deps.agents.resolve(&s.agent);
-    let limits = agent.task_limits(now);
+    let limits = agent.task_limits(baton_core::Instant(now));
     let task = Task::new(
         TaskId::generate(),
         &agent.name,

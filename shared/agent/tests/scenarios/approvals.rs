@@ -10,8 +10,8 @@ use baton_agent::{Worker, WorkerSettings};
 use baton_core::approval::{self, ApprovalPrompts};
 use baton_core::ReplyError;
 use baton_core::{
-    now_ms, Approval, EntryKind, PostedMessage, Task, TaskId, TaskStatus, TaskStore, Tool,
-    ToolContext, ToolOutput, ToolSpec, Verdict, WaitingFor,
+    Approval, EntryKind, PostedMessage, Task, TaskId, TaskStatus, TaskStore, Tool, ToolContext,
+    ToolOutput, ToolSpec, Verdict, WaitingFor,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_llm::ScriptedProvider;
@@ -98,11 +98,15 @@ async fn decide(r: &Harness, id: &TaskId, approval_id: &str, verdict: Verdict, b
     let (t, _) = r
         .store
         .update(id, None, |t| {
-            Ok(
-                approval::decide(t, approval_id, verdict, Some(by), now_ms())
-                    .ok()
-                    .map(|(e, _)| e),
+            Ok(approval::decide(
+                t,
+                approval_id,
+                verdict,
+                Some(by),
+                baton_core::Instant::now(),
             )
+            .ok()
+            .map(|(e, _)| e))
         })
         .await
         .unwrap();
@@ -268,9 +272,15 @@ fn on_ask(
 #[tokio::test]
 async fn a_decision_that_beats_the_wait_is_not_lost() {
     let approve = |t: &mut Task, id: &str| {
-        approval::decide(t, id, Verdict::Approved, Some("U_REQ"), now_ms())
-            .ok()
-            .map(|(e, _)| e)
+        approval::decide(
+            t,
+            id,
+            Verdict::Approved,
+            Some("U_REQ"),
+            baton_core::Instant::now(),
+        )
+        .ok()
+        .map(|(e, _)| e)
     };
     let (r, deploys) = rig_with(Duration::from_secs(3600), on_ask(approve)).await;
     let id = submit(&r).await;

@@ -195,7 +195,7 @@ async fn a_parent_past_its_deadline_stops_waiting_and_cancels_its_children() {
         Origin::Http,
         None,
         baton_core::Limits {
-            deadline_at: Some(baton_core::now_ms() + 1_500),
+            deadline_at: Some(baton_core::Instant::now() + std::time::Duration::from_millis(1_500)),
             ..baton_core::Limits::default()
         },
         baton_core::now_ms(),

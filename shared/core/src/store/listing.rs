@@ -288,8 +288,10 @@ mod tests {
             // Some share a millisecond: the id breaks the tie.
             made.push(create(&store, "default", None, 1_000 + i / 3).await);
         }
-        let mut want: Vec<(Millis, TaskId)> =
-            made.iter().map(|t| (t.created_at, t.id.clone())).collect();
+        let mut want: Vec<(Millis, TaskId)> = made
+            .iter()
+            .map(|t| (t.created_at.millis(), t.id.clone()))
+            .collect();
         want.sort();
         want.reverse();
         let want: Vec<TaskId> = want.into_iter().map(|(_, id)| id).collect();

@@ -95,10 +95,11 @@ pub(crate) async fn restamp_long_lived(
     task: &Task,
 ) -> Result<(), StoreError> {
     let horizon = i64::from(ENTRY_HORIZON_DAYS) * DAY_SECS * 1000;
-    let Some(expires_at) = retention.task_expires_at(task.updated_at) else {
+    let Some(expires_at) = retention.task_expires_at(task.updated_at.millis()) else {
         return Ok(());
     };
-    if !task.status.is_terminal() || task.updated_at - task.created_at <= horizon {
+    if !task.status.is_terminal() || task.updated_at.millis() - task.created_at.millis() <= horizon
+    {
         return Ok(());
     }
     let pk = format!("TASK#{}", task.id);
@@ -194,7 +195,7 @@ mod tests {
         let record = before.iter().find(|i| i.key.sk == "TASK").unwrap();
         assert_eq!(record.expires_at, None, "a running task never expires");
         let entry = before.iter().find(|i| i.key.sk != "TASK").unwrap();
-        let written = task.created_at / 1000;
+        let written = task.created_at.millis() / 1000;
         assert_eq!(entry.expires_at, Some(written + (7 + 30) * DAY_SECS));
         let dedupe = table
             .get(&Key::new("DEDUPE#http:key", "DEDUPE"))
@@ -217,7 +218,7 @@ mod tests {
         let record = table.get(&Key::new(&pk, "TASK")).await.unwrap().unwrap();
         assert_eq!(
             record.expires_at,
-            Some(ended.updated_at / 1000 + 7 * DAY_SECS)
+            Some(ended.updated_at.millis() / 1000 + 7 * DAY_SECS)
         );
         assert!(record.listing.is_some(), "still listed");
         // Short-lived: the entries keep the expiry they were written with.
@@ -252,7 +253,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let want = ended.updated_at / 1000 + 7 * DAY_SECS;
+        let want = ended.updated_at.millis() / 1000 + 7 * DAY_SECS;
         let all = items(&table, &pk).await;
         assert_eq!(all.len(), 31);
         for i in all {

@@ -194,12 +194,12 @@ impl TaskStore {
             data,
             index: (!task.status.is_terminal()).then(|| active_index(&task.id, self.active_shards)),
             expires_at: if task.status.is_terminal() {
-                self.retention.task_expires_at(task.updated_at)
+                self.retention.task_expires_at(task.updated_at.millis())
             } else {
                 None
             },
             // Fixed at creation, so no later write changes the index entry.
-            listing: Some(listing_key(&task.id, task.created_at)),
+            listing: Some(listing_key(&task.id, task.created_at.millis())),
         })
     }
 
@@ -307,7 +307,7 @@ impl TaskStore {
         check(task)?;
         let mut task = task.clone();
         task.version = 1;
-        let created_at = task.created_at;
+        let created_at = task.created_at.millis();
         let (_, entry_items) = self
             .entry_items(&mut task, first_entries, created_at)
             .await?;
@@ -367,7 +367,7 @@ impl TaskStore {
         let now = now_ms();
         let mut next = task.clone();
         next.version = task.version + 1;
-        next.updated_at = now.max(task.updated_at);
+        next.updated_at = crate::Instant(now).max(task.updated_at);
         let commit_id = uuid::Uuid::new_v4().simple().to_string();
         next.last_commit = Some(commit_id.clone());
         let (entries, items) = self.entry_items(&mut next, new_entries, now).await?;

@@ -11,8 +11,8 @@
 
 use crate::reply::{PostKey, ReplyError};
 use crate::{
-    rfc3339, Approval, Decision, EntryKind, Millis, Origin, PostedMessage, Task, TaskStatus,
-    ToolCall, Verdict, WaitingFor,
+    Approval, Decision, EntryKind, Instant, Origin, PostedMessage, Task, TaskStatus, ToolCall,
+    Verdict, WaitingFor,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -107,7 +107,7 @@ pub fn decide(
     approval_id: &str,
     verdict: Verdict,
     by: Option<&str>,
-    now: Millis,
+    now: Instant,
 ) -> Result<(Vec<EntryKind>, bool), DecideError> {
     if t.status.is_terminal() {
         return Err(DecideError::Ended(t.status.as_str()));
@@ -161,7 +161,7 @@ fn lift_if_decided(t: &mut Task) -> bool {
 
 /// Marks every undecided approval past its expiry as expired (a denial).
 /// Returns the entries to append, or `None` when nothing expired.
-pub fn expire_due(t: &mut Task, now: Millis) -> Option<Vec<EntryKind>> {
+pub fn expire_due(t: &mut Task, now: Instant) -> Option<Vec<EntryKind>> {
     let due: Vec<String> = t
         .approvals
         .iter()
@@ -178,7 +178,7 @@ pub fn expire_due(t: &mut Task, now: Millis) -> Option<Vec<EntryKind>> {
 }
 
 /// When the earliest undecided approval expires.
-pub fn next_expiry(t: &Task) -> Option<Millis> {
+pub fn next_expiry(t: &Task) -> Option<Instant> {
     t.approvals
         .iter()
         .filter(|a| a.decision.is_none())
@@ -206,7 +206,7 @@ pub fn refusal(a: &Approval) -> Option<String> {
         Verdict::Expired => Some(format!(
             "not run: nobody approved this call before the approval expired at {}; \
              that counts as a denial. Tell the user it was not done.",
-            rfc3339(a.expires_at)
+            a.expires_at
         )),
     }
 }
@@ -237,7 +237,7 @@ pub trait ApprovalPrompts: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Limits, TaskId};
+    use crate::{Limits, Millis, TaskId};
     use serde_json::json;
 
     fn task_with_approval(expires_at: Millis) -> Task {
@@ -261,8 +261,8 @@ mod tests {
             call_id: "call_1".into(),
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),
-            requested_at: 0,
-            expires_at,
+            requested_at: Instant(0),
+            expires_at: Instant(expires_at),
             message: None,
             decision: None,
         });
@@ -330,8 +330,14 @@ mod tests {
     fn a_decision_before_the_wait_is_kept_and_lifts_nothing() {
         let mut t = task_with_approval(10_000);
         t.status = TaskStatus::Running;
-        let (entries, lifted) =
-            decide(&mut t, "ap-1-call_1", Verdict::Approved, Some("U1"), 5).unwrap();
+        let (entries, lifted) = decide(
+            &mut t,
+            "ap-1-call_1",
+            Verdict::Approved,
+            Some("U1"),
+            Instant(5),
+        )
+        .unwrap();
         assert!(!lifted);
         assert_eq!(entries.len(), 1);
         assert_eq!(t.status, TaskStatus::Running);
@@ -346,7 +352,13 @@ mod tests {
         );
         // Deciding again is refused: the first decision stands.
         assert_eq!(
-            decide(&mut t, "ap-1-call_1", Verdict::Denied, Some("U2"), 6),
+            decide(
+                &mut t,
+                "ap-1-call_1",
+                Verdict::Denied,
+                Some("U2"),
+                Instant(6)
+            ),
             Err(DecideError::AlreadyDecided("ap-1-call_1".into()))
         );
     }
@@ -355,7 +367,14 @@ mod tests {
     fn a_decision_on_the_awaited_approval_lifts_the_wait() {
         let mut t = task_with_approval(10_000);
         wait_on(&mut t, "ap-1-call_1");
-        let (_, lifted) = decide(&mut t, "ap-1-call_1", Verdict::Denied, Some("U1"), 5).unwrap();
+        let (_, lifted) = decide(
+            &mut t,
+            "ap-1-call_1",
+            Verdict::Denied,
+            Some("U1"),
+            Instant(5),
+        )
+        .unwrap();
         assert!(lifted);
         assert_eq!(t.status, TaskStatus::Queued);
         assert_eq!(t.waiting_for, None);
@@ -367,12 +386,12 @@ mod tests {
     fn unknown_and_ended_are_refused() {
         let mut t = task_with_approval(10_000);
         assert!(matches!(
-            decide(&mut t, "nope", Verdict::Approved, None, 1),
+            decide(&mut t, "nope", Verdict::Approved, None, Instant(1)),
             Err(DecideError::Unknown { .. })
         ));
         t.status = TaskStatus::Succeeded;
         assert_eq!(
-            decide(&mut t, "ap-1-call_1", Verdict::Approved, None, 1),
+            decide(&mut t, "ap-1-call_1", Verdict::Approved, None, Instant(1)),
             Err(DecideError::Ended("succeeded"))
         );
     }
@@ -381,9 +400,9 @@ mod tests {
     fn expiry_is_a_denial_and_lifts_the_wait() {
         let mut t = task_with_approval(10_000);
         wait_on(&mut t, "ap-1-call_1");
-        assert_eq!(expire_due(&mut t, 9_999), None);
-        assert_eq!(next_expiry(&t), Some(10_000));
-        assert!(expire_due(&mut t, 10_000).is_some());
+        assert_eq!(expire_due(&mut t, Instant(9_999)), None);
+        assert_eq!(next_expiry(&t), Some(Instant(10_000)));
+        assert!(expire_due(&mut t, Instant(10_000)).is_some());
         assert_eq!(t.status, TaskStatus::Queued);
         assert_eq!(next_expiry(&t), None);
         let a = t.approval("ap-1-call_1").unwrap();

@@ -7,7 +7,7 @@
 //! wait; the worker then answers the call with it. Unanswered by
 //! `expires_at`, the call's result says so.
 
-use crate::clock::{rfc3339, Millis};
+use crate::clock::Instant;
 pub use crate::task::record::{Question, Reply};
 use crate::task::{Task, TaskStatus, WaitingFor};
 use crate::transcript::EntryKind;
@@ -33,7 +33,7 @@ pub fn open(t: &Task) -> Option<&Question> {
 /// it (it is queued again: wake it). A question asked but not yet waited
 /// for (the worker is between the two) is answered all the same, and the
 /// worker then goes on without waiting. `None`: no question to answer.
-pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Millis) -> Option<Vec<EntryKind>> {
+pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Instant) -> Option<Vec<EntryKind>> {
     if t.status.is_terminal() {
         return None;
     }
@@ -61,18 +61,18 @@ pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Millis) -> Option<
 }
 
 /// Whether the task waits for a reply that is now overdue.
-pub fn overdue(t: &Task, now: Millis) -> bool {
+pub fn overdue(t: &Task, now: Instant) -> bool {
     open(t).is_some_and(|q| q.expires_at <= now)
 }
 
 /// What the model gets for an `ask_user` call once it is settled: the
 /// reply, or that none came in time; `None` while it is still open.
-pub fn result_of(q: &Question, now: Millis) -> Option<String> {
+pub fn result_of(q: &Question, now: Instant) -> Option<String> {
     match &q.reply {
         Some(r) => Some(r.text.clone()),
         None if q.expires_at <= now => Some(format!(
             "no reply: nobody answered by {}; go on without it or say what you need",
-            rfc3339(q.expires_at)
+            q.expires_at
         )),
         None => None,
     }
@@ -102,8 +102,8 @@ mod tests {
             step: 1,
             call_id: "c1".into(),
             question: "Which environment?".into(),
-            asked_at: 0,
-            expires_at: 1_000,
+            asked_at: Instant(0),
+            expires_at: Instant(1_000),
             reply: None,
         });
         t.status = TaskStatus::Waiting;
@@ -118,23 +118,25 @@ mod tests {
     fn a_reply_lifts_the_wait_once() {
         let mut t = waiting_task();
         assert!(open(&t).is_some());
-        assert!(reply(&mut t, "staging", Some("U1"), 10).is_some());
+        assert!(reply(&mut t, "staging", Some("U1"), Instant(10)).is_some());
         assert_eq!(t.status, TaskStatus::Queued);
         assert!(t.waiting_for.is_none());
         let q = question(&t, "c1").unwrap();
-        assert_eq!(result_of(q, 10).as_deref(), Some("staging"));
+        assert_eq!(result_of(q, Instant(10)).as_deref(), Some("staging"));
         assert_eq!(q.reply.as_ref().unwrap().by.as_deref(), Some("U1"));
         // Nothing open any more: a second message is no reply.
-        assert!(reply(&mut t, "prod", None, 11).is_none());
+        assert!(reply(&mut t, "prod", None, Instant(11)).is_none());
     }
 
     #[test]
     fn an_unanswered_question_expires() {
         let t = waiting_task();
-        assert!(!overdue(&t, 999));
-        assert!(overdue(&t, 1_000));
+        assert!(!overdue(&t, Instant(999)));
+        assert!(overdue(&t, Instant(1_000)));
         let q = question(&t, "c1").unwrap();
-        assert_eq!(result_of(q, 999), None);
-        assert!(result_of(q, 1_000).unwrap().starts_with("no reply"));
+        assert_eq!(result_of(q, Instant(999)), None);
+        assert!(result_of(q, Instant(1_000))
+            .unwrap()
+            .starts_with("no reply"));
     }
 }

@@ -2,7 +2,7 @@
 //! keeps of it. Everything the loop must remember across segments — counts,
 //! budgets, the lease, pending signals — lives here, never in memory only.
 
-use crate::clock::Millis;
+use crate::clock::{Instant, Millis};
 use crate::ids::TaskId;
 use crate::lease::LeaseSlot;
 use crate::llm::Usage;
@@ -142,9 +142,13 @@ pub struct Limits {
     /// Input + output tokens over the whole task; 0 means no limit.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub max_tokens: u64,
-    /// Wall-clock deadline; `None` means none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deadline_at: Option<Millis>,
+    /// Wall-clock deadline; `None` means none. Stored as milliseconds.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::clock::as_millis_opt"
+    )]
+    pub deadline_at: Option<Instant>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -175,7 +179,8 @@ pub struct Decision {
     /// Slack user id, [`API_DECIDER`] for the HTTP route, `None` for expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
-    pub at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub at: Instant,
 }
 
 /// A posted chat message (to update once the approval is decided).
@@ -196,9 +201,11 @@ pub struct Approval {
     pub tool: String,
     /// What the call does, for the human ("POST https://...").
     pub summary: String,
-    pub requested_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub requested_at: Instant,
     /// Undecided by then: denied.
-    pub expires_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub expires_at: Instant,
     /// The message with the buttons, once posted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<PostedMessage>,
@@ -286,8 +293,10 @@ pub struct Task {
     /// The conversation this task belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
-    pub created_at: Millis,
-    pub updated_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub created_at: Instant,
+    #[serde(with = "crate::clock::as_millis")]
+    pub updated_at: Instant,
     #[serde(default, skip_serializing_if = "LeaseSlot::is_free")]
     pub lease: LeaseSlot,
     /// Completed LLM turns.
@@ -370,9 +379,11 @@ pub struct Question {
     pub step: u32,
     pub call_id: String,
     pub question: String,
-    pub asked_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub asked_at: Instant,
     /// Unanswered by then: the call's result says nobody replied.
-    pub expires_at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub expires_at: Instant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<Reply>,
 }
@@ -384,7 +395,8 @@ pub struct Reply {
     /// The Slack user who replied, when it came from Slack.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
-    pub at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub at: Instant,
 }
 
 /// Thumbs up or down.
@@ -563,8 +575,9 @@ impl Task {
         origin: Origin,
         thread: Option<String>,
         limits: Limits,
-        now: Millis,
+        now: impl Into<Instant>,
     ) -> Self {
+        let now = now.into();
         Task {
             id,
             version: 0,
@@ -646,8 +659,8 @@ impl Task {
             "steps": self.steps,
             "segments": self.segments,
             "usage": self.usage,
-            "created_at": crate::clock::rfc3339(self.created_at),
-            "updated_at": crate::clock::rfc3339(self.updated_at),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
         });
         // Additions to the contract's shape, present only when they say
         // something.
@@ -766,6 +779,48 @@ mod tests {
         t.thread = Some("slack:T1:C1:1.0".into());
         assert_eq!(t.status_json()["thread"], "slack:T1:C1:1.0");
         assert_eq!(v["usage"]["input_tokens"], 0);
+    }
+
+    /// A task row as stored by releases whose instants were bare
+    /// milliseconds: it reads, and is written back byte for byte.
+    const OLD_ROW: &str = concat!(
+        r#"{"id":"0190a5e4-7f3b-7cc0-8a1e-2b3c4d5e6f70","status":"waiting","agent":"default","#,
+        r#""origin":{"kind":"http"},"created_at":1767225600000,"updated_at":1767225601000,"#,
+        r#""steps":2,"segments":1,"next_seq":5,"usage":{"input_tokens":10,"output_tokens":3},"#,
+        r#""limits":{"max_steps":50,"max_segments":200,"deadline_at":1767229200000},"#,
+        r#""waiting_for":{"kind":"timer","until":"2026-01-01T00:10:00.000Z"},"#,
+        r#""last_commit":null,"#,
+        r#""approvals":[{"approval_id":"ap-1-c1","step":1,"call_id":"c1","tool":"http_request","#,
+        r#""summary":"POST https://x.test","requested_at":1767225600500,"expires_at":1767229200000,"#,
+        r#""decision":{"verdict":"approved","by":"U1","at":1767225600900}}],"#,
+        r#""questions":[{"step":2,"call_id":"c2","question":"Which env?","#,
+        r#""asked_at":1767225601000,"expires_at":1767229200000,"#,
+        r#""reply":{"text":"staging","by":"U1","at":1767225602000}}]}"#,
+    );
+
+    #[test]
+    fn rows_of_earlier_releases_read_and_write_back_the_same() {
+        let t: Task = serde_json::from_str(OLD_ROW).unwrap();
+        assert_eq!(t.limits.deadline_at, Some(Instant(1_767_229_200_000)));
+        assert_eq!(t.created_at, Instant(1_767_225_600_000));
+        assert_eq!(t.updated_at, Instant(1_767_225_601_000));
+        // The API shows them as text, as it always did.
+        assert_eq!(t.status_json()["created_at"], "2026-01-01T00:00:00.000Z");
+        let a = &t.approvals[0];
+        assert_eq!(a.requested_at, Instant(1_767_225_600_500));
+        assert_eq!(a.expires_at, Instant(1_767_229_200_000));
+        assert_eq!(
+            a.decision.as_ref().map(|d| d.at),
+            Some(Instant(1_767_225_600_900))
+        );
+        let q = &t.questions[0];
+        assert_eq!(q.asked_at, Instant(1_767_225_601_000));
+        assert_eq!(q.expires_at, Instant(1_767_229_200_000));
+        assert_eq!(
+            q.reply.as_ref().map(|r| r.at),
+            Some(Instant(1_767_225_602_000))
+        );
+        assert_eq!(serde_json::to_string(&t).unwrap(), OLD_ROW);
     }
 
     #[test]

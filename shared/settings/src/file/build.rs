@@ -52,8 +52,7 @@ pub(super) fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
             a.limits.max_tokens = v;
         }
         if let Some(DurationSpec(d)) = l.deadline {
-            // Relative here; ingest adds the task's creation time.
-            a.limits.deadline_at = Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            a.deadline_after = Some(d);
         }
         if let Some(v) = l.max_cost_usd {
             a.max_cost_usd = Some(v);

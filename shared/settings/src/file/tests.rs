@@ -101,7 +101,7 @@ fn the_complete_example_in_the_docs_loads() {
     assert_eq!(d.limits.max_steps, 40);
     assert_eq!(d.limits.max_segments, 200);
     assert_eq!(d.limits.max_tokens, 200_000);
-    assert_eq!(d.limits.deadline_at, Some(2 * 3600 * 1000));
+    assert_eq!(d.deadline_after, Some(Duration::from_secs(2 * 3600)));
     assert_eq!(d.max_cost_usd, Some(2.0));
     assert_eq!(d.tool_call_caps.get("http_request"), Some(&20));
     assert_eq!(d.approval.approvers, ["U024BE7LH"]);
@@ -123,7 +123,7 @@ fn the_complete_example_in_the_docs_loads() {
     assert!(!r.allows_tool("delegate"));
     // Own values win; the rest of [defaults.limits] is inherited.
     assert_eq!(r.limits.max_steps, 20);
-    assert_eq!(r.limits.deadline_at, Some(15 * 60 * 1000));
+    assert_eq!(r.deadline_after, Some(Duration::from_secs(15 * 60)));
     assert_eq!(r.limits.max_tokens, 200_000);
     assert_eq!(r.max_cost_usd, Some(2.0));
     assert_eq!(r.tool_call_caps.get("http_request"), Some(&40));
