@@ -90,7 +90,7 @@ fn history(n: usize) -> Vec<EntryKind> {
     entries
 }
 
-/// A task with `n` entries in `store`, queued. Entries are added 50 at a
+/// A task with `n` entries in `store`, queued. Entries are added 20 at a
 /// time: the embedded table, like DynamoDB before 2022, takes
 /// at most 25 items in a transaction.
 async fn seeded_task(store: &TaskStore, n: usize) -> anyhow::Result<TaskId> {
