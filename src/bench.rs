@@ -227,7 +227,6 @@ async fn load_stack(backend: &str) -> anyhow::Result<load::Stack> {
 }
 
 async fn run_wake(args: &BenchArgs) -> anyhow::Result<()> {
-    baton_runtime::init_tracing(false);
     println!(
         "# baton bench --wake-entries (worker, {} backend): wake → first model request\n",
         args.backend

@@ -13,7 +13,7 @@
 //! it completes.
 
 use super::events::Event;
-use super::plan::{plan, Decision, Turn};
+use super::plan::{plan, Decision};
 use super::step::Spent;
 use super::stuck::{repetition, Repetition};
 use super::tools::result_entry;
@@ -61,15 +61,7 @@ impl Segment<'_> {
         if repetition(self.agent, &self.transcript) != Repetition::No {
             return None;
         }
-        let turn = Turn {
-            agent: self.agent,
-            agents: &self.deps.agents,
-            tools: &self.tools,
-            task: &self.task,
-            transcript: &self.transcript,
-            step,
-            now: baton_core::Instant::now(),
-        };
+        let turn = self.turn(step);
         let pending = calls.iter().map(|c| (c.clone(), false)).collect();
         let planned = plan(&turn, pending);
         if !planned.decided.is_empty() {

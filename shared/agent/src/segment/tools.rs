@@ -18,16 +18,7 @@ impl Segment<'_> {
     /// repeat and was started but never recorded is not run again.
     pub(super) async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Step {
         let (max_chars, guard) = (self.agent.max_tool_result_chars, self.deps.input_guard);
-        let turn = Turn {
-            agent: self.agent,
-            agents: &self.deps.agents,
-            tools: &self.tools,
-            task: &self.task,
-            transcript: &self.transcript,
-            step,
-            now: baton_core::Instant::now(),
-        };
-        let batch = plan(&turn, pending).batch();
+        let batch = plan(&self.turn(step), pending).batch();
         let mut written: Vec<EntryKind> = batch
             .answered
             .into_iter()
@@ -58,6 +49,19 @@ impl Segment<'_> {
             Some(Wait::Children(calls)) => self.delegate(calls).await,
             Some(Wait::Reply(calls)) => self.wait_for_reply(step, calls).await,
             Some(Wait::Timer(call)) => self.start_timer(step, &call).await,
+        }
+    }
+
+    /// What [`plan`] decides step `step`'s calls from.
+    pub(super) fn turn(&self, step: u32) -> Turn<'_> {
+        Turn {
+            agent: self.agent,
+            agents: &self.deps.agents,
+            tools: &self.tools,
+            task: &self.task,
+            transcript: &self.transcript,
+            step,
+            now: baton_core::Instant::now(),
         }
     }
 
