@@ -38,6 +38,7 @@ pub mod task;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tool;
+pub mod tool_names;
 pub mod trace;
 pub mod transcript;
 pub mod wake;
