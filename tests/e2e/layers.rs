@@ -2,6 +2,13 @@
 //! the workspace crates below it. `cargo metadata` tells what each declares;
 //! this test fails, naming the edge, when one reaches where its layer may
 //! not (the ingest Lambda linking the agent loop, the domain knowing Slack).
+//!
+//! Declared edges are not the whole story: a crate's optional dependencies
+//! come with the features its dependents turn on. So the ingest Lambda's
+//! *resolved* graph (`cargo tree -p ingest`, features as `cargo lambda
+//! build` of that package resolves them) is checked too: it must not reach
+//! the agent loop, the LLM providers, the tools, MCP, JSON Schema or the
+//! embedded backend.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -118,6 +125,98 @@ fn every_crate_depends_only_on_the_layers_below_it() {
     assert!(
         wrong.is_empty(),
         "dependencies that break the layering:\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+/// What the ingest Lambda must not link: it verifies, dedupes and
+/// enqueues, and never runs the loop (issue #21 item 3).
+const NOT_IN_INGEST: &[&str] = &[
+    "baton-agent",
+    "baton-llm",
+    "baton-tools",
+    "baton-embedded",
+    "rmcp",
+    "jsonschema",
+];
+
+/// The normal dependencies `package` resolves to on Lambda's platforms,
+/// each as its path from the package: `["ingest",
+/// "baton-runtime", "baton-agent"]`. A dependency reached more than once
+/// is listed at its first place (cargo tree prints its subtree once).
+fn resolved_paths(package: &str) -> Vec<Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            package,
+            "-e",
+            "normal",
+            // Lambda's two architectures (cargo lambda builds arm64 by
+            // default); not `all`, whose crates may not be downloaded.
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "--prefix",
+            "depth",
+            "--format",
+            "{p}",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut stack: Vec<String> = Vec::new();
+    let mut paths = Vec::new();
+    // `3rmcp v3.11.0`: the depth, then the package and its version.
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let digits = line.chars().take_while(char::is_ascii_digit).count();
+        let Ok(depth) = line[..digits].parse::<usize>() else {
+            continue;
+        };
+        let name = line[digits..].split_whitespace().next().unwrap_or_default();
+        stack.truncate(depth);
+        stack.push(name.to_owned());
+        paths.push(stack.clone());
+    }
+    paths
+}
+
+/// The first path from `package` to each crate of `names` it reaches.
+fn reaches(package: &str, names: &[&str]) -> Vec<String> {
+    let mut found: BTreeMap<String, String> = BTreeMap::new();
+    for path in resolved_paths(package) {
+        let Some(last) = path.last() else { continue };
+        if names.contains(&last.as_str()) && !found.contains_key(last) {
+            found.insert(last.clone(), path.join(" -> "));
+        }
+    }
+    found.into_values().collect()
+}
+
+#[test]
+fn the_ingest_lambda_links_no_worker_side() {
+    // The scan sees what is there: the worker runs the loop, so its graph
+    // reaches all of it (were cargo tree's output misread, both checks
+    // would pass for nothing).
+    let worker = reaches("worker", NOT_IN_INGEST);
+    assert_eq!(
+        worker.len(),
+        NOT_IN_INGEST.len(),
+        "the worker's graph should reach every crate of NOT_IN_INGEST; found only:\n  {}",
+        worker.join("\n  ")
+    );
+    let wrong = reaches("ingest", NOT_IN_INGEST);
+    assert!(
+        wrong.is_empty(),
+        "the ingest Lambda's resolved dependencies reach the worker side:\n  {}",
         wrong.join("\n  ")
     );
 }

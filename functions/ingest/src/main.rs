@@ -1,5 +1,6 @@
 //! The ingest Lambda: API Gateway HTTP API (payload 2.0) requests handed to
-//! the shared ingest handler ([`baton_runtime::AppBuilder::run_ingest_lambda`]).
+//! the shared ingest handler ([`baton_runtime::AppBuilder::run_ingest_lambda`]),
+//! the one `baton dev` serves.
 //!
 //! Clients are built once per process, before the runtime loop, not per
 //! request.
@@ -13,7 +14,8 @@
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), baton_runtime::BoxError> {
     // Only the ingest handler: no LLM provider, tools or worker are built,
-    // so their code is neither run nor linked (it was most of the peak RSS;
+    // and baton-runtime without its `worker` feature does not even link
+    // their code (it was most of the binary and of its peak RSS;
     // docs/performance-lambda.md).
-    baton_runtime::App::builder().run_ingest_lambda().await
+    baton_runtime::AppBuilder::new().run_ingest_lambda().await
 }

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// The tool's name.
-pub const DELEGATE: &str = "delegate";
+pub const DELEGATE: &str = baton_core::tool_names::DELEGATE;
 
 /// The most children one turn may start: each has budgets of its own, so
 /// a runaway turn must not fan out without bound.

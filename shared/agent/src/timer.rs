@@ -15,7 +15,7 @@ use serde::Deserialize;
 use std::time::Duration;
 
 /// The tool's name.
-pub const SLEEP: &str = "sleep";
+pub const SLEEP: &str = baton_core::tool_names::SLEEP;
 /// The longest wait accepted.
 pub const MAX_SLEEP: Duration = Duration::from_secs(30 * 24 * 3600);
 

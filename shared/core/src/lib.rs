@@ -13,6 +13,7 @@
 //! | [`clock`], [`ids`] | instants and task ids |
 //! | [`wake`] | the work-queue messages |
 //! | [`egress`], [`input_guard`] | where an agent's `http_request` may go; screening untrusted text |
+//! | [`tool_names`] | the built-in tools' names, which the settings check and the tools and the loop use |
 //!
 //! Every module is also reachable at the crate root by its own name
 //! (`baton_core::question`, `baton_core::listing`, ...), and the types the
@@ -34,6 +35,7 @@ pub mod store;
 pub mod task;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod tool_names;
 pub mod wake;
 
 // The paths of before the grouping (`baton_core::question`, ...), which

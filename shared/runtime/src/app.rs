@@ -1,17 +1,18 @@
-//! The handlers, built once per process over a backend, with the
+//! The whole app (the `worker` feature): the ingest handler, the worker
+//! and the reaper, built once per process over a backend, with the
 //! binary's own tools ([`AppBuilder`]) besides the built-in ones.
 
 use crate::backend::Backend;
+use crate::builder::{ingest_handler, schedule_service, AppBuilder};
 use crate::metrics::MetricsMode;
-use crate::settings::{Settings, SettingsError, KNOWN_TOOLS};
+use crate::settings::{Settings, SettingsError};
 use crate::BoxError;
 use baton_agent::{Worker, WorkerSettings};
 use baton_core::{NoReplies, ReplySink, Tool};
-use baton_ingest::{Ingest, SlackIngest};
+use baton_ingest::Ingest;
 use baton_llm::{build_provider, RetryPolicy};
-use baton_slack::{SlackNotices, SlackReplies};
+use baton_slack::SlackReplies;
 use baton_tools::Toolset;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,29 +43,10 @@ impl App {
         AppBuilder::default()
     }
 
-    /// The ingest handler alone, built exactly as [`App::new`] builds it,
-    /// for the ingest Lambda: it never runs the agent loop, so it builds
-    /// no LLM provider, tools, worker or reaper, and its Slack client (for
-    /// the note to someone whose `stop` is refused) only when it first
-    /// needs it. Besides the work saved at start-up, none of that code is
-    /// linked into (or paged in by) the ingest binary, which is most of its
-    /// memory (docs/performance-lambda.md). The LLM settings are parsed
-    /// with the rest of [`Settings`] but not checked further here: the
-    /// worker checks them at its own start-up.
-    ///
-    /// With `OTEL_EXPORTER_OTLP_ENDPOINT` set it builds the span exporter
-    /// too (the ingest exports a span for each task it creates), which is
-    /// why it can fail.
+    /// The ingest handler alone, built exactly as [`App::new`] builds it:
+    /// [`AppBuilder::ingest_only`] with the built-in tools only.
     pub fn ingest_only(settings: &Settings, backend: &Backend) -> Result<Ingest, SettingsError> {
-        let schedules = schedule_service(backend);
-        let export = crate::telemetry::span_export(settings)?;
-        Ok(ingest_handler(
-            settings,
-            backend,
-            settings.agents(),
-            schedules.as_ref(),
-            export,
-        ))
+        AppBuilder::new().ingest_only(settings, backend)
     }
 
     /// The app with the built-in tools only: `App::builder().build(..)`.
@@ -77,87 +59,7 @@ impl App {
     }
 }
 
-/// Builds an [`App`], or the ingest handler alone, with tools of your own
-/// besides the built-in ones; from [`App::builder`].
-///
-/// A tool added here is one more tool the agents file may name in an
-/// agent's `tools` (an agent without a `tools` list has it, like the
-/// built-in tools), so the settings must be loaded through the builder
-/// ([`AppBuilder::settings_from_env`], [`AppBuilder::lambda_settings`]) for
-/// an agents file naming it to be accepted. Its name must be letters,
-/// digits, `_` and `-` (1 to 64 characters), without `__` (the MCP
-/// servers' tools are `SERVER__TOOL`), and not the name of a built-in tool,
-/// of a declared HTTP tool or of another added tool: a tool never silently
-/// replaces another; the build (and the settings load) is refused instead,
-/// naming the tool.
-///
-/// The ingest and the worker of a deployment must be built with the same
-/// tools: the ingest checks the agents file too.
-#[derive(Clone, Default)]
-pub struct AppBuilder {
-    tools: Vec<Arc<dyn Tool>>,
-}
-
-impl std::fmt::Debug for AppBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppBuilder")
-            .field("tools", &self.tool_names())
-            .finish()
-    }
-}
-
 impl AppBuilder {
-    /// Adds a tool.
-    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
-        self.tools.push(Arc::new(tool));
-        self
-    }
-
-    /// Adds tools.
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
-        self.tools.extend(tools);
-        self
-    }
-
-    /// The names of the added tools, in the order they were added.
-    pub fn tool_names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.spec().name).collect()
-    }
-
-    /// [`Settings::from_env`], with the added tools known to the agents
-    /// file.
-    pub fn settings_from_env(&self) -> Result<Settings, SettingsError> {
-        self.load_settings(&HashMap::new())
-    }
-
-    /// [`Settings::load`] (the environment over `secrets`), with the added
-    /// tools known to the agents file.
-    pub fn load_settings(
-        &self,
-        secrets: &HashMap<String, String>,
-    ) -> Result<Settings, SettingsError> {
-        let names = self.checked_names(&[])?;
-        Settings::load_knowing(secrets, &names)
-    }
-
-    /// [`Settings::load_for_lambda`] (over the `BATON_SECRETS_PATH`
-    /// secrets), with the added tools known to the agents file.
-    pub async fn lambda_settings(&self) -> Result<Settings, BoxError> {
-        let names = self.checked_names(&[])?;
-        Settings::load_for_lambda_knowing(&names).await
-    }
-
-    /// The ingest handler alone ([`App::ingest_only`]), after checking the
-    /// added tools' names against `settings`.
-    pub fn ingest_only(
-        &self,
-        settings: &Settings,
-        backend: &Backend,
-    ) -> Result<Ingest, SettingsError> {
-        self.checked_names(&declared_names(settings))?;
-        App::ingest_only(settings, backend)
-    }
-
     /// The app of a Lambda function: settings from the environment (over
     /// the `BATON_SECRETS_PATH` secrets), the AWS backend, and worker
     /// timings fit for SQS with a visibility timeout longer than the
@@ -171,56 +73,6 @@ impl AppBuilder {
         Ok(self.build(settings, backend, lambda_timing())?)
     }
 
-    /// The ingest handler of the ingest Lambda: the same settings and AWS
-    /// backend as [`AppBuilder::lambda_app`], without the worker side
-    /// ([`App::ingest_only`]). Called once per process, at start-up.
-    pub async fn lambda_ingest(self) -> Result<Ingest, BoxError> {
-        let settings = self.lambda_settings().await?;
-        let backend = Backend::aws(&settings.aws)
-            .await?
-            .with_active_shards(settings.active_index_shards)
-            .with_retention(settings.retention);
-        Ok(self.ingest_only(&settings, &backend)?)
-    }
-
-    /// The names of the added tools, each checked: a valid tool name, not
-    /// reserved, not a built-in tool's nor one of `taken`, and not added
-    /// twice.
-    fn checked_names(&self, taken: &[&str]) -> Result<Vec<String>, SettingsError> {
-        let mut names: Vec<String> = Vec::with_capacity(self.tools.len());
-        for name in self.tool_names() {
-            let refuse = |message: &str| SettingsError::CustomTool {
-                name: name.clone(),
-                message: message.to_owned(),
-            };
-            if !valid_tool_name(&name) {
-                return Err(refuse(
-                    "tool names are letters, digits, `_` and `-` (1 to 64 characters)",
-                ));
-            }
-            if name.contains("__") {
-                return Err(refuse(
-                    "`__` is reserved for the tools of MCP servers (`SERVER__TOOL`)",
-                ));
-            }
-            if KNOWN_TOOLS.contains(&name.as_str()) {
-                return Err(refuse(
-                    "is the name of a built-in tool, which a tool of your own cannot replace",
-                ));
-            }
-            if taken.contains(&name.as_str()) {
-                return Err(refuse(
-                    "the agents file declares a tool of that name; rename one of them",
-                ));
-            }
-            if names.contains(&name) {
-                return Err(refuse("added twice"));
-            }
-            names.push(name);
-        }
-        Ok(names)
-    }
-
     /// The ingest handler, the worker and the reaper over `backend`, with
     /// the built-in tools and the added ones.
     pub fn build(
@@ -231,13 +83,13 @@ impl AppBuilder {
     ) -> Result<App, SettingsError> {
         let agents = settings.agents();
         settings.require_llm_key()?;
-        let llm = build_provider(&settings.llm, RetryPolicy::default()).map_err(|e| {
+        let llm = build_provider(&settings.llm.config(), RetryPolicy::default()).map_err(|e| {
             SettingsError::Invalid {
                 name: "BATON_LLM_PROVIDER",
                 message: e.to_string(),
             }
         })?;
-        let tools = Toolset::builtins(settings.http_allow.clone());
+        let tools = Toolset::builtins(settings.agent_loop.http_allow.clone());
         let mut tools: Vec<Arc<dyn Tool>> =
             tools.names().iter().filter_map(|n| tools.get(n)).collect();
         let schedules = schedule_service(&backend);
@@ -327,7 +179,8 @@ impl AppBuilder {
             worker = worker.with_files(files, settings.max_file_bytes);
         }
         if let Some(service) = &schedules {
-            worker = worker.with_schedules(service.clone(), settings.heartbeat_repeat_window);
+            worker =
+                worker.with_schedules(service.clone(), settings.agent_loop.heartbeat_repeat_window);
         }
         if let Some(servers) = settings.mcp_servers()? {
             worker = worker.with_remote_tools(Arc::new(servers));
@@ -349,16 +202,6 @@ impl AppBuilder {
     }
 }
 
-/// Schedule records and plans, when the backend has a scheduler.
-fn schedule_service(backend: &Backend) -> Option<baton_schedule::ScheduleService> {
-    backend.scheduler.clone().map(|s| {
-        baton_schedule::ScheduleService::new(
-            baton_schedule::ScheduleStore::new(backend.store.table().clone()),
-            s,
-        )
-    })
-}
-
 /// The worker timings of the Lambda functions: SQS with a visibility
 /// timeout longer than the function's.
 fn lambda_timing() -> WorkerSettings {
@@ -368,74 +211,6 @@ fn lambda_timing() -> WorkerSettings {
         visibility: Duration::from_secs(90),
         retry_delay: Duration::from_secs(10),
         ..WorkerSettings::default()
-    }
-}
-
-/// The names of the agents file's declared HTTP tools.
-fn declared_names(settings: &Settings) -> Vec<&str> {
-    settings
-        .http_tool_defs
-        .iter()
-        .map(|d| d.name.as_str())
-        .collect()
-}
-
-/// Names the model APIs accept (and the agents file's declared tools use).
-fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-}
-
-/// The one place the ingest handler is built, for [`AppBuilder::build`]
-/// and [`App::ingest_only`].
-fn ingest_handler(
-    settings: &Settings,
-    backend: &Backend,
-    agents: baton_settings::Agents,
-    schedules: Option<&baton_schedule::ScheduleService>,
-    export: Option<Arc<dyn baton_core::SpanExport>>,
-) -> Ingest {
-    let slack = settings.slack.as_ref().map(|s| SlackIngest {
-        signing_secret: s.signing_secret.clone(),
-        bot_user_id: s.bot_user_id.clone(),
-    });
-    let ingest = Ingest::new(
-        backend.store.clone(),
-        backend.queue.clone(),
-        agents,
-        settings.api_token.clone(),
-        slack,
-    )
-    .with_input_guard(settings.deployment.guard.input_guard)
-    .with_routes(settings.deployment.routes.clone())
-    .with_admins(settings.admins.clone())
-    .with_max_file_bytes(settings.max_file_bytes)
-    .with_metrics(settings.metrics.sink("ingest", MetricsMode::Off));
-    // Tells a Slack user their `stop` was refused; the client is built at
-    // the first such note, so the ingest's start-up does not pay for it.
-    let ingest = match settings
-        .slack
-        .as_ref()
-        .and_then(|s| Some((s, s.bot_token.clone()?)))
-    {
-        Some((s, token)) => ingest
-            .with_notices(Arc::new(SlackNotices::new(&s.api_url, token.clone())))
-            .with_thread_setup(Arc::new(baton_slack::assistant::SlackThreadSetup::new(
-                &s.api_url,
-                token,
-                s.agent_sessions,
-            ))),
-        None => ingest,
-    };
-    let ingest = match export {
-        Some(export) => ingest.with_span_export(export),
-        None => ingest,
-    };
-    match schedules {
-        Some(service) => ingest.with_scheduler(service.clone()),
-        None => ingest,
     }
 }
 
@@ -451,7 +226,9 @@ fn schedule_quota(s: &baton_settings::ScheduleSettings) -> baton_schedule::Quota
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::tool_names::BUILT_IN;
     use baton_core::{ToolContext, ToolOutput, ToolSpec};
+    use std::collections::HashMap;
 
     /// A tool that is only a name.
     struct Named(&'static str);
@@ -493,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_tool_of_your_own_never_replaces_a_built_in_one() {
-        for name in KNOWN_TOOLS {
+        for name in BUILT_IN {
             let err = refusal(App::builder().tool(Named(name)));
             assert_eq!(
                 err,

@@ -1,15 +1,16 @@
 //! The adapters of one backend, embedded or AWS.
 
 use crate::settings::AwsResources;
-use baton_agent::Worker;
 use baton_core::{QueueError, TaskStore, WorkQueue};
+#[cfg(feature = "embedded")]
 use baton_embedded::{EmbeddedBackend, EmbeddedQueue, QueueConfig};
+#[cfg(feature = "embedded")]
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
+    #[cfg(feature = "embedded")]
     #[error("cannot open the embedded store: {0}")]
     Embedded(String),
     #[error("{0} is required for the AWS backend (run `baton bootstrap` to create the resources and print them)")]
@@ -22,17 +23,21 @@ pub enum BackendError {
 #[derive(Clone)]
 pub enum DeadLetters {
     /// The embedded queue's dead-letter table.
+    #[cfg(feature = "embedded")]
     Embedded(Arc<EmbeddedQueue>),
     /// The SQS dead-letter queue.
     Sqs(Arc<baton_aws::SqsQueue>),
 }
 
+#[cfg(feature = "worker")]
 impl DeadLetters {
     /// Marks the task of every dead letter failed (telling its user), then
     /// removes the letter. Returns how many were handled.
-    pub async fn drain(&self, worker: &Worker) -> Result<usize, BackendError> {
+    pub async fn drain(&self, worker: &baton_agent::Worker) -> Result<usize, BackendError> {
+        use std::time::Duration;
         let mut handled = 0;
         match self {
+            #[cfg(feature = "embedded")]
             DeadLetters::Embedded(q) => {
                 for letter in q.dead_letters().await? {
                     match worker.dead_letter(&letter.body, letter.receive_count).await {
@@ -68,14 +73,17 @@ pub struct Backend {
     pub dead_letters: Option<DeadLetters>,
     /// The embedded queue, when this backend is embedded (for `baton dev`'s
     /// status output and tests).
+    #[cfg(feature = "embedded")]
     pub embedded_queue: Option<Arc<EmbeddedQueue>>,
     /// The schedules' scheduler (see [`crate::scheduling`]).
     pub scheduler: Option<Arc<dyn baton_schedule::Scheduler>>,
     /// The embedded scheduler, when that is the scheduler: `baton dev` runs its loop.
+    #[cfg(feature = "embedded")]
     pub embedded_scheduler: Option<Arc<baton_embedded::EmbeddedScheduler>>,
     /// The embedded adapters, when this backend is embedded: `baton dev`
     /// prunes what retention lets go (DynamoDB TTL and S3 lifecycle rules
     /// do it on AWS).
+    #[cfg(feature = "embedded")]
     pub embedded: Option<EmbeddedBackend>,
 }
 
@@ -99,12 +107,13 @@ impl Backend {
     }
 
     /// The durable embedded backend under `data_dir`.
+    #[cfg(feature = "embedded")]
     pub fn embedded(data_dir: &Path, queue: QueueConfig) -> Result<Self, BackendError> {
         let b = EmbeddedBackend::open(data_dir, queue)
             .map_err(|e| BackendError::Embedded(e.to_string()))?;
         let scheduling = crate::scheduling::embedded(b.table.clone(), b.queue.clone());
         Ok(Backend {
-            scheduler: Some(scheduling.scheduler),
+            scheduler: scheduling.scheduler,
             embedded_scheduler: scheduling.embedded,
             store: TaskStore::new(b.table.clone(), b.blobs.clone()),
             queue: b.queue.clone(),
@@ -142,11 +151,14 @@ impl Backend {
         Ok(Backend {
             store,
             queue,
-            scheduler: Some(scheduling.scheduler),
+            scheduler: scheduling.scheduler,
+            #[cfg(feature = "embedded")]
             embedded_scheduler: scheduling.embedded,
             dead_letters: dlq_url
                 .map(|u| DeadLetters::Sqs(Arc::new(baton_aws::SqsQueue::new(sqs, u)))),
+            #[cfg(feature = "embedded")]
             embedded_queue: None,
+            #[cfg(feature = "embedded")]
             embedded: None,
         })
     }

@@ -5,21 +5,48 @@
 //!   secrets) once, at startup; secrets stay wrapped.
 //! * [`Backend`] is the store, queue and blob adapters of one backend
 //!   (embedded or AWS).
+//! * [`AppBuilder`] adds tools of your own to the built-in ones and
+//!   builds the ingest handler alone ([`AppBuilder::ingest_only`]).
 //! * [`App`] is the ingest handler, the worker and the reaper built over a
-//!   backend; [`App::builder`] adds tools of your own to the built-in ones.
+//!   backend ([`AppBuilder::build`], [`App::builder`]).
 //! * With the `lambda` feature, the two Lambda functions' event loops
 //!   ([`AppBuilder::run_ingest_lambda`], [`AppBuilder::run_worker_lambda`]);
 //!   with the `dev` feature, the local dev server of `baton dev`
 //!   ([`AppBuilder::run_dev`]). A binary of your own with your own tools
 //!   is a few lines over them (docs/tools.md, *Your own Rust tools*).
+//!
+//! Features, so that each binary links only what it runs:
+//!
+//! * `worker`: the agent loop and what it calls (`baton-agent`, the LLM
+//!   providers, the tools, MCP, JSON Schema): [`App`],
+//!   [`AppBuilder::build`], [`AppBuilder::run_worker_lambda`], and the
+//!   settings only the loop reads ([`Settings::agent_loop`]). Implies
+//!   `embedded`.
+//! * `embedded`: the embedded backend (SQLite) and its scheduler
+//!   ([`Backend::embedded`]).
+//! * `lambda`: the Lambda event loops.
+//! * `dev` (default): `baton dev`'s server; implies `worker`.
+//!
+//! The ingest Lambda is built with `lambda` alone: settings, the AWS
+//! backend and the ingest handler, nothing of the worker side
+//! (tests/e2e/layers.rs checks its resolved dependencies).
 
+#[cfg(feature = "worker")]
 mod app;
+#[cfg(feature = "worker")]
 mod aws_credentials;
 mod backend;
+mod builder;
 #[cfg(feature = "dev")]
 pub mod dev;
 #[cfg(feature = "lambda")]
 mod lambda;
+#[cfg(all(feature = "lambda", feature = "worker"))]
+mod lambda_worker;
+mod llm_settings;
+#[cfg(feature = "worker")]
+mod loop_settings;
+#[cfg(feature = "worker")]
 mod mcp;
 mod metrics;
 pub mod scheduling;
@@ -27,8 +54,13 @@ pub mod secrets;
 mod settings;
 mod telemetry;
 
-pub use app::{App, AppBuilder};
+#[cfg(feature = "worker")]
+pub use app::App;
 pub use backend::{Backend, BackendError, DeadLetters};
+pub use builder::AppBuilder;
+pub use llm_settings::LlmSettings;
+#[cfg(feature = "worker")]
+pub use loop_settings::LoopSettings;
 pub use metrics::{MetricsMode, MetricsSettings};
 pub use settings::{
     AwsResources, LambdaSettings, Settings, SettingsError, SlackConfig, DEFAULT_SEGMENT_MARGIN,
@@ -68,12 +100,13 @@ pub fn init_tracing(json: bool) {
 
 /// The app of a Lambda function with the built-in tools only:
 /// [`AppBuilder::lambda_app`] of [`App::builder`].
+#[cfg(feature = "worker")]
 pub async fn lambda_app() -> Result<App, BoxError> {
     App::builder().lambda_app().await
 }
 
 /// The ingest handler of the ingest Lambda with the built-in tools only:
-/// [`AppBuilder::lambda_ingest`] of [`App::builder`].
+/// [`AppBuilder::lambda_ingest`] of [`AppBuilder::new`].
 pub async fn lambda_ingest() -> Result<baton_ingest::Ingest, BoxError> {
-    App::builder().lambda_ingest().await
+    AppBuilder::new().lambda_ingest().await
 }

@@ -2,7 +2,8 @@
 //! replaced from the environment (and the secrets loaded from SSM), every
 //! unset name refused at start-up by its key.
 
-use crate::settings::{resolve_endpoint, Settings, SettingsError, Source};
+use crate::loop_settings::resolve_endpoint;
+use crate::settings::{Settings, SettingsError, Source};
 use baton_settings::{ConfigFileError, McpServerDecl, Problem};
 use baton_tools::{McpServerDef, McpServers};
 
@@ -11,10 +12,10 @@ impl Settings {
     /// values); `None` when there are none. Connects to nothing: the
     /// worker lists a server's tools when a task that uses it starts.
     pub fn mcp_servers(&self) -> Result<Option<McpServers>, SettingsError> {
-        if self.mcp_server_defs.is_empty() {
+        if self.agent_loop.mcp_server_defs.is_empty() {
             return Ok(None);
         }
-        McpServers::new(self.mcp_server_defs.clone())
+        McpServers::new(self.agent_loop.mcp_server_defs.clone())
             .map(Some)
             .map_err(|(server, e)| {
                 ConfigFileError::Invalid {

@@ -6,7 +6,6 @@
 
 use crate::settings::{Settings, SettingsError};
 use baton_core::SpanExport;
-use baton_llm::LlmConfig;
 use secrecy::{ExposeSecret, SecretString};
 use std::sync::Arc;
 
@@ -33,14 +32,8 @@ pub(crate) fn span_export(
 fn secrets(settings: &Settings) -> Vec<SecretString> {
     let mut out: Vec<SecretString> = Vec::new();
     let mut add = |s: &str| out.push(SecretString::from(s.to_owned()));
-    match &settings.llm {
-        LlmConfig::OpenAi {
-            api_key: Some(k), ..
-        }
-        | LlmConfig::Anthropic {
-            api_key: Some(k), ..
-        } => add(k.expose()),
-        _ => {}
+    if let Some(k) = settings.llm.api_key() {
+        add(k.expose_secret());
     }
     if let Some(t) = &settings.api_token {
         add(t.expose());
@@ -48,11 +41,11 @@ fn secrets(settings: &Settings) -> Vec<SecretString> {
     if let Some(t) = settings.slack.as_ref().and_then(|s| s.bot_token.as_ref()) {
         add(t.expose());
     }
-    for d in &settings.http_tool_defs {
-        d.secrets.iter().for_each(|s| add(s.expose_secret()));
-    }
-    for d in &settings.mcp_server_defs {
-        d.secrets.iter().for_each(|s| add(s.expose_secret()));
+    // The declared tools' and servers' resolved references: only where
+    // the agent loop is built (the ingest neither resolves nor sees them).
+    #[cfg(feature = "worker")]
+    for s in settings.agent_loop.secrets() {
+        add(s.expose_secret());
     }
     out
 }

@@ -5,9 +5,9 @@ use std::fmt;
 use std::time::Duration;
 
 /// The tool whose presence lets an agent start child tasks.
-pub const DELEGATE_TOOL: &str = "delegate";
+pub const DELEGATE_TOOL: &str = baton_core::tool_names::DELEGATE;
 /// The tool whose calls may be qualified by HTTP method in approval rules.
-pub const HTTP_TOOL: &str = "http_request";
+pub const HTTP_TOOL: &str = baton_core::tool_names::HTTP_REQUEST;
 /// The methods `http_request` supports.
 pub(crate) const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 use url::Url;
 
 /// The tool's name as the model sees it.
-pub const HTTP_REQUEST: &str = "http_request";
+pub const HTTP_REQUEST: &str = baton_core::tool_names::HTTP_REQUEST;
 
 const USER_AGENT: &str = concat!("baton-http-request/", env!("CARGO_PKG_VERSION"));
 

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The tool's name as the model sees it.
-pub const REMEMBER: &str = "remember";
+pub const REMEMBER: &str = baton_core::tool_names::REMEMBER;
 /// The tool's name as the model sees it.
-pub const RECALL: &str = "recall";
+pub const RECALL: &str = baton_core::tool_names::RECALL;
 /// The tool's name as the model sees it.
-pub const FORGET: &str = "forget";
+pub const FORGET: &str = baton_core::tool_names::FORGET;
 
 /// Most facts one `recall` returns.
 pub const MAX_RECALL: usize = 20;

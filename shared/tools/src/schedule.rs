@@ -247,11 +247,11 @@ impl ScheduleTools {
 }
 
 /// The tool's name as the model sees it.
-pub const SCHEDULE_CREATE: &str = "schedule_create";
+pub const SCHEDULE_CREATE: &str = baton_core::tool_names::SCHEDULE_CREATE;
 /// The tool's name as the model sees it.
-pub const SCHEDULE_LIST: &str = "schedule_list";
+pub const SCHEDULE_LIST: &str = baton_core::tool_names::SCHEDULE_LIST;
 /// The tool's name as the model sees it.
-pub const SCHEDULE_DELETE: &str = "schedule_delete";
+pub const SCHEDULE_DELETE: &str = baton_core::tool_names::SCHEDULE_DELETE;
 
 struct ScheduleCreateTool(ScheduleTools);
 struct ScheduleListTool(ScheduleTools);

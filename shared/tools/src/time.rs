@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// The tool's name as the model sees it.
-pub const CURRENT_TIME: &str = "current_time";
+pub const CURRENT_TIME: &str = baton_core::tool_names::CURRENT_TIME;
 
 /// Arguments of `current_time`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -5,9 +5,10 @@
 //! whose tests are being built; `ingest` and `worker` are binaries of other
 //! workspace members (and binary-only crates cannot be dev-dependencies).
 //! So [`binaries`] builds them once per test process with
-//! `cargo build -p ingest -p worker` into the same target directory and
-//! profile as the running test (or bench), and takes their paths from
-//! cargo's JSON messages. Set `BATON_LAMBDA_BIN_DIR` to use prebuilt
+//! `cargo build -p ingest` and `cargo build -p worker` (apart, as each is
+//! deployed: built together, the ingest would get the worker's features)
+//! into the same target directory and profile as the running test (or
+//! bench), and takes their paths from cargo's JSON messages. Set `BATON_LAMBDA_BIN_DIR` to use prebuilt
 //! binaries from a directory instead (e.g. the output of `cargo lambda`).
 
 use std::io::BufRead;
@@ -86,6 +87,25 @@ fn build_location() -> Result<(PathBuf, Option<String>, String), String> {
 }
 
 fn build() -> Result<Binaries, String> {
+    let started = Instant::now();
+    // One cargo run per function, never `-p ingest -p worker` together:
+    // cargo unifies the features of the packages it builds at once, so the
+    // ingest would get baton-runtime's `worker` feature (the agent loop,
+    // providers and tools) from the worker, which `cargo lambda build` of
+    // the ingest alone (what is deployed) never links.
+    let ingest = build_one("ingest")?;
+    let worker = build_one("worker")?;
+    eprintln!(
+        "built the function binaries ({}) in {:.1?}",
+        build_location()?.2,
+        started.elapsed()
+    );
+    Ok(Binaries { ingest, worker })
+}
+
+/// `cargo build -p <package>` into the running test's target directory and
+/// profile; the path of its binary of the same name.
+fn build_one(package: &str) -> Result<PathBuf, String> {
     let (target_dir, triple, profile) = build_location()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -95,9 +115,7 @@ fn build() -> Result<Binaries, String> {
             "build",
             "--quiet",
             "-p",
-            "ingest",
-            "-p",
-            "worker",
+            package,
             "--message-format=json-render-diagnostics",
         ])
         .args(["--profile", &profile])
@@ -131,25 +149,19 @@ fn build() -> Result<Binaries, String> {
             cmd.env_remove(k);
         }
     }
-    let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("cannot run cargo: {e}"))?;
     let stdout = child.stdout.take().ok_or("no cargo stdout")?;
-    let (mut ingest, mut worker) = (None, None);
+    let mut exe = None;
     for line in std::io::BufReader::new(stdout).lines() {
         let line = line.map_err(|e| format!("reading cargo output: {e}"))?;
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
-        if msg["reason"] != "compiler-artifact" {
+        if msg["reason"] != "compiler-artifact" || msg["target"]["name"] != package {
             continue;
         }
-        let Some(exe) = msg["executable"].as_str() else {
-            continue;
-        };
-        match msg["target"]["name"].as_str() {
-            Some("ingest") => ingest = Some(PathBuf::from(exe)),
-            Some("worker") => worker = Some(PathBuf::from(exe)),
-            _ => {}
+        if let Some(path) = msg["executable"].as_str() {
+            exe = Some(PathBuf::from(path));
         }
     }
     let status = child
@@ -157,17 +169,10 @@ fn build() -> Result<Binaries, String> {
         .map_err(|e| format!("waiting for cargo: {e}"))?;
     if !status.success() {
         return Err(format!(
-            "`cargo build -p ingest -p worker --profile {profile}` failed: {status}"
+            "`cargo build -p {package} --profile {profile}` failed: {status}"
         ));
     }
-    eprintln!(
-        "built the function binaries ({profile}) in {:.1?}",
-        started.elapsed()
-    );
-    match (ingest, worker) {
-        (Some(ingest), Some(worker)) => Ok(Binaries { ingest, worker }),
-        _ => Err("cargo built but did not name the ingest and worker executables".into()),
-    }
+    exe.ok_or_else(|| format!("cargo built but did not name the {package} executable"))
 }
 
 /// A function binary running as Lambda would run it: a fresh process whose
