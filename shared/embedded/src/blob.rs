@@ -14,6 +14,30 @@ use crate::db::{Durability, OpenError};
 /// key character, so no key can name it and `list` never shows it.
 const STAGING_DIR: &str = "~tmp";
 
+/// How old a staging file must be to count as a leftover. A put stages
+/// for milliseconds; a younger file may be another store's write in flight
+/// (`baton dev` and a command opened on the same data directory, or a
+/// test's second handle), which must not be pulled from under it.
+const STALE_STAGING: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes staging files a crash left: writes never renamed, i.e. never
+/// acknowledged, so safe to drop. Best effort: one that cannot be read or
+/// removed now is tried again at the next open.
+fn drop_stale_staging(staging: &Path) {
+    let Ok(entries) = fs::read_dir(staging) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > STALE_STAGING));
+        if stale {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Blobs as files under a root directory (`{data_dir}/blobs` in `baton
 /// dev`).
 ///
@@ -73,18 +97,11 @@ impl FileBlobStore {
     pub fn open_with(dir: impl AsRef<Path>, durability: Durability) -> Result<Self, OpenError> {
         let dir = dir.as_ref().to_owned();
         let staging = dir.join(STAGING_DIR);
-        // Leftovers are writes that were never renamed, i.e. never
-        // acknowledged: safe to drop.
-        if staging.exists() {
-            fs::remove_dir_all(&staging).map_err(|source| OpenError::CreateDir {
-                path: staging.clone(),
-                source,
-            })?;
-        }
         fs::create_dir_all(&staging).map_err(|source| OpenError::CreateDir {
             path: staging.clone(),
             source,
         })?;
+        drop_stale_staging(&staging);
         Ok(FileBlobStore {
             inner: Arc::new(Root { dir, durability }),
         })
@@ -251,6 +268,28 @@ async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn opening_drops_only_stale_staging_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileBlobStore::open(dir.path()).unwrap();
+        let staging = dir.path().join(STAGING_DIR);
+        let (fresh, old) = (staging.join("fresh"), staging.join("old"));
+        fs::write(&fresh, b"in flight").unwrap();
+        fs::write(&old, b"left by a crash").unwrap();
+        let long_ago = std::time::SystemTime::now() - STALE_STAGING * 2;
+        fs::File::options()
+            .write(true)
+            .open(&old)
+            .and_then(|f| f.set_modified(long_ago))
+            .unwrap();
+        // A second handle on the same directory, as a command beside
+        // `baton dev` opens.
+        let _again = FileBlobStore::open(dir.path()).unwrap();
+        assert!(fresh.exists(), "another handle's write in flight is kept");
+        assert!(!old.exists(), "a crash's leftover is dropped");
+        drop(store);
+    }
 
     #[test]
     fn keys_are_validated() {

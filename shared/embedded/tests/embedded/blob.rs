@@ -102,8 +102,16 @@ async fn blobs_survive_reopen_and_stale_staging_is_cleared() {
         let b = FileBlobStore::open(&root).unwrap();
         b.put("a/b", vec![1, 2, 3]).await.unwrap();
     }
-    // A write a crash left half done.
-    std::fs::write(root.join("~tmp").join("leftover"), b"partial").unwrap();
+    // A write a crash left half done, an hour and more ago (a younger one
+    // may be another handle's write in flight, and is kept).
+    let leftover = root.join("~tmp").join("leftover");
+    std::fs::write(&leftover, b"partial").unwrap();
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&leftover)
+        .and_then(|f| f.set_modified(long_ago))
+        .unwrap();
     let b = FileBlobStore::open(&root).unwrap();
     assert_eq!(b.get("a/b").await.unwrap().unwrap(), [1, 2, 3]);
     assert_eq!(b.list("").await.unwrap(), ["a/b"]);

@@ -65,6 +65,7 @@ async fn commit_with_a_stale_version_conflicts() {
     let mut a = store.get(&task.id).await.unwrap().unwrap();
     let mut stale = a.clone();
     a.status = TaskStatus::Running;
+    assert!(a.lease.take("worker-a", baton_core::now_ms(), 30_000));
     store.commit(&mut a, vec![user("a")]).await.unwrap();
     assert_eq!(a.version, 2);
     stale.status = TaskStatus::Cancelled;
