@@ -120,20 +120,25 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
     })
 }
 
-/// Runs one task to the end in one segment; returns its id.
-async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
+/// A new HTTP task of agent `default` allowed `max_steps` steps.
+pub(crate) fn bench_task(max_steps: u32) -> Task {
     let limits = baton_core::Limits {
-        max_steps: steps + 1,
+        max_steps,
         ..Default::default()
     };
-    let task = Task::new(
+    Task::new(
         TaskId::generate(),
         "default",
         Origin::Http,
         None,
         limits,
         baton_core::now_ms(),
-    );
+    )
+}
+
+/// Runs one task to the end in one segment; returns its id.
+async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
+    let task = bench_task(steps + 1);
     rig.store
         .create(
             &task,

@@ -14,8 +14,8 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use baton_agent::{SegmentBudget, Worker, WorkerSettings};
 use baton_core::{
-    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, NoReplies, Origin,
-    Task, TaskId, TaskStore, ToolCall, Usage, Wake,
+    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, NoReplies, TaskId,
+    TaskStore, ToolCall, Usage, Wake,
 };
 use baton_settings::{AgentConfig, Agents};
 use std::sync::{Arc, Mutex};
@@ -94,18 +94,7 @@ fn history(n: usize) -> Vec<EntryKind> {
 /// time: the embedded table, like DynamoDB before 2022, takes
 /// at most 25 items in a transaction.
 async fn seeded_task(store: &TaskStore, n: usize) -> anyhow::Result<TaskId> {
-    let limits = baton_core::Limits {
-        max_steps: 10_000,
-        ..Default::default()
-    };
-    let task = Task::new(
-        TaskId::generate(),
-        "default",
-        Origin::Http,
-        None,
-        limits,
-        baton_core::now_ms(),
-    );
+    let task = super::bench_task(10_000);
     let mut chunks = history(n.max(2));
     let rest = chunks.split_off(1);
     store.create(&task, chunks, None).await?;

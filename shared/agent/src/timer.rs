@@ -116,14 +116,13 @@ mod tests {
     }
 
     use async_trait::async_trait;
-    use baton_core::{Delivery, QueueError};
     use baton_schedule::{Scheduler, SchedulerError};
     use std::sync::Mutex;
 
     #[derive(Default)]
     struct Recorder {
         plans: Mutex<Vec<SchedulePlan>>,
-        sends: Mutex<Vec<(String, Duration)>>,
+        queue: baton_core::testing::SentQueue,
     }
 
     #[async_trait]
@@ -137,34 +136,22 @@ mod tests {
         }
     }
 
-    #[async_trait]
-    impl WorkQueue for Recorder {
-        async fn send(&self, body: &str, delay: Duration) -> Result<(), QueueError> {
-            self.sends.lock().unwrap().push((body.to_owned(), delay));
-            Ok(())
-        }
-        async fn receive(&self, _: usize, _: Duration) -> Result<Vec<Delivery>, QueueError> {
-            Ok(Vec::new())
-        }
-        async fn delete(&self, _: &str) -> Result<(), QueueError> {
-            Ok(())
-        }
-        async fn extend(&self, _: &str, _: Duration) -> Result<(), QueueError> {
-            Ok(())
-        }
-    }
-
     #[tokio::test]
     async fn short_waits_use_a_delayed_message_long_ones_a_one_time_schedule() {
         let r = Recorder::default();
         let id = TaskId::generate();
-        arm(&r, Some(&r), &id, Instant::now() + Duration::from_secs(60))
-            .await
-            .unwrap();
-        assert_eq!(r.sends.lock().unwrap().len(), 1);
+        arm(
+            &r.queue,
+            Some(&r),
+            &id,
+            Instant::now() + Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.queue.sent().len(), 1);
         assert!(r.plans.lock().unwrap().is_empty());
         arm(
-            &r,
+            &r.queue,
             Some(&r),
             &id,
             Instant::now() + Duration::from_secs(3 * 3600),
@@ -179,13 +166,13 @@ mod tests {
         }
         // Without a scheduler: a 15-minute hop.
         arm(
-            &r,
+            &r.queue,
             None,
             &id,
             Instant::now() + Duration::from_secs(3 * 3600),
         )
         .await
         .unwrap();
-        assert_eq!(r.sends.lock().unwrap().last().unwrap().1, MAX_DELAY);
+        assert_eq!(r.queue.sent().last().unwrap().1, MAX_DELAY);
     }
 }

@@ -3,6 +3,7 @@
 //! these are for logic above the ports.
 
 use crate::blob::{BlobError, BlobStore};
+use crate::queue::{Delivery, QueueError, WorkQueue};
 use crate::table::{Condition, Item, Key, ListingEntry, Table, TableError, Write};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -221,6 +222,39 @@ impl Table for RecordingTable {
             return Err(TableError::Unavailable("writes refused by the test".into()));
         }
         self.inner.transact(writes).await
+    }
+}
+
+/// A [`WorkQueue`] that keeps what it is sent (body and delay) and
+/// delivers nothing.
+#[derive(Default)]
+pub struct SentQueue {
+    sent: Mutex<Vec<(String, std::time::Duration)>>,
+}
+
+impl SentQueue {
+    /// Every message sent so far, in order.
+    pub fn sent(&self) -> Vec<(String, std::time::Duration)> {
+        self.sent.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl WorkQueue for SentQueue {
+    async fn send(&self, body: &str, delay: std::time::Duration) -> Result<(), QueueError> {
+        if let Ok(mut s) = self.sent.lock() {
+            s.push((body.to_owned(), delay));
+        }
+        Ok(())
+    }
+    async fn receive(&self, _: usize, _: std::time::Duration) -> Result<Vec<Delivery>, QueueError> {
+        Ok(Vec::new())
+    }
+    async fn delete(&self, _: &str) -> Result<(), QueueError> {
+        Ok(())
+    }
+    async fn extend(&self, _: &str, _: std::time::Duration) -> Result<(), QueueError> {
+        Ok(())
     }
 }
 

@@ -7,11 +7,11 @@
 use super::{Segment, SegmentBudget, SegmentEnd};
 use crate::Worker;
 use async_trait::async_trait;
-use baton_core::testing::{MemoryTable, NoBlobs};
+use baton_core::testing::{MemoryTable, NoBlobs, SentQueue};
 use baton_core::{
-    now_ms, Completion, CompletionRequest, Delivery, Entry, EntryKind, LlmError, LlmProvider,
-    Origin, PostKey, QueueError, ReplyError, ReplySink, Task, TaskId, TaskStore, Tool, ToolCall,
-    ToolContext, ToolOutput, ToolSpec, WorkQueue,
+    now_ms, Completion, CompletionRequest, Entry, EntryKind, LlmError, LlmProvider, Origin,
+    PostKey, ReplyError, ReplySink, Task, TaskId, TaskStore, Tool, ToolCall, ToolContext,
+    ToolOutput, ToolSpec,
 };
 use baton_settings::{AgentConfig, Agents};
 use serde_json::{json, Value};
@@ -233,37 +233,6 @@ impl Tool for Counter {
             .await;
         assert!(changed.is_ok(), "{changed:?}");
         ToolOutput::ok(format!("count {n}"))
-    }
-}
-
-/// A queue that keeps what it is sent (body and delay).
-#[derive(Default)]
-pub(super) struct SentQueue {
-    pub(super) sent: Mutex<Vec<(String, Duration)>>,
-}
-
-impl SentQueue {
-    pub(super) fn sent(&self) -> Vec<(String, Duration)> {
-        self.sent.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-}
-
-#[async_trait]
-impl WorkQueue for SentQueue {
-    async fn send(&self, body: &str, delay: Duration) -> Result<(), QueueError> {
-        if let Ok(mut s) = self.sent.lock() {
-            s.push((body.to_owned(), delay));
-        }
-        Ok(())
-    }
-    async fn receive(&self, _: usize, _: Duration) -> Result<Vec<Delivery>, QueueError> {
-        Ok(Vec::new())
-    }
-    async fn delete(&self, _: &str) -> Result<(), QueueError> {
-        Ok(())
-    }
-    async fn extend(&self, _: &str, _: Duration) -> Result<(), QueueError> {
-        Ok(())
     }
 }
 

@@ -13,28 +13,20 @@
 //! it completes.
 
 use super::events::Event;
-use super::plan::{plan, Decision};
+use super::plan::{plan, Batch};
 use super::step::Spent;
 use super::stuck::{repetition, Repetition};
 use super::tools::result_entry;
 use super::{Segment, Step};
-use baton_core::{now_ms, Entry, EntryKind, Tool, ToolCall, ToolOutput};
+use baton_core::{now_ms, Entry, EntryKind, ToolCall};
 use futures::stream::StreamExt;
-use std::sync::Arc;
 use tokio::time::Instant;
-
-/// The calls of a safe turn: those answered at once (refusals of unknown
-/// or disallowed tools) and those to run.
-pub(super) struct SafeTurn {
-    answered: Vec<(ToolCall, ToolOutput)>,
-    runnable: Vec<(ToolCall, Arc<dyn Tool>)>,
-}
 
 impl Segment<'_> {
     /// The turn `message` asks for, if it may be written once: it has
     /// calls, every one is safe to repeat and runs now (or is refused at
     /// once), it repeats nothing, and the calls may fit the time left.
-    pub(super) fn one_write_turn(&mut self, message: &EntryKind) -> Option<SafeTurn> {
+    pub(super) fn one_write_turn(&mut self, message: &EntryKind) -> Option<Batch> {
         let EntryKind::AssistantMessage {
             step, tool_calls, ..
         } = message
@@ -57,34 +49,16 @@ impl Segment<'_> {
         turn
     }
 
-    fn safe_turn(&self, step: u32, calls: &[ToolCall]) -> Option<SafeTurn> {
+    fn safe_turn(&self, step: u32, calls: &[ToolCall]) -> Option<Batch> {
         if repetition(self.agent, &self.transcript) != Repetition::No {
             return None;
         }
-        let turn = self.turn(step);
         let pending = calls.iter().map(|c| (c.clone(), false)).collect();
-        let planned = plan(&turn, pending);
-        if !planned.decided.is_empty() {
-            return None;
-        }
-        let mut safe = SafeTurn {
-            answered: Vec::new(),
-            runnable: Vec::new(),
-        };
-        for (call, decision) in planned.calls {
-            match decision {
-                Decision::Run {
-                    tool,
-                    mark_started: false,
-                } => safe.runnable.push((call, tool)),
-                Decision::Refuse(r) => {
-                    let out = ToolOutput::error(r.message(&call.name));
-                    safe.answered.push((call, out));
-                }
-                _ => return None,
-            }
-        }
-        Some(safe)
+        let batch = plan(&self.turn(step), pending).batch();
+        // Nothing marked started (every call safe to repeat), nothing to
+        // wait for, no approval decided: the calls run, or are answered.
+        let safe = batch.started.is_empty() && batch.wait.is_none() && batch.decided.is_empty();
+        safe.then_some(batch)
     }
 
     /// Runs a safe turn's calls, then writes the model's `message` and
@@ -93,7 +67,7 @@ impl Segment<'_> {
         &mut self,
         message: EntryKind,
         spent: Spent,
-        turn: SafeTurn,
+        turn: Batch,
     ) -> Step {
         let EntryKind::AssistantMessage { step, .. } = message else {
             return Ok(None);
