@@ -323,12 +323,11 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: i64) -> Option<Vec<Entr
     Some(entries)
 }
 
-/// Puts the task in `waiting` for `what`, with no lease (no worker runs a
-/// waiting task), and returns the status entry that records it.
+/// Puts the task in `waiting` for `what` ([`Task::wait_for`]: no lease, no
+/// worker runs a waiting task), and returns the status entry that records
+/// it.
 fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
-    t.status = TaskStatus::Waiting;
-    t.waiting_for = Some(what);
-    t.lease.clear();
+    t.wait_for(what);
     EntryKind::Status {
         status: TaskStatus::Waiting,
         detail,

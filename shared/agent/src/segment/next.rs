@@ -1,11 +1,12 @@
 //! What the segment does next, as a value: [`next`] looks at the task, its
-//! transcript, the segment's budget and the time, and names one action.
+//! transcript, the segment's budget, the kept context and the time, and
+//! names one action.
 //! It reads nothing else and writes nothing, so every rule of the loop is
 //! here, in order, and tested from tables below; the segment
 //! ([`super::Segment::steps`]) only carries the action out and asks again.
 //!
 //! Waits are decided per tool call by [`super::plan`] and, for the turn,
-//! by [`super::plan::Plan::wait`]; waits end in [`super::acquire`].
+//! by [`super::plan::TurnPlan::batch`]; waits end in [`super::acquire`].
 
 use super::budget::SegmentBudget;
 use super::limit::Limit;
