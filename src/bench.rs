@@ -90,7 +90,6 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
     let mut agent = AgentConfig::new("default", "bench");
     agent.limits.max_steps = steps + 1;
     agent.max_tool_result_chars = result_bytes + 1;
-    agent.max_identical_calls = u32::MAX; // the bench model repeats one call on purpose
     let worker = Worker::new(
         store.clone(),
         backend.queue.clone(),

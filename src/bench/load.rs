@@ -283,7 +283,6 @@ pub(crate) async fn run(stack: Stack, load: Load) -> anyhow::Result<Report> {
         .with_active_shards(load.active_shards);
     let mut agent = AgentConfig::new("default", "bench-load");
     agent.limits.max_steps = load.steps + 1;
-    agent.max_identical_calls = u32::MAX; // the model repeats one call on purpose
     let agents = Agents::new(agent, Vec::new());
     let settings = WorkerSettings {
         lease_ttl: Duration::from_secs(60),

@@ -9,7 +9,8 @@ use baton_core::{
 };
 
 /// A model that calls one tool per turn, cycling through `tools`, until
-/// turn `steps`, which answers `answer`. Every turn reports `usage`.
+/// turn `steps`, which answers `answer`; asked for a summary, it writes
+/// one. Every call reports `usage`.
 pub(crate) struct InstantModel {
     pub name: &'static str,
     pub steps: u32,
@@ -25,11 +26,32 @@ impl LlmProvider for InstantModel {
     }
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+        // Asked to summarise a long history, as a real model is: it does,
+        // so the history is compacted as in a real task.
+        if request.system == baton_agent::compaction::SUMMARISER_PROMPT {
+            return Ok(Completion {
+                content: "The tools were called once a turn and returned their results.".into(),
+                usage: self.usage,
+                model: self.name.into(),
+                ..Completion::default()
+            });
+        }
+        // The turn after the last one in the request (read from its call
+        // id, so this costs the same at any length of history).
         let turn = request
             .messages
             .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count() as u32
+            .rev()
+            .find_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => Some(
+                    tool_calls
+                        .first()
+                        .and_then(|c| c.id.strip_prefix("call_")?.parse::<u32>().ok())
+                        .unwrap_or(0),
+                ),
+                _ => None,
+            })
+            .unwrap_or(0)
             + 1;
         let tool = self
             .tools
@@ -38,7 +60,14 @@ impl LlmProvider for InstantModel {
             Some(name) if turn < self.steps => vec![ToolCall {
                 id: format!("call_{turn}"),
                 name: (*name).into(),
-                arguments: serde_json::json!({}),
+                // A new call each turn, as an agent at work makes, so the
+                // loop detector lets it through (`current_time` takes no
+                // such argument; every other turn, it is not a loop).
+                arguments: if *name == baton_tools::CURRENT_TIME {
+                    serde_json::json!({})
+                } else {
+                    serde_json::json!({ "page": turn })
+                },
             }],
             _ => Vec::new(),
         };

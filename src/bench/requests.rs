@@ -503,8 +503,6 @@ fn rig(steps: u32, result_bytes: usize) -> anyhow::Result<Rig> {
     let mut agent = AgentConfig::new("default", "bench-scripted");
     agent.limits.max_steps = steps + 1;
     agent.max_tool_result_chars = result_bytes + 1;
-    // The script repeats its two tools; the loop guard would stop it.
-    agent.max_identical_calls = u32::MAX;
     let agents = Agents::new(agent, Vec::new());
     let tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(baton_tools::CurrentTimeTool::new()),

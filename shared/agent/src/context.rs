@@ -235,6 +235,11 @@ pub struct History {
     pub summarised: bool,
     /// Turns left out by the limit.
     pub omitted_turns: usize,
+    /// How many of `messages` open it before the conversation itself: the
+    /// summary, and when turns are left out the first user message and
+    /// the note saying so. The rest is one message per conversational
+    /// item kept.
+    pub head: usize,
 }
 
 /// How many attached files the model is given in full (the latest ones);
@@ -344,15 +349,18 @@ pub(crate) fn select_items(
         );
         items = kept;
     }
+    let kept = items.len();
     for ((_, m), t) in items {
         push(m, Some(t));
     }
+    let head = messages.len() - kept;
     bound_attachments(&mut messages, &mut tokens, profile);
     History {
         messages,
         tokens,
         summarised: summary.is_some(),
         omitted_turns,
+        head,
     }
 }
 

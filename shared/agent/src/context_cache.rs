@@ -11,18 +11,22 @@
 //! tests below compare them).
 
 use crate::compaction::is_compact_command;
-use crate::context::{self, History, Thresholds};
+use crate::context::{self, repair_pairing, History, Thresholds};
 use crate::tokens::ModelProfile;
 use baton_core::{CompletionRequest, Entry, EntryKind, Message, ToolSpec};
 use baton_settings::AgentConfig;
 
-/// The conversation since the latest summary, with token estimates.
+/// The conversation since the latest summary, with token estimates; and
+/// the last request's messages, which the next step extends with its own.
 #[derive(Clone, Debug)]
 pub struct ContextCache {
     profile: ModelProfile,
     thresholds: Thresholds,
     /// The latest summary's text and the last seq it stands for.
     summary: Option<(String, u64)>,
+    /// How many summaries were taken in: a request kept from before the
+    /// latest one is not extended.
+    summaries: u64,
     /// The conversational messages after the summary, with their entries'
     /// seqs.
     items: Vec<(u64, Message)>,
@@ -33,6 +37,36 @@ pub struct ContextCache {
     first_user: Option<(u64, Message)>,
     /// The last seq taken in.
     last_seq: Option<u64>,
+    /// What the last request was built from, when the next may extend it.
+    kept: Option<Kept>,
+    /// The last request's messages, handed back by [`ContextCache::keep`].
+    messages: Option<Vec<Message>>,
+    /// Requests extended rather than built: the tests check the cheap path
+    /// is the one they test.
+    #[cfg(test)]
+    extensions: u32,
+}
+
+/// What a request's messages were built from, for extending them.
+///
+/// The messages are the history's opening (summary, instructions, the
+/// note of omitted turns) and then the kept items, each tool call paired
+/// with its result. Pairing starts afresh at every assistant or user
+/// message, so only the *open tail*, from the last such item on, can
+/// change when items are added; everything before it is final.
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    /// [`ContextCache::summaries`] when it was built.
+    summaries: u64,
+    /// How many of the items the messages hold.
+    items: usize,
+    /// Where the open tail starts, in the items and in the messages.
+    open: usize,
+    tail_at: usize,
+    /// How many messages there were, to recognise them handed back.
+    len: usize,
+    /// The estimate of the history (nothing was pruned).
+    tokens: u64,
 }
 
 impl ContextCache {
@@ -43,10 +77,15 @@ impl ContextCache {
             profile: thresholds.profile(agent),
             thresholds,
             summary: None,
+            summaries: 0,
             items: Vec::new(),
             tokens: Vec::new(),
             first_user: None,
             last_seq: None,
+            kept: None,
+            messages: None,
+            #[cfg(test)]
+            extensions: 0,
         };
         cache.extend(entries);
         cache
@@ -66,6 +105,8 @@ impl ContextCache {
                     self.items.drain(..keep_from);
                     self.tokens.drain(..keep_from);
                     self.summary = Some((text.clone(), *through_seq));
+                    self.summaries += 1;
+                    self.messages = None;
                 }
                 EntryKind::UserMessage { text } if is_compact_command(text) => {}
                 kind => {
@@ -99,9 +140,44 @@ impl ContextCache {
         )
     }
 
-    /// The request for the next call: what
-    /// [`context::build_request`] builds from the transcript.
-    pub fn request(&self, agent: &AgentConfig, tools: Vec<ToolSpec>) -> CompletionRequest {
+    /// The request for the next call: what [`context::build_request`]
+    /// builds from the transcript.
+    ///
+    /// When the last request was handed back ([`ContextCache::keep`]) and
+    /// only steps were added since (no user message or file, no summary),
+    /// its messages are extended with theirs: the cost is that of the new
+    /// step, not of the history. A new turn, a summary, or a history big
+    /// enough for pruning (which may rewrite any old tool result) builds
+    /// the messages afresh.
+    pub fn request(&mut self, agent: &AgentConfig, tools: Vec<ToolSpec>) -> CompletionRequest {
+        let fixed = self.profile.text(&agent.system_prompt)
+            + tools.iter().map(|s| self.profile.tool_spec(s)).sum::<u64>();
+        let kept = self.kept.take().zip(self.messages.take());
+        let extended = match kept {
+            Some((kept, messages)) if kept.summaries == self.summaries => {
+                self.extended(kept, messages, fixed)
+            }
+            _ => None,
+        };
+        match extended {
+            Some(messages) => request(agent, messages, tools),
+            None => self.built(agent, fixed, tools),
+        }
+    }
+
+    /// Hands back the request [`ContextCache::request`] returned, its
+    /// messages unchanged, for the next step to extend. A request whose
+    /// messages were changed (old results cleared for an overflow) must
+    /// not be handed back.
+    pub fn keep(&mut self, request: CompletionRequest) {
+        if self.kept.is_some_and(|k| k.len == request.messages.len()) {
+            self.messages = Some(request.messages);
+        }
+    }
+
+    /// The request built afresh; its messages kept for extending when
+    /// nothing was pruned.
+    fn built(&mut self, agent: &AgentConfig, fixed: u64, tools: Vec<ToolSpec>) -> CompletionRequest {
         let history: History = context::select_items(
             self.summary.as_ref().map(|(s, _)| s.as_str()),
             self.items.iter().cloned().zip(self.tokens.iter().copied()),
@@ -109,7 +185,91 @@ impl ContextCache {
             self.thresholds.keep_last_turns,
             &self.profile,
         );
-        context::finish_request(agent, &self.thresholds, &self.profile, history, tools).0
+        let tokens = history.tokens.iter().sum::<u64>();
+        if self.profile.ratio(fixed + tokens) >= self.thresholds.soft_trim_at {
+            return context::finish_request(agent, &self.thresholds, &self.profile, history, tools)
+                .0;
+        }
+        // The items before `cut` are left out with their turns.
+        let cut = self.items.len() - (history.messages.len() - history.head);
+        let open = self.open_tail(cut);
+        let mut messages = history.messages;
+        let tail = messages.split_off(history.head + (open - cut));
+        let middle = messages.split_off(history.head);
+        messages.extend(repair_pairing(middle));
+        let tail_at = messages.len();
+        messages.extend(repair_pairing(tail));
+        self.kept = Some(Kept {
+            summaries: self.summaries,
+            items: self.items.len(),
+            open,
+            tail_at,
+            len: messages.len(),
+            tokens,
+        });
+        request(agent, messages, tools)
+    }
+
+    /// `messages`, built as `kept` says, extended with the items added
+    /// since; `None` when they must be built afresh.
+    fn extended(&mut self, kept: Kept, mut messages: Vec<Message>, fixed: u64) -> Option<Vec<Message>> {
+        if messages.len() != kept.len || kept.items > self.items.len() {
+            return None;
+        }
+        let added = &self.items[kept.items..];
+        // A new turn may move the turn limit, a file the files shown.
+        if added
+            .iter()
+            .any(|(_, m)| matches!(m, Message::User { .. } | Message::Attachment { .. }))
+        {
+            return None;
+        }
+        let tokens = kept.tokens + self.tokens[kept.items..].iter().sum::<u64>();
+        if self.profile.ratio(fixed + tokens) >= self.thresholds.soft_trim_at {
+            return None;
+        }
+        let open = self.open_tail(kept.open);
+        let owned = |items: &[(u64, Message)]| items.iter().map(|(_, m)| m.clone()).collect();
+        messages.truncate(kept.tail_at);
+        messages.extend(repair_pairing(owned(&self.items[kept.open..open])));
+        let tail_at = messages.len();
+        messages.extend(repair_pairing(owned(&self.items[open..])));
+        self.kept = Some(Kept {
+            summaries: kept.summaries,
+            items: self.items.len(),
+            open,
+            tail_at,
+            len: messages.len(),
+            tokens,
+        });
+        #[cfg(test)]
+        {
+            self.extensions += 1;
+        }
+        Some(messages)
+    }
+
+    /// Where the open tail starts among the items from `from` on: at the
+    /// last assistant or user message, or at `from` when there is none
+    /// (pairing starts afresh there too: after the history's opening, or
+    /// at the start).
+    fn open_tail(&self, from: usize) -> usize {
+        self.items[from..]
+            .iter()
+            .rposition(|(_, m)| !matches!(m, Message::Tool { .. }))
+            .map_or(from, |i| from + i)
+    }
+}
+
+/// What [`context::finish_request`] makes of messages that needed no
+/// pruning.
+fn request(agent: &AgentConfig, messages: Vec<Message>, tools: Vec<ToolSpec>) -> CompletionRequest {
+    CompletionRequest {
+        model: agent.model.clone(),
+        system: agent.system_prompt.clone(),
+        messages,
+        tools,
+        max_tokens: agent.max_tokens,
     }
 }
 
@@ -207,16 +367,142 @@ mod tests {
                 }
                 let start = entries.len().saturating_sub(3);
                 cache.extend(&entries[start..]);
+                let request = cache.request(&a, Vec::new());
                 assert_eq!(
-                    cache.request(&a, Vec::new()),
+                    request,
                     build_request(&a, &entries, Vec::new()),
                     "window {window}, step {n}"
                 );
+                // Handed back, as the segment does after each call, so
+                // the next step extends it.
+                cache.keep(request);
                 assert_eq!(
                     cache.needs_compaction(&a),
                     needs_compaction(&a, &entries),
                     "window {window}, step {n}"
                 );
+            }
+            if window == 200_000 {
+                assert!(cache.extensions > 60, "{}", cache.extensions);
+            }
+        }
+    }
+
+    /// Turns of every shape — several calls, results out of order or
+    /// missing, notes, files, summaries — with requests taken at random
+    /// points and handed back or not: the extended request is always the
+    /// one built from the whole transcript.
+    #[test]
+    fn extended_requests_match_rebuilt_ones_for_any_shape_of_turn() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut roll = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for window in [3_000, 1_000_000] {
+            let mut a = agent(window);
+            a.context.keep_last_turns = 3;
+            let mut entries = Vec::new();
+            push(&mut entries, EntryKind::UserMessage { text: "go".into() });
+            let mut cache = ContextCache::new(&a, &entries);
+            let mut calls = 0u32;
+            for n in 1..=300u32 {
+                let from = entries.len();
+                match roll(20) {
+                    0 => push(&mut entries, EntryKind::UserMessage { text: format!("more {n}") }),
+                    1 => push(
+                        &mut entries,
+                        EntryKind::Note {
+                            reason: baton_core::NoteReason::Repeating,
+                            text: "careful".into(),
+                        },
+                    ),
+                    2 if entries.len() > 6 => {
+                        let through = entries[entries.len() - 5].seq;
+                        push(
+                            &mut entries,
+                            EntryKind::Summary {
+                                text: format!("summary {n}"),
+                                through_seq: through,
+                            },
+                        )
+                    }
+                    3 => push(
+                        &mut entries,
+                        EntryKind::Attachment {
+                            name: format!("f{n}.txt"),
+                            media_type: "text/plain".into(),
+                            text: Some("file text".into()),
+                            data_base64: None,
+                            note: None,
+                            bytes: 9,
+                        },
+                    ),
+                    _ => {
+                        let k = roll(4) as usize;
+                        let ids: Vec<String> = (0..k)
+                            .map(|_| {
+                                calls += 1;
+                                format!("c{calls}")
+                            })
+                            .collect();
+                        push(
+                            &mut entries,
+                            EntryKind::AssistantMessage {
+                                step: n,
+                                text: if k == 0 { "an answer".into() } else { String::new() },
+                                tool_calls: ids
+                                    .iter()
+                                    .map(|id| ToolCall {
+                                        id: id.clone(),
+                                        name: "read".into(),
+                                        arguments: json!({"id": id}),
+                                    })
+                                    .collect(),
+                                usage: Usage::default(),
+                                model: "m".into(),
+                            },
+                        );
+                        // Results in any order; now and then one missing.
+                        let mut order = ids.clone();
+                        order.rotate_left(roll(k.max(1) as u64) as usize);
+                        for id in order {
+                            if roll(10) == 0 {
+                                continue;
+                            }
+                            let size = if roll(5) == 0 { 2_000 } else { 30 };
+                            push(
+                                &mut entries,
+                                EntryKind::ToolResult {
+                                    step: n,
+                                    call_id: id,
+                                    name: "read".into(),
+                                    content: "y".repeat(size),
+                                    is_error: false,
+                                    truncated_chars: 0,
+                                },
+                            );
+                        }
+                    }
+                }
+                cache.extend(&entries[from..]);
+                if roll(3) == 0 {
+                    continue; // no call this time
+                }
+                let request = cache.request(&a, Vec::new());
+                assert_eq!(
+                    request,
+                    build_request(&a, &entries, Vec::new()),
+                    "window {window}, step {n}"
+                );
+                if roll(8) != 0 {
+                    cache.keep(request);
+                }
+            }
+            if window == 1_000_000 {
+                assert!(cache.extensions > 50, "{}", cache.extensions);
             }
         }
     }

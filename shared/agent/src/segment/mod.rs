@@ -87,9 +87,10 @@ pub(crate) struct Segment<'d> {
     budget: SegmentBudget,
     /// Where spans and metrics go (see [`events`]).
     events: Events,
-    /// At most one compaction attempt per segment, so a failing summariser
-    /// cannot eat the budget.
-    compaction_tried: bool,
+    /// A compaction failed in this segment: it is not tried again until
+    /// the next one, so a failing summariser cannot eat the budget. One
+    /// that succeeds may run again once the history has grown again.
+    compaction_failed: bool,
     /// How this segment writes into the task's streamed answer message.
     stream: stream::ChatStream,
 }
@@ -145,7 +146,7 @@ impl<'d> Segment<'d> {
                 deps.metrics.clone(),
                 deps.llm.name(),
             ),
-            compaction_tried: false,
+            compaction_failed: false,
             stream: Default::default(),
         };
         segment.show_processing().await;
@@ -204,7 +205,7 @@ impl<'d> Segment<'d> {
                 owner: &self.owner,
                 context: &self.context,
                 budget: &self.budget,
-                compaction_tried: self.compaction_tried,
+                compaction_failed: self.compaction_failed,
                 now: now_ms(),
             };
             let action = next::next(&self.task, &self.transcript, &situation);

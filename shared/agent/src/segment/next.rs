@@ -44,7 +44,7 @@ pub(super) enum Next {
     /// Messages arrived while the task ran: they are the next input.
     TakeInbox,
     /// The context is large, or `/compact` was asked for: summarise older
-    /// turns (once per segment).
+    /// turns (not again in a segment where it failed).
     Compact,
     /// Phase one of a step: call the model. The monthly budgets, kept in
     /// the table and read only here, are checked by the segment first.
@@ -59,8 +59,8 @@ pub(super) struct Situation<'a> {
     /// The context as the transcript makes it (for the size check).
     pub(super) context: &'a ContextCache,
     pub(super) budget: &'a SegmentBudget,
-    /// Compaction was tried in this segment already.
-    pub(super) compaction_tried: bool,
+    /// A compaction failed in this segment already.
+    pub(super) compaction_failed: bool,
     /// Milliseconds since the epoch.
     pub(super) now: i64,
 }
@@ -110,7 +110,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if !s.budget.fits_another() {
         return Next::HandOver;
     }
-    if !s.compaction_tried
+    if !s.compaction_failed
         && (compaction::compact_requested(transcript) || s.context.needs_compaction(s.agent))
     {
         return Next::Compact;
@@ -261,7 +261,7 @@ mod tests {
         decide_with(t, kinds, b, false)
     }
 
-    fn decide_with(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget, tried: bool) -> Next {
+    fn decide_with(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget, failed: bool) -> Next {
         let agent = agent();
         let transcript = entries(kinds);
         let s = Situation {
@@ -269,7 +269,7 @@ mod tests {
             owner: OWNER,
             context: &ContextCache::new(&agent, &transcript),
             budget: b,
-            compaction_tried: tried,
+            compaction_failed: failed,
             now: NOW,
         };
         next(t, &transcript, &s)
@@ -434,7 +434,7 @@ mod tests {
             owner: OWNER,
             context: &ContextCache::new(&priced, &transcript),
             budget: &roomy(),
-            compaction_tried: false,
+            compaction_failed: false,
             now: NOW,
         };
         assert!(matches!(
@@ -495,14 +495,14 @@ mod tests {
     }
 
     #[test]
-    fn compaction_is_asked_for_once_per_segment() {
+    fn a_failed_compaction_is_not_asked_for_again_in_the_segment() {
         let t = task();
         let asked = vec![user("/compact")];
         assert_eq!(decide(&t, asked.clone(), &roomy()), Next::Compact);
         assert_eq!(
             decide_with(&t, asked, &roomy(), true),
             Next::CallModel,
-            "tried already: the model is called"
+            "failed already: the model is called"
         );
         // A long history compacts by itself.
         let mut long = vec![user("go")];

@@ -23,12 +23,14 @@ impl Segment<'_> {
     /// Compaction, when the context is large or `/compact` was asked for
     /// ([`super::next`] decides): older turns are summarised by the model
     /// into a summary entry; if summarising fails the history stays as it
-    /// is. A bare `/compact` answers and ends the task. Tried once per
-    /// segment, so a failing summariser cannot eat the budget.
+    /// is. A bare `/compact` answers and ends the task. A failure is not
+    /// retried in the segment, so a failing summariser cannot eat the
+    /// budget; after a success the history may be compacted again once it
+    /// has grown again (a long segment).
     pub(super) async fn compact(&mut self) -> Step {
         let forced = compaction::compact_requested(&self.transcript);
-        self.compaction_tried = true;
         let outcome = self.compact_history().await?;
+        self.compaction_failed = outcome.is_err();
         if forced && !compaction::answer_needed(&self.transcript) && self.task.parent.is_none() {
             let msg = match &outcome {
                 Ok(d) => format!(
@@ -152,7 +154,7 @@ impl Segment<'_> {
     /// system prompt (only for agents that may `recall`). `shrunk`: the
     /// provider found the last one too long, so old tool results are
     /// cleared whatever the estimate says.
-    async fn request(&self, shrunk: bool) -> CompletionRequest {
+    async fn request(&mut self, shrunk: bool) -> CompletionRequest {
         let mut request = self.context.request(self.agent, self.tool_specs());
         if shrunk {
             context::clear_old_tool_results(&mut request.messages);
@@ -226,7 +228,12 @@ impl Segment<'_> {
         loop {
             let request = self.request(shrunk).await;
             let clock = Instant::now();
-            let failed = match self.call_model(&request).await? {
+            let called = self.call_model(&request).await;
+            if !shrunk {
+                // Its messages are the next step's, with that step's added.
+                self.context.keep(request);
+            }
+            let failed = match called? {
                 Called::Answered(answer) => return self.record_answer(answer).await,
                 Called::OutOfTime => return self.hand_over().await.map(Some),
                 Called::Failed(e) => e,

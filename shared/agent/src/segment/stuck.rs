@@ -38,41 +38,49 @@ pub(super) enum Repetition {
 
 /// Checks the calls of the last assistant message against the calls before.
 pub(super) fn repetition(agent: &AgentConfig, transcript: &[Entry]) -> Repetition {
-    let calls: Vec<&ToolCall> = transcript
-        .iter()
-        .filter_map(|e| match &e.kind {
+    fn assistant_calls(e: &Entry) -> Option<&Vec<ToolCall>> {
+        match &e.kind {
             EntryKind::AssistantMessage { tool_calls, .. } => Some(tool_calls),
             _ => None,
-        })
-        .flatten()
-        .collect();
-    let last_turn = match transcript.iter().rev().find_map(|e| match &e.kind {
-        EntryKind::AssistantMessage { tool_calls, .. } => Some(tool_calls.len()),
-        _ => None,
-    }) {
-        Some(n) if n > 0 => n,
+        }
+    }
+    let last_turn = match transcript.iter().rev().find_map(assistant_calls) {
+        Some(calls) if !calls.is_empty() => calls.len(),
         _ => return Repetition::No,
     };
     let in_a_row = agent.max_identical_calls.max(2);
     let in_window = in_a_row.saturating_mul(2);
-    let sig = |c: &ToolCall| (c.name.clone(), c.arguments.to_string());
+    let loop_window = agent.loop_window.max(1) as usize;
+    // Only the latest calls can make a run or fill the window: a longer
+    // run would have been caught when it reached `in_a_row`. Reading just
+    // those keeps the check's cost flat as the task grows.
+    let reach = last_turn.saturating_add(loop_window.max(in_a_row as usize));
+    let mut calls: Vec<&ToolCall> = transcript
+        .iter()
+        .rev()
+        .filter_map(assistant_calls)
+        .flat_map(|calls| calls.iter().rev())
+        .take(reach)
+        .collect();
+    calls.reverse();
+    let same = |a: &ToolCall, b: &ToolCall| a.name == b.name && a.arguments == b.arguments;
     let mut worst: Option<(String, u32)> = None;
     for end in calls.len() - last_turn..calls.len() {
-        let me = sig(calls[end]);
+        let me = calls[end];
         let run = calls[..=end]
             .iter()
             .rev()
-            .take_while(|c| sig(c) == me)
+            .take_while(|c| same(c, me))
             .count() as u32;
-        let window_start = (end + 1).saturating_sub(agent.loop_window.max(1) as usize);
+        let window_start = (end + 1).saturating_sub(loop_window);
         let seen = calls[window_start..=end]
             .iter()
-            .filter(|c| sig(c) == me)
+            .filter(|c| same(c, me))
             .count() as u32;
         if run >= in_a_row || seen >= in_window {
             let times = run.max(seen);
             if worst.as_ref().is_none_or(|(_, t)| times > *t) {
-                worst = Some((me.0, times));
+                worst = Some((me.name.clone(), times));
             }
         }
     }
