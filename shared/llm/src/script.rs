@@ -465,6 +465,7 @@ mod tests {
             messages,
             tools: vec![],
             max_tokens: 100,
+            tool_choice: baton_core::ToolChoice::Auto,
         }
     }
 

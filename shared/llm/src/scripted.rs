@@ -72,6 +72,7 @@ mod tests {
             }],
             tools: vec![],
             max_tokens: 0,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         let c = ScriptedProvider::new().complete(&req).await.unwrap();
         assert_eq!(c.content, "[scripted model] You said: hi");
@@ -88,6 +89,7 @@ mod tests {
             }],
             tools: vec![],
             max_tokens: 0,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         let sink = crate::fixtures::Deltas::default();
         let p = ScriptedProvider::new();
