@@ -254,6 +254,7 @@ pub fn compaction_plan(agent: &AgentConfig, entries: &[Entry]) -> Option<Compact
             messages: vec![Message::User { content }],
             tools: Vec::new(),
             max_tokens: SUMMARY_MAX_TOKENS,
+            tool_choice: baton_core::ToolChoice::Auto,
         },
         through_seq,
         summarised_messages: old.len(),

@@ -180,6 +180,7 @@ pub(crate) fn finish_request(
         messages,
         tools,
         max_tokens: agent.max_tokens,
+        tool_choice: baton_core::ToolChoice::Auto,
     };
     (request, pruned)
 }

@@ -270,6 +270,7 @@ fn request(agent: &AgentConfig, messages: Vec<Message>, tools: Vec<ToolSpec>) ->
         messages,
         tools,
         max_tokens: agent.max_tokens,
+        tool_choice: baton_core::ToolChoice::Auto,
     }
 }
 

@@ -322,6 +322,7 @@ mod tests {
                 input_schema: serde_json::json!({"type": "object"}),
             }],
             max_tokens: 100,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         let total = estimate_request(&request);
         assert_eq!(

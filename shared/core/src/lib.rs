@@ -51,7 +51,7 @@ pub use lease::{Lease, LeaseLost, LeaseSlot};
 pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
 pub use llm::{
     AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
-    ToolCall, ToolSpec, Usage,
+    ToolCall, ToolChoice, ToolSpec, Usage,
 };
 pub use metric::{Measurement, Metric, Metrics, NoMetrics};
 pub use notice::{NoticeError, Notices};

@@ -75,5 +75,6 @@ pub(crate) fn conversation(prefix: &str) -> CompletionRequest {
             input_schema: json!({"type": "object"}),
         }],
         max_tokens: 0,
+        tool_choice: baton_core::ToolChoice::Auto,
     }
 }

@@ -1,8 +1,8 @@
 //! What the three wire mappings share: serde helpers, the string enums
-//! providers extend without notice, tool history told as text, and the
-//! wording of context-window refusals.
+//! providers extend without notice, tool history told as text, the
+//! forced tool of a request, and the wording of context-window refusals.
 
-use baton_core::{CompletionRequest, Message};
+use baton_core::{CompletionRequest, LlmError, Message};
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -66,6 +66,28 @@ pub(crate) fn object_arguments(arguments: &Value) -> Value {
     } else {
         json!({ "_raw_arguments": arguments })
     }
+}
+
+/// The tool `request` forces the model to call, checked to be among its
+/// tools: forcing a tool the request does not offer is the caller's
+/// mistake, refused before anything is sent (every provider would refuse
+/// it too, less clearly).
+pub(crate) fn forced_tool(request: &CompletionRequest) -> Result<Option<&str>, LlmError> {
+    let Some(name) = request.tool_choice.forced() else {
+        return Ok(None);
+    };
+    if request.tools.iter().any(|t| t.name == name) {
+        return Ok(Some(name));
+    }
+    let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    Err(LlmError::Config(format!(
+        "the request forces a call of `{name}`, which is not among its tools ({})",
+        if offered.is_empty() {
+            "none".to_owned()
+        } else {
+            offered.join(", ")
+        }
+    )))
 }
 
 /// The messages to send for `request`. When it offers no tools but its
@@ -153,6 +175,16 @@ pub(crate) fn mentions_context_overflow(message: &str) -> bool {
     CONTEXT_OVERFLOW_WORDING.iter().any(|w| message.contains(w))
 }
 
+/// A decoded request forcing a tool it does not offer, refused as the
+/// providers refuse it (the mock server's reading of [`forced_tool`]).
+#[cfg(any(test, feature = "mock-server"))]
+pub(crate) fn check_forced(request: &CompletionRequest) -> Result<(), String> {
+    forced_tool(request).map(|_| ()).map_err(|e| match e {
+        LlmError::Config(m) => m,
+        other => other.to_string(),
+    })
+}
+
 /// The name of the tool call `call_id` among earlier assistant messages
 /// (the wire formats name only the call's id in a result).
 #[cfg(any(test, feature = "mock-server"))]
@@ -211,6 +243,24 @@ mod tests {
             input_schema: empty_object(),
         });
         assert!(matches!(messages_to_send(&request), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_forced_tool_must_be_offered() {
+        let mut request = crate::fixtures::conversation("c");
+        assert_eq!(forced_tool(&request), Ok(None));
+        request.tool_choice = baton_core::ToolChoice::tool("current_time");
+        assert_eq!(forced_tool(&request), Ok(Some("current_time")));
+        request.tool_choice = baton_core::ToolChoice::tool("route");
+        assert_eq!(
+            forced_tool(&request),
+            Err(LlmError::Config(
+                "the request forces a call of `route`, which is not among its tools (current_time)"
+                    .into()
+            ))
+        );
+        request.tools.clear();
+        assert!(matches!(forced_tool(&request), Err(LlmError::Config(m)) if m.ends_with("(none)")));
     }
 
     #[test]

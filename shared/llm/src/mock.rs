@@ -40,6 +40,18 @@
 //! event instead (OpenAI `server_error`, Anthropic `overloaded_error`,
 //! Bedrock `serviceUnavailableException`). Failures and refusals come
 //! before any streaming, as HTTP errors.
+//!
+//! A forced tool is read from each format (`tool_choice`
+//! `{"type":"function","function":{"name"}}` on the OpenAI route,
+//! `{"type":"tool","name"}` on the Anthropic one, `toolConfig.toolChoice`
+//! `{"tool":{"name"}}` on the Bedrock one; a forced tool missing from the
+//! request's tools is refused with a 400, as the APIs refuse it, and
+//! choices the mock does not play — `required`, `any`, `none` — too). The
+//! request is answered with a call of that tool as the conversation's
+//! `#route=` / `#plan=` / `#supervise=` / `#verdict=` directive says
+//! ([`crate::script`]); the server counts the forced calls of each
+//! directive ([`script::ForcedCalls`]) so that an array's entries are used
+//! in order.
 
 use crate::bedrock::{self, AwsCredentials};
 use crate::{anthropic, openai, script};
@@ -78,6 +90,8 @@ struct Shared {
     /// Every request that decoded, in arrival order, and whether it
     /// asked to stream.
     received: Mutex<Vec<(CompletionRequest, bool)>>,
+    /// Forced calls so far, per directive.
+    forced: script::ForcedCalls,
 }
 
 /// A running mock LLM server on `127.0.0.1`; it shuts down when dropped.
@@ -545,7 +559,7 @@ async fn answer(
         }
     }
 
-    let plan = script::respond(&request);
+    let plan = script::respond_counting(&request, &shared.forced);
     if !plan.sleep.is_zero() {
         tokio::time::sleep(plan.sleep).await;
     }

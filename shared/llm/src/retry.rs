@@ -313,6 +313,7 @@ mod tests {
             messages: vec![],
             tools: vec![],
             max_tokens: 10,
+            tool_choice: baton_core::ToolChoice::Auto,
         }
     }
 

@@ -23,6 +23,25 @@
 //! | `#chunk_ms=MS` | a streamed answer waits that long between pieces (default: none on the mock server, [`SCRIPTED_CHUNK_DELAY`] in the scripted provider) |
 //! | `#stream_fail_after=N` | (mock server only) the conversation's first streamed answer breaks its connection after N events |
 //! | `#stream_error_after=N` | (mock server only) the conversation's first streamed answer reports an overloaded error after N events |
+//! | `#route=JSON` | a request forcing the tool `route` is answered with a call of it with these arguments (default `{"tier":"default","modules":[],"needs_plan":false}`) |
+//! | `#plan=JSON` | the same for `plan` (default `{"steps":[{"title":"Do the task","done_when":"the answer is given"}]}`) |
+//! | `#supervise=JSON` | the same for `supervise` (default `{"action":"continue"}`) |
+//! | `#verdict=JSON` | the same for `verdict` (default `{"pass":true,"problems":[]}`) |
+//!
+//! **Forced calls.** A request whose `tool_choice` forces a tool
+//! ([`baton_core::ToolChoice::Tool`]) is answered with one call of that
+//! tool and nothing else, whatever the other directives say (apart from
+//! `#sleep`, and on the mock server the injected failures, which count
+//! every call of the conversation); its answer is not an assistant
+//! message of the conversation, so the turns above are counted as if it
+//! had not happened. The arguments come from the tool's directive above,
+//! whose JSON may hold spaces: an object for every call, or an array used
+//! in order (the Nth forced call of the tool gets the Nth entry, later
+//! ones the last; [`ForcedCalls`] counts them). `garbage`, as the value or
+//! as an entry (`"garbage"`), answers that call with text instead, to test
+//! fallbacks. A forced tool without a directive gets the default above
+//! (`{}` for a tool not listed). Invalid directives answer with text, as
+//! for any request. See [`forced`].
 //!
 //! A streamed answer comes in pieces: the text [`TEXT_PIECE_CHARS`]
 //! characters at a time, a tool call's arguments [`ARGUMENT_PIECE_CHARS`]
@@ -35,8 +54,13 @@
 //! Without a directive the model echoes the latest user message, or, when
 //! it mentions the word "time", calls `current_time` and reports the result.
 
+pub mod forced;
+
+pub use forced::{ForcedAnswer, ForcedCalls, ForcedScript};
+
 use baton_core::{Completion, CompletionRequest, Message, ToolCall, Usage};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Every labelled answer starts with this, so nobody mistakes the scripted
@@ -94,6 +118,9 @@ pub struct Directives {
     pub chunk_delay: Option<Duration>,
     pub stream_fail_after: Option<u32>,
     pub stream_error_after: Option<u32>,
+    /// `#route=`, `#plan=`, `#supervise=`, `#verdict=`: how forced calls
+    /// of those tools are answered, by tool name.
+    pub forced: BTreeMap<String, ForcedScript>,
     /// Directives that could not be read, explained.
     pub errors: Vec<String>,
 }
@@ -101,11 +128,15 @@ pub struct Directives {
 impl Directives {
     /// Reads the `#key=value` directives of `text`.
     pub fn parse(text: &str) -> Self {
+        // Read first: their JSON may hold spaces, and anything in it.
+        let (forced, rest, errors) = forced::extract(text);
         let mut d = Directives {
             parallel: 1,
+            forced,
+            errors,
             ..Directives::default()
         };
-        for line in text.lines() {
+        for line in rest.lines() {
             let (scan, reply) = match line.find("#reply=") {
                 Some(i) => (&line[..i], Some(&line[i + "#reply=".len()..])),
                 None => (line, None),
@@ -206,22 +237,41 @@ pub fn first_user_message(request: &CompletionRequest) -> Option<&str> {
     })
 }
 
-/// The scripted model's answer to `request`.
+/// The scripted model's answer to `request`. A forced call is answered
+/// as the first call of its directive ([`respond_counting`] counts them).
 pub fn respond(request: &CompletionRequest) -> Plan {
+    answer(request, |_, _| 1)
+}
+
+/// The scripted model's answer to `request`, the forced calls of each
+/// directive counted in `calls`, so the Nth gets the directive's Nth
+/// answer.
+pub fn respond_counting(request: &CompletionRequest, calls: &ForcedCalls) -> Plan {
+    answer(request, |tool, script| calls.nth(tool, script, request))
+}
+
+/// `nth`: which call of the directive `script` of a forced `tool` this is.
+fn answer(request: &CompletionRequest, nth: impl Fn(&str, &ForcedScript) -> usize) -> Plan {
     let first = first_user_message(request).unwrap_or_default();
     let d = Directives::parse(first);
-    let turn = request
-        .messages
-        .iter()
-        .filter(|m| matches!(m, Message::Assistant { .. }))
-        .count()
-        + 1;
-    let action = match decide(request, &d, turn) {
-        // Asked to stop and sum up without tools (Baton's closing summary).
-        Action::Call(_) if request.tools.is_empty() && asks_for_no_tools(request) => {
-            Action::Answer(format!("{LABEL}summary after {} turns", turn - 1))
+    let (action, ids) = match request.tool_choice.forced() {
+        Some(tool) => forced_action(tool, &d, nth),
+        None => {
+            let turn = request
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::Assistant { .. }))
+                .count()
+                + 1;
+            let action = match decide(request, &d, turn) {
+                // Asked to stop and sum up without tools (Baton's closing summary).
+                Action::Call(_) if request.tools.is_empty() && asks_for_no_tools(request) => {
+                    Action::Answer(format!("{LABEL}summary after {} turns", turn - 1))
+                }
+                action => action,
+            };
+            (action, format!("call_{turn}"))
         }
-        action => action,
     };
     let (content, tool_calls) = match action {
         Action::Answer(text) => (text, Vec::new()),
@@ -231,7 +281,7 @@ pub fn respond(request: &CompletionRequest) -> Plan {
                 .into_iter()
                 .enumerate()
                 .map(|(i, (name, arguments))| ToolCall {
-                    id: format!("call_{turn}_{i}"),
+                    id: format!("{ids}_{i}"),
                     name,
                     arguments,
                 })
@@ -269,6 +319,33 @@ pub fn respond(request: &CompletionRequest) -> Plan {
         sleep: d.sleep,
         chunk_delay: d.chunk_delay,
     }
+}
+
+/// The answer to a request forcing `tool`, and the prefix of its call's
+/// id (`call_route_2` for the second `route` call).
+fn forced_action(
+    tool: &str,
+    d: &Directives,
+    nth: impl Fn(&str, &ForcedScript) -> usize,
+) -> (Action, String) {
+    if !d.errors.is_empty() {
+        let text = format!("{LABEL}invalid directive: {}", d.errors.join("; "));
+        return (Action::Answer(text), format!("call_{tool}_1"));
+    }
+    let Some(script) = d.forced.get(tool) else {
+        let call = (tool.to_owned(), forced::default_arguments(tool));
+        return (Action::Call(vec![call]), format!("call_{tool}_1"));
+    };
+    let n = nth(tool, script);
+    let action = match script.answer(n) {
+        Some(ForcedAnswer::Call(arguments)) => {
+            Action::Call(vec![(tool.to_owned(), arguments.clone())])
+        }
+        Some(ForcedAnswer::Garbage) | None => Action::Answer(format!(
+            "{LABEL}I would rather chat than call {tool}. Maybe later?"
+        )),
+    };
+    (action, format!("call_{tool}_{n}"))
 }
 
 /// Whether the last message is a user message telling the model not to
@@ -465,6 +542,7 @@ mod tests {
             messages,
             tools: vec![],
             max_tokens: 100,
+            tool_choice: baton_core::ToolChoice::Auto,
         }
     }
 
@@ -646,6 +724,155 @@ mod tests {
             Some(Duration::from_millis(15))
         );
         assert_eq!(Directives::parse("#chunk_ms=x").errors.len(), 1);
+    }
+
+    fn forced(messages: Vec<Message>, tool: &str) -> CompletionRequest {
+        let mut r = req(messages);
+        r.tools = ["route", "plan", "supervise", "verdict", "current_time"]
+            .iter()
+            .map(|name| baton_core::ToolSpec {
+                name: (*name).into(),
+                description: String::new(),
+                input_schema: json!({"type": "object"}),
+            })
+            .collect();
+        r.tool_choice = baton_core::ToolChoice::tool(tool);
+        r
+    }
+
+    /// The one call of a forced answer: its name and arguments.
+    fn forced_call(plan: &Plan) -> (String, Value) {
+        let c = &plan.completion;
+        assert!(c.content.is_empty(), "{c:?}");
+        assert_eq!(c.tool_calls.len(), 1, "{c:?}");
+        assert_eq!(c.stop_reason.as_deref(), Some("tool_use"));
+        (
+            c.tool_calls[0].name.clone(),
+            c.tool_calls[0].arguments.clone(),
+        )
+    }
+
+    #[test]
+    fn forced_calls_take_the_directive_or_the_default() {
+        let text = r#"plan it #route={"tier": "strong", "modules": ["sql"], "needs_plan": true} #verdict=garbage"#;
+        let route = respond(&forced(vec![user(text)], "route"));
+        assert_eq!(
+            forced_call(&route),
+            (
+                "route".into(),
+                json!({"tier": "strong", "modules": ["sql"], "needs_plan": true})
+            )
+        );
+        assert_eq!(route.completion.tool_calls[0].id, "call_route_1_0");
+        for (tool, default) in [
+            (
+                "plan",
+                json!({"steps": [{"title": "Do the task", "done_when": "the answer is given"}]}),
+            ),
+            ("supervise", json!({"action": "continue"})),
+            ("current_time", json!({})),
+        ] {
+            assert_eq!(
+                forced_call(&respond(&forced(vec![user(text)], tool))),
+                (tool.into(), default)
+            );
+        }
+        assert_eq!(
+            forced_call(&respond(&forced(vec![user("hi")], "route"))).1,
+            json!({"tier": "default", "modules": [], "needs_plan": false})
+        );
+        assert_eq!(
+            forced_call(&respond(&forced(vec![user("hi")], "verdict"))).1,
+            json!({"pass": true, "problems": []})
+        );
+        // Garbage: text, no call.
+        let verdict = respond(&forced(vec![user(text)], "verdict")).completion;
+        assert!(verdict.tool_calls.is_empty());
+        assert!(verdict.content.starts_with(LABEL), "{}", verdict.content);
+        assert_eq!(verdict.stop_reason.as_deref(), Some("end_turn"));
+        // An unreadable directive: text too, saying why.
+        let bad = respond(&forced(vec![user("#route={nope")], "route")).completion;
+        assert!(bad.tool_calls.is_empty());
+        assert!(
+            bad.content.contains("invalid directive: #route=:"),
+            "{}",
+            bad.content
+        );
+    }
+
+    #[test]
+    fn forced_calls_leave_the_turns_alone() {
+        // A forced call at every point of a #steps conversation answers
+        // the forced tool, and the conversation goes on as without them.
+        let first = r#"#steps=3 #supervise={"action":"note","note":"hurry"}"#;
+        let mut messages = vec![user(first)];
+        let mut turns = 0;
+        loop {
+            let sup = respond(&forced(messages.clone(), "supervise"));
+            assert_eq!(
+                forced_call(&sup).1,
+                json!({"action": "note", "note": "hurry"})
+            );
+            let c = respond(&req(messages.clone())).completion;
+            turns += 1;
+            if c.tool_calls.is_empty() {
+                assert_eq!(c.content, "[scripted model] done after 3 steps");
+                break;
+            }
+            assert_eq!(c.tool_calls[0].id, format!("call_{turns}_0"));
+            messages.push(Message::Assistant {
+                content: String::new(),
+                tool_calls: c.tool_calls.clone(),
+            });
+            messages.push(Message::Tool {
+                call_id: c.tool_calls[0].id.clone(),
+                name: "current_time".into(),
+                content: "12:00".into(),
+                is_error: false,
+            });
+        }
+        assert_eq!(turns, 3);
+        // #empty and the closing summary are not for forced calls.
+        let r = forced(vec![user("#empty=3 Do not call any tools")], "plan");
+        assert_eq!(forced_call(&respond(&r)).0, "plan");
+    }
+
+    #[test]
+    fn counted_forced_calls_go_through_the_array() {
+        let calls = ForcedCalls::default();
+        let first = user(
+            r#"#verdict=[{"pass": false, "problems": ["too short"]}, "garbage", {"pass": true}]"#,
+        );
+        let judged = |answer: &str| {
+            let mut r = forced(vec![first.clone(), user(answer)], "verdict");
+            r.system = "judge".into();
+            respond_counting(&r, &calls).completion
+        };
+        let one = judged("answer 1");
+        assert_eq!(
+            one.tool_calls[0].arguments,
+            json!({"pass": false, "problems": ["too short"]})
+        );
+        assert_eq!(one.tool_calls[0].id, "call_verdict_1_0");
+        // The same request again (a retry) is the same call.
+        assert_eq!(judged("answer 1"), one);
+        assert!(judged("answer 2").tool_calls.is_empty(), "garbage");
+        assert_eq!(
+            judged("answer 3").tool_calls[0].arguments,
+            json!({"pass": true})
+        );
+        assert_eq!(judged("answer 4").tool_calls[0].id, "call_verdict_4_0");
+        // Uncounted, every call is the first.
+        let r = forced(vec![first.clone(), user("answer 9")], "verdict");
+        assert_eq!(respond(&r).completion, one_for(&r, &one));
+    }
+
+    /// `one` as it would answer `r` (the usage depends on the request).
+    fn one_for(r: &CompletionRequest, one: &Completion) -> Completion {
+        Completion {
+            usage: respond(r).completion.usage,
+            ..one.clone()
+        }
     }
 
     #[test]

@@ -1,19 +1,23 @@
 //! The scripted model as a provider: offline, deterministic, labelled.
 
-use crate::script;
+use crate::script::{self, ForcedCalls};
 use async_trait::async_trait;
 use baton_core::{Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider};
+use std::sync::Arc;
 
 /// A deterministic offline model for demos and tests. Every labelled answer
 /// starts with `[scripted model] `; see [`crate::script`] for the directives
-/// that drive it.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ScriptedProvider;
+/// that drive it. It counts the forced calls of each directive
+/// ([`ForcedCalls`]), shared by its clones.
+#[derive(Clone, Debug, Default)]
+pub struct ScriptedProvider {
+    forced: Arc<ForcedCalls>,
+}
 
 impl ScriptedProvider {
     /// The scripted model.
     pub fn new() -> Self {
-        ScriptedProvider
+        ScriptedProvider::default()
     }
 }
 
@@ -24,7 +28,7 @@ impl LlmProvider for ScriptedProvider {
     }
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
-        let plan = script::respond(request);
+        let plan = script::respond_counting(request, &self.forced);
         if !plan.sleep.is_zero() {
             tokio::time::sleep(plan.sleep).await;
         }
@@ -39,7 +43,7 @@ impl LlmProvider for ScriptedProvider {
         request: &CompletionRequest,
         sink: &dyn DeltaSink,
     ) -> Result<Completion, LlmError> {
-        let plan = script::respond(request);
+        let plan = script::respond_counting(request, &self.forced);
         if !plan.sleep.is_zero() {
             tokio::time::sleep(plan.sleep).await;
         }
@@ -72,6 +76,7 @@ mod tests {
             }],
             tools: vec![],
             max_tokens: 0,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         let c = ScriptedProvider::new().complete(&req).await.unwrap();
         assert_eq!(c.content, "[scripted model] You said: hi");
@@ -88,6 +93,7 @@ mod tests {
             }],
             tools: vec![],
             max_tokens: 0,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         let sink = crate::fixtures::Deltas::default();
         let p = ScriptedProvider::new();

@@ -60,6 +60,7 @@ async fn run(provider: &Arc<dyn LlmProvider>, input: &str) -> (String, usize, St
             input_schema: json!({"type": "object", "properties": {}}),
         }],
         max_tokens: 512,
+        tool_choice: baton_core::ToolChoice::Auto,
     };
     let mut turns = 0;
     loop {
@@ -165,6 +166,7 @@ async fn missing_key_is_rejected_with_401_and_unknown_aws_keys_with_403() {
             }],
             tools: vec![],
             max_tokens: 10,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         match provider.complete(&request).await {
             Err(LlmError::Rejected { status, .. }) if status == expected => {}
@@ -192,6 +194,7 @@ async fn failures_beyond_the_retries_surface() {
         }],
         tools: vec![],
         max_tokens: 10,
+        tool_choice: baton_core::ToolChoice::Auto,
     };
     let err = provider.complete(&request).await.unwrap_err();
     assert!(matches!(err, LlmError::Overloaded { .. }), "{err:?}");
@@ -218,6 +221,7 @@ async fn bedrock_throttling_is_retried_until_the_policy_gives_up() {
         }],
         tools: vec![],
         max_tokens: 10,
+        tool_choice: baton_core::ToolChoice::Auto,
     };
     let err = provider.complete(&request).await.unwrap_err();
     assert_eq!(
@@ -246,6 +250,7 @@ async fn each_format_reports_a_context_overflow_by_its_type() {
                 }],
                 tools: vec![],
                 max_tokens: 10,
+                tool_choice: baton_core::ToolChoice::Auto,
             };
             let err = provider.complete(&request).await.unwrap_err();
             assert_eq!(err.is_context_overflow(), overflow, "{config:?}: {err:?}");
@@ -298,6 +303,7 @@ async fn a_request_without_tools_tells_its_tool_turns_as_text() {
             ],
             tools: vec![],
             max_tokens: 10,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         let c = provider.complete(&request).await.unwrap();
         assert_eq!(
@@ -399,6 +405,7 @@ async fn attachments_travel_in_each_wire_format() {
             ],
             tools: vec![],
             max_tokens: 10,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         provider.complete(&request).await.unwrap();
         let received = server.received().pop().unwrap();

@@ -62,6 +62,7 @@ fn ask(first: &str) -> CompletionRequest {
             input_schema: json!({"type": "object", "properties": {}}),
         }],
         max_tokens: 512,
+        tool_choice: baton_core::ToolChoice::Auto,
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::approval::ApprovalRules;
 use crate::context::{ContextSettings, Escalation};
+use crate::judgment::{PlanMode, PromptModule, RouterMode, Supervision, Tier, Tiers};
 use crate::price::ModelPrices;
 use baton_core::Limits;
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use std::time::Duration;
 pub struct AgentConfig {
     pub name: String,
     pub system_prompt: String,
+    /// The model of its default tier (`model`, or `models.default`).
     pub model: String,
     pub max_tokens: u32,
     /// Names of the tools it may use; `None` means every registered tool.
@@ -60,6 +62,22 @@ pub struct AgentConfig {
     pub stream: bool,
     /// Where its `http_request` may go ([`baton_core::egress`]).
     pub http_request: HttpRequestPolicy,
+    /// Its fast and strong tiers (`[models]`, `models`); the default tier
+    /// is `model`. [`AgentConfig::tier_model`] picks a tier's model.
+    pub tiers: Tiers,
+    /// Whether a task starts by routing (`router`;
+    /// [`AgentConfig::routes`] says whether it does).
+    pub router: RouterMode,
+    /// The prompt modules the router may choose from (`modules`), in the
+    /// order listed.
+    pub modules: Vec<PromptModule>,
+    /// When a task writes a plan first (`plan`).
+    pub plan: PlanMode,
+    /// Whether and how often progress is checked (`supervise`).
+    pub supervision: Supervision,
+    /// Whether an answer is judged before it is delivered
+    /// (`quality_gate`).
+    pub quality_gate: bool,
 }
 
 /// How long an `ask_user` question waits when the agent does not say.
@@ -103,7 +121,40 @@ impl AgentConfig {
             slack: Default::default(),
             stream: true,
             http_request: HttpRequestPolicy::default(),
+            tiers: Tiers::default(),
+            router: RouterMode::default(),
+            modules: Vec::new(),
+            plan: PlanMode::default(),
+            supervision: Supervision::default(),
+            quality_gate: true,
         }
+    }
+
+    /// The model of `tier`, falling back to what the agent has: `fast`
+    /// without a fast tier is the default tier (`model`); `strong` without
+    /// a strong tier is the escalation model, else the default tier.
+    pub fn tier_model(&self, tier: Tier) -> &str {
+        let configured = match tier {
+            Tier::Fast => self.tiers.fast.as_deref(),
+            Tier::Default => None,
+            Tier::Strong => self
+                .tiers
+                .strong
+                .as_deref()
+                .or(self.escalation.as_ref().map(|e| e.model.as_str())),
+        };
+        configured.unwrap_or(&self.model)
+    }
+
+    /// Whether a task of this agent starts with a routing call: `router`
+    /// is `auto` and there is a fast tier to route with.
+    pub fn routes(&self) -> bool {
+        self.router == RouterMode::Auto && self.tiers.fast.is_some()
+    }
+
+    /// One of its prompt modules, by name.
+    pub fn module(&self, name: &str) -> Option<&PromptModule> {
+        self.modules.iter().find(|m| m.name == name)
     }
 
     /// The limits of a task of this agent created at `now`: the agent's
@@ -171,5 +222,44 @@ impl Agents {
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_fall_back_to_what_the_agent_has() {
+        let mut a = AgentConfig::new("a", "mid");
+        for tier in [Tier::Fast, Tier::Default, Tier::Strong] {
+            assert_eq!(a.tier_model(tier), "mid");
+        }
+        assert!(!a.routes(), "nothing to route with");
+        a.escalation = Some(Escalation {
+            model: "esc".into(),
+            after_tool_errors: 3,
+        });
+        assert_eq!(a.tier_model(Tier::Strong), "esc");
+        a.tiers = Tiers {
+            fast: Some("quick".into()),
+            strong: Some("big".into()),
+        };
+        assert_eq!(a.tier_model(Tier::Fast), "quick");
+        assert_eq!(a.tier_model(Tier::Default), "mid");
+        assert_eq!(a.tier_model(Tier::Strong), "big");
+        assert!(a.routes());
+        a.router = RouterMode::Off;
+        assert!(!a.routes());
+    }
+
+    #[test]
+    fn the_judgment_is_on_by_default() {
+        let a = AgentConfig::new("a", "m");
+        assert_eq!(a.router, RouterMode::Auto);
+        assert_eq!(a.plan, PlanMode::Auto);
+        assert_eq!(a.supervision, Supervision::default());
+        assert!(a.quality_gate);
+        assert!(a.modules.is_empty() && a.module("x").is_none());
     }
 }

@@ -1,5 +1,6 @@
 //! Baton's settings as data: agents ([`AgentConfig`], [`Agents`]), their
-//! approval rules, context and escalation knobs, prices and cost budget, and
+//! approval rules, context and escalation knobs, model tiers, routing,
+//! plans, supervision and quality gate ([`judgment`]), prices and cost budget, and
 //! the deployment's guard and monthly budgets — and the agents file that
 //! declares them ([`file`], `docs/configuration.md`).
 //!
@@ -13,6 +14,7 @@ pub mod context;
 pub mod deployment;
 pub mod file;
 pub mod http_tool;
+pub mod judgment;
 pub mod mcp;
 pub mod price;
 pub mod route;
@@ -27,6 +29,7 @@ pub use deployment::{
 };
 pub use file::{AgentsSource, ConfigFileError, Problem};
 pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
+pub use judgment::{Cadence, PlanMode, PromptModule, RouterMode, Supervision, Tier, Tiers};
 pub use mcp::McpServerDecl;
 pub use price::{ModelPrice, ModelPrices};
 pub use route::{Route, RouteChannel, Routes};

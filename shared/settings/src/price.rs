@@ -83,12 +83,15 @@ impl ModelPrices {
     }
 }
 
-/// Every model an agent's steps may be answered by: its model, its
-/// fallbacks, its escalation model.
+/// Every model an agent's calls may be answered by: its model (the
+/// default tier), its fallbacks, its escalation model, its fast and strong
+/// tiers.
 pub fn models_of(agent: &AgentConfig) -> Vec<&str> {
     let all = std::iter::once(agent.model.as_str())
         .chain(agent.fallback_models.iter().map(String::as_str))
-        .chain(agent.escalation.as_ref().map(|e| e.model.as_str()));
+        .chain(agent.escalation.as_ref().map(|e| e.model.as_str()))
+        .chain(agent.tiers.fast.as_deref())
+        .chain(agent.tiers.strong.as_deref());
     let mut out: Vec<&str> = Vec::new();
     for m in all {
         if !out.contains(&m) {
@@ -213,6 +216,15 @@ mod tests {
         none.prices = ModelPrices::none();
         assert_eq!(unpriced_models(&none), ["claude-haiku-4-5"]);
         assert!(unpriced_models(&AgentConfig::new("x", "claude-haiku-4-5")).is_empty());
+        // The tiers are models the agent uses too.
+        let mut tiered = AgentConfig::new("x", "claude-haiku-4-5");
+        tiered.tiers.fast = Some("tiny".into());
+        tiered.tiers.strong = Some("claude-sonnet-4-5".into());
+        assert_eq!(
+            models_of(&tiered),
+            ["claude-haiku-4-5", "tiny", "claude-sonnet-4-5"]
+        );
+        assert_eq!(unpriced_models(&tiered), ["tiny"]);
     }
 
     #[test]

@@ -296,6 +296,7 @@ mod tests {
             messages: Vec::new(),
             tools: Vec::new(),
             max_tokens: 100,
+            tool_choice: baton_core::ToolChoice::Auto,
         };
         let answer = Answer {
             model: "m".into(),

@@ -79,6 +79,7 @@ fn request() -> CompletionRequest {
         messages: Vec::new(),
         tools: Vec::new(),
         max_tokens: 100,
+        tool_choice: baton_core::ToolChoice::Auto,
     }
 }
 

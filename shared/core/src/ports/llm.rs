@@ -119,6 +119,43 @@ pub struct CompletionRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_tokens: u32,
+    /// Whether the model may answer as it likes or must call one tool.
+    /// Left out of the JSON when `Auto`, so requests recorded before it
+    /// existed keep their shape.
+    #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
+}
+
+/// How the model must answer a request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// Text, tool calls or both, as the model decides.
+    #[default]
+    Auto,
+    /// A call of this tool, which must be among the request's `tools`
+    /// (providers refuse a request forcing a tool it does not offer with
+    /// [`LlmError::Config`]: a programming error, not the model's).
+    Tool(String),
+}
+
+impl ToolChoice {
+    /// A choice forcing a call of `name`.
+    pub fn tool(name: impl Into<String>) -> Self {
+        ToolChoice::Tool(name.into())
+    }
+
+    pub fn is_auto(&self) -> bool {
+        matches!(self, ToolChoice::Auto)
+    }
+
+    /// The tool the model must call, if any.
+    pub fn forced(&self) -> Option<&str> {
+        match self {
+            ToolChoice::Auto => None,
+            ToolChoice::Tool(name) => Some(name),
+        }
+    }
 }
 
 /// The model's answer: text, tool calls, or both.
@@ -276,11 +313,40 @@ mod tests {
             messages: vec![],
             tools: vec![],
             max_tokens: 1,
+            tool_choice: ToolChoice::Auto,
         };
         let sink = Collect(std::sync::Mutex::new(String::new()));
         let c = Fixed.complete_streaming(&request, &sink).await.unwrap();
         assert_eq!(c, Fixed.complete(&request).await.unwrap());
         assert_eq!(*sink.0.lock().unwrap(), "héllo");
+    }
+
+    #[test]
+    fn tool_choice_is_left_out_when_auto() {
+        let mut request = CompletionRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![],
+            tools: vec![],
+            max_tokens: 1,
+            tool_choice: ToolChoice::Auto,
+        };
+        let auto = serde_json::to_value(&request).unwrap();
+        assert!(auto.get("tool_choice").is_none(), "{auto}");
+        // A request recorded before the field existed reads as Auto.
+        assert_eq!(
+            serde_json::from_value::<CompletionRequest>(auto).unwrap(),
+            request
+        );
+        request.tool_choice = ToolChoice::tool("route");
+        let forced = serde_json::to_value(&request).unwrap();
+        assert_eq!(forced["tool_choice"], serde_json::json!({"tool": "route"}));
+        assert_eq!(
+            serde_json::from_value::<CompletionRequest>(forced).unwrap(),
+            request
+        );
+        assert_eq!(request.tool_choice.forced(), Some("route"));
+        assert_eq!(ToolChoice::Auto.forced(), None);
     }
 
     #[test]

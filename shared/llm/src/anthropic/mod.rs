@@ -105,7 +105,7 @@ impl LlmProvider for AnthropicProvider {
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
-        let body = encode_request(request, model);
+        let body = encode_request(request, model)?;
         let answer: wire::Response = http::post_json(
             self.post(),
             &body,
@@ -128,7 +128,7 @@ impl LlmProvider for AnthropicProvider {
         sink: &dyn DeltaSink,
     ) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
-        let mut body = encode_request(request, model);
+        let mut body = encode_request(request, model)?;
         body.stream = Some(true);
         let chunks = http::open_json_stream(
             self.post(),
@@ -232,8 +232,16 @@ fn text_block(text: &str) -> Vec<Block> {
 /// The Messages request body for `request`, asking `model`. Tool results
 /// travel in user messages, and consecutive same-role messages are merged
 /// because the API wants roles to alternate. A request without tools gets
-/// its tool turns as text ([`mapping::messages_to_send`]).
-pub(crate) fn encode_request(request: &CompletionRequest, model: &str) -> wire::Request {
+/// its tool turns as text ([`mapping::messages_to_send`]); a forced tool
+/// goes as `tool_choice` `{"type": "tool"}`, and must be among the tools
+/// ([`mapping::forced_tool`]).
+pub(crate) fn encode_request(
+    request: &CompletionRequest,
+    model: &str,
+) -> Result<wire::Request, LlmError> {
+    let tool_choice = mapping::forced_tool(request)?.map(|name| wire::ToolChoice::Tool {
+        name: name.to_owned(),
+    });
     let mut messages: Vec<wire::MessageParam> = Vec::new();
     for message in messages_to_send(request).iter() {
         let (role, content) = blocks(message);
@@ -256,7 +264,7 @@ pub(crate) fn encode_request(request: &CompletionRequest, model: &str) -> wire::
     } else {
         request.max_tokens
     };
-    wire::Request {
+    Ok(wire::Request {
         model: model.to_owned(),
         max_tokens,
         system: (!request.system.is_empty()).then(|| Content::Text(request.system.clone())),
@@ -270,8 +278,9 @@ pub(crate) fn encode_request(request: &CompletionRequest, model: &str) -> wire::
                 input_schema: t.input_schema.clone(),
             })
             .collect(),
+        tool_choice,
         stream: None,
-    }
+    })
 }
 
 /// Reads a Messages response body.
@@ -333,6 +342,7 @@ mod tests {
     use super::*;
     use crate::fixtures::call;
     use crate::{RetryPolicy, Retrying};
+    use baton_core::ToolChoice;
     use serde_json::{json, Value};
     use wiremock::matchers::{header, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -517,13 +527,80 @@ mod tests {
         assert_eq!(server.received_requests().await.unwrap().len(), 3);
     }
 
+    /// The bodies sent for `request`, whole then streamed, to a server
+    /// that refuses both (the answer does not matter here).
+    async fn bodies_sent(request: &CompletionRequest) -> (Result<(), LlmError>, Vec<Value>) {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(
+                ResponseTemplate::new(400).set_body_json(json!({"type": "error",
+                "error": {"type": "invalid_request_error", "message": "no"}})),
+            )
+            .mount(&server)
+            .await;
+        let p = provider(&server).await;
+        let whole = p.complete(request).await.map(|_| ());
+        let sink = crate::fixtures::Deltas::default();
+        let streamed = p.complete_streaming(request, &sink).await.map(|_| ());
+        assert_eq!(whole.is_ok(), streamed.is_ok());
+        let bodies = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        (whole.or(streamed), bodies)
+    }
+
+    #[tokio::test]
+    async fn a_forced_tool_is_a_tool_choice_of_type_tool_whole_and_streamed() {
+        let mut req = conversation();
+        let (_, bodies) = bodies_sent(&req).await;
+        assert!(
+            bodies.iter().all(|b| b.get("tool_choice").is_none()),
+            "{bodies:?}"
+        );
+
+        req.tool_choice = ToolChoice::tool("current_time");
+        let (_, bodies) = bodies_sent(&req).await;
+        assert_eq!(bodies.len(), 2);
+        for body in &bodies {
+            assert_eq!(
+                body["tool_choice"],
+                json!({"type": "tool", "name": "current_time"})
+            );
+        }
+        assert_eq!(bodies[1]["stream"], true);
+
+        // Forcing a tool the request does not offer sends nothing.
+        req.tool_choice = ToolChoice::tool("route");
+        let (result, bodies) = bodies_sent(&req).await;
+        assert!(
+            matches!(result, Err(LlmError::Config(ref m)) if m.contains("`route`")),
+            "{result:?}"
+        );
+        assert!(bodies.is_empty());
+    }
+
     #[test]
     fn request_decoder_inverts_the_encoder() {
         let mut req = conversation();
         req.model = "m".into();
         req.max_tokens = 100;
-        let decoded = decode_request(&json!(encode_request(&req, "m"))).unwrap();
+        let decoded = decode_request(&json!(encode_request(&req, "m").unwrap())).unwrap();
         assert_eq!(decoded, req);
+        req.tool_choice = ToolChoice::tool("current_time");
+        let mut body = json!(encode_request(&req, "m").unwrap());
+        assert_eq!(decode_request(&body).unwrap(), req);
+        // The mock refuses what the API refuses, and kinds it does not play.
+        body["tool_choice"]["name"] = json!("route");
+        assert!(decode_request(&body).unwrap_err().contains("`route`"));
+        body["tool_choice"] = json!({"type": "any"});
+        assert!(decode_request(&body).is_err());
+        body["tool_choice"] = json!({"type": "auto"});
+        assert_eq!(decode_request(&body).unwrap().tool_choice, ToolChoice::Auto);
     }
 
     #[test]
@@ -564,8 +641,9 @@ mod tests {
             ],
             tools: conversation().tools,
             max_tokens: 10,
+            tool_choice: ToolChoice::Auto,
         };
-        let body = json!(encode_request(&req, "m"));
+        let body = json!(encode_request(&req, "m").unwrap());
         assert_eq!(
             body["messages"][2]["content"],
             json!([{"type": "tool_result", "tool_use_id": "t1", "is_error": false}])
@@ -592,8 +670,9 @@ mod tests {
             ],
             tools: vec![],
             max_tokens: 10,
+            tool_choice: ToolChoice::Auto,
         };
-        let body = serde_json::to_value(encode_request(&req, "m")).unwrap();
+        let body = serde_json::to_value(encode_request(&req, "m").unwrap()).unwrap();
         assert!(body.get("system").is_none());
         assert!(body.get("tools").is_none());
         assert_eq!(
@@ -606,7 +685,7 @@ mod tests {
     fn without_tools_the_tool_turns_go_as_text() {
         let mut req = conversation();
         req.tools.clear();
-        let body = serde_json::to_value(encode_request(&req, "m")).unwrap();
+        let body = serde_json::to_value(encode_request(&req, "m").unwrap()).unwrap();
         assert_eq!(
             body["messages"],
             json!([

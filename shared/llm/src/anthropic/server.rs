@@ -2,9 +2,11 @@
 //! read into the neutral request, a completion written as a response body.
 
 use super::{text_block, wire};
-use crate::mapping::find_call_name;
+use crate::mapping::{check_forced, find_call_name};
 use crate::script::{pieces, ARGUMENT_PIECE_CHARS, TEXT_PIECE_CHARS};
-use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolSpec};
+use baton_core::{
+    AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolChoice, ToolSpec,
+};
 use serde_json::Value;
 use wire::{Block, BlockDelta, Content, Role, StreamEvent};
 
@@ -112,13 +114,25 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
             input_schema: t.input_schema.clone(),
         })
         .collect();
-    Ok(CompletionRequest {
+    let tool_choice = match &body.tool_choice {
+        None | Some(wire::ToolChoice::Auto) => ToolChoice::Auto,
+        Some(wire::ToolChoice::Tool { name }) => ToolChoice::tool(name.clone()),
+        Some(other) => {
+            return Err(format!(
+                "tool_choice {other:?} is not supported by the mock"
+            ))
+        }
+    };
+    let request = CompletionRequest {
         model: body.model.clone(),
         system: body.system.as_ref().map(Content::text).unwrap_or_default(),
         messages,
         tools,
         max_tokens: body.max_tokens,
-    })
+        tool_choice,
+    };
+    check_forced(&request)?;
+    Ok(request)
 }
 
 /// The text read so far as a user message, before an image or document.

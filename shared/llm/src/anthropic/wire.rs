@@ -26,9 +26,23 @@ pub(crate) struct Request {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub(crate) tools: Vec<Tool>,
+    /// Left out unless the request forces a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_choice: Option<ToolChoice>,
     /// `true` asks for the answer as server-sent [`StreamEvent`]s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) stream: Option<bool>,
+}
+
+/// `tool_choice`: `{"type": "tool", "name": …}` forces that tool. The
+/// other kinds are read (by the mock) but never sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ToolChoice {
+    Auto,
+    Any,
+    None,
+    Tool { name: String },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -301,7 +301,7 @@ impl BedrockProvider {
         model: &str,
         action: &str,
     ) -> Result<reqwest::RequestBuilder, LlmError> {
-        let body = serde_json::to_vec(&encode_request(request))
+        let body = serde_json::to_vec(&encode_request(request)?)
             .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
         let url = format!(
             "{}/model/{}/{action}",
@@ -591,8 +591,10 @@ fn text_block(text: &str) -> Vec<ContentBlock> {
 /// messages are merged because Converse wants roles to alternate. A
 /// request without tools gets its tool turns as text
 /// ([`mapping::messages_to_send`]): Converse refuses tool blocks without a
-/// `toolConfig`.
-pub(crate) fn encode_request(request: &CompletionRequest) -> wire::Request {
+/// `toolConfig`. A forced tool goes as `toolConfig.toolChoice`
+/// `{"tool": …}`, and must be among the tools ([`mapping::forced_tool`]).
+pub(crate) fn encode_request(request: &CompletionRequest) -> Result<wire::Request, LlmError> {
+    let forced = mapping::forced_tool(request)?;
     let mut messages: Vec<wire::Message> = Vec::new();
     for message in messages_to_send(request).iter() {
         let (role, content) = blocks(message);
@@ -631,15 +633,21 @@ pub(crate) fn encode_request(request: &CompletionRequest) -> wire::Request {
                 },
             })
             .collect(),
+        tool_choice: forced.map(|name| wire::ToolChoice {
+            tool: Some(wire::SpecificToolChoice {
+                name: name.to_owned(),
+            }),
+            ..wire::ToolChoice::default()
+        }),
     });
-    wire::Request {
+    Ok(wire::Request {
         messages,
         system,
         inference_config: Some(wire::InferenceConfig {
             max_tokens: Some(max_tokens),
         }),
         tool_config,
-    }
+    })
 }
 
 /// Reads a Converse response body. It names no model; the caller fills
@@ -696,7 +704,7 @@ mod tests {
     use crate::mock::{MockLlmServer, MOCK_AWS_ACCESS_KEY_ID, MOCK_AWS_SECRET_ACCESS_KEY};
     use crate::{RetryPolicy, Retrying};
     use aws_credential_types::provider::future;
-    use baton_core::ToolSpec;
+    use baton_core::{ToolChoice, ToolSpec};
     use serde_json::{json, Value};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use wiremock::matchers::{header, method, path};
@@ -879,7 +887,7 @@ mod tests {
             None,
             "test",
         );
-        let body = serde_json::to_vec(&encode_request(&request)).unwrap();
+        let body = serde_json::to_vec(&encode_request(&request).unwrap()).unwrap();
         let send = |headers: Vec<(String, String)>, body: Vec<u8>| {
             let mut b = reqwest::Client::new()
                 .post(&url)
@@ -1250,13 +1258,91 @@ mod tests {
         );
     }
 
+    /// The bodies sent for `request`, to `converse` then
+    /// `converse-stream`, by a server that refuses both (the answer does
+    /// not matter here).
+    async fn bodies_sent(request: &CompletionRequest) -> (Result<(), LlmError>, Vec<Value>) {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(400)
+                    .insert_header("x-amzn-errortype", "ValidationException")
+                    .set_body_json(json!({"message": "no"})),
+            )
+            .mount(&server)
+            .await;
+        let p = provider(&server);
+        let whole = p.complete(request).await.map(|_| ());
+        let sink = crate::fixtures::Deltas::default();
+        let streamed = p.complete_streaming(request, &sink).await.map(|_| ());
+        assert_eq!(whole.is_ok(), streamed.is_ok());
+        let received = server.received_requests().await.unwrap();
+        let paths: Vec<&str> = received.iter().map(|r| r.url.path()).collect();
+        if !paths.is_empty() {
+            assert!(paths[0].ends_with("/converse") && paths[1].ends_with("/converse-stream"));
+        }
+        let bodies = received
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        (whole.or(streamed), bodies)
+    }
+
+    #[tokio::test]
+    async fn a_forced_tool_is_a_specific_tool_choice_whole_and_streamed() {
+        let mut req = conversation();
+        let (_, bodies) = bodies_sent(&req).await;
+        assert!(
+            bodies
+                .iter()
+                .all(|b| b["toolConfig"].get("toolChoice").is_none()),
+            "{bodies:?}"
+        );
+
+        req.tool_choice = ToolChoice::tool("current_time");
+        let (_, bodies) = bodies_sent(&req).await;
+        assert_eq!(bodies.len(), 2);
+        for body in &bodies {
+            assert_eq!(
+                body["toolConfig"]["toolChoice"],
+                json!({"tool": {"name": "current_time"}})
+            );
+            assert_eq!(
+                body["toolConfig"]["tools"][0]["toolSpec"]["name"],
+                "current_time"
+            );
+        }
+
+        // Forcing a tool the request does not offer sends nothing.
+        req.tool_choice = ToolChoice::tool("route");
+        let (result, bodies) = bodies_sent(&req).await;
+        assert!(
+            matches!(result, Err(LlmError::Config(ref m)) if m.contains("`route`")),
+            "{result:?}"
+        );
+        assert!(bodies.is_empty());
+    }
+
     #[test]
     fn request_decoder_inverts_the_encoder() {
         let mut req = conversation();
         req.model = "m".into();
         req.max_tokens = 100;
-        let decoded = decode_request(&json!(encode_request(&req)), "m").unwrap();
+        let decoded = decode_request(&json!(encode_request(&req).unwrap()), "m").unwrap();
         assert_eq!(decoded, req);
+        req.tool_choice = ToolChoice::tool("current_time");
+        let mut body = json!(encode_request(&req).unwrap());
+        assert_eq!(decode_request(&body, "m").unwrap(), req);
+        // The mock refuses what Converse refuses, and kinds it does not play.
+        body["toolConfig"]["toolChoice"]["tool"]["name"] = json!("route");
+        assert!(decode_request(&body, "m").unwrap_err().contains("`route`"));
+        body["toolConfig"]["toolChoice"] = json!({"any": {}});
+        assert!(decode_request(&body, "m").is_err());
+        body["toolConfig"]["toolChoice"] = json!({"auto": {}});
+        assert_eq!(
+            decode_request(&body, "m").unwrap().tool_choice,
+            ToolChoice::Auto
+        );
     }
 
     #[test]
@@ -1308,8 +1394,9 @@ mod tests {
             ],
             tools: conversation().tools,
             max_tokens: 10,
+            tool_choice: ToolChoice::Auto,
         };
-        let body = serde_json::to_value(encode_request(&req)).unwrap();
+        let body = serde_json::to_value(encode_request(&req).unwrap()).unwrap();
         assert!(body.get("system").is_none());
         assert_eq!(
             body["messages"],
@@ -1342,8 +1429,9 @@ mod tests {
                 input_schema: json!({"type": "object"}),
             }],
             max_tokens: 10,
+            tool_choice: ToolChoice::Auto,
         };
-        let body = serde_json::to_value(encode_request(&req)).unwrap();
+        let body = serde_json::to_value(encode_request(&req).unwrap()).unwrap();
         let spec = &body["toolConfig"]["tools"][0]["toolSpec"];
         assert_eq!(spec["name"], "t");
         assert!(spec.get("description").is_none(), "{spec}");
@@ -1353,7 +1441,7 @@ mod tests {
     fn without_tools_the_tool_turns_go_as_text() {
         let mut req = conversation();
         req.tools.clear();
-        let body = serde_json::to_value(encode_request(&req)).unwrap();
+        let body = serde_json::to_value(encode_request(&req).unwrap()).unwrap();
         assert_eq!(
             body["messages"],
             json!([

@@ -4,10 +4,12 @@
 //! completion written as a response body.
 
 use super::{text_block, wire};
-use crate::mapping::find_call_name;
+use crate::mapping::{check_forced, find_call_name};
 use crate::script::{pieces, ARGUMENT_PIECE_CHARS, TEXT_PIECE_CHARS};
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message as Frame};
-use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolSpec};
+use baton_core::{
+    AttachmentContent, Completion, CompletionRequest, Message, ToolCall, ToolChoice, ToolSpec,
+};
 use serde_json::{json, Value};
 use wire::{ContentBlock, Role};
 
@@ -150,7 +152,20 @@ pub(crate) fn from_wire_request(
         .filter_map(|b| b.text.as_deref())
         .collect::<Vec<_>>()
         .join("\n");
-    Ok(CompletionRequest {
+    let choice = body
+        .tool_config
+        .as_ref()
+        .and_then(|c| c.tool_choice.as_ref());
+    let tool_choice = match choice {
+        Some(wire::ToolChoice {
+            tool: Some(tool), ..
+        }) => ToolChoice::tool(tool.name.clone()),
+        Some(wire::ToolChoice { any: Some(_), .. }) => {
+            return Err("toolChoice `any` is not supported by the mock".into())
+        }
+        _ => ToolChoice::Auto,
+    };
+    let request = CompletionRequest {
         model: model.to_string(),
         system,
         messages,
@@ -159,7 +174,10 @@ pub(crate) fn from_wire_request(
             .inference_config
             .and_then(|c| c.max_tokens)
             .unwrap_or(0),
-    })
+        tool_choice,
+    };
+    check_forced(&request)?;
+    Ok(request)
 }
 
 /// The text read so far as a user message, before an image or document.

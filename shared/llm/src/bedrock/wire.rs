@@ -44,8 +44,29 @@ pub(crate) struct InferenceConfig {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ToolConfig {
     pub(crate) tools: Vec<Tool>,
+    /// Left out unless the request forces a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_choice: Option<ToolChoice>,
+}
+
+/// `toolChoice`, a union: `{"tool": {"name": …}}` forces that tool;
+/// `{"auto": {}}` and `{"any": {}}` are read (by the mock) but never sent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolChoice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) auto: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) any: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool: Option<SpecificToolChoice>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SpecificToolChoice {
+    pub(crate) name: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -130,7 +130,7 @@ impl LlmProvider for OpenAiProvider {
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
-        let body = encode_request(request, model, self.max_tokens_field, self.file_inputs);
+        let body = encode_request(request, model, self.max_tokens_field, self.file_inputs)?;
         let answer: wire::Response = http::post_json(
             self.post(),
             &body,
@@ -154,7 +154,7 @@ impl LlmProvider for OpenAiProvider {
         sink: &dyn DeltaSink,
     ) -> Result<Completion, LlmError> {
         let model = http::pick_model(request, &self.model)?;
-        let mut body = encode_request(request, model, self.max_tokens_field, self.file_inputs);
+        let mut body = encode_request(request, model, self.max_tokens_field, self.file_inputs)?;
         body.stream = Some(true);
         body.stream_options = Some(wire::StreamOptions {
             include_usage: true,
@@ -227,13 +227,15 @@ fn attachment_content(
 
 /// The Chat Completions request body for `request`, asking `model`. A
 /// request without tools gets its tool turns as text
-/// ([`mapping::messages_to_send`]).
+/// ([`mapping::messages_to_send`]); a forced tool goes as a named
+/// `tool_choice`, and must be among the tools ([`mapping::forced_tool`]).
 pub(crate) fn encode_request(
     request: &CompletionRequest,
     model: &str,
     field: MaxTokensField,
     file_inputs: bool,
-) -> wire::Request {
+) -> Result<wire::Request, LlmError> {
+    let tool_choice = mapping::forced_tool(request)?.map(wire::ToolChoice::function);
     let history = messages_to_send(request);
     let mut messages = Vec::with_capacity(history.len() + 1);
     if !request.system.is_empty() {
@@ -279,15 +281,16 @@ pub(crate) fn encode_request(
         })
         .collect();
     let limit = (request.max_tokens > 0).then_some(request.max_tokens);
-    wire::Request {
+    Ok(wire::Request {
         model: model.to_owned(),
         messages,
         tools,
+        tool_choice,
         max_tokens: limit.filter(|_| field == MaxTokensField::MaxTokens),
         max_completion_tokens: limit.filter(|_| field == MaxTokensField::MaxCompletionTokens),
         stream: None,
         stream_options: None,
-    }
+    })
 }
 
 /// Arguments go on the wire as a JSON string. Arguments that were kept as a
@@ -376,7 +379,7 @@ fn is_context_overflow(body: &[u8], message: &str) -> bool {
 mod tests {
     use super::*;
     use crate::{RetryPolicy, Retrying};
-    use baton_core::ToolSpec;
+    use baton_core::{ToolChoice, ToolSpec};
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -411,6 +414,7 @@ mod tests {
                 input_schema: json!({"type": "object", "properties": {"timezone": {"type": "string"}}}),
             }],
             max_tokens: 256,
+            tool_choice: ToolChoice::Auto,
         }
     }
 
@@ -646,18 +650,87 @@ mod tests {
         assert_eq!(server.received_requests().await.unwrap().len(), 3);
     }
 
+    /// The bodies sent for `request`, whole then streamed, to a server
+    /// that refuses both (the answer does not matter here).
+    async fn bodies_sent(request: &CompletionRequest) -> (Result<(), LlmError>, Vec<Value>) {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(400).set_body_json(
+                json!({"error": {"message": "no", "type": "invalid_request_error"}}),
+            ))
+            .mount(&server)
+            .await;
+        let p = provider(&server).await;
+        let whole = p.complete(request).await.map(|_| ());
+        let sink = crate::fixtures::Deltas::default();
+        let streamed = p.complete_streaming(request, &sink).await.map(|_| ());
+        assert_eq!(whole.is_ok(), streamed.is_ok());
+        let bodies = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        (whole.or(streamed), bodies)
+    }
+
+    #[tokio::test]
+    async fn a_forced_tool_is_a_named_tool_choice_whole_and_streamed() {
+        let mut req = conversation();
+        let (_, bodies) = bodies_sent(&req).await;
+        assert!(
+            bodies.iter().all(|b| b.get("tool_choice").is_none()),
+            "{bodies:?}"
+        );
+
+        req.tool_choice = ToolChoice::tool("current_time");
+        let (_, bodies) = bodies_sent(&req).await;
+        assert_eq!(bodies.len(), 2);
+        for body in &bodies {
+            assert_eq!(
+                body["tool_choice"],
+                json!({"type": "function", "function": {"name": "current_time"}})
+            );
+        }
+        assert_eq!(bodies[1]["stream"], true);
+
+        // Forcing a tool the request does not offer sends nothing.
+        req.tool_choice = ToolChoice::tool("route");
+        let (result, bodies) = bodies_sent(&req).await;
+        assert!(
+            matches!(result, Err(LlmError::Config(ref m)) if m.contains("`route`")),
+            "{result:?}"
+        );
+        assert!(bodies.is_empty());
+    }
+
     #[test]
     fn request_decoder_inverts_the_encoder() {
         let mut req = conversation();
         req.model = "m".into();
-        let decoded = decode_request(&json!(encode_request(
-            &req,
-            "m",
-            MaxTokensField::MaxTokens,
-            true
-        )))
-        .unwrap();
-        assert_eq!(decoded, req);
+        let round_trip = |req: &CompletionRequest| {
+            decode_request(&json!(encode_request(
+                req,
+                "m",
+                MaxTokensField::MaxTokens,
+                true
+            )
+            .unwrap()))
+            .unwrap()
+        };
+        assert_eq!(round_trip(&req), req);
+        req.tool_choice = ToolChoice::tool("current_time");
+        assert_eq!(round_trip(&req), req);
+        // The mock refuses what the API refuses, and modes it does not play.
+        let mut body = json!(encode_request(&req, "m", MaxTokensField::MaxTokens, true).unwrap());
+        body["tool_choice"]["function"]["name"] = json!("route");
+        assert!(decode_request(&body).unwrap_err().contains("`route`"));
+        body["tool_choice"] = json!("required");
+        assert!(decode_request(&body).is_err());
+        body["tool_choice"] = json!("auto");
+        assert_eq!(decode_request(&body).unwrap().tool_choice, ToolChoice::Auto);
     }
 
     #[test]
@@ -760,8 +833,10 @@ mod tests {
     fn without_tools_the_tool_turns_go_as_text() {
         let mut req = conversation();
         req.tools.clear();
-        let body = serde_json::to_value(encode_request(&req, "m", MaxTokensField::MaxTokens, true))
-            .unwrap();
+        let body = serde_json::to_value(
+            encode_request(&req, "m", MaxTokensField::MaxTokens, true).unwrap(),
+        )
+        .unwrap();
         assert_eq!(
             body["messages"],
             json!([

@@ -4,9 +4,9 @@
 
 use super::arguments_string;
 use super::{assistant_content, decode_tool_calls, wire, wire_call};
-use crate::mapping::find_call_name;
+use crate::mapping::{check_forced, find_call_name};
 use crate::script::{pieces, ARGUMENT_PIECE_CHARS, TEXT_PIECE_CHARS};
-use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolSpec};
+use baton_core::{AttachmentContent, Completion, CompletionRequest, Message, ToolChoice, ToolSpec};
 use serde_json::Value;
 
 /// Reads a Chat Completions request body (JSON) back into a
@@ -72,13 +72,35 @@ pub(crate) fn from_wire_request(body: &wire::Request) -> Result<CompletionReques
             input_schema: t.function.parameters.clone(),
         })
         .collect();
-    Ok(CompletionRequest {
+    let request = CompletionRequest {
         model: body.model.clone(),
         system: system.join("\n\n"),
         messages,
         tools,
         max_tokens: body.max_tokens.or(body.max_completion_tokens).unwrap_or(0),
-    })
+        tool_choice: tool_choice(body.tool_choice.as_ref())?,
+    };
+    check_forced(&request)?;
+    Ok(request)
+}
+
+/// `tool_choice` as the neutral choice: `"auto"` (or none) and a named
+/// function; the other modes are not played by the mock.
+fn tool_choice(choice: Option<&wire::ToolChoice>) -> Result<ToolChoice, String> {
+    match choice {
+        None => Ok(ToolChoice::Auto),
+        Some(wire::ToolChoice::Mode(mode)) if mode == "auto" => Ok(ToolChoice::Auto),
+        Some(wire::ToolChoice::Mode(mode)) => {
+            Err(format!("tool_choice `{mode}` is not supported by the mock"))
+        }
+        Some(wire::ToolChoice::Named(named)) if named.kind == "function" => {
+            Ok(ToolChoice::tool(named.function.name.clone()))
+        }
+        Some(wire::ToolChoice::Named(named)) => Err(format!(
+            "tool_choice of type `{}` is not supported by the mock",
+            named.kind
+        )),
+    }
 }
 
 /// An `image_url` or `file` part with a base64 data URL, as an attachment.

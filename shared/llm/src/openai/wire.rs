@@ -24,6 +24,9 @@ pub(crate) struct Request {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub(crate) tools: Vec<Tool>,
+    /// Left out unless the request forces a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tool_choice: Option<ToolChoice>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,6 +36,39 @@ pub(crate) struct Request {
     pub(crate) stream: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) stream_options: Option<StreamOptions>,
+}
+
+/// `tool_choice`: a mode (`"auto"`, `"none"`, `"required"`), or
+/// `{"type": "function", "function": {"name": …}}` to force that function.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ToolChoice {
+    Mode(String),
+    Named(NamedToolChoice),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NamedToolChoice {
+    #[serde(rename = "type", default = "function")]
+    pub(crate) kind: String,
+    pub(crate) function: FunctionName,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FunctionName {
+    pub(crate) name: String,
+}
+
+impl ToolChoice {
+    /// Forces a call of the function `name`.
+    pub(crate) fn function(name: &str) -> Self {
+        ToolChoice::Named(NamedToolChoice {
+            kind: function(),
+            function: FunctionName {
+                name: name.to_owned(),
+            },
+        })
+    }
 }
 
 /// `{"include_usage": true}`: a last chunk, with no choices, carries the

@@ -4,6 +4,8 @@ use super::schema::*;
 use crate::agent::AgentConfig;
 use crate::approval::ApprovalRule;
 use crate::context::Escalation;
+use crate::judgment::PromptModule;
+use std::collections::BTreeMap;
 
 pub(super) fn named(mut a: AgentConfig, name: &str) -> AgentConfig {
     a.name = name.to_owned();
@@ -11,9 +13,14 @@ pub(super) fn named(mut a: AgentConfig, name: &str) -> AgentConfig {
 }
 
 /// `base` with what `spec` sets laid over it. `spec` has been checked, and
-/// its prompt file read.
-pub(super) fn build(base: &AgentConfig, spec: &AgentSpec) -> AgentConfig {
+/// its prompt file read; `modules` are the file's declared prompt modules.
+pub(super) fn build(
+    base: &AgentConfig,
+    spec: &AgentSpec,
+    modules: &BTreeMap<String, PromptModule>,
+) -> AgentConfig {
     let mut a = base.clone();
+    super::judgment::apply(&mut a, spec, modules);
     if let Some(v) = &spec.description {
         a.description = Some(v.trim().to_owned());
     }

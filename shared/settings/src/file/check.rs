@@ -53,6 +53,8 @@ pub(super) struct Checker<'a> {
     pub(super) declared_tools: Vec<String>,
     /// Names of the file's `[mcp]` servers (`mcp:NAME` in `tools`).
     pub(super) mcp_servers: Vec<String>,
+    /// Names of the file's `[modules]` (an agent's `modules`).
+    pub(super) declared_modules: Vec<String>,
     pub(super) base_dir: &'a Path,
 }
 
@@ -88,7 +90,7 @@ impl Checker<'_> {
         });
     }
 
-    fn at_least<T: PartialOrd + Copy + From<u8>>(
+    pub(super) fn at_least<T: PartialOrd + Copy + From<u8>>(
         &mut self,
         path: String,
         value: Option<T>,
@@ -180,6 +182,7 @@ impl Checker<'_> {
             }
         }
         self.check_prompt(at, spec);
+        self.check_judgment(at, spec);
         if let Some(tools) = &spec.tools {
             let mut seen = BTreeSet::new();
             for (i, t) in tools.iter().enumerate() {
@@ -229,41 +232,6 @@ impl Checker<'_> {
                 e.after_tool_errors,
                 1,
             );
-        }
-    }
-
-    fn check_prompt(&mut self, at: &str, spec: &mut AgentSpec) {
-        match (&spec.system_prompt, spec.system_prompt_file.take()) {
-            (Some(_), Some(_)) => {
-                self.add(
-                    format!("{at}.system_prompt_file"),
-                    "set system_prompt or system_prompt_file, not both",
-                );
-            }
-            (Some(p), None) => {
-                if p.trim().is_empty() {
-                    self.add(format!("{at}.system_prompt"), "must not be empty");
-                }
-            }
-            (None, Some(file)) => {
-                let path = self.base_dir.join(&file);
-                match std::fs::read_to_string(&path) {
-                    Ok(text) if text.trim().is_empty() => {
-                        self.add(
-                            format!("{at}.system_prompt_file"),
-                            format!("{} is empty", path.display()),
-                        );
-                    }
-                    Ok(text) => spec.system_prompt = Some(text),
-                    Err(e) => {
-                        self.add(
-                            format!("{at}.system_prompt_file"),
-                            format!("cannot read {}: {e}", path.display()),
-                        );
-                    }
-                }
-            }
-            (None, None) => {}
         }
     }
 
@@ -350,7 +318,8 @@ impl Checker<'_> {
         if !valid_model(&a.model) {
             out.push((
                 "model".to_owned(),
-                "no model: set `model` here, in [defaults] or BATON_LLM_MODEL".to_owned(),
+                "no model: set `model` here, in [defaults], `[models].default` or BATON_LLM_MODEL"
+                    .to_owned(),
             ));
         }
         if a.fallback_models.contains(&a.model) {
@@ -419,8 +388,11 @@ impl Checker<'_> {
     ) -> Option<AgentsConfig> {
         self.declared_tools = file.http_tools.keys().cloned().collect();
         self.mcp_servers = file.mcp.keys().cloned().collect();
+        self.declared_modules = file.modules.keys().cloned().collect();
         let http_tools = self.check_http_tools(&file.http_tools);
         let mcp_servers = self.check_mcp_servers(&file.mcp);
+        let modules = self.check_modules(&file.modules);
+        self.check_models("models", &file.models);
         self.check_spec("defaults", &mut file.defaults, true);
         for (name, spec) in file.agents.iter_mut() {
             let at = format!("agents.{name}");
@@ -456,9 +428,11 @@ impl Checker<'_> {
 
         let prices = self.check_prices(&file.prices);
 
-        // The template every agent starts from: environment + [defaults],
-        // with the file's prices over the built-in ones.
-        let mut template = build(base, &file.defaults);
+        // The template every agent starts from: environment + [models] +
+        // [defaults], with the file's prices over the built-in ones.
+        let mut tiered = base.clone();
+        super::judgment::apply_models(&mut tiered, &file.models);
+        let mut template = build(&tiered, &file.defaults, &modules);
         template.prices = template.prices.with(prices);
         let inherited = self.cross_check(&template);
         for (field, message) in &inherited {
@@ -471,7 +445,7 @@ impl Checker<'_> {
         );
         for (name, spec) in &file.agents {
             let at = format!("agents.{name}");
-            let agent = named(build(&template, spec), name);
+            let agent = named(build(&template, spec, &modules), name);
             for (field, message) in self.cross_check(&agent) {
                 if !inherited.iter().any(|(f, m)| *f == field && *m == message) {
                     self.add(format!("{at}.{field}"), message);

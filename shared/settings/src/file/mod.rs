@@ -9,8 +9,10 @@
 //! Settings are layered: built-in defaults, then the environment (the `base`
 //! agent given to [`AgentsSource::load`]: `BATON_LLM_MODEL`,
 //! `BATON_MAX_STEPS`, ...), then the file's `[defaults]`, then the agent's
-//! own `[agents.NAME]` table. Nested tables (`limits`, `approval`,
-//! `context`, `escalation`) merge key by key; lists replace whole.
+//! own `[agents.NAME]` table; the deployment's `[models]` (tiers) come
+//! between the environment and `[defaults]`. Nested tables (`limits`,
+//! `approval`, `context`, `escalation`, `models`, `supervise`) merge key
+//! by key; lists replace whole.
 //!
 //! Everything is checked once, at start: unknown keys, wrong types, values
 //! out of range, unknown tool names, unreadable prompt files, approvers that
@@ -20,7 +22,9 @@
 
 mod build;
 mod check;
+mod judgment;
 mod mcp;
+mod prompts;
 mod routes;
 mod schema;
 mod slack;
@@ -218,6 +222,7 @@ impl AgentsSource {
             known_tools,
             declared_tools: Vec::new(),
             mcp_servers: Vec::new(),
+            declared_modules: Vec::new(),
             base_dir: &self.base_dir,
         };
         let result = checker.resolve(spec, base);

@@ -38,6 +38,12 @@ pub(super) struct FileSpec {
     /// Which agent serves Slack messages where, in order.
     #[serde(default)]
     pub(super) routes: Vec<super::routes::RouteSpec>,
+    /// The deployment's model tiers.
+    #[serde(default)]
+    pub(super) models: super::judgment::ModelsSpec,
+    /// Prompt modules the router may choose, by name.
+    #[serde(default)]
+    pub(super) modules: BTreeMap<String, super::judgment::ModuleSpec>,
 }
 
 /// `[mcp.NAME]`: an MCP server over streamable HTTP whose tools agents may
@@ -88,6 +94,12 @@ pub(super) struct AgentSpec {
     pub(super) ask_user: Option<AskUserSpec>,
     pub(super) slack: Option<super::slack::SlackSpec>,
     pub(super) http_request: Option<HttpRequestSpec>,
+    pub(super) models: Option<super::judgment::ModelsSpec>,
+    pub(super) router: Option<crate::judgment::RouterMode>,
+    pub(super) modules: Option<Vec<String>>,
+    pub(super) plan: Option<crate::judgment::PlanMode>,
+    pub(super) supervise: Option<super::judgment::SuperviseSpec>,
+    pub(super) quality_gate: Option<bool>,
 }
 
 /// `[agents.NAME.http_request]`: where the agent's `http_request` may go.

@@ -111,6 +111,27 @@ fn the_complete_example_in_the_docs_loads() {
         .requires_approval("http_request", &json!({"method": "POST"}), false));
     assert_eq!(d.context.window_tokens, Some(200_000));
     assert_eq!(d.context.keep_last_turns, 20);
+    // Tiers from [models], the default tier from [defaults]; routing on.
+    assert_eq!(
+        d.tiers,
+        crate::Tiers {
+            fast: Some("claude-haiku-4-5".into()),
+            strong: Some("claude-sonnet-5".into()),
+        }
+    );
+    assert!(d.routes());
+    assert_eq!(d.modules.len(), 1);
+    assert_eq!(d.modules[0].name, "incident");
+    assert!(d.modules[0].prompt.starts_with("For incidents:"));
+    assert_eq!(
+        d.supervision.cadence(),
+        Some(crate::Cadence {
+            every_steps: 8,
+            every: Duration::from_secs(300)
+        })
+    );
+    assert!(d.quality_gate);
+    assert_eq!(d.plan, crate::PlanMode::Auto);
 
     let r = cfg.agents.get("researcher").unwrap();
     assert_eq!(r.model, "claude-haiku-4-5");
@@ -139,6 +160,14 @@ fn the_complete_example_in_the_docs_loads() {
             after_tool_errors: 3
         })
     );
+    assert!(!r.routes());
+    assert_eq!(r.plan, crate::PlanMode::Always);
+    assert!(!r.quality_gate);
+    assert!(r.modules.is_empty());
+    // Inherited from [models]; its own model is its default tier.
+    assert_eq!(r.tier_model(crate::Tier::Fast), "claude-haiku-4-5");
+    assert_eq!(r.tier_model(crate::Tier::Default), "claude-haiku-4-5");
+    assert_eq!(r.supervision, crate::Supervision::default());
 
     assert_eq!(cfg.settings.guard.input_guard, InputGuardMode::Warn);
     assert_eq!(
@@ -1051,3 +1080,5 @@ fn every_toml_block_in_the_tools_doc_loads() {
     }
     assert!(n >= 1, "docs/tools.md has its example");
 }
+
+mod judgment;
