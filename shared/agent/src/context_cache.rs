@@ -177,7 +177,12 @@ impl ContextCache {
 
     /// The request built afresh; its messages kept for extending when
     /// nothing was pruned.
-    fn built(&mut self, agent: &AgentConfig, fixed: u64, tools: Vec<ToolSpec>) -> CompletionRequest {
+    fn built(
+        &mut self,
+        agent: &AgentConfig,
+        fixed: u64,
+        tools: Vec<ToolSpec>,
+    ) -> CompletionRequest {
         let history: History = context::select_items(
             self.summary.as_ref().map(|(s, _)| s.as_str()),
             self.items.iter().cloned().zip(self.tokens.iter().copied()),
@@ -212,7 +217,12 @@ impl ContextCache {
 
     /// `messages`, built as `kept` says, extended with the items added
     /// since; `None` when they must be built afresh.
-    fn extended(&mut self, kept: Kept, mut messages: Vec<Message>, fixed: u64) -> Option<Vec<Message>> {
+    fn extended(
+        &mut self,
+        kept: Kept,
+        mut messages: Vec<Message>,
+        fixed: u64,
+    ) -> Option<Vec<Message>> {
         if messages.len() != kept.len || kept.items > self.items.len() {
             return None;
         }
@@ -412,7 +422,12 @@ mod tests {
             for n in 1..=300u32 {
                 let from = entries.len();
                 match roll(20) {
-                    0 => push(&mut entries, EntryKind::UserMessage { text: format!("more {n}") }),
+                    0 => push(
+                        &mut entries,
+                        EntryKind::UserMessage {
+                            text: format!("more {n}"),
+                        },
+                    ),
                     1 => push(
                         &mut entries,
                         EntryKind::Note {
@@ -453,7 +468,11 @@ mod tests {
                             &mut entries,
                             EntryKind::AssistantMessage {
                                 step: n,
-                                text: if k == 0 { "an answer".into() } else { String::new() },
+                                text: if k == 0 {
+                                    "an answer".into()
+                                } else {
+                                    String::new()
+                                },
                                 tool_calls: ids
                                     .iter()
                                     .map(|id| ToolCall {

@@ -18,6 +18,7 @@ pub mod context_cache;
 pub mod delegation;
 mod deps;
 mod error;
+pub mod judgment;
 pub mod model_choice;
 pub mod progress;
 pub mod question;

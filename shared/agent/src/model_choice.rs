@@ -62,15 +62,20 @@ pub fn escalated(agent: &AgentConfig, transcript: &[Entry]) -> bool {
     })
 }
 
-/// The models to try for the next step, in order, each once.
+/// The models to try for the next step, in order, each once: the
+/// escalation model when the loop escalated, the tier's model
+/// ([`crate::judgment::tier`]: routed, or moved up by the supervisor or
+/// the quality gate), the agent's default model, its fallbacks.
 pub fn candidates(agent: &AgentConfig, transcript: &[Entry]) -> Vec<String> {
     let escalation = agent
         .escalation
         .as_ref()
         .filter(|_| escalated(agent, transcript))
         .map(|e| e.model.as_str());
+    let tier = agent.tier_model(crate::judgment::tier(transcript));
     let all = escalation
         .into_iter()
+        .chain(std::iter::once(tier))
         .chain(std::iter::once(agent.model.as_str()))
         .chain(agent.fallback_models.iter().map(String::as_str));
     let mut out: Vec<String> = Vec::new();

@@ -42,7 +42,7 @@ pub mod wake;
 // the rest of the workspace uses.
 pub use ports::{blob, llm, metric, notice, people, queue, reply, tool, trace};
 pub use store::{ledger, listing, memory, retention, table};
-pub use task::{approval, attachment, feedback, lease, question, recap, transcript};
+pub use task::{approval, attachment, feedback, judgment, lease, question, recap, transcript};
 
 pub use blob::{BlobError, BlobStore};
 pub use clock::{now_ms, rfc3339, Instant, Millis};

@@ -6,28 +6,10 @@
 //!
 //! These are settings only: the loop decides what to do with them.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::time::Duration;
 
-/// A model tier, as the router names it (`"fast"`, `"default"`,
-/// `"strong"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    Fast,
-    Default,
-    Strong,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Fast => "fast",
-            Tier::Default => "default",
-            Tier::Strong => "strong",
-        }
-    }
-}
+pub use baton_core::judgment::Tier;
 
 /// The tiers beside the default one (`models.fast`, `models.strong`).
 /// The default tier is the agent's `model` ([`crate::AgentConfig::model`],

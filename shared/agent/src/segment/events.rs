@@ -58,6 +58,15 @@ pub(super) enum Event<'a> {
         failed: bool,
         spent: Option<(Usage, f64)>,
     },
+    /// A forced call of the agent's judgment (route, plan, supervise,
+    /// verdict); `spent` unless it failed.
+    Judged {
+        purpose: crate::judgment::calls::Purpose,
+        started: i64,
+        took: Duration,
+        model: &'a str,
+        spent: Option<(Usage, f64)>,
+    },
     /// A call's result was committed.
     ToolAnswered {
         started: i64,
@@ -163,6 +172,29 @@ impl Events {
                 self.trace.record("llm_call", started, attrs);
                 self.metrics
                     .emit(&model_call(measure(), model, took, usage, cost));
+            }
+            Event::Judged {
+                purpose,
+                started,
+                took,
+                model,
+                spent,
+            } => {
+                let mut attrs = Map::new();
+                attrs.insert("provider".into(), json!(self.provider));
+                attrs.insert("model".into(), json!(model));
+                // Exported as `baton.call.purpose`.
+                attrs.insert("call.purpose".into(), json!(purpose.as_str()));
+                attrs.insert("error".into(), json!(spent.is_none()));
+                if let Some((usage, cost)) = spent {
+                    usage_attrs(&mut attrs, usage);
+                    attrs.insert("cost_usd".into(), json!(cost));
+                    self.metrics
+                        .emit(&model_call(measure(), model, took, usage, cost));
+                } else {
+                    self.metrics.emit(&measure().count(metric::LLM_ERRORS));
+                }
+                self.trace.record("llm_call", started, attrs);
             }
             Event::Compacted {
                 started,

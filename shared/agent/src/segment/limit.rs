@@ -34,6 +34,8 @@ pub(super) enum Limit {
         tool: String,
         times: u32,
     },
+    /// A supervision checkpoint decided to stop; its reason.
+    Supervisor(String),
 }
 
 impl Limit {
@@ -45,6 +47,7 @@ impl Limit {
             Limit::Deadline => "wall-clock deadline passed".to_owned(),
             Limit::Tokens(n) => format!("token budget exhausted ({n} tokens)"),
             Limit::Cost(m) | Limit::Monthly(m) => m.clone(),
+            Limit::Supervisor(why) => format!("stopped by the supervisor: {why}"),
             Limit::Loop { tool, times } => format!(
                 "stopped: the model asked for the same `{tool}` call with the same arguments \
                  {times} times, so it is not making progress"

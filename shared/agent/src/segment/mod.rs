@@ -29,6 +29,7 @@ mod events;
 mod files;
 #[cfg(test)]
 mod harness;
+mod judge;
 mod limit;
 mod listing;
 mod next;
@@ -244,6 +245,15 @@ impl<'d> Segment<'d> {
                 // (taken now, or the answer would be found again).
                 self.take_inbox().await.map(|()| None)
             }
+            Next::Judge {
+                step,
+                answer,
+                retried,
+            } => self.judge(step, answer, retried).await,
+            Next::SendBack { step } => self.send_back(step).await,
+            Next::Route => self.route().await,
+            Next::Plan => self.plan().await,
+            Next::Supervise => self.supervise().await,
             Next::TakeInbox => self.take_inbox().await.map(|()| None),
             Next::Compact => self.compact().await,
             Next::CallModel => match self.monthly_budget_spent().await? {

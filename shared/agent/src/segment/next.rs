@@ -12,6 +12,7 @@ use super::budget::SegmentBudget;
 use super::limit::Limit;
 use crate::compaction;
 use crate::context_cache::ContextCache;
+use crate::judgment::{self, Gate};
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{Entry, EntryKind, Task, ToolCall};
 use baton_settings::AgentConfig;
@@ -41,6 +42,23 @@ pub(super) enum Next {
     /// Deliver the final answer and finish (or go on with a message that
     /// arrived meanwhile).
     Deliver(String),
+    /// The quality gate judges step `step`'s answer first (a `verdict`
+    /// call); `retried`: it is the turn's second answer, delivered
+    /// whatever the verdict.
+    Judge {
+        step: u32,
+        answer: String,
+        retried: bool,
+    },
+    /// Step `step`'s answer only narrates what the model will do: sent
+    /// back by rule, without a call.
+    SendBack { step: u32 },
+    /// The task's routing call: its tier and prompt modules.
+    Route,
+    /// The planning call: the task's plan, or a new one after a replan.
+    Plan,
+    /// A supervision checkpoint before the next step.
+    Supervise,
     /// Messages arrived while the task ran: they are the next input.
     TakeInbox,
     /// The context is large, or `/compact` was asked for: summarise older
@@ -81,6 +99,9 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if task.segments > task.limits.max_segments {
         return Next::Stop(Limit::Segments(task.limits.max_segments));
     }
+    if let Some(reason) = judgment::stopped(transcript) {
+        return Next::Stop(Limit::Supervisor(reason));
+    }
     // Files follow the message they came with: while that message waits
     // in the inbox, so do they.
     if !task.pending_files.is_empty() && task.inbox.is_empty() {
@@ -94,11 +115,22 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
         }
         return Next::RunTools { step, pending };
     }
-    if let Some(answer) = final_answer(transcript) {
+    if let Some((step, answer)) = final_answer(transcript) {
         if crate::sanitize::sanitize(&answer).is_empty() {
             return Next::EmptyAnswer;
         }
-        return Next::Deliver(answer);
+        // Judging costs a call, and sending back another: not past a
+        // limit or the segment's time (the answer is delivered as it is).
+        let room = over_limit(task, s.agent).is_none() && s.budget.fits_another();
+        return match judgment::gate(s.agent, task, transcript, step, &answer) {
+            Gate::Judge { retried } if room => Next::Judge {
+                step,
+                answer,
+                retried,
+            },
+            Gate::Narrates if room => Next::SendBack { step },
+            _ => Next::Deliver(answer),
+        };
     }
     // Steering: messages that arrived while we ran.
     if !task.inbox.is_empty() {
@@ -114,6 +146,16 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
         && (compaction::compact_requested(transcript) || s.context.needs_compaction(s.agent))
     {
         return Next::Compact;
+    }
+    // Thinking before acting: the route, then the plan, then checkpoints.
+    if judgment::needs_route(s.agent, transcript) {
+        return Next::Route;
+    }
+    if judgment::needs_plan(s.agent, transcript) {
+        return Next::Plan;
+    }
+    if judgment::supervision_due(s.agent, task, transcript, s.now) {
+        return Next::Supervise;
     }
     Next::CallModel
 }
@@ -131,10 +173,10 @@ fn over_limit(task: &Task, agent: &AgentConfig) -> Option<Limit> {
     baton_settings::price::exhausted(task, agent).map(Limit::Cost)
 }
 
-/// The text of the final answer, if the conversation's last message is an
-/// assistant message without tool calls (a runtime note after it asks for
-/// more).
-pub(super) fn final_answer(transcript: &[Entry]) -> Option<String> {
+/// The step and text of the final answer, if the conversation's last
+/// message is an assistant message without tool calls (a runtime note or
+/// an answer sent back after it asks for more).
+pub(super) fn final_answer(transcript: &[Entry]) -> Option<(u32, String)> {
     let last = transcript.iter().rev().find(|e| {
         matches!(
             e.kind,
@@ -142,12 +184,19 @@ pub(super) fn final_answer(transcript: &[Entry]) -> Option<String> {
                 | EntryKind::AssistantMessage { .. }
                 | EntryKind::ToolResult { .. }
                 | EntryKind::Note { .. }
+                | EntryKind::Verdict {
+                    sent_back: true,
+                    ..
+                }
         )
     })?;
     match &last.kind {
         EntryKind::AssistantMessage {
-            text, tool_calls, ..
-        } if tool_calls.is_empty() => Some(text.clone()),
+            step,
+            text,
+            tool_calls,
+            ..
+        } if tool_calls.is_empty() => Some((*step, text.clone())),
         _ => None,
     }
 }
@@ -165,6 +214,9 @@ mod tests {
     fn agent() -> AgentConfig {
         let mut a = AgentConfig::new("default", "gpt-4o");
         a.context.window_tokens = Some(100_000);
+        // The judgment's own table is `judging_comes_before_acting_and_delivering`.
+        a.quality_gate = false;
+        a.supervision = baton_settings::Supervision::Off;
         a
     }
 
@@ -512,5 +564,114 @@ mod tests {
             long.push(result(i, &id));
         }
         assert_eq!(decide(&t, long, &roomy()), Next::Compact);
+    }
+
+    /// The agent's judgment, in order: routed, planned, supervised, and
+    /// its answers judged; a sent-back answer calls the model again; the
+    /// supervisor's stop ends the task; no judging past a limit.
+    #[test]
+    fn judging_comes_before_acting_and_delivering() {
+        use baton_core::judgment::{PlanStep, SupervisorAction, Tier};
+        let mut a = agent();
+        a.tiers.fast = Some("small".into());
+        a.quality_gate = true;
+        a.supervision = baton_settings::Supervision::On(baton_settings::Cadence {
+            every_steps: 2,
+            every: Duration::from_secs(3600),
+        });
+        let decide_as = |t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget| {
+            let transcript = entries(kinds);
+            let s = Situation {
+                agent: &a,
+                owner: OWNER,
+                context: &ContextCache::new(&a, &transcript),
+                budget: b,
+                compaction_failed: false,
+                now: NOW,
+            };
+            next(t, &transcript, &s)
+        };
+        let route = EntryKind::Route {
+            tier: Tier::Default,
+            modules: vec![],
+            needs_plan: true,
+            fallback: None,
+        };
+        let plan = EntryKind::Plan {
+            steps: vec![PlanStep {
+                title: "look".into(),
+                done_when: "seen".into(),
+            }],
+        };
+        let mut t = task();
+        assert_eq!(decide_as(&t, vec![user("go")], &roomy()), Next::Route);
+        let routed = vec![user("go"), route];
+        assert_eq!(decide_as(&t, routed.clone(), &roomy()), Next::Plan);
+        let mut planned = routed;
+        planned.push(plan);
+        assert_eq!(decide_as(&t, planned.clone(), &roomy()), Next::CallModel);
+        let mut working = planned.clone();
+        working.extend([answer(1, "", &["c1"]), result(1, "c1")]);
+        working.extend([answer(2, "", &["c2"]), result(2, "c2")]);
+        t.steps = 2;
+        assert_eq!(decide_as(&t, working.clone(), &roomy()), Next::Supervise);
+        let checkpoint = |action| EntryKind::Supervision {
+            step: 2,
+            action,
+            note: Some("it loops".into()),
+            question: None,
+            done: vec![0],
+        };
+        let mut stopped = working.clone();
+        stopped.push(checkpoint(SupervisorAction::Stop));
+        assert_eq!(
+            decide_as(&t, stopped, &roomy()),
+            Next::Stop(Limit::Supervisor("it loops".into()))
+        );
+        let mut replanned = working.clone();
+        replanned.push(checkpoint(SupervisorAction::Replan));
+        assert_eq!(decide_as(&t, replanned, &roomy()), Next::Plan);
+        working.push(checkpoint(SupervisorAction::Continue));
+        assert_eq!(decide_as(&t, working.clone(), &roomy()), Next::CallModel);
+        // The answer is judged, a narration sent back by rule.
+        t.steps = 3;
+        let mut answered = working.clone();
+        answered.push(answer(3, "Here it is.", &[]));
+        assert_eq!(
+            decide_as(&t, answered.clone(), &roomy()),
+            Next::Judge {
+                step: 3,
+                answer: "Here it is.".into(),
+                retried: false
+            }
+        );
+        let mut narrated = working.clone();
+        narrated.push(answer(3, "Let me look that up...", &[]));
+        assert_eq!(
+            decide_as(&t, narrated, &roomy()),
+            Next::SendBack { step: 3 }
+        );
+        // Sent back: the model is called again; judged and passed: delivered.
+        let verdict = |pass: bool, sent_back: bool| EntryKind::Verdict {
+            step: 3,
+            pass,
+            problems: vec![],
+            rule: false,
+            sent_back,
+        };
+        let mut failed = answered.clone();
+        failed.push(verdict(false, true));
+        assert_eq!(decide_as(&t, failed, &roomy()), Next::CallModel);
+        let mut passed = answered.clone();
+        passed.push(verdict(true, false));
+        assert_eq!(
+            decide_as(&t, passed, &roomy()),
+            Next::Deliver("Here it is.".into())
+        );
+        // No room for another call: delivered as it is.
+        assert_eq!(
+            decide_as(&t, answered, &spent()),
+            Next::Deliver("Here it is.".into())
+        );
     }
 }

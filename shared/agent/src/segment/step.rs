@@ -130,7 +130,7 @@ impl Segment<'_> {
     /// The tools this agent may call this step: those the segment offers
     /// ([`super::listing`]), `sleep`, `ask_user` (not in a sub-agent), and
     /// `delegate` when it has agents to delegate to.
-    fn tool_specs(&self) -> Vec<ToolSpec> {
+    pub(super) fn tool_specs(&self) -> Vec<ToolSpec> {
         let agent = self.agent;
         self.tools
             .values()
@@ -156,6 +156,10 @@ impl Segment<'_> {
     /// cleared whatever the estimate says.
     async fn request(&mut self, shrunk: bool) -> CompletionRequest {
         let mut request = self.context.request(self.agent, self.tool_specs());
+        if let Some(modules) = crate::judgment::calls::modules_prompt(self.agent, &self.transcript)
+        {
+            request.system = format!("{}\n\n{modules}", request.system.trim_end());
+        }
         if shrunk {
             context::clear_old_tool_results(&mut request.messages);
         }

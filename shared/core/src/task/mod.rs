@@ -11,10 +11,12 @@
 //! | `feedback` | votes on an answer, one per person |
 //! | `attachment` | files a task's input carried |
 //! | `recap` | a conversation's earlier turns, carried into its next task |
+//! | `judgment` | the agent's decisions about its own work: tiers, plans, supervision, verdicts |
 
 pub mod approval;
 pub mod attachment;
 pub mod feedback;
+pub mod judgment;
 pub mod lease;
 pub mod question;
 pub mod recap;

@@ -5,6 +5,7 @@
 //! the progress events clients tail (`GET /tasks/{id}/events`).
 
 use crate::clock::Millis;
+use crate::judgment::{PlanStep, SupervisorAction, Tier};
 use crate::llm::{AttachmentContent, Message, ToolCall, ToolSpec, Usage};
 use crate::recap::Recap;
 use crate::task::TaskStatus;
@@ -113,6 +114,49 @@ pub enum EntryKind {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         restart: bool,
     },
+    /// The router's choice for the turn ([`crate::judgment`]): the model
+    /// tier and the prompt modules that join the system prompt, and
+    /// whether the request needs a plan. `fallback`: why the default was
+    /// taken instead of an answer (the call failed or answered garbage).
+    Route {
+        tier: Tier,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        modules: Vec<String>,
+        #[serde(default)]
+        needs_plan: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fallback: Option<String>,
+    },
+    /// The plan the task works to, from the planner or a replan. The model
+    /// sees it as its execution plan.
+    Plan { steps: Vec<PlanStep> },
+    /// A supervision checkpoint after step `step`, recorded before it acts.
+    /// `done`: indexes of plan steps now complete.
+    Supervision {
+        step: u32,
+        action: SupervisorAction,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        question: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        done: Vec<usize>,
+    },
+    /// The quality gate's verdict on the answer of step `step`. A failing
+    /// one sends the answer back (`sent_back`), once per turn, with
+    /// `problems` as what was wrong; a second answer is delivered whatever
+    /// its verdict. `rule`: decided by a cheap check (an answer that only
+    /// narrates), not by a model call.
+    Verdict {
+        step: u32,
+        pass: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        problems: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        rule: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        sent_back: bool,
+    },
 }
 
 /// Why the runtime wrote a [`EntryKind::Note`].
@@ -153,6 +197,10 @@ impl EntryKind {
             EntryKind::Attachment { .. } => "attachment",
             EntryKind::Feedback { .. } => "feedback",
             EntryKind::AnswerDelta { .. } => "answer_delta",
+            EntryKind::Route { .. } => "route",
+            EntryKind::Plan { .. } => "plan",
+            EntryKind::Supervision { .. } => "supervision",
+            EntryKind::Verdict { .. } => "verdict",
         }
     }
 
@@ -233,6 +281,34 @@ impl EntryKind {
                 name: name.clone(),
                 content: content.clone(),
                 is_error: *is_error,
+            }),
+            EntryKind::Plan { steps } if !steps.is_empty() => Some(Message::User {
+                content: format!(
+                    "[Baton runtime note] Your execution plan for this request. Work through it; \
+                     a supervisor checks progress against it.\n{}",
+                    crate::judgment::plan_text(steps)
+                ),
+            }),
+            EntryKind::Supervision {
+                note: Some(note), ..
+            } if !note.trim().is_empty() => Some(Message::User {
+                content: format!("[Baton runtime note] From the supervisor: {note}"),
+            }),
+            EntryKind::Verdict {
+                problems,
+                sent_back: true,
+                ..
+            } => Some(Message::User {
+                content: format!(
+                    "[Baton runtime note] Your last answer was not delivered: a quality check \
+                     found these problems with it:\n{}\nAnswer again, fixing them. If the \
+                     request needs an action, call the tool now instead of saying you will.",
+                    problems
+                        .iter()
+                        .map(|p| format!("- {p}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
             }),
             _ => None,
         }
