@@ -168,6 +168,29 @@ impl Choice {
         }
     }
 
+    /// The agent's other models, for when the ones in `failed` could not
+    /// answer: its tiers and fallbacks that are not among them. `None`
+    /// when there is none.
+    pub fn instead_of(agent: &AgentConfig, failed: &[String]) -> Option<Self> {
+        let all = [
+            agent.tier_model(baton_settings::Tier::Fast),
+            agent.model.as_str(),
+            agent.tier_model(baton_settings::Tier::Strong),
+        ]
+        .into_iter()
+        .chain(agent.fallback_models.iter().map(String::as_str));
+        let mut models: Vec<String> = Vec::new();
+        for m in all {
+            if !m.is_empty() && !failed.iter().any(|f| f == m) && !models.iter().any(|o| o == m) {
+                models.push(m.to_owned());
+            }
+        }
+        (!models.is_empty()).then_some(Choice {
+            models,
+            escalated: false,
+        })
+    }
+
     /// Asks each model in turn, as [`complete`] does; with `sink`, the
     /// answer's text goes to it as it is written, and a fallback to the
     /// next model after a partly streamed failure restarts it.

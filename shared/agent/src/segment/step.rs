@@ -271,10 +271,8 @@ impl Segment<'_> {
             }
             let reason = plain_failure(&failed, clock.elapsed());
             tracing::error!(task_id = %self.task.id, error = %failed, %reason, "model call failed; ending the task");
-            return self
-                .end(TaskStatus::Failed, None, Some(reason))
-                .await
-                .map(Some);
+            let tried: Vec<String> = failed.failures.iter().map(|f| f.model.clone()).collect();
+            return self.fail_unanswered(reason, &tried).await.map(Some);
         }
     }
 
