@@ -243,22 +243,5 @@ pub fn narrates(answer: &str) -> bool {
     opens && (trails || lower.lines().count() == 1)
 }
 
-/// The plan as the user sees it: one line per step, `[x]` when done.
-pub fn checklist(steps: &[PlanStep], done: &[bool]) -> String {
-    steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mark = if done.get(i).copied().unwrap_or(false) {
-                "☑"
-            } else {
-                "☐"
-            };
-            format!("{mark} {}", s.title)
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[cfg(test)]
 mod tests;

@@ -235,7 +235,7 @@ fn plan_steps_are_marked_done_and_capped() {
     ]);
     let (steps, done) = plan(&t).unwrap();
     assert_eq!(done[..3], [true, false, true]);
-    assert!(checklist(&steps, &done).starts_with("☑ s0\n☐ s1\n☑ s2"));
+    assert!(baton_core::reply::compact_checklist(&steps, &done).starts_with("Plan: ☑ s0 ☐ s1 ☑ s2"));
 }
 
 #[test]

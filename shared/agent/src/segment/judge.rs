@@ -5,8 +5,8 @@
 use super::events::Event;
 use super::{Segment, Step};
 use crate::error::WorkerError;
+use crate::judgment;
 use crate::judgment::calls::{self, Purpose};
-use crate::judgment::{self, checklist};
 use baton_core::judgment::SupervisorAction;
 use baton_core::{now_ms, Completion, CompletionRequest, EntryKind, LlmError, ToolCall, Usage};
 use std::time::Duration;
@@ -92,12 +92,12 @@ impl Segment<'_> {
         Ok(None)
     }
 
-    /// The plan as the user sees it, in the progress text (a Slack
-    /// message's status; over HTTP the `plan` and `supervision` events).
+    /// The plan as the user sees it ([`baton_core::ReplySink::plan`]: in
+    /// Slack as the thread's status; over HTTP the `plan` and
+    /// `supervision` events are the view).
     async fn show_plan(&self) {
         if let Some((steps, done)) = judgment::plan(&self.transcript) {
-            let text = format!("Plan:\n{}", checklist(&steps, &done));
-            self.deps.replies.progress(&self.task, &text).await;
+            self.deps.replies.plan(&self.task, &steps, &done).await;
         }
     }
 

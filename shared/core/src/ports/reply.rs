@@ -7,6 +7,7 @@
 //! ([`PostKey::maybe_posted`]); the sink then looks for the key in what it
 //! posted (Slack: the message metadata in the thread) before posting again.
 
+use crate::judgment::PlanStep;
 pub use crate::task::record::{AnswerStream, StreamedMessage};
 use crate::task::Task;
 use async_trait::async_trait;
@@ -39,6 +40,23 @@ pub enum TaskPhase<'a> {
     Closed,
 }
 
+/// A plan on one line, for a status: `Plan: ☑ look ☐ compare ☐ answer`.
+pub fn compact_checklist(steps: &[PlanStep], done: &[bool]) -> String {
+    let items: Vec<String> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mark = if done.get(i).copied().unwrap_or(false) {
+                "☑"
+            } else {
+                "☐"
+            };
+            format!("{mark} {}", s.title)
+        })
+        .collect();
+    format!("Plan: {}", items.join(" "))
+}
+
 /// Tells users about their task.
 #[async_trait]
 pub trait ReplySink: Send + Sync {
@@ -58,6 +76,12 @@ pub trait ReplySink: Send + Sync {
     /// The task entered `phase`. Best effort like
     /// [`progress`](Self::progress). Default: nothing.
     async fn phase(&self, _task: &Task, _phase: TaskPhase<'_>) {}
+    /// The task's plan (issue #22), written or updated: its steps, and
+    /// which are done. Best effort like [`progress`](Self::progress).
+    /// Default: a compact checklist as the progress text.
+    async fn plan(&self, task: &Task, steps: &[PlanStep], done: &[bool]) {
+        self.progress(task, &compact_checklist(steps, done)).await;
+    }
 
     /// Whether answers for `task` are streamed as the model writes them.
     /// Default: no (the `stream_*` methods are then never called).
