@@ -18,6 +18,13 @@ use baton_core::judgment::{PlanStep, SupervisorAction, Tier};
 use baton_core::{Entry, EntryKind, Task};
 use baton_settings::{AgentConfig, PlanMode};
 
+/// Supervision and the gate check with the fast tier: an agent without
+/// one is not checked (as it is not routed), so a deployment pays for
+/// judgment only once it names a cheap model to judge with.
+fn has_fast_tier(agent: &AgentConfig) -> bool {
+    agent.tiers.fast.is_some()
+}
+
 /// The router's recorded choice: tier and modules.
 pub fn route(transcript: &[Entry]) -> Option<(Tier, &[String])> {
     transcript.iter().rev().find_map(|e| match &e.kind {
@@ -124,11 +131,12 @@ pub fn needs_plan(agent: &AgentConfig, transcript: &[Entry]) -> bool {
 }
 
 /// Whether a supervision checkpoint is due before the next model call:
-/// the agent is supervised, a step was taken since the last checkpoint,
+/// the agent is supervised and has a fast tier, a step was taken since
+/// the last checkpoint,
 /// and `every_steps` steps or `every` of wall time have passed since it
 /// (or since the task started).
 pub fn supervision_due(agent: &AgentConfig, task: &Task, transcript: &[Entry], now: i64) -> bool {
-    let Some(cadence) = agent.supervision.cadence() else {
+    let Some(cadence) = agent.supervision.cadence().filter(|_| has_fast_tier(agent)) else {
         return false;
     };
     let last = transcript.iter().rev().find_map(|e| match &e.kind {
@@ -172,7 +180,8 @@ pub enum Gate {
     Narrates,
 }
 
-/// What the gate does with the answer of step `step`.
+/// What the gate does with the answer of step `step` (nothing without a
+/// fast tier or with `quality_gate = false`).
 pub fn gate(
     agent: &AgentConfig,
     task: &Task,
@@ -182,7 +191,11 @@ pub fn gate(
 ) -> Gate {
     // A sub-agent's answer is its parent's material, judged with the
     // parent's answer; a silent answer is not sent to anyone.
-    if !agent.quality_gate || task.parent.is_some() || is_no_reply(&sanitize(answer)) {
+    if !agent.quality_gate
+        || !has_fast_tier(agent)
+        || task.parent.is_some()
+        || is_no_reply(&sanitize(answer))
+    {
         return Gate::Deliver;
     }
     let judged = transcript

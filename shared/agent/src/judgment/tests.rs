@@ -259,8 +259,14 @@ fn supervision_is_due_by_steps_or_time_after_progress() {
         supervision(SupervisorAction::Continue, vec![]),
     ]);
     assert!(!supervision_due(&a, &t, &checked, 500_000));
-    a.supervision = Supervision::Off;
     t.steps = 30;
+    let mut plain = a.clone();
+    plain.tiers.fast = None;
+    assert!(
+        !supervision_due(&plain, &t, &entries, 500_000),
+        "no fast tier"
+    );
+    a.supervision = Supervision::Off;
     assert!(!supervision_due(&a, &t, &entries, 500_000));
 }
 
@@ -370,6 +376,13 @@ fn the_gate_judges_once_and_retries_once_per_turn() {
     let mut off = agent();
     off.quality_gate = false;
     assert_eq!(gate(&off, &t, &answered, 1, "Let me check"), Gate::Deliver);
+    // Without a fast tier to judge with, nothing is judged.
+    let mut plain = agent();
+    plain.tiers.fast = None;
+    assert_eq!(
+        gate(&plain, &t, &answered, 1, "Let me check"),
+        Gate::Deliver
+    );
 }
 
 #[test]

@@ -55,10 +55,6 @@ impl Harness {
         let mut agent = AgentConfig::new("default", "m");
         agent.tools = Some(vec!["count".into(), "sleep".into()]);
         agent.approval.require = Some(Vec::new());
-        // The scripted model answers the loop's calls, not the judgment's:
-        // tests of judgment turn it back on.
-        agent.quality_gate = false;
-        agent.supervision = baton_settings::Supervision::Off;
         configure(&mut agent);
         let worker = Worker::new(
             store.clone(),

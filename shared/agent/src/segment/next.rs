@@ -214,9 +214,8 @@ mod tests {
     fn agent() -> AgentConfig {
         let mut a = AgentConfig::new("default", "gpt-4o");
         a.context.window_tokens = Some(100_000);
-        // The judgment's own table is `judging_comes_before_acting_and_delivering`.
-        a.quality_gate = false;
-        a.supervision = baton_settings::Supervision::Off;
+        // No fast tier: no judgment (its own table is
+        // `judging_comes_before_acting_and_delivering`).
         a
     }
 

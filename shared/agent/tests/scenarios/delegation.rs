@@ -81,9 +81,6 @@ impl LlmProvider for Lead {
 async fn rig(children: Vec<(&'static str, &'static str)>) -> Harness {
     let mut lead = AgentConfig::new("default", "lead-model");
     lead.delegates = vec!["researcher".into(), "writer".into()];
-    // The lead's model answers delegation only, not the judgment's calls.
-    lead.quality_gate = false;
-    lead.supervision = baton_settings::Supervision::Off;
     let mut researcher = AgentConfig::new("researcher", "scripted");
     researcher.description = Some("looks things up".into());
     researcher.limits.max_steps = 2;

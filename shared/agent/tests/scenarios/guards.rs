@@ -162,9 +162,6 @@ async fn repeated_tool_errors_escalate_to_the_stronger_model() {
         after_tool_errors: 2,
     });
     agent.max_identical_calls = 100;
-    // Only the steps' models are counted here.
-    agent.quality_gate = false;
-    agent.supervision = baton_settings::Supervision::Off;
     let (r, llm) = rig(agent, model(3, vec![]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
     assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
