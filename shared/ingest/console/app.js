@@ -659,6 +659,8 @@
       case 'task': parts.push('task', a.status || ''); break;
       case 'segment': parts.push('segment ' + (a.segment != null ? a.segment : '')); break;
       case 'llm_call':
+        // The agent's judgment (route, plan, supervise, verdict) says what for.
+        if (a['call.purpose']) parts.push(String(a['call.purpose']));
         parts.push(String(a.model || 'model call'));
         if (a.input_tokens != null) parts.push(count(a.input_tokens) + '→' + count(a.output_tokens) + ' tok');
         if (a.cost_usd > 0) parts.push(cost(a.cost_usd));
