@@ -139,6 +139,12 @@ pub fn route_request(agent: &AgentConfig, transcript: &[Entry]) -> CompletionReq
         }
     );
     let names: Vec<&str> = agent.modules.iter().map(|m| m.name.as_str()).collect();
+    // An empty `enum` is not a valid schema for every provider.
+    let modules_schema = if names.is_empty() {
+        json!({"type": "array", "items": {"type": "string"}, "maxItems": 0})
+    } else {
+        json!({"type": "array", "items": {"type": "string", "enum": names}})
+    };
     let tool = spec(
         Purpose::Route.as_str(),
         "Choose the model tier and prompt modules for this request.",
@@ -146,7 +152,7 @@ pub fn route_request(agent: &AgentConfig, transcript: &[Entry]) -> CompletionReq
             "type": "object",
             "properties": {
                 "tier": {"type": "string", "enum": ["fast", "default", "strong"]},
-                "modules": {"type": "array", "items": {"type": "string", "enum": names}},
+                "modules": modules_schema,
                 "needs_plan": {"type": "boolean"}
             },
             "required": ["tier", "modules", "needs_plan"]
