@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 mod agent;
+pub use agent::{StreamPlan, StreamTask};
 
 use crate::signature::{sign, SigningSecret, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::web::{BotToken, SlackClient};

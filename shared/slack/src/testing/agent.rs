@@ -9,6 +9,13 @@
 //! [`FakeSlack::set_stream_expiry`] (Slack ends streams left idle; how long
 //! it waits is not documented, so tests choose). An append or stop of a
 //! message that is not streaming answers `message_not_in_streaming_state`.
+//!
+//! Streaming calls may carry `chunks` (checked like Slack documents them:
+//! `markdown_text` with `text`, `plan_update` with `title`, `task_update`
+//! with `id`, `title` and a known `status`, `blocks` with `blocks`;
+//! anything else is `invalid_arguments`): text chunks grow the text, and
+//! the plan and task updates make the stream's plan
+//! ([`FakeSlack::stream_plan`]), each task updated by its id.
 
 use super::{slack_error, FakeSlack, PostedMessage, Shared};
 use axum::response::{IntoResponse, Response};
@@ -20,6 +27,94 @@ use std::time::{Duration, Instant};
 /// The session statuses Slack accepts.
 const SESSION_STATUSES: &[&str] = &["active", "processing", "suspended", "closed"];
 
+/// The statuses a `task_update` chunk may have.
+const TASK_STATUSES: &[&str] = &["pending", "in_progress", "complete", "error"];
+
+/// What a stream's plan and task chunks made of it, as Slack would show it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamPlan {
+    /// `task_display_mode` as the stream was started with.
+    pub display_mode: Option<String>,
+    /// The last `plan_update` title.
+    pub title: Option<String>,
+    /// Tasks in the order they first came, each as last updated.
+    pub tasks: Vec<StreamTask>,
+}
+
+/// One task of a [`StreamPlan`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamTask {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub details: Option<String>,
+}
+
+impl StreamPlan {
+    /// Applies the plan and task updates among `chunks`.
+    fn apply(&mut self, chunks: &[Value]) {
+        let text = |c: &Value, k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
+        for c in chunks {
+            match c["type"].as_str() {
+                Some("plan_update") => self.title = text(c, "title"),
+                Some("task_update") => {
+                    let task = StreamTask {
+                        id: text(c, "id").unwrap_or_default(),
+                        title: text(c, "title").unwrap_or_default(),
+                        status: text(c, "status").unwrap_or_default(),
+                        details: text(c, "details"),
+                    };
+                    match self.tasks.iter_mut().find(|t| t.id == task.id) {
+                        Some(t) => *t = task,
+                        None => self.tasks.push(task),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The `chunks` of a streaming call, checked (`Err`: Slack's refusal).
+fn chunks_of(body: &Value) -> Result<Vec<Value>, &'static str> {
+    let Some(chunks) = body.get("chunks").filter(|c| !c.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let chunks = chunks.as_array().ok_or("invalid_arguments")?;
+    let is_text = |c: &Value, k: &str| c.get(k).is_some_and(Value::is_string);
+    let optional_text = |c: &Value, k: &str| c.get(k).is_none_or(Value::is_string);
+    for c in chunks {
+        let valid = match c.get("type").and_then(Value::as_str) {
+            Some("markdown_text") => is_text(c, "text"),
+            Some("plan_update") => is_text(c, "title"),
+            Some("task_update") => {
+                is_text(c, "id")
+                    && is_text(c, "title")
+                    && c["status"]
+                        .as_str()
+                        .is_some_and(|s| TASK_STATUSES.contains(&s))
+                    && optional_text(c, "details")
+                    && optional_text(c, "output")
+            }
+            Some("blocks") => c.get("blocks").is_some_and(Value::is_array),
+            _ => false,
+        };
+        if !valid {
+            return Err("invalid_arguments");
+        }
+    }
+    Ok(chunks.clone())
+}
+
+/// The text of the `markdown_text` chunks among `chunks`.
+fn chunk_text(chunks: &[Value]) -> String {
+    chunks
+        .iter()
+        .filter(|c| c["type"] == "markdown_text")
+        .filter_map(|c| c["text"].as_str())
+        .collect()
+}
+
 #[derive(Default)]
 pub(super) struct AgentState {
     /// Idle time after which a stream stops by itself; `None`: never.
@@ -28,6 +123,8 @@ pub(super) struct AgentState {
     active: HashMap<(String, String), Instant>,
     /// Each agent session's status, by (channel, thread_ts).
     sessions: HashMap<(String, String), String>,
+    /// Each stream's plan, by (channel, ts).
+    plans: HashMap<(String, String), StreamPlan>,
 }
 
 impl FakeSlack {
@@ -35,6 +132,17 @@ impl FakeSlack {
     /// stop answers `message_not_in_streaming_state`.
     pub fn set_stream_expiry(&self, expiry: Duration) {
         self.shared.lock().agent.expiry = Some(expiry);
+    }
+
+    /// The plan of streaming message `ts`, if its calls carried plan or
+    /// task chunks (or a display mode).
+    pub fn stream_plan(&self, channel: &str, ts: &str) -> Option<StreamPlan> {
+        self.shared
+            .lock()
+            .agent
+            .plans
+            .get(&(channel.to_owned(), ts.to_owned()))
+            .cloned()
     }
 
     /// The status of the agent session of a thread, as last set.
@@ -81,11 +189,24 @@ pub(super) fn answer(shared: &Shared, method: &str, body: &Value) -> Option<Resp
             {
                 return refuse("missing_recipient_user_id");
             }
+            let chunks = match chunks_of(body) {
+                Ok(c) => c,
+                Err(code) => return refuse(code),
+            };
+            let mode = field("task_display_mode");
+            if mode
+                .as_deref()
+                .is_some_and(|m| m != "timeline" && m != "plan")
+            {
+                return refuse("invalid_arguments");
+            }
             let ts = shared.new_ts();
+            let mut text = field("markdown_text").unwrap_or_default();
+            text.push_str(&chunk_text(&chunks));
             let msg = PostedMessage {
                 channel: channel.clone(),
                 thread_ts: Some(thread_ts),
-                text: field("markdown_text").unwrap_or_default(),
+                text,
                 blocks: None,
                 ts: ts.clone(),
                 metadata: None,
@@ -95,19 +216,36 @@ pub(super) fn answer(shared: &Shared, method: &str, body: &Value) -> Option<Resp
             inner.calls.push((method.to_owned(), body.clone()));
             inner.posted.push(msg.clone());
             inner.messages.push(msg);
-            inner
-                .agent
-                .active
-                .insert((channel.clone(), ts.clone()), Instant::now());
+            let key = (channel.clone(), ts.clone());
+            inner.agent.active.insert(key.clone(), Instant::now());
+            if mode.is_some() || !chunks.is_empty() {
+                let mut plan = StreamPlan {
+                    display_mode: mode,
+                    ..StreamPlan::default()
+                };
+                plan.apply(&chunks);
+                inner.agent.plans.insert(key, plan);
+            }
             ok(json!({"ok": true, "channel": channel, "ts": ts}))
         }
         "chat.appendStream" | "chat.stopStream" => {
             let (Some(channel), Some(ts)) = (field("channel"), field("ts")) else {
                 return refuse("message_not_found");
             };
-            let text = field("markdown_text");
+            let chunks = match chunks_of(body) {
+                Ok(c) => c,
+                Err(code) => return refuse(code),
+            };
+            let text = match (field("markdown_text"), chunk_text(&chunks)) {
+                (Some(mut t), more) => {
+                    t.push_str(&more);
+                    Some(t)
+                }
+                (None, more) => (!more.is_empty()).then_some(more),
+            };
             let stop = method == "chat.stopStream";
-            if !stop && text.is_none() {
+            // An append needs something to add: text or chunks.
+            if !stop && text.is_none() && chunks.is_empty() {
                 return refuse("invalid_arguments");
             }
             let mut guard = shared.lock();
@@ -154,6 +292,14 @@ pub(super) fn answer(shared: &Shared, method: &str, body: &Value) -> Option<Resp
                         }
                     }
                 }
+            }
+            if !chunks.is_empty() {
+                inner
+                    .agent
+                    .plans
+                    .entry(key.clone())
+                    .or_default()
+                    .apply(&chunks);
             }
             if stop {
                 inner.agent.active.remove(&key);
