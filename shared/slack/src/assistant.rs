@@ -150,6 +150,13 @@ fn cut(text: &str, max: usize) -> String {
 /// same whether Slack shows it as plain text or as mrkdwn. `None` when
 /// nothing is left.
 pub fn thread_title(text: &str) -> Option<String> {
+    plain_line(text, THREAD_TITLE_CHARS)
+}
+
+/// `text` as plain text on one line of at most `max` characters, read as
+/// [`thread_title`] reads it (plan steps shown in Slack are made plain the
+/// same way). `None` when nothing is left.
+pub fn plain_line(text: &str, max: usize) -> Option<String> {
     let mut plain = String::with_capacity(text.len().min(1024));
     let mut rest = text;
     while let Some(open) = rest.find('<') {
@@ -167,7 +174,7 @@ pub fn thread_title(text: &str) -> Option<String> {
         };
         plain.push_str(shown);
         rest = &after[close + 1..];
-        if plain.len() > 4 * THREAD_TITLE_CHARS {
+        if plain.len() > 4 * max {
             break;
         }
     }
@@ -182,7 +189,7 @@ pub fn thread_title(text: &str) -> Option<String> {
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
-    (!one_line.is_empty()).then(|| cut(&one_line, THREAD_TITLE_CHARS))
+    (!one_line.is_empty()).then(|| cut(&one_line, max))
 }
 
 /// The longest the ingest waits for an assistant-thread call: it answers

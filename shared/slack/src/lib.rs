@@ -13,7 +13,8 @@
 //! - [`replies`], [`approvals`], [`notices`], [`status`]: the Slack
 //!   implementations of the domain's reply, approval and notice ports
 //!   (`baton_core::ReplySink`, `baton_core::approval::ApprovalPrompts`,
-//!   `baton_core::Notices`), and the limiter of status updates.
+//!   `baton_core::Notices`), and the limiter of status updates; [`plan`]:
+//!   how a task's plan shows (in its streamed message, else its status).
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
 //!   to build signed requests.
 //!
@@ -64,6 +65,7 @@ pub mod interactivity;
 pub mod mrkdwn;
 pub mod notices;
 pub mod people;
+pub mod plan;
 pub mod replies;
 pub mod safe_markdown;
 pub mod signature;

@@ -5,12 +5,16 @@
 //! (`agents.sessions.setStatus`) when the app has agent sessions
 //! (`SLACK_AGENT_SESSIONS`); otherwise the progress texts go to the
 //! assistant thread's status as before, and the first message titles a
-//! direct-message thread (`assistant.threads.setTitle`).
+//! direct-message thread (`assistant.threads.setTitle`). A task's plan
+//! shows in its streamed message, else in its status ([`crate::plan`]).
 
 use crate::assistant::{thread_title, SessionStatus, SessionTarget};
+use crate::plan::{PlanBoard, PlanView, Shown};
 use crate::status::{clamp, StatusLimiter};
+use crate::streamed::PlanSent;
 use crate::web::{ApiErrorKind, SlackClient, SlackError};
 use async_trait::async_trait;
+use baton_core::judgment::PlanStep;
 use baton_core::{
     Appended, Origin, PostKey, ReplyError, ReplySink, StreamedMessage, Task, TaskPhase,
 };
@@ -45,6 +49,11 @@ pub struct SlackReplies {
     /// This app's bot id, asked of Slack once (to find a stream a crashed
     /// attempt opened).
     bot_id: Arc<std::sync::Mutex<Option<String>>>,
+    /// Each task's plan, and where it shows.
+    plans: Arc<PlanBoard>,
+    /// Slack refused plan chunks in streams: plans go to the status until
+    /// restart.
+    chunks_off: Arc<AtomicBool>,
 }
 
 impl SlackReplies {
@@ -60,6 +69,8 @@ impl SlackReplies {
             sessions_off: Arc::new(AtomicBool::new(false)),
             titles_off: Arc::new(AtomicBool::new(false)),
             bot_id: Arc::default(),
+            plans: Arc::default(),
+            chunks_off: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -168,6 +179,116 @@ impl SlackReplies {
     }
 }
 
+impl SlackReplies {
+    /// Appends `view` to the streaming `message` as chunks (within
+    /// [`STATUS_TIMEOUT`]); `false` when it did not go (the stream closed,
+    /// Slack refused, too slow).
+    async fn append_plan(
+        &self,
+        task: &Task,
+        message: &StreamedMessage,
+        view: &PlanView,
+        shown_before: usize,
+    ) -> bool {
+        if self.chunks_off.load(Ordering::Relaxed) {
+            return false;
+        }
+        let chunks = view.chunks(shown_before);
+        let sent = tokio::time::timeout(
+            STATUS_TIMEOUT,
+            self.client
+                .append_stream_chunks(&message.channel, &message.ts, &chunks),
+        )
+        .await;
+        match sent {
+            Ok(Ok(())) => {
+                let shown = Shown {
+                    message: message.clone(),
+                    tasks: view.len().max(shown_before),
+                };
+                self.plans.set_shown(task.id.as_str(), Some(shown));
+                true
+            }
+            Ok(Err(e)) => {
+                self.chunks_refused(task, &e);
+                false
+            }
+            Err(_) => {
+                tracing::debug!(task_id = %task.id, "showing the plan in the stream timed out");
+                false
+            }
+        }
+    }
+
+    /// Slack did not take plan chunks: a closed stream is the stream's
+    /// business; a refusal of what was sent (or of the method, for the
+    /// app) turns chunks off, with one warning.
+    fn chunks_refused(&self, task: &Task, e: &SlackError) {
+        let for_good = matches!(
+            e,
+            SlackError::Api {
+                kind: ApiErrorKind::Other | ApiErrorKind::App,
+                ..
+            } | SlackError::Status { status: 404, .. }
+        );
+        if for_good && !self.chunks_off.swap(true, Ordering::Relaxed) {
+            tracing::warn!(error = %e,
+                "Slack refuses plan chunks in streamed messages; plans show in the thread status until restart");
+        } else {
+            tracing::debug!(task_id = %task.id, error = %e, "the plan did not go into the stream");
+        }
+    }
+
+    /// Shows `status` as the thread's status, within the limiter.
+    async fn set_status(&self, task: &Task, status: &str) {
+        let Origin::Slack {
+            channel, thread_ts, ..
+        } = &task.origin
+        else {
+            return;
+        };
+        if !self.progress_enabled || thread_ts.is_empty() {
+            return;
+        }
+        let status = clamp(status);
+        let key = thread_key(channel, thread_ts);
+        if !self.limiter.admit(&key, &status, (self.clock)()) {
+            return;
+        }
+        let sent = tokio::time::timeout(
+            STATUS_TIMEOUT,
+            self.status_client
+                .set_thread_status(channel, thread_ts, &status),
+        )
+        .await;
+        let error = match sent {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e,
+            Err(_) => {
+                tracing::debug!(task_id = %task.id, "status update timed out");
+                self.limiter.failed(&key, (self.clock)(), None);
+                return;
+            }
+        };
+        match classify(&error) {
+            StatusFailure::Transient { retry_after } => {
+                tracing::debug!(task_id = %task.id, error = %error, "status update failed");
+                self.limiter.failed(&key, (self.clock)(), retry_after);
+            }
+            StatusFailure::Thread => {
+                tracing::debug!(task_id = %task.id, error = %error,
+                    "this thread takes no status; not trying it again");
+                self.limiter.disable_thread(&key, (self.clock)());
+            }
+            StatusFailure::App => {
+                tracing::warn!(error = %error,
+                    "Slack refuses thread status updates (assistant.threads.setStatus needs the chat:write scope); progress is off until restart");
+                self.limiter.disable_all();
+            }
+        }
+    }
+}
+
 /// The limiter's key of a Slack thread.
 fn thread_key(channel: &str, thread_ts: &str) -> String {
     format!("{channel}/{thread_ts}")
@@ -232,7 +353,26 @@ impl ReplySink for SlackReplies {
     }
 
     async fn stream_open(&self, task: &Task, text: &str) -> Result<StreamedMessage, ReplyError> {
-        crate::streamed::open(&self.client, task, text).await
+        // The plan, when known, opens the message, above the answer.
+        let plan = if self.chunks_off.load(Ordering::Relaxed) {
+            None
+        } else {
+            self.plans.view(task.id.as_str())
+        };
+        let chunks = plan.as_ref().map(|p| p.chunks(0));
+        let opened = crate::streamed::open(&self.client, task, text, chunks).await?;
+        match (opened.plan, plan) {
+            (PlanSent::Shown, Some(plan)) => {
+                let shown = Shown {
+                    message: opened.message.clone(),
+                    tasks: plan.len(),
+                };
+                self.plans.set_shown(task.id.as_str(), Some(shown));
+            }
+            (PlanSent::Refused(e), _) => self.chunks_refused(task, &e),
+            _ => {}
+        }
+        Ok(opened.message)
     }
 
     async fn stream_append(
@@ -274,6 +414,9 @@ impl ReplySink for SlackReplies {
         if task.parent.is_some() || thread_ts.is_empty() {
             return;
         }
+        if phase == TaskPhase::Closed {
+            self.plans.forget(task.id.as_str());
+        }
         let title = match phase {
             TaskPhase::Processing { title } => title.and_then(thread_title),
             _ => None,
@@ -305,53 +448,46 @@ impl ReplySink for SlackReplies {
     }
 
     async fn progress(&self, task: &Task, status: &str) {
-        let Origin::Slack {
-            channel, thread_ts, ..
-        } = &task.origin
-        else {
-            return;
-        };
-        if !self.progress_enabled || thread_ts.is_empty() {
-            return;
-        }
-        let status = clamp(status);
-        let key = thread_key(channel, thread_ts);
-        if !self.limiter.admit(&key, &status, (self.clock)()) {
-            return;
-        }
-        let sent = tokio::time::timeout(
-            STATUS_TIMEOUT,
-            self.status_client
-                .set_thread_status(channel, thread_ts, &status),
-        )
-        .await;
-        let error = match sent {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => e,
-            Err(_) => {
-                tracing::debug!(task_id = %task.id, "status update timed out");
-                self.limiter.failed(&key, (self.clock)(), None);
-                return;
-            }
-        };
-        match classify(&error) {
-            StatusFailure::Transient { retry_after } => {
-                tracing::debug!(task_id = %task.id, error = %error, "status update failed");
-                self.limiter.failed(&key, (self.clock)(), retry_after);
-            }
-            StatusFailure::Thread => {
-                tracing::debug!(task_id = %task.id, error = %error,
-                    "this thread takes no status; not trying it again");
-                self.limiter.disable_thread(&key, (self.clock)());
-            }
-            StatusFailure::App => {
-                tracing::warn!(error = %error,
-                    "Slack refuses thread status updates (assistant.threads.setStatus needs the chat:write scope); progress is off until restart");
-                self.limiter.disable_all();
-            }
+        // While the plan is in no message, the status says how far it is.
+        match self.plans.note(task.id.as_str()) {
+            Some(note) => self.set_status(task, &format!("{status} · {note}")).await,
+            None => self.set_status(task, status).await,
         }
     }
+
+    /// The plan goes into the task's streamed message when one is open
+    /// (its start carries the plan when it opens later, [`stream_open`]);
+    /// otherwise, or when that fails, it is the thread's status. A
+    /// sub-agent's plan is not shown: its parent's is the thread's.
+    ///
+    /// [`stream_open`]: ReplySink::stream_open
+    async fn plan(&self, task: &Task, steps: &[PlanStep], done: &[bool]) {
+        let shows =
+            matches!(&task.origin, Origin::Slack { thread_ts, .. } if !thread_ts.is_empty());
+        if !shows || task.parent.is_some() {
+            return;
+        }
+        let view = PlanView::new(steps, done);
+        if view.is_empty() {
+            return;
+        }
+        let before = self.plans.remember(task.id.as_str(), view.clone());
+        let streaming = task.answer_stream.as_ref().and_then(|s| s.message.as_ref());
+        if let Some(message) = streaming {
+            let shown_before = before
+                .filter(|s| &s.message == message)
+                .map_or(0, |s| s.tasks);
+            if self.append_plan(task, message, &view, shown_before).await {
+                return;
+            }
+        }
+        self.plans.set_shown(task.id.as_str(), None);
+        self.set_status(task, &view.status()).await;
+    }
 }
+
+#[cfg(test)]
+mod plan_tests;
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,8 @@
 //! ([`crate::safe_markdown`]), as a posted answer is escaped mrkdwn: no
 //! mention, no special link, whatever the model or a tool result wrote.
 
-use crate::stream::{Recipient, StreamEnd};
-use crate::web::{SlackClient, SlackError};
+use crate::stream::{Chunk, Recipient, StreamEnd};
+use crate::web::{ApiErrorKind, SlackClient, SlackError};
 use baton_core::{Appended, Origin, ReplyError, StreamedMessage, Task};
 use serde_json::Value;
 
@@ -28,13 +28,32 @@ pub(crate) fn streams(task: &Task) -> bool {
         && task.thread.is_some()
 }
 
-/// Opens the streaming message in the task's thread, showing `text` (as
-/// far as it is decided: see [`crate::safe_markdown::decided`]).
+/// A stream opened by [`open`], and what became of the plan it was to show.
+pub(crate) struct Opened {
+    pub message: StreamedMessage,
+    pub plan: PlanSent,
+}
+
+/// Whether the plan went with a stream's start.
+pub(crate) enum PlanSent {
+    /// There was none to send.
+    None,
+    Shown,
+    /// Slack refused the start with the plan's chunks (the stream was then
+    /// opened without them).
+    Refused(SlackError),
+}
+
+/// Opens the streaming message in the task's thread, showing `plan`'s
+/// chunks (when given) and then `text` (as far as it is decided: see
+/// [`crate::safe_markdown::decided`]). A start Slack refuses with the plan
+/// is tried again without it: the plan never costs the answer its stream.
 pub(crate) async fn open(
     client: &SlackClient,
     task: &Task,
     text: &str,
-) -> Result<StreamedMessage, ReplyError> {
+    plan: Option<Vec<Chunk>>,
+) -> Result<Opened, ReplyError> {
     let Origin::Slack {
         team_id,
         channel,
@@ -51,13 +70,44 @@ pub(crate) async fn open(
         team_id: team_id.clone(),
     });
     let text = crate::safe_markdown::decided(text);
+    let mut sent = PlanSent::None;
+    if let Some(mut chunks) = plan.filter(|p| !p.is_empty()) {
+        if !text.is_empty() {
+            chunks.push(Chunk::MarkdownText { text: text.clone() });
+        }
+        match client
+            .start_stream_chunks(channel, thread_ts, recipient.as_ref(), &chunks)
+            .await
+        {
+            Ok(ts) => {
+                return Ok(Opened {
+                    message: StreamedMessage {
+                        channel: channel.clone(),
+                        ts,
+                    },
+                    plan: PlanSent::Shown,
+                })
+            }
+            // Refused for what it carried (not the thread, not for now).
+            Err(
+                e @ SlackError::Api {
+                    kind: ApiErrorKind::Other,
+                    ..
+                },
+            ) => sent = PlanSent::Refused(e),
+            Err(e) => return Err(failed(e)),
+        }
+    }
     let ts = client
         .start_stream(channel, thread_ts, recipient.as_ref(), Some(&text))
         .await
         .map_err(failed)?;
-    Ok(StreamedMessage {
-        channel: channel.clone(),
-        ts,
+    Ok(Opened {
+        message: StreamedMessage {
+            channel: channel.clone(),
+            ts,
+        },
+        plan: sent,
     })
 }
 
@@ -232,7 +282,7 @@ mod tests {
         let fake = FakeSlack::start().await;
         let client = fake.client();
         let t = task();
-        let m = open(&client, &t, "Hel").await.unwrap();
+        let m = open(&client, &t, "Hel", None).await.unwrap().message;
         assert_eq!(
             append(&client, &m, "Hello", 3).await.unwrap(),
             Appended::Added
@@ -265,7 +315,10 @@ mod tests {
         let t = task();
         let answer = "Tell <!everyone>: see [x](!here:x), [docs](https://a.io) and \\<@U1>.";
         let cuts = [4, 7, 26, 27, 29, 42, 44, 60, answer.len()];
-        let m = open(&client, &t, &answer[..cuts[0]]).await.unwrap();
+        let m = open(&client, &t, &answer[..cuts[0]], None)
+            .await
+            .unwrap()
+            .message;
         for pair in cuts.windows(2) {
             let shown = &answer[..pair[1]];
             assert_eq!(
@@ -300,7 +353,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(find(&client, &bot, &t, before).await, None);
-        let m = open(&client, &t, "partial").await.unwrap();
+        let m = open(&client, &t, "partial", None).await.unwrap().message;
         assert_eq!(find(&client, &bot, &t, before).await, Some(m));
         // Opened before the attempt began: not it.
         assert_eq!(find(&client, &bot, &t, before + 60_000).await, None);
