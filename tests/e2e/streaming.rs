@@ -467,3 +467,138 @@ mod follow_up_while_streaming {
         super::a_follow_up_while_streaming_keeps_the_first_answer(Backend::Aws).await;
     }
 }
+
+/// A two-step plan for the scripted model (`#plan=`).
+const PLAN: &str = r#"{"steps": [{"title": "Ask the clock", "done_when": "the time is known"}, {"title": "Answer", "done_when": "the answer is given"}]}"#;
+
+/// The statuses the thread was given, in order.
+fn statuses(app: &TestApp) -> Vec<String> {
+    app.slack
+        .calls("assistant.threads.setStatus")
+        .iter()
+        .filter_map(|c| c["status"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A task's plan (issue #22) in Slack: the thread's status shows it while
+/// no message does; the answer's stream opens with it as a plan block
+/// (Slack's `plan_update` and `task_update` chunks, `task_display_mode`
+/// `plan`), the steps supervision marked done complete; the text streams
+/// below it and the finished answer replaces the message as always.
+async fn a_plan_shows_in_the_streamed_answer(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![(
+            "BATON_AGENTS_TOML".into(),
+            "[defaults]\nplan = \"always\"\nsupervise = { every_steps = 1 }\n".into(),
+        )],
+        ..Options::default()
+    })
+    .await;
+    let answer = long_answer();
+    let done_first = r#"{"action": "continue", "done": [0]}"#;
+    send_dm(
+        &app,
+        "EvP1",
+        "1700000400.000100",
+        &format!("#steps=3 #chunk_ms=25 #plan={PLAN} #supervise={done_first} #reply={answer}"),
+    )
+    .await;
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    assert_eq!(done["result"], answer.as_str());
+
+    // Written before the first step, when no message shows it.
+    assert_eq!(
+        statuses(&app).first().map(String::as_str),
+        Some("is working on a plan: ☐ Ask the clock ☐ Answer"),
+        "{}",
+        app.log()
+    );
+    // The tool steps wrote no text: the stream opened with the answer,
+    // the plan first, step 1 done by then (supervised after step 1).
+    let starts = app.slack.calls("chat.startStream");
+    assert_eq!(starts.len(), 1, "{starts:?}");
+    assert_eq!(starts[0]["task_display_mode"], "plan");
+    let chunks = starts[0]["chunks"].as_array().expect("chunks").clone();
+    assert_eq!(
+        chunks[..3],
+        [
+            json!({"type": "plan_update", "title": "Plan: 1 of 2 steps done"}),
+            json!({"type": "task_update", "id": "step-1", "title": "Ask the clock", "status": "complete"}),
+            json!({"type": "task_update", "id": "step-2", "title": "Answer", "status": "in_progress"}),
+        ]
+    );
+    assert!(chunks[3..].iter().all(|c| c["type"] == "markdown_text"));
+    let first_text: String = chunks[3..]
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert_eq!(format!("{first_text}{}", streamed_text(&app)), answer);
+
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 1, "one message: {posted:?}");
+    let plan = app.slack.stream_plan("D1", &posted[0].ts).expect("a plan");
+    let steps: Vec<(&str, &str)> = plan
+        .tasks
+        .iter()
+        .map(|t| (t.title.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(
+        steps,
+        [("Ask the clock", "complete"), ("Answer", "in_progress")]
+    );
+    let shown = app.slack.message("D1", &posted[0].ts).unwrap();
+    assert_eq!(shown.text, answer);
+    assert!(!shown.streaming);
+}
+
+mod plan_in_the_stream {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn embedded() {
+        super::a_plan_shows_in_the_streamed_answer(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn aws() {
+        super::a_plan_shows_in_the_streamed_answer(Backend::Aws).await;
+    }
+}
+
+/// An agent that does not stream shows its plan in the thread's status
+/// (the checklist), and posts nothing more than its answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_streaming_the_plan_is_the_status() {
+    let app = TestApp::spawn(Options {
+        extra_env: vec![(
+            "BATON_AGENTS_TOML".into(),
+            "[defaults]\nstream = false\nplan = \"always\"\n".into(),
+        )],
+        ..Options::default()
+    })
+    .await;
+    send_dm(
+        &app,
+        "EvP2",
+        "1700000401.000100",
+        &format!("#plan={PLAN} #reply=whole"),
+    )
+    .await;
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+    assert_eq!(
+        statuses(&app).first().map(String::as_str),
+        Some("is working on a plan: ☐ Ask the clock ☐ Answer"),
+        "{}",
+        app.log()
+    );
+    assert!(app.slack.calls("chat.startStream").is_empty());
+    assert!(app.slack.calls("chat.appendStream").is_empty());
+    let posted = app.slack.wait_for_posts(1, LONG).await;
+    assert_eq!(posted.len(), 1, "the answer only: {posted:?}");
+    assert_eq!(posted[0].text, "whole");
+}

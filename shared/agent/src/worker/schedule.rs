@@ -312,6 +312,11 @@ impl ReplySink for HeartbeatReplies {
         self.inner.phase(task, phase).await
     }
 
+    // The inner sink shows the plan its own way (Slack: in the stream).
+    async fn plan(&self, task: &Task, steps: &[baton_core::judgment::PlanStep], done: &[bool]) {
+        self.inner.plan(task, steps, done).await
+    }
+
     // Streaming passes through: a firing's task has no conversation, and
     // the inner sink streams only conversations, so what is held back
     // here was never shown.
