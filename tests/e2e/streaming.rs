@@ -490,7 +490,10 @@ async fn a_plan_shows_in_the_streamed_answer(backend: Backend) {
         backend,
         extra_env: vec![(
             "BATON_AGENTS_TOML".into(),
-            "[defaults]\nplan = \"always\"\nsupervise = { every_steps = 1 }\n".into(),
+            // A fast tier: supervision (which marks steps done) needs one.
+            "[models]\nfast = \"mock-fast\"\n\n\
+             [defaults]\nplan = \"always\"\nsupervise = { every_steps = 1 }\n"
+                .into(),
         )],
         ..Options::default()
     })
