@@ -37,7 +37,9 @@
 //!
 //! Baton sends a call's text either as `markdown_text` or as a
 //! `markdown_text` chunk, never both: the reference does not say how the
-//! two combine. Tasks cannot be removed from a stream, only updated. Once the message is no longer streaming
+//! two combine. Tasks cannot be removed from a stream, only updated.
+//!
+//! Once the message is no longer streaming
 //! (stopped, stopped by the user, or left idle too long) Slack answers
 //! `message_not_in_streaming_state`: [`ApiErrorKind::NotStreaming`]
 //! (see [`SlackError::is_not_streaming`]).
