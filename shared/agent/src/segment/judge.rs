@@ -95,7 +95,7 @@ impl Segment<'_> {
     /// The plan as the user sees it ([`baton_core::ReplySink::plan`]: in
     /// Slack as the thread's status; over HTTP the `plan` and
     /// `supervision` events are the view).
-    async fn show_plan(&self) {
+    pub(super) async fn show_plan(&self) {
         if let Some((steps, done)) = judgment::plan(&self.transcript) {
             self.deps.replies.plan(&self.task, &steps, &done).await;
         }

@@ -200,6 +200,9 @@ impl<'d> Segment<'d> {
     /// until the segment ends.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
         self.take_listing().await?;
+        // A front end that keeps the plan in memory (Slack's stream) may be
+        // another process than the last segment's: shown again.
+        self.show_plan().await;
         loop {
             let situation = Situation {
                 agent: self.agent,
