@@ -40,6 +40,12 @@ impl Instant {
         self.0
     }
 
+    /// Whole seconds since the Unix epoch (rounded down): the form of
+    /// item expiry times (DynamoDB TTL).
+    pub fn unix_secs(self) -> i64 {
+        self.0.div_euclid(1000)
+    }
+
     /// `self + d`, the last representable instant when that overflows.
     pub fn saturating_add(self, d: Duration) -> Instant {
         let ms = Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX);
@@ -57,6 +63,12 @@ impl Instant {
         limit.map_or(self, |l| self.min(l))
     }
 
+    /// The instant as a chrono date-time, for calendar arithmetic (cron
+    /// expressions, months); `None` outside chrono's range.
+    pub fn to_utc(self) -> Option<chrono::DateTime<chrono::Utc>> {
+        chrono::DateTime::from_timestamp_millis(self.0)
+    }
+
     /// How long after `earlier` this is; zero when it is not after.
     pub fn since(self, earlier: Instant) -> Duration {
         Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
@@ -66,6 +78,13 @@ impl Instant {
 impl From<Millis> for Instant {
     fn from(ms: Millis) -> Instant {
         Instant(ms)
+    }
+}
+
+/// To the millisecond (a finer fraction is dropped).
+impl<Tz: chrono::TimeZone> From<chrono::DateTime<Tz>> for Instant {
+    fn from(t: chrono::DateTime<Tz>) -> Instant {
+        Instant(t.timestamp_millis())
     }
 }
 
@@ -205,5 +224,16 @@ mod tests {
         assert_eq!(t.capped(Some(Instant(5_000))), t);
         assert_eq!(Instant(1_500).since(t), Duration::from_millis(500));
         assert_eq!(t.since(Instant(1_500)), Duration::ZERO);
+        assert_eq!(Instant(1_999).unix_secs(), 1);
+        assert_eq!(Instant(-1).unix_secs(), -1);
+    }
+
+    #[test]
+    fn converts_to_and_from_chrono() {
+        let at = Instant(1_767_225_600_123);
+        let t = at.to_utc().unwrap();
+        assert_eq!(t.to_rfc3339(), "2026-01-01T00:00:00.123+00:00");
+        assert_eq!(Instant::from(t), at);
+        assert_eq!(Instant::MAX.to_utc(), None);
     }
 }
