@@ -65,7 +65,7 @@ impl Reaper {
             let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running)
                 || timer_over
                 || cancel_lost;
-            let unheld = !task.lease.is_live(now.millis());
+            let unheld = !task.lease.is_live(now);
             if runnable && unheld && task.updated_at < stale {
                 tracing::info!(task_id = %task.id, "re-sending a lost wake");
                 self.queue

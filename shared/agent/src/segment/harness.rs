@@ -224,8 +224,11 @@ impl Tool for Counter {
                     Meddle::Cancel => t.cancel_requested = true,
                     Meddle::StealLease => {
                         // This one's lease expired; another wake took it.
-                        t.lease
-                            .take("another-segment", now_ms() + 3_600_000, 600_000);
+                        t.lease.take(
+                            "another-segment",
+                            baton_core::Instant::now() + Duration::from_secs(3600),
+                            Duration::from_secs(600),
+                        );
                     }
                 }
                 Ok(Some(Vec::new()))

@@ -54,6 +54,7 @@ use baton_settings::AgentConfig;
 use events::{Event, Events};
 use limit::Limit;
 use next::{Next, Situation};
+use std::time::Duration;
 
 /// How a segment ended (all of these acknowledge the wake message).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,7 +110,7 @@ impl<'d> Segment<'d> {
             return Ok(SegmentEnd::Dropped("unknown task"));
         };
         let segment_start = now_ms();
-        let ttl = deps.settings.lease_ttl.as_millis() as i64;
+        let ttl = deps.settings.lease_ttl;
         let (task, _) = deps
             .store
             .update(id, Some(task), |t| {
@@ -178,14 +179,14 @@ impl<'d> Segment<'d> {
         F: FnMut(&mut Task) -> Option<Vec<EntryKind>>,
     {
         let owner = self.owner.clone();
-        let ttl = self.deps.settings.lease_ttl.as_millis() as i64;
+        let ttl = self.deps.settings.lease_ttl;
         let (task, written) = self
             .deps
             .store
             .update_with(&self.task.id.clone(), Some(self.task.clone()), |t| {
                 // Every commit renews the lease, and none is made without it.
                 t.lease
-                    .renew(&owner, now_ms(), ttl)
+                    .renew(&owner, Instant::now(), ttl)
                     .map_err(|_| WorkerError::LeaseLost)?;
                 Ok::<_, WorkerError>(change(t))
             })
@@ -308,7 +309,7 @@ impl<'d> Segment<'d> {
 
 /// The lease-taking change: expires due approvals, ends a wait that is
 /// over, and takes the lease if it is free (or already ours).
-fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: i64) -> Option<Vec<EntryKind>> {
+fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec<EntryKind>> {
     if t.status.is_terminal() {
         return None;
     }
@@ -325,7 +326,7 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: i64) -> Option<Vec<Entr
             return (!entries.is_empty()).then_some(entries);
         }
     }
-    if !t.lease.take(owner, now.millis(), ttl) {
+    if !t.lease.take(owner, now, ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
     t.status = TaskStatus::Running;
@@ -376,7 +377,6 @@ fn pending_wake(t: &Task) -> Option<Instant> {
 mod tests {
     use super::harness::{calls, roomy, says, Harness, Meddle};
     use super::*;
-    use std::time::Duration;
 
     #[tokio::test]
     async fn at_the_budget_it_hands_over_and_the_next_segment_goes_on() {

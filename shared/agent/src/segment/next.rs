@@ -237,7 +237,9 @@ mod tests {
         );
         t.status = TaskStatus::Running;
         t.segments = 1;
-        assert!(t.lease.take(OWNER, NOW - 500, 30_000));
+        assert!(t
+            .lease
+            .take(OWNER, Instant(NOW - 500), Duration::from_secs(30)));
         t
     }
 
@@ -440,7 +442,9 @@ mod tests {
     fn a_lost_lease_stops_the_segment_before_anything_else() {
         let mut t = task();
         t.lease.clear();
-        assert!(t.lease.take("segment-2", NOW, 30_000));
+        assert!(t
+            .lease
+            .take("segment-2", Instant(NOW), Duration::from_secs(30)));
         for kinds in [
             vec![user("go")],
             vec![user("go"), answer(1, "", &["a"])],

@@ -3,7 +3,7 @@
 
 use super::{Deps, Disposition};
 use crate::segment::{Segment, SegmentBudget};
-use baton_core::{now_ms, Delivery, TaskId, Wake};
+use baton_core::{Delivery, Instant, TaskId, Wake};
 
 pub(super) async fn handle(
     deps: &Deps,
@@ -57,9 +57,8 @@ fn spawn_heartbeat(
             tokio::time::sleep(s.heartbeat_every).await;
             let renewed = store
                 .update(&id, None, |t| {
-                    let ttl = s.lease_ttl.as_millis() as i64;
                     Ok(t.lease
-                        .renew(&owner, now_ms(), ttl)
+                        .renew(&owner, Instant::now(), s.lease_ttl)
                         .ok()
                         .map(|()| Vec::new()))
                 })

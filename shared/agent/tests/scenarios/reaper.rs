@@ -3,7 +3,7 @@
 
 use baton_agent::Reaper;
 use baton_core::{
-    now_ms, EntryKind, Lease, Limits, Origin, Task, TaskId, TaskStatus, TaskStore, Wake,
+    EntryKind, Instant, Lease, Limits, Origin, Task, TaskId, TaskStatus, TaskStore, Wake,
     WorkMessage, WorkQueue,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
@@ -16,12 +16,13 @@ async fn task(store: &TaskStore, status: TaskStatus, lease: Option<Lease>) -> Ta
         Origin::Http,
         None,
         Limits::default(),
-        now_ms(),
+        Instant::now(),
     );
     t.status = status;
     if let Some(l) = lease {
         // Planted as a segment would have taken it: held until `expires_at`.
-        assert!(t.lease.take(&l.owner, l.expires_at - 1, 1));
+        let ms = Duration::from_millis(1);
+        assert!(t.lease.take(&l.owner, l.expires_at - ms, ms));
     }
     store
         .create(&t, vec![EntryKind::UserMessage { text: "hi".into() }], None)
@@ -43,7 +44,7 @@ async fn lost_wakes_are_resent_and_nothing_else() {
         TaskStatus::Running,
         Some(Lease {
             owner: "gone".into(),
-            expires_at: now_ms() - 1,
+            expires_at: Instant::now() - Duration::from_millis(1),
         }),
     )
     .await;
@@ -53,7 +54,7 @@ async fn lost_wakes_are_resent_and_nothing_else() {
         TaskStatus::Running,
         Some(Lease {
             owner: "alive".into(),
-            expires_at: now_ms() + 60_000,
+            expires_at: Instant::now() + Duration::from_secs(60),
         }),
     )
     .await;
@@ -97,7 +98,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
         Origin::Http,
         None,
         Limits::default(),
-        now_ms(),
+        Instant::now(),
     );
     let parent_id = TaskId::generate();
     child.status = TaskStatus::Failed;
@@ -115,7 +116,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
         Origin::Http,
         None,
         Limits::default(),
-        now_ms(),
+        Instant::now(),
     );
     parent.status = TaskStatus::Waiting;
     parent.waiting_for = Some(baton_core::WaitingFor::Children { pending: 1 });

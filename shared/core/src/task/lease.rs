@@ -6,24 +6,27 @@
 //! visible again, so that a crashed holder's redelivered message finds the
 //! lease expired and carries the chain on (see `docs/architecture.md`).
 
-use crate::clock::Millis;
+use crate::clock::{self, Instant};
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// Who holds it: unique per segment (worker instance + random).
     pub owner: String,
-    pub expires_at: Millis,
+    /// Stored as integer milliseconds, as it always was.
+    #[serde(with = "clock::as_millis")]
+    pub expires_at: Instant,
 }
 
 impl Lease {
-    pub fn is_live(&self, now: Millis) -> bool {
+    pub fn is_live(&self, now: Instant) -> bool {
         self.expires_at > now
     }
 }
 
 /// Whether `owner` may take a task whose current lease is `current`.
-pub fn can_acquire(current: Option<&Lease>, owner: &str, now: Millis) -> bool {
+pub fn can_acquire(current: Option<&Lease>, owner: &str, now: Instant) -> bool {
     match current {
         None => true,
         Some(l) => l.owner == owner || !l.is_live(now),
@@ -55,7 +58,7 @@ impl LeaseSlot {
     }
 
     /// Whether a live lease is held at `now`.
-    pub fn is_live(&self, now: Millis) -> bool {
+    pub fn is_live(&self, now: Instant) -> bool {
         self.0.as_ref().is_some_and(|l| l.is_live(now))
     }
 
@@ -66,22 +69,22 @@ impl LeaseSlot {
 
     /// Takes it for `owner` until `now + ttl` if it is free, expired or
     /// `owner`'s already; whether it did.
-    pub fn take(&mut self, owner: &str, now: Millis, ttl: Millis) -> bool {
+    pub fn take(&mut self, owner: &str, now: Instant, ttl: Duration) -> bool {
         if !can_acquire(self.0.as_ref(), owner, now) {
             return false;
         }
         self.0 = Some(Lease {
             owner: owner.to_owned(),
-            expires_at: now + ttl,
+            expires_at: now.saturating_add(ttl),
         });
         true
     }
 
     /// Extends `owner`'s lease to `now + ttl`.
-    pub fn renew(&mut self, owner: &str, now: Millis, ttl: Millis) -> Result<(), LeaseLost> {
+    pub fn renew(&mut self, owner: &str, now: Instant, ttl: Duration) -> Result<(), LeaseLost> {
         match &mut self.0 {
             Some(l) if l.owner == owner => {
-                l.expires_at = now + ttl;
+                l.expires_at = now.saturating_add(ttl);
                 Ok(())
             }
             _ => Err(LeaseLost),
@@ -107,37 +110,65 @@ impl LeaseSlot {
 mod tests {
     use super::*;
 
+    const fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
     #[test]
     fn free_expired_or_own_lease_can_be_taken() {
         let l = Lease {
             owner: "a".into(),
-            expires_at: 100,
+            expires_at: Instant(100),
         };
-        assert!(can_acquire(None, "b", 50));
-        assert!(can_acquire(Some(&l), "a", 50));
-        assert!(!can_acquire(Some(&l), "b", 50));
-        assert!(can_acquire(Some(&l), "b", 100));
+        assert!(can_acquire(None, "b", Instant(50)));
+        assert!(can_acquire(Some(&l), "a", Instant(50)));
+        assert!(!can_acquire(Some(&l), "b", Instant(50)));
+        assert!(can_acquire(Some(&l), "b", Instant(100)));
     }
 
     #[test]
     fn the_slot_is_taken_renewed_and_released_by_its_holder_only() {
         let mut slot = LeaseSlot::default();
-        assert!(slot.is_free() && !slot.is_live(0));
-        assert!(slot.take("a", 0, 100));
-        assert!(slot.is_live(50) && slot.is_held_by("a"));
-        assert!(!slot.take("b", 50, 100), "a live lease of another");
-        assert_eq!(slot.renew("b", 50, 100), Err(LeaseLost));
-        assert_eq!(slot.renew("a", 50, 100), Ok(()));
-        assert_eq!(slot.get().map(|l| l.expires_at), Some(150));
+        assert!(slot.is_free() && !slot.is_live(Instant(0)));
+        assert!(slot.take("a", Instant(0), ms(100)));
+        assert!(slot.is_live(Instant(50)) && slot.is_held_by("a"));
+        assert!(
+            !slot.take("b", Instant(50), ms(100)),
+            "a live lease of another"
+        );
+        assert_eq!(slot.renew("b", Instant(50), ms(100)), Err(LeaseLost));
+        assert_eq!(slot.renew("a", Instant(50), ms(100)), Ok(()));
+        assert_eq!(slot.get().map(|l| l.expires_at), Some(Instant(150)));
         assert!(!slot.release("b"));
-        assert!(slot.take("b", 150, 100), "expired: anyone may take it");
+        assert!(
+            slot.take("b", Instant(150), ms(100)),
+            "expired: anyone may take it"
+        );
         assert!(slot.release("b") && slot.is_free());
-        assert_eq!(slot.renew("b", 0, 1), Err(LeaseLost), "freed");
+        assert_eq!(slot.renew("b", Instant(0), ms(1)), Err(LeaseLost), "freed");
         assert_eq!(serde_json::to_string(&slot).unwrap(), "null");
-        slot.take("c", 0, 5);
+        slot.take("c", Instant(0), ms(5));
         assert_eq!(
             serde_json::to_value(&slot).unwrap(),
             serde_json::json!({"owner": "c", "expires_at": 5})
         );
+    }
+
+    #[test]
+    fn a_stored_lease_reads_and_writes_as_before() {
+        let old = r#"{"owner":"worker-1:3f2a","expires_at":1767225630000}"#;
+        let slot: LeaseSlot = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            slot.get().map(|l| l.expires_at),
+            Some(Instant(1_767_225_630_000))
+        );
+        assert_eq!(serde_json::to_string(&slot).unwrap(), old);
+    }
+
+    #[test]
+    fn a_huge_ttl_saturates_instead_of_overflowing() {
+        let mut slot = LeaseSlot::default();
+        assert!(slot.take("a", Instant(1), Duration::MAX));
+        assert_eq!(slot.get().map(|l| l.expires_at), Some(Instant::MAX));
     }
 }

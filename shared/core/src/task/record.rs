@@ -836,6 +836,7 @@ mod tests {
 #[cfg(test)]
 mod invariant_tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn a_handed_over_task_of_an_earlier_release_reads_as_queued() {
@@ -854,7 +855,7 @@ mod invariant_tests {
         assert_eq!(read.as_ref().map(|t| t.version), Some(7));
         assert_eq!(read.map(|t| t.check()), Some(Ok(())));
         // One a worker holds stays running.
-        assert!(t.lease.take("w", 0, 1_000));
+        assert!(t.lease.take("w", Instant(0), Duration::from_secs(1)));
         let held = serde_json::to_string(&t).unwrap_or_default();
         let read = Task::from_record(&held, 1).ok();
         assert_eq!(read.map(|t| t.status), Some(TaskStatus::Running));
@@ -927,7 +928,7 @@ mod invariant_tests {
             t.status = status;
             t.waiting_for = waits.then(timer);
             if leased {
-                assert!(t.lease.take("w", 0, 10));
+                assert!(t.lease.take("w", Instant(0), Duration::from_millis(10)));
             }
             assert_eq!(
                 t.check(),
@@ -948,7 +949,7 @@ mod invariant_tests {
             0,
         );
         t.status = TaskStatus::Running;
-        assert!(t.lease.take("w", 0, 10));
+        assert!(t.lease.take("w", Instant(0), Duration::from_millis(10)));
         t.wait_for(WaitingFor::Children { pending: 1 });
         assert_eq!(t.check(), Ok(()));
         assert!(t.lease.is_free());

@@ -65,7 +65,11 @@ async fn commit_with_a_stale_version_conflicts() {
     let mut a = store.get(&task.id).await.unwrap().unwrap();
     let mut stale = a.clone();
     a.status = TaskStatus::Running;
-    assert!(a.lease.take("worker-a", baton_core::now_ms(), 30_000));
+    assert!(a.lease.take(
+        "worker-a",
+        baton_core::Instant::now(),
+        std::time::Duration::from_secs(30)
+    ));
     store.commit(&mut a, vec![user("a")]).await.unwrap();
     assert_eq!(a.version, 2);
     stale.status = TaskStatus::Cancelled;
