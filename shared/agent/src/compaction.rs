@@ -465,7 +465,7 @@ mod tests {
         let seq = log.entries.len() as u64;
         log.entries.push(Entry {
             seq,
-            at: 0,
+            at: baton_core::Instant(0),
             kind: entry,
         });
     }

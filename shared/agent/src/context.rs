@@ -34,7 +34,7 @@ use crate::compaction::is_compact_command;
 use crate::tokens::ModelProfile;
 use baton_core::memory::{Fact, MemoryStore};
 use baton_core::{
-    rfc3339, AttachmentContent, CompletionRequest, Entry, EntryKind, Message, Origin, ToolSpec,
+    AttachmentContent, CompletionRequest, Entry, EntryKind, Message, Origin, ToolSpec,
 };
 use baton_settings::AgentConfig;
 use baton_tools::memory::RECALL;
@@ -619,7 +619,7 @@ pub fn memory_section(facts: &[Fact]) -> Option<String> {
     let mut out = format!("{MEMORY_HEADING}\n\n{MEMORY_PREAMBLE}\n");
     for f in facts.iter().take(MEMORY_FACTS_SHOWN) {
         let quoted = serde_json::Value::String(f.text.clone()).to_string();
-        let date: String = rfc3339(f.created_at).chars().take(10).collect();
+        let date: String = f.created_at.to_string().chars().take(10).collect();
         out.push_str(&format!(
             "\n- fact {} ({} memory, {date}): {quoted}",
             f.id,
@@ -663,7 +663,11 @@ pub(crate) mod testkit {
     impl Log {
         fn push(&mut self, kind: EntryKind) -> u64 {
             let seq = self.entries.len() as u64;
-            self.entries.push(Entry { seq, at: 0, kind });
+            self.entries.push(Entry {
+                seq,
+                at: baton_core::Instant(0),
+                kind,
+            });
             seq
         }
 
@@ -1047,7 +1051,7 @@ mod tests {
         log.summary("s", through);
         log.entries.push(Entry {
             seq: 99,
-            at: 0,
+            at: baton_core::Instant(0),
             kind: EntryKind::AssistantMessage {
                 step: 9,
                 text: String::new(),
@@ -1072,7 +1076,7 @@ mod tests {
                 user: "U1".into(),
             },
             text: text.into(),
-            created_at: 1_700_000_000_000,
+            created_at: baton_core::Instant(1_700_000_000_000),
             task_id: "t".into(),
         }
     }

@@ -301,7 +301,11 @@ mod tests {
 
     fn push(entries: &mut Vec<Entry>, kind: EntryKind) {
         let seq = entries.len() as u64 + 1;
-        entries.push(Entry { seq, at: 0, kind });
+        entries.push(Entry {
+            seq,
+            at: baton_core::Instant(0),
+            kind,
+        });
     }
 
     fn step(entries: &mut Vec<Entry>, n: u32, result: &str) {

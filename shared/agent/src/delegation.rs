@@ -15,7 +15,7 @@
 
 use crate::error::WorkerError;
 use baton_core::{
-    Child, ChildOutcome, EntryKind, Millis, ParentLink, StoreError, Task, TaskId, TaskStatus,
+    Child, ChildOutcome, EntryKind, Instant, ParentLink, StoreError, Task, TaskId, TaskStatus,
     TaskStore, ToolCall, ToolOutput, ToolSpec, WaitingFor, Wake, WorkQueue,
 };
 use baton_settings::{AgentConfig, Agents};
@@ -119,8 +119,8 @@ pub fn dedupe_key(parent: &TaskId, call_id: &str) -> String {
 /// A new child task of `parent` for its call `call_id`. It answers to the
 /// same person as the parent (approvals, memory) but posts nothing itself,
 /// and it can never outlive the parent's deadline.
-pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Millis) -> Task {
-    let mut limits = child.task_limits(baton_core::Instant(now));
+pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Instant) -> Task {
+    let mut limits = child.task_limits(now);
     if let Some(parent_deadline) = parent.limits.deadline_at {
         limits.deadline_at = Some(parent_deadline.capped(limits.deadline_at));
     }
@@ -360,7 +360,7 @@ mod tests {
             ..Limits::default()
         };
         let parent = Task::new(TaskId::generate(), "default", Origin::Http, None, limits, 0);
-        let child = child_task(&parent, a.resolve("researcher"), "call_1", 1_000);
+        let child = child_task(&parent, a.resolve("researcher"), "call_1", Instant(1_000));
         assert_eq!(child.limits.deadline_at, Some(baton_core::Instant(30_000)));
         assert_eq!(child.parent.as_ref().unwrap().task_id, parent.id);
         assert_eq!(child.thread, None);
@@ -372,8 +372,8 @@ mod tests {
             Limits::default(),
             0,
         );
-        let child = child_task(&free, a.resolve("researcher"), "call_1", 1_000);
-        assert_eq!(child.limits.deadline_at, Some(baton_core::Instant(61_000)));
+        let child = child_task(&free, a.resolve("researcher"), "call_1", Instant(1_000));
+        assert_eq!(child.limits.deadline_at, Some(Instant(61_000)));
     }
 
     #[test]
@@ -387,8 +387,8 @@ mod tests {
             Limits::default(),
             0,
         );
-        let child = child_task(&root, a.resolve("researcher"), "call_1", 1_000);
-        let grandchild = child_task(&child, a.resolve("researcher"), "call_2", 2_000);
+        let child = child_task(&root, a.resolve("researcher"), "call_1", Instant(1_000));
+        let grandchild = child_task(&child, a.resolve("researcher"), "call_2", Instant(2_000));
         assert_eq!(root.trace_root(), &root.id);
         assert_eq!(child.trace_root(), &root.id);
         assert_eq!(grandchild.trace_root(), &root.id);

@@ -255,7 +255,11 @@ mod tests {
     use baton_settings::Escalation;
 
     fn entry(seq: u64, kind: EntryKind) -> Entry {
-        Entry { seq, at: 0, kind }
+        Entry {
+            seq,
+            at: baton_core::Instant(0),
+            kind,
+        }
     }
 
     fn result(seq: u64, is_error: bool) -> Entry {

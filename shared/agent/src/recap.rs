@@ -40,7 +40,7 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
                 )
             },
             author: None,
-            at: task.updated_at.millis(),
+            at: task.updated_at,
         });
     }
     turns
@@ -127,7 +127,11 @@ mod tests {
     use baton_core::{Limits, Origin, TaskId};
 
     fn entry(seq: u64, kind: EntryKind) -> Entry {
-        Entry { seq, at: 0, kind }
+        Entry {
+            seq,
+            at: baton_core::Instant(0),
+            kind,
+        }
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! then overshoot, so a budget can be exceeded by at most one step per task
 //! running at the same time.
 
-use baton_core::{LedgerError, Millis, Month, Origin, Table, Task, Usage, UsageLedger, UsageScope};
+use baton_core::{
+    Instant, LedgerError, Month, Origin, Table, Task, Usage, UsageLedger, UsageScope,
+};
 use baton_settings::price::thousands;
 use baton_settings::BudgetSettings;
 use std::sync::Arc;
@@ -85,7 +87,11 @@ impl MonthlyBudgets {
     /// Whether the task's workspace or user has used up its budget for the
     /// month of `now`; the message to end the task with if so. Checked
     /// before each LLM call.
-    pub async fn exhausted(&self, task: &Task, now: Millis) -> Result<Option<String>, LedgerError> {
+    pub async fn exhausted(
+        &self,
+        task: &Task,
+        now: Instant,
+    ) -> Result<Option<String>, LedgerError> {
         let month = Month::of(now);
         let scoped = self.scopes(&task.serving());
         let scopes: Vec<UsageScope> = scoped.iter().map(|s| s.scope.clone()).collect();
@@ -116,7 +122,7 @@ impl MonthlyBudgets {
     /// the month of `now`. Call it once per call that returned (a call
     /// repeated after a crash was billed twice, and counts twice); retries
     /// inside are idempotent.
-    pub async fn record(&self, task: &Task, usage: Usage, now: Millis) -> Result<(), LedgerError> {
+    pub async fn record(&self, task: &Task, usage: Usage, now: Instant) -> Result<(), LedgerError> {
         let scopes: Vec<UsageScope> = self
             .scopes(&task.serving())
             .into_iter()
@@ -134,9 +140,9 @@ mod tests {
     use baton_core::{Limits, TaskId};
 
     /// 2026-11-18T11:06:40Z.
-    const NOV: Millis = 1_795_000_000_000;
+    const NOV: Instant = Instant(1_795_000_000_000);
     /// 2026-12-01T00:00:00Z.
-    const DEC: Millis = 1_796_083_200_000;
+    const DEC: Instant = Instant(1_796_083_200_000);
 
     fn task(origin: Origin) -> Task {
         Task::new(

@@ -9,7 +9,7 @@
 
 use crate::error::WorkerError;
 use baton_core::queue::MAX_DELAY;
-use baton_core::{Instant, Millis, TaskId, ToolSpec, Wake, WorkQueue};
+use baton_core::{Instant, TaskId, ToolSpec, Wake, WorkQueue};
 use baton_schedule::SchedulePlan;
 use serde::Deserialize;
 use std::time::Duration;
@@ -46,7 +46,7 @@ Give either `seconds` (how long to wait) or `until` (an RFC 3339 time). At most 
 }
 
 /// When a `sleep` call asks to wake, or why its arguments are wrong.
-pub fn wake_time(arguments: &serde_json::Value, now: Millis) -> Result<Millis, String> {
+pub fn wake_time(arguments: &serde_json::Value, now: Instant) -> Result<Instant, String> {
     let args: SleepArgs = serde_json::from_value(if arguments.is_null() {
         serde_json::json!({})
     } else {
@@ -54,13 +54,13 @@ pub fn wake_time(arguments: &serde_json::Value, now: Millis) -> Result<Millis, S
     })
     .map_err(|e| format!("invalid arguments: {e}"))?;
     let until = match (args.seconds, args.until) {
-        (Some(s), None) => now.saturating_add((s.min(MAX_SLEEP.as_secs()) * 1000) as i64),
+        (Some(s), None) => now + Duration::from_secs(s).min(MAX_SLEEP),
         (None, Some(t)) => chrono::DateTime::parse_from_rfc3339(&t)
-            .map_err(|_| format!("`until` is not an RFC 3339 time: {t}"))?
-            .timestamp_millis(),
+            .map(Instant::from)
+            .map_err(|_| format!("`until` is not an RFC 3339 time: {t}"))?,
         _ => return Err("give exactly one of `seconds` or `until`".to_owned()),
     };
-    if until - now > MAX_SLEEP.as_millis() as i64 {
+    if until.since(now) > MAX_SLEEP {
         return Err("a wait may last at most 30 days".to_owned());
     }
     Ok(until)
@@ -77,7 +77,8 @@ pub async fn arm(
     let left = until.since(Instant::now());
     match scheduler {
         Some(s) if left > MAX_DELAY => {
-            let at = chrono::DateTime::from_timestamp_millis(until.millis())
+            let at = until
+                .to_utc()
                 .unwrap_or_default()
                 .format("at(%Y-%m-%dT%H:%M:%S)")
                 .to_string();
@@ -102,17 +103,18 @@ mod tests {
     #[test]
     fn parses_seconds_and_until() {
         assert_eq!(
-            wake_time(&serde_json::json!({"seconds": 60}), 1_000),
-            Ok(61_000)
+            wake_time(&serde_json::json!({"seconds": 60}), Instant(1_000)),
+            Ok(Instant(61_000))
         );
+        let zero = Instant(0);
         assert_eq!(
-            wake_time(&serde_json::json!({"until": "1970-01-01T00:01:00Z"}), 0),
-            Ok(60_000)
+            wake_time(&serde_json::json!({"until": "1970-01-01T00:01:00Z"}), zero),
+            Ok(Instant(60_000))
         );
-        assert!(wake_time(&serde_json::json!({}), 0).is_err());
-        assert!(wake_time(&serde_json::json!({"seconds": 1, "until": "x"}), 0).is_err());
-        assert!(wake_time(&serde_json::json!({"until": "2999-01-01T00:00:00Z"}), 0).is_err());
-        assert!(wake_time(&serde_json::json!({"minutes": 3}), 0).is_err());
+        assert!(wake_time(&serde_json::json!({}), zero).is_err());
+        assert!(wake_time(&serde_json::json!({"seconds": 1, "until": "x"}), zero).is_err());
+        assert!(wake_time(&serde_json::json!({"until": "2999-01-01T00:00:00Z"}), zero).is_err());
+        assert!(wake_time(&serde_json::json!({"minutes": 3}), zero).is_err());
     }
 
     use async_trait::async_trait;

@@ -163,7 +163,11 @@ mod tests {
     use crate::llm::{ToolCall, Usage};
 
     fn entry(seq: u64, kind: EntryKind) -> Entry {
-        Entry { seq, at: 0, kind }
+        Entry {
+            seq,
+            at: crate::Instant(0),
+            kind,
+        }
     }
 
     #[test]

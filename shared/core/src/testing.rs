@@ -340,7 +340,7 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
             .expect("the task");
         assert_eq!(
             item.expires_at,
-            Some(ended.updated_at.millis() / 1000 + 90 * 24 * 3600),
+            Some(ended.updated_at.unix_secs() + 90 * 24 * 3600),
             "an ended task expires 90 days after its end"
         );
         assert!(item.listing.is_some(), "an ended task stays listed");

@@ -9,7 +9,7 @@ use crate::threads::{Submission, Submitted};
 use crate::Ingest;
 use baton_core::feedback::{self, Unchanged, Vote};
 use baton_core::metric::{self, Measurement};
-use baton_core::{now_ms, Origin};
+use baton_core::{Instant, Origin};
 use baton_slack::assistant::Prompt;
 use baton_slack::events::{SessionStopped, ThreadStarted};
 use baton_slack::interactivity::BlockAction;
@@ -139,7 +139,7 @@ impl Ingest {
         let task = self
             .update_task(&id, |t| {
                 unchanged = None;
-                match feedback::record(t, &vote, now_ms()) {
+                match feedback::record(t, &vote, Instant::now()) {
                     Ok(entries) => Some(entries),
                     Err(why) => {
                         unchanged = Some(why);

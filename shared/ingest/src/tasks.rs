@@ -4,7 +4,7 @@ use crate::response::{json, json_body, Answer, ApiError};
 use crate::threads::{request_cancel, Submission, Submitted};
 use crate::Ingest;
 use baton_core::{
-    attachment, now_ms, rfc3339, EntryKind, Origin, Span, StoreError, TaskId, TaskStatus, Wake,
+    attachment, EntryKind, Instant, Origin, Span, StoreError, TaskId, TaskStatus, Wake,
 };
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
@@ -278,7 +278,7 @@ impl Ingest {
             .iter()
             .map(|e| {
                 let mut v = serde_json::to_value(e).unwrap_or_default();
-                v["at"] = json!(rfc3339(e.at));
+                v["at"] = json!(e.at.to_string());
                 // A file's name, type and size, not its content.
                 if let Some(o) = v
                     .as_object_mut()
@@ -329,8 +329,8 @@ impl Ingest {
                 span_id: baton_core::trace::task_span_id(&id),
                 parent_id: None,
                 name: "task".into(),
-                start_ms: task.created_at.millis(),
-                end_ms: now_ms().max(task.updated_at.millis()),
+                start_ms: task.created_at,
+                end_ms: Instant::now().max(task.updated_at),
                 attributes: attrs,
             });
         }

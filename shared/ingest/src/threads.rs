@@ -14,7 +14,7 @@ use baton_core::recap::{Recap, Speaker, Turn};
 use baton_core::store::Thread;
 use baton_core::{approval, question};
 use baton_core::{
-    now_ms, Claim, Created, EntryKind, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
+    Claim, Created, EntryKind, Instant, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
 };
 use std::time::Duration;
 
@@ -182,8 +182,8 @@ impl Ingest {
             .agents
             .get(&s.agent)
             .ok_or_else(|| ApiError::bad_request(format!("unknown agent `{}`", s.agent)))?;
-        let now = now_ms();
-        let limits = agent.task_limits(baton_core::Instant(now));
+        let now = Instant::now();
+        let limits = agent.task_limits(now);
         let task = Task::new(
             TaskId::generate(),
             &agent.name,
@@ -485,7 +485,7 @@ impl Ingest {
                 speaker: Speaker::User,
                 author: author.map(str::to_owned),
                 text: text.to_owned(),
-                at: now_ms(),
+                at: Instant::now(),
             });
             match self.store.put_thread(&thread).await {
                 Ok(true) => return,
@@ -651,7 +651,7 @@ mod tests {
             speaker,
             author: None,
             text,
-            at: now_ms(),
+            at: Instant::now(),
         };
         thread.recap.record(
             &task.id,

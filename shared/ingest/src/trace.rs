@@ -11,7 +11,7 @@
 
 use crate::Ingest;
 use baton_core::trace::{new_span_id, task_span_id};
-use baton_core::{now_ms, Millis, Origin, Span, SpanBatch, Task};
+use baton_core::{Instant, Origin, Span, SpanBatch, Task};
 use serde_json::{json, Map};
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,14 +22,14 @@ const EXPORT_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
 tokio::task_local! {
     /// When the request being handled arrived: the span's start. A task
     /// local, so the routes that create tasks need not pass it along.
-    static RECEIVED: Millis;
+    static RECEIVED: Instant;
 }
 
 /// Runs `handling` (one request) with its receipt time recorded, when
 /// there is an exporter; as it is otherwise.
 pub(crate) async fn timed<F: Future>(ingest: &Ingest, handling: F) -> F::Output {
     if ingest.span_export.is_some() {
-        RECEIVED.scope(now_ms(), handling).await
+        RECEIVED.scope(Instant::now(), handling).await
     } else {
         handling.await
     }
@@ -55,10 +55,8 @@ impl Ingest {
             name: "ingest".into(),
             // Called outside a request (tests calling `submit`): from the
             // task's creation.
-            start_ms: RECEIVED
-                .try_with(|at| *at)
-                .unwrap_or(task.created_at.millis()),
-            end_ms: now_ms(),
+            start_ms: RECEIVED.try_with(|at| *at).unwrap_or(task.created_at),
+            end_ms: Instant::now(),
             attributes,
         };
         let sent = export.export(SpanBatch {
@@ -81,7 +79,7 @@ impl Ingest {
 pub(crate) mod tests {
     use crate::{ApiToken, Ingest};
     use baton_core::trace::task_span_id;
-    use baton_core::{SpanBatch, SpanExport, TaskId, TaskStore};
+    use baton_core::{Instant, SpanBatch, SpanExport, TaskId, TaskStore};
     use baton_embedded::{EmbeddedBackend, QueueConfig};
     use baton_settings::{AgentConfig, Agents};
     use bytes::Bytes;
@@ -129,7 +127,7 @@ pub(crate) mod tests {
         let token = Some(ApiToken::parse(TOKEN).unwrap());
         let ingest = Ingest::new(store, b.queue.clone(), agents, token, None)
             .with_span_export(recorded.clone());
-        let before = baton_core::now_ms();
+        let before = Instant::now();
         let body = json!({"input": "the secret-plan prompt", "thread": "t1"});
         let answer = post(&ingest, body.clone(), "k1").await;
         let id = TaskId::parse(answer["task_id"].as_str().unwrap()).unwrap();

@@ -14,7 +14,7 @@
 
 use crate::Scrub;
 use baton_core::trace::task_span_id;
-use baton_core::{Span, SpanBatch, TaskId};
+use baton_core::{Instant, Span, SpanBatch, TaskId};
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
@@ -22,7 +22,7 @@ use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value as
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The trace id of a task tree: its root task's UUID, as 128 bits.
 pub fn trace_id(root: &TaskId) -> TraceId {
@@ -68,8 +68,9 @@ fn digest(text: &str) -> Vec<u8> {
     Sha256::digest(text.as_bytes()).to_vec()
 }
 
-fn time(ms: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
+fn time(at: Instant) -> SystemTime {
+    // An instant before the epoch (none is) reads as the epoch.
+    UNIX_EPOCH + at.since(Instant(0))
 }
 
 /// The spans of `batch` as OpenTelemetry spans, every string scrubbed.

@@ -1,7 +1,7 @@
 use super::convert::{spans, task_root_span_id, trace_id};
 use super::*;
 use baton_core::trace::task_span_id;
-use baton_core::{Span, TaskId};
+use baton_core::{Instant, Span, TaskId};
 use opentelemetry::trace::{SpanId, SpanKind, Status};
 use serde_json::{json, Map, Value};
 
@@ -56,8 +56,8 @@ fn span(id: &str, parent: Option<&str>, name: &str, a: Value) -> Span {
         span_id: id.to_owned(),
         parent_id: parent.map(str::to_owned),
         name: name.to_owned(),
-        start_ms: 1_700_000_000_000,
-        end_ms: 1_700_000_000_250,
+        start_ms: Instant(1_700_000_000_000),
+        end_ms: Instant(1_700_000_000_250),
         attributes: attrs(a),
     }
 }

@@ -394,7 +394,11 @@ impl ReplySink for SlackReplies {
         crate::streamed::replace(&self.client, message, text, None, None).await
     }
 
-    async fn stream_find(&self, task: &Task, since: i64) -> Option<StreamedMessage> {
+    async fn stream_find(
+        &self,
+        task: &Task,
+        since: baton_core::Instant,
+    ) -> Option<StreamedMessage> {
         let bot = crate::streamed::bot_id(&self.client, &self.bot_id).await?;
         crate::streamed::find(&self.client, &bot, task, since).await
     }

@@ -11,8 +11,9 @@
 
 use crate::stream::{Chunk, Recipient, StreamEnd};
 use crate::web::{ApiErrorKind, SlackClient, SlackError};
-use baton_core::{Appended, Origin, ReplyError, StreamedMessage, Task};
+use baton_core::{Appended, Instant, Origin, ReplyError, StreamedMessage, Task};
 use serde_json::Value;
+use std::time::Duration;
 
 fn failed(e: SlackError) -> ReplyError {
     ReplyError(e.to_string())
@@ -200,9 +201,9 @@ pub(crate) async fn bot_id(
 }
 
 /// Slack's message clock skews from ours by at most this much.
-const SKEW_MS: i64 = 2_000;
+const SKEW: Duration = Duration::from_secs(2);
 
-/// The message an attempt that crashed opened after `since_ms` but never
+/// The message an attempt that crashed opened after `since` but never
 /// recorded: in the task's thread, by this app's bot, without a Baton post
 /// key (every finished post carries one), the earliest since then. One
 /// task runs on a thread at a time, so no other stream of ours is there.
@@ -210,7 +211,7 @@ pub(crate) async fn find(
     client: &SlackClient,
     bot_id: &str,
     task: &Task,
-    since_ms: i64,
+    since: Instant,
 ) -> Option<StreamedMessage> {
     let Origin::Slack {
         channel, thread_ts, ..
@@ -237,20 +238,21 @@ pub(crate) async fn find(
         .iter()
         .filter(|m| m["bot_id"] == bot_id && m.get("metadata").is_none_or(Value::is_null))
         .filter_map(|m| m["ts"].as_str())
-        .filter(|ts| *ts != thread_ts && ts_ms(ts).is_some_and(|at| at >= since_ms - SKEW_MS))
-        .min_by_key(|ts| ts_ms(ts))
+        .filter(|ts| *ts != thread_ts && ts_at(ts).is_some_and(|at| at >= since - SKEW))
+        .min_by_key(|ts| ts_at(ts))
         .map(|ts| StreamedMessage {
             channel: channel.clone(),
             ts: ts.to_owned(),
         })
 }
 
-/// A message ts (`1700000000.000100`) in milliseconds.
-fn ts_ms(ts: &str) -> Option<i64> {
+/// When a message was posted, from its ts (`1700000000.000100`), to the
+/// millisecond.
+fn ts_at(ts: &str) -> Option<Instant> {
     let (secs, frac) = ts.split_once('.')?;
     let secs: i64 = secs.parse().ok()?;
     let millis: i64 = frac.get(..3).unwrap_or("0").parse().ok()?;
-    Some(secs * 1000 + millis)
+    Some(Instant(secs.checked_mul(1000)?.checked_add(millis)?))
 }
 
 #[cfg(test)]
@@ -346,7 +348,7 @@ mod tests {
         let t = task();
         let cache = std::sync::Mutex::new(None);
         let bot = bot_id(&client, &cache).await.unwrap();
-        let before = baton_core::now_ms();
+        let before = Instant::now();
         // A finished post of ours (keyed) is not it.
         client
             .post_message_keyed("C1", Some("1.1"), "earlier", None, "k0")
@@ -356,9 +358,12 @@ mod tests {
         let m = open(&client, &t, "partial", None).await.unwrap().message;
         assert_eq!(find(&client, &bot, &t, before).await, Some(m));
         // Opened before the attempt began: not it.
-        assert_eq!(find(&client, &bot, &t, before + 60_000).await, None);
+        assert_eq!(
+            find(&client, &bot, &t, before + Duration::from_secs(60)).await,
+            None
+        );
         assert_eq!(find(&client, "B0OTHER", &t, before).await, None);
-        assert_eq!(ts_ms("1700000000.123456"), Some(1_700_000_000_123));
-        assert_eq!(ts_ms("nonsense"), None);
+        assert_eq!(ts_at("1700000000.123456"), Some(Instant(1_700_000_000_123)));
+        assert_eq!(ts_at("nonsense"), None);
     }
 }

@@ -5,7 +5,7 @@ use crate::args::{input_schema, run};
 use crate::origin::task_origin;
 use async_trait::async_trait;
 use baton_core::memory::*;
-use baton_core::{now_ms, Origin, TaskStore, Tool, ToolContext, ToolOutput, ToolSpec};
+use baton_core::{Instant, Origin, TaskStore, Tool, ToolContext, ToolOutput, ToolSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -112,7 +112,13 @@ impl MemoryTools {
         let id = fact_id_from_key(&ctx.idempotency_key);
         let done = self
             .memory
-            .remember(&scope, &id, &args.text, ctx.task_id.as_str(), now_ms())
+            .remember(
+                &scope,
+                &id,
+                &args.text,
+                ctx.task_id.as_str(),
+                Instant::now(),
+            )
             .await
             .map_err(|e| e.to_string())?;
         Ok(match done {
@@ -483,7 +489,10 @@ mod tests {
         ];
         for (scope, key, text, at) in facts {
             let id = fact_id_from_key(key);
-            let r = store.remember(scope, &id, text, "t", at).await.unwrap();
+            let r = store
+                .remember(scope, &id, text, "t", Instant(at))
+                .await
+                .unwrap();
             assert!(matches!(r, Remembered::New(_)));
         }
         let scopes = [user.clone(), team.clone()];

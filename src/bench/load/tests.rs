@@ -177,7 +177,10 @@ async fn the_recorder_counts_a_listing_key_once_per_item() {
     let recorder = KeyRecorder::new(Arc::new(baton_core::testing::MemoryTable::default()));
     // A task record written 3 times with its fixed listing key (as every
     // task write carries it): the keys-only listing index is written once.
-    let listing = baton_core::listing::listing_key(&baton_core::TaskId::generate(), 1_000);
+    let listing = baton_core::listing::listing_key(
+        &baton_core::TaskId::generate(),
+        baton_core::Instant(1_000),
+    );
     for v in 1..=3u64 {
         recorder
             .transact(vec![Write::Put {

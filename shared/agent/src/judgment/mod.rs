@@ -15,7 +15,7 @@ pub mod calls;
 
 use crate::sanitize::{is_no_reply, sanitize};
 use baton_core::judgment::{PlanStep, SupervisorAction, Tier};
-use baton_core::{Entry, EntryKind, Task};
+use baton_core::{Entry, EntryKind, Instant, Task};
 use baton_settings::{AgentConfig, PlanMode};
 
 /// Supervision and the gate check with the fast tier: an agent without
@@ -135,7 +135,12 @@ pub fn needs_plan(agent: &AgentConfig, transcript: &[Entry]) -> bool {
 /// the last checkpoint,
 /// and `every_steps` steps or `every` of wall time have passed since it
 /// (or since the task started).
-pub fn supervision_due(agent: &AgentConfig, task: &Task, transcript: &[Entry], now: i64) -> bool {
+pub fn supervision_due(
+    agent: &AgentConfig,
+    task: &Task,
+    transcript: &[Entry],
+    now: Instant,
+) -> bool {
     let Some(cadence) = agent.supervision.cadence().filter(|_| has_fast_tier(agent)) else {
         return false;
     };
@@ -147,8 +152,7 @@ pub fn supervision_due(agent: &AgentConfig, task: &Task, transcript: &[Entry], n
     if task.steps <= since_step {
         return false;
     }
-    let every_ms = i64::try_from(cadence.every.as_millis()).unwrap_or(i64::MAX);
-    task.steps - since_step >= cadence.every_steps || now.saturating_sub(since_at) >= every_ms
+    task.steps - since_step >= cadence.every_steps || now.since(since_at) >= cadence.every
 }
 
 /// The supervisor's `stop`, when it was the last checkpoint's decision:

@@ -34,7 +34,7 @@ fn log(kinds: Vec<EntryKind>) -> Vec<Entry> {
         .enumerate()
         .map(|(i, kind)| Entry {
             seq: i as u64,
-            at: i as i64 * 1_000,
+            at: Instant(i as i64 * 1_000),
             kind,
         })
         .collect()
@@ -248,26 +248,29 @@ fn supervision_is_due_by_steps_or_time_after_progress() {
     let mut t = task();
     let entries = log(vec![user("x")]); // at 0 ms
     t.steps = 2;
-    assert!(!supervision_due(&a, &t, &entries, 1_000));
+    assert!(!supervision_due(&a, &t, &entries, Instant(1_000)));
     t.steps = 3;
-    assert!(supervision_due(&a, &t, &entries, 1_000));
+    assert!(supervision_due(&a, &t, &entries, Instant(1_000)));
     t.steps = 1;
-    assert!(supervision_due(&a, &t, &entries, 61_000), "a minute passed");
+    assert!(
+        supervision_due(&a, &t, &entries, Instant(61_000)),
+        "a minute passed"
+    );
     // After a checkpoint at step 1: nothing new, nothing due.
     let checked = log(vec![
         user("x"),
         supervision(SupervisorAction::Continue, vec![]),
     ]);
-    assert!(!supervision_due(&a, &t, &checked, 500_000));
+    assert!(!supervision_due(&a, &t, &checked, Instant(500_000)));
     t.steps = 30;
     let mut plain = a.clone();
     plain.tiers.fast = None;
     assert!(
-        !supervision_due(&plain, &t, &entries, 500_000),
+        !supervision_due(&plain, &t, &entries, Instant(500_000)),
         "no fast tier"
     );
     a.supervision = Supervision::Off;
-    assert!(!supervision_due(&a, &t, &entries, 500_000));
+    assert!(!supervision_due(&a, &t, &entries, Instant(500_000)));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use super::trace::{chat_content, tool_content, SegmentTrace};
 use crate::model_choice::{Answer, ModelsFailed};
 use baton_core::metric::{self, Measurement};
 use baton_core::{
-    CompletionRequest, EntryKind, Metrics, SpanExport, Task, TaskStatus, ToolCall, Usage,
+    CompletionRequest, EntryKind, Instant, Metrics, SpanExport, Task, TaskStatus, ToolCall, Usage,
 };
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -20,8 +20,7 @@ use std::time::Duration;
 /// A model call: what was asked, when, for how long.
 pub(super) struct Call<'a> {
     pub(super) request: &'a CompletionRequest,
-    /// Milliseconds since the epoch.
-    pub(super) started: i64,
+    pub(super) started: Instant,
     pub(super) took: Duration,
     /// The step the call is for.
     pub(super) step: u32,
@@ -44,7 +43,7 @@ pub(super) enum Event<'a> {
     },
     /// The closing summary at a limit answered.
     Summarised {
-        started: i64,
+        started: Instant,
         took: Duration,
         model: &'a str,
         usage: Usage,
@@ -52,7 +51,7 @@ pub(super) enum Event<'a> {
     },
     /// Older turns were summarised; `spent` unless the model call failed.
     Compacted {
-        started: i64,
+        started: Instant,
         took: Duration,
         model: &'a str,
         failed: bool,
@@ -62,14 +61,14 @@ pub(super) enum Event<'a> {
     /// verdict); `spent` unless it failed.
     Judged {
         purpose: crate::judgment::calls::Purpose,
-        started: i64,
+        started: Instant,
         took: Duration,
         model: &'a str,
         spent: Option<(Usage, f64)>,
     },
     /// A call's result was committed.
     ToolAnswered {
-        started: i64,
+        started: Instant,
         call: &'a ToolCall,
         result: &'a EntryKind,
     },
@@ -88,7 +87,7 @@ pub(super) struct Events {
 
 impl Events {
     pub(super) fn new(
-        segment_start: i64,
+        segment_start: Instant,
         export: Option<&dyn SpanExport>,
         metrics: Arc<dyn Metrics>,
         provider: &str,
@@ -320,7 +319,7 @@ mod tests {
     #[test]
     fn a_model_call_is_one_span_and_one_measurement() {
         let metrics = Arc::new(Recorded::default());
-        let mut events = Events::new(0, None, metrics.clone(), "scripted");
+        let mut events = Events::new(Instant(0), None, metrics.clone(), "scripted");
         let t = task();
         let request = CompletionRequest {
             model: "m".into(),
@@ -345,7 +344,7 @@ mod tests {
         };
         let call = Call {
             request: &request,
-            started: 0,
+            started: Instant(0),
             took: Duration::from_millis(5),
             step: 1,
         };
@@ -370,7 +369,7 @@ mod tests {
     #[test]
     fn an_end_not_committed_counts_nothing_and_tool_errors_count_once() {
         let metrics = Arc::new(Recorded::default());
-        let mut events = Events::new(0, None, metrics.clone(), "scripted");
+        let mut events = Events::new(Instant(0), None, metrics.clone(), "scripted");
         let mut t = task();
         t.status = TaskStatus::Running;
         events.emit(&t, Event::Ended(TaskStatus::Succeeded));
@@ -394,7 +393,7 @@ mod tests {
             events.emit(
                 &t,
                 Event::ToolAnswered {
-                    started: 0,
+                    started: Instant(0),
                     call: &call,
                     result: &result,
                 },

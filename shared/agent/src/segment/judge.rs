@@ -8,7 +8,7 @@ use crate::error::WorkerError;
 use crate::judgment;
 use crate::judgment::calls::{self, Purpose};
 use baton_core::judgment::SupervisorAction;
-use baton_core::{now_ms, Completion, CompletionRequest, EntryKind, LlmError, ToolCall, Usage};
+use baton_core::{Completion, CompletionRequest, EntryKind, LlmError, ToolCall, Usage};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -24,7 +24,7 @@ impl Segment<'_> {
         purpose: Purpose,
         request: &CompletionRequest,
     ) -> (Result<Completion, LlmError>, Option<(Usage, f64)>) {
-        let started = now_ms();
+        let started = baton_core::Instant::now();
         let clock = Instant::now();
         let window = self.budget.time_left().min(JUDGE_CALL_MAX);
         let llm = self.deps.llm.clone();
@@ -108,8 +108,9 @@ impl Segment<'_> {
     /// a call of the `ask_user` tool, which waits for the reply as the
     /// model's own question would.
     pub(super) async fn supervise(&mut self) -> Step {
-        let first_at = self.transcript.first().map_or(now_ms(), |e| e.at);
-        let elapsed_s = (now_ms() - first_at) / 1000;
+        let now = baton_core::Instant::now();
+        let first_at = self.transcript.first().map_or(now, |e| e.at);
+        let elapsed_s = i64::try_from(now.since(first_at).as_secs()).unwrap_or(i64::MAX);
         let request =
             calls::supervise_request(self.agent, &self.transcript, self.task.steps, elapsed_s);
         let (answer, spent) = self.judging_call(Purpose::Supervise, &request).await;

@@ -14,7 +14,7 @@ use super::Segment;
 use crate::context::build_request;
 use crate::error::WorkerError;
 use crate::sanitize::sanitize;
-use baton_core::{now_ms, EntryKind, NoteReason, TaskStatus};
+use baton_core::{EntryKind, NoteReason, TaskStatus};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -141,7 +141,7 @@ impl Segment<'_> {
         let agent = self.agent;
         let request = build_request(agent, &self.transcript, Vec::new());
         let window = self.budget.time_left().clamp(SUMMARY_FLOOR, SUMMARY_MAX);
-        let started = now_ms();
+        let started = baton_core::Instant::now();
         let clock = Instant::now();
         let call = choice.ask(self.deps.llm.as_ref(), &request, None);
         let answer = match tokio::time::timeout(window, call).await {
@@ -252,7 +252,7 @@ mod tests {
             .enumerate()
             .map(|(i, kind)| Entry {
                 seq: i as u64,
-                at: 0,
+                at: baton_core::Instant(0),
                 kind,
             })
             .collect()

@@ -49,7 +49,7 @@ use crate::context_cache::ContextCache;
 use crate::deps::Deps;
 use crate::error::WorkerError;
 use baton_core::approval;
-use baton_core::{now_ms, Entry, EntryKind, Instant, Task, TaskId, TaskStatus, WaitingFor};
+use baton_core::{Entry, EntryKind, Instant, Task, TaskId, TaskStatus, WaitingFor};
 use baton_settings::AgentConfig;
 use events::{Event, Events};
 use limit::Limit;
@@ -109,7 +109,7 @@ impl<'d> Segment<'d> {
         let Some(task) = deps.store.get(id).await? else {
             return Ok(SegmentEnd::Dropped("unknown task"));
         };
-        let segment_start = now_ms();
+        let segment_start = Instant::now();
         let ttl = deps.settings.lease_ttl;
         let (task, _) = deps
             .store
@@ -211,7 +211,7 @@ impl<'d> Segment<'d> {
                 context: &self.context,
                 budget: &self.budget,
                 compaction_failed: self.compaction_failed,
-                now: now_ms(),
+                now: Instant::now(),
             };
             let action = next::next(&self.task, &self.transcript, &situation);
             if let Some(end) = self.carry_out(action).await? {
@@ -273,7 +273,7 @@ impl<'d> Segment<'d> {
         let Some(budgets) = &self.deps.budgets else {
             return Ok(None);
         };
-        match budgets.exhausted(&self.task, now_ms()).await {
+        match budgets.exhausted(&self.task, Instant::now()).await {
             Ok(over) => Ok(over.map(Limit::Monthly)),
             // A counter that cannot be read will not heal by retrying: go
             // on uncounted rather than fail every task.
@@ -456,7 +456,7 @@ mod tests {
         let set = h
             .store
             .update(&id, None, |t| {
-                t.limits.deadline_at = Some(Instant(now_ms() - 1));
+                t.limits.deadline_at = Some(Instant::now() - Duration::from_millis(1));
                 Ok(Some(Vec::new()))
             })
             .await;

@@ -14,7 +14,7 @@ use crate::compaction;
 use crate::context_cache::ContextCache;
 use crate::judgment::{self, Gate};
 use baton_core::transcript::pending_tool_calls;
-use baton_core::{Entry, EntryKind, Task, ToolCall};
+use baton_core::{Entry, EntryKind, Instant, Task, ToolCall};
 use baton_settings::AgentConfig;
 
 /// One action of the segment.
@@ -79,8 +79,7 @@ pub(super) struct Situation<'a> {
     pub(super) budget: &'a SegmentBudget,
     /// A compaction failed in this segment already.
     pub(super) compaction_failed: bool,
-    /// Milliseconds since the epoch.
-    pub(super) now: i64,
+    pub(super) now: Instant,
 }
 
 /// The segment's next action. The order is the loop's priority: a lost
@@ -93,7 +92,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if task.cancel_requested {
         return Next::Cancel;
     }
-    if task.limits.deadline_at.is_some_and(|d| s.now >= d.millis()) {
+    if task.limits.deadline_at.is_some_and(|d| s.now >= d) {
         return Next::Stop(Limit::Deadline);
     }
     if task.segments > task.limits.max_segments {
@@ -204,12 +203,12 @@ pub(super) fn final_answer(transcript: &[Entry]) -> Option<(u32, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::{Instant, NoteReason, Origin, TaskId, TaskStatus, Usage};
+    use baton_core::{NoteReason, Origin, TaskId, TaskStatus, Usage};
     use serde_json::json;
     use std::time::Duration;
 
     const OWNER: &str = "segment-1";
-    const NOW: i64 = 1_800_000_000_000;
+    const NOW: Instant = Instant(1_800_000_000_000);
 
     fn agent() -> AgentConfig {
         let mut a = AgentConfig::new("default", "gpt-4o");
@@ -233,13 +232,15 @@ mod tests {
             Origin::Http,
             None,
             limits,
-            NOW - 1_000,
+            NOW - Duration::from_secs(1),
         );
         t.status = TaskStatus::Running;
         t.segments = 1;
-        assert!(t
-            .lease
-            .take(OWNER, Instant(NOW - 500), Duration::from_secs(30)));
+        assert!(t.lease.take(
+            OWNER,
+            NOW - Duration::from_millis(500),
+            Duration::from_secs(30)
+        ));
         t
     }
 
@@ -249,7 +250,7 @@ mod tests {
             .enumerate()
             .map(|(i, kind)| Entry {
                 seq: i as u64 + 1,
-                at: NOW - 100,
+                at: NOW - Duration::from_millis(100),
                 kind,
             })
             .collect()
@@ -431,7 +432,7 @@ mod tests {
             decide(&t, vec![user("go"), answer(1, "done", &[])], &roomy()),
             Next::Cancel
         );
-        t.limits.deadline_at = Some(Instant(NOW - 1));
+        t.limits.deadline_at = Some(NOW - Duration::from_millis(1));
         t.steps = 10;
         assert_eq!(decide(&t, vec![user("go")], &spent()), Next::Cancel);
         t.lease.clear();
@@ -442,9 +443,7 @@ mod tests {
     fn a_lost_lease_stops_the_segment_before_anything_else() {
         let mut t = task();
         t.lease.clear();
-        assert!(t
-            .lease
-            .take("segment-2", Instant(NOW), Duration::from_secs(30)));
+        assert!(t.lease.take("segment-2", NOW, Duration::from_secs(30)));
         for kinds in [
             vec![user("go")],
             vec![user("go"), answer(1, "", &["a"])],
@@ -458,7 +457,7 @@ mod tests {
     fn every_limit_stops_the_task() {
         let go = || vec![user("go")];
         let mut deadline = task();
-        deadline.limits.deadline_at = Some(Instant(NOW));
+        deadline.limits.deadline_at = Some(NOW);
         let mut hops = task();
         hops.segments = 6;
         let mut steps = task();
@@ -514,7 +513,7 @@ mod tests {
             decide(&t, done.clone(), &roomy()),
             Next::Deliver("done".into())
         );
-        t.limits.deadline_at = Some(Instant(NOW - 1));
+        t.limits.deadline_at = Some(NOW - Duration::from_millis(1));
         assert_eq!(decide(&t, tools, &roomy()), Next::Stop(Limit::Deadline));
         assert_eq!(decide(&t, done, &roomy()), Next::Stop(Limit::Deadline));
     }

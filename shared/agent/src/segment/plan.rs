@@ -445,7 +445,7 @@ mod tests {
             let step = self.step() + 1;
             self.transcript.push(Entry {
                 seq: self.transcript.len() as u64 + 1,
-                at: 0,
+                at: baton_core::Instant(0),
                 kind: EntryKind::AssistantMessage {
                     step,
                     text: String::new(),
@@ -636,7 +636,7 @@ mod tests {
         w.tools.insert(HTTP_REQUEST.into(), Arc::new(Fetch));
         w.transcript.push(Entry {
             seq: 0,
-            at: 0,
+            at: baton_core::Instant(0),
             kind: EntryKind::UserMessage {
                 text: "summarise https://docs.rs/x for me".into(),
             },
@@ -652,7 +652,7 @@ mod tests {
         assert_eq!(w.decide(&[get("c2", "https://a.example.com/")]), ["run"]);
         w.transcript.push(Entry {
             seq: 99,
-            at: 0,
+            at: baton_core::Instant(0),
             kind: EntryKind::ToolResult {
                 step: w.step(),
                 call_id: "c2".into(),
@@ -710,7 +710,7 @@ mod tests {
         });
         w.transcript.push(Entry {
             seq: 0,
-            at: 0,
+            at: baton_core::Instant(0),
             kind: EntryKind::ToolsListed {
                 listing: baton_core::ToolListing {
                     tools: Vec::new(),

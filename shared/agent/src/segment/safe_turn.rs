@@ -18,7 +18,7 @@ use super::step::Spent;
 use super::stuck::{repetition, Repetition};
 use super::tools::result_entry;
 use super::{Segment, Step};
-use baton_core::{now_ms, Entry, EntryKind, ToolCall};
+use baton_core::{Entry, EntryKind, ToolCall};
 use futures::stream::StreamExt;
 use tokio::time::Instant;
 
@@ -41,7 +41,7 @@ impl Segment<'_> {
         let seq = self.transcript.last().map_or(1, |e| e.seq + 1);
         self.transcript.push(Entry {
             seq,
-            at: now_ms(),
+            at: baton_core::Instant::now(),
             kind: message.clone(),
         });
         let turn = self.safe_turn(*step, tool_calls);

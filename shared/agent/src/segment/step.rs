@@ -9,9 +9,7 @@ use crate::context;
 use crate::error::WorkerError;
 use crate::model_choice::{Answer, ModelsFailed};
 use crate::progress;
-use baton_core::{
-    now_ms, CompletionRequest, EntryKind, LlmError, NoteReason, TaskStatus, ToolSpec, Usage,
-};
+use baton_core::{CompletionRequest, EntryKind, LlmError, NoteReason, TaskStatus, ToolSpec, Usage};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -72,7 +70,7 @@ impl Segment<'_> {
         &mut self,
     ) -> Result<Result<compaction::Compacted, CompactionError>, crate::error::WorkerError> {
         let agent = self.agent;
-        let started = now_ms();
+        let started = baton_core::Instant::now();
         let clock = Instant::now();
         self.deps
             .replies
@@ -121,7 +119,10 @@ impl Segment<'_> {
     /// paid for twice.
     pub(super) async fn count_monthly(&self, usage: Usage) {
         if let Some(budgets) = &self.deps.budgets {
-            if let Err(e) = budgets.record(&self.task, usage, now_ms()).await {
+            if let Err(e) = budgets
+                .record(&self.task, usage, baton_core::Instant::now())
+                .await
+            {
                 tracing::warn!(error = %e, "could not count tokens in the monthly budgets");
             }
         }
@@ -283,7 +284,7 @@ impl Segment<'_> {
             .replies
             .progress(&self.task, progress::THINKING)
             .await;
-        let started = now_ms();
+        let started = baton_core::Instant::now();
         let clock = Instant::now();
         // The agent's model (or its escalation model), falling back along
         // the agent's own chain on repeated overload or failure. Retries and

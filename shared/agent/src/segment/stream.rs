@@ -20,8 +20,7 @@ use super::Segment;
 use crate::error::WorkerError;
 use crate::model_choice::{Answer, ModelsFailed};
 use baton_core::{
-    now_ms, AnswerStream, Appended, CompletionRequest, DeltaSink, EntryKind, Origin,
-    StreamedMessage,
+    AnswerStream, Appended, CompletionRequest, DeltaSink, EntryKind, Origin, StreamedMessage,
 };
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -357,7 +356,7 @@ impl Segment<'_> {
     /// Records the message (or, before opening it, that one is being
     /// opened now).
     async fn record_stream(&mut self, message: Option<StreamedMessage>) -> Result<(), WorkerError> {
-        let opened_at = now_ms();
+        let opened_at = baton_core::Instant::now();
         self.commit(|t| {
             t.answer_stream = Some(AnswerStream {
                 opened_at: t

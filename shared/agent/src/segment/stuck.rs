@@ -268,7 +268,7 @@ mod tests {
             .enumerate()
             .map(|(i, kind)| Entry {
                 seq: i as u64 + 1,
-                at: 0,
+                at: baton_core::Instant(0),
                 kind,
             })
             .collect()

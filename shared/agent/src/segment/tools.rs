@@ -8,7 +8,7 @@ use super::plan::{plan, Turn, Wait};
 use super::{Segment, Step};
 use crate::progress;
 use baton_core::input_guard::{screen_tool_output, InputGuardMode};
-use baton_core::{now_ms, EntryKind, Tool, ToolCall, ToolContext, ToolOutput};
+use baton_core::{EntryKind, Tool, ToolCall, ToolContext, ToolOutput};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -92,8 +92,9 @@ impl Segment<'_> {
         &self,
         step: u32,
         calls: Vec<(ToolCall, Arc<dyn Tool>)>,
-    ) -> FuturesUnordered<impl std::future::Future<Output = (ToolCall, ToolOutput, i64)> + use<>>
-    {
+    ) -> FuturesUnordered<
+        impl std::future::Future<Output = (ToolCall, ToolOutput, baton_core::Instant)> + use<>,
+    > {
         if !calls.is_empty() {
             let status = progress::running_tools(calls.iter().map(|(c, _)| c.name.as_str()));
             self.deps.replies.progress(&self.task, &status).await;
@@ -105,7 +106,7 @@ impl Segment<'_> {
                 let ctx = ToolContext::new(self.task.id.clone(), step, &call.id)
                     .with_allowed_hosts(self.agent.http_request.allow_hosts.clone());
                 async move {
-                    let started = now_ms();
+                    let started = baton_core::Instant::now();
                     let output = match tokio::time::timeout(
                         timeout,
                         tool.call(call.arguments.clone(), &ctx),

@@ -7,21 +7,21 @@
 use super::SegmentEnd;
 use crate::error::WorkerError;
 use baton_core::trace::{new_span_id, task_span_id};
-use baton_core::{now_ms, Span, SpanBatch, SpanExport, SpanRecorder, Task, TaskStatus, TaskStore};
+use baton_core::{Instant, Span, SpanBatch, SpanExport, SpanRecorder, Task, TaskStatus, TaskStore};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
 pub(super) struct SegmentTrace {
     spans: SpanRecorder,
     segment_span: String,
-    segment_start: i64,
+    segment_start: Instant,
     /// Prompts, answers, tool arguments and results by span id, kept only
     /// when the exporter wants them (never written to the blob store).
     content: Option<HashMap<String, Map<String, Value>>>,
 }
 
 impl SegmentTrace {
-    pub(super) fn new(segment_start: i64, export: Option<&dyn SpanExport>) -> Self {
+    pub(super) fn new(segment_start: Instant, export: Option<&dyn SpanExport>) -> Self {
         SegmentTrace {
             spans: SpanRecorder::new(),
             segment_span: new_span_id(),
@@ -31,7 +31,12 @@ impl SegmentTrace {
     }
 
     /// Records a span under the segment's, from `started` to now; its id.
-    pub(super) fn record(&mut self, name: &str, started: i64, attrs: Map<String, Value>) -> String {
+    pub(super) fn record(
+        &mut self,
+        name: &str,
+        started: Instant,
+        attrs: Map<String, Value>,
+    ) -> String {
         self.spans
             .record(name, Some(&self.segment_span), started, attrs)
     }
@@ -81,7 +86,7 @@ impl SegmentTrace {
             parent_id: Some(task_span.clone()),
             name: "segment".into(),
             start_ms: self.segment_start,
-            end_ms: now_ms(),
+            end_ms: Instant::now(),
             attributes: attrs,
         });
         let blobs = store.blobs();
@@ -129,8 +134,8 @@ fn task_root_span(task: &Task, span_id: String) -> Span {
         span_id,
         parent_id: None,
         name: "task".into(),
-        start_ms: task.created_at.millis(),
-        end_ms: now_ms(),
+        start_ms: task.created_at,
+        end_ms: Instant::now(),
         attributes: attrs,
     }
 }

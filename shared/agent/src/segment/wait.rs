@@ -10,7 +10,7 @@ use crate::error::WorkerError;
 use crate::progress;
 use baton_core::approval::{self, approval_id};
 use baton_core::{
-    now_ms, Approval, Child, Created, EntryKind, Instant, TaskId, TaskStatus, ToolCall, ToolOutput,
+    Approval, Child, Created, EntryKind, Instant, TaskId, TaskStatus, ToolCall, ToolOutput,
     WaitingFor, Wake,
 };
 use std::time::Duration;
@@ -191,7 +191,7 @@ impl Segment<'_> {
         else {
             return Ok(());
         };
-        let child = delegation::child_task(&self.task, child_agent, &call.id, now_ms());
+        let child = delegation::child_task(&self.task, child_agent, &call.id, Instant::now());
         let key = delegation::dedupe_key(&self.task.id, &call.id);
         let first = vec![EntryKind::UserMessage { text: input }];
         let child_id = match self
@@ -232,9 +232,9 @@ impl Segment<'_> {
     /// releases the lease, then arranges the wake.
     pub(super) async fn start_timer(&mut self, step: u32, call: &ToolCall) -> Step {
         let max_chars = self.agent.max_tool_result_chars;
-        let now = now_ms();
+        let now = Instant::now();
         let until = match crate::timer::wake_time(&call.arguments, now) {
-            Ok(u) if u > now + 1000 => Instant(u),
+            Ok(u) if u > now + Duration::from_secs(1) => u,
             other => {
                 let out = match other {
                     Err(e) => ToolOutput::error(e),

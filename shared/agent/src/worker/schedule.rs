@@ -16,7 +16,7 @@ use crate::error::WorkerError;
 use crate::sanitize::NO_REPLY;
 use async_trait::async_trait;
 use baton_core::{
-    now_ms, rfc3339, Created, EntryKind, Millis, Origin, PostKey, ReplyError, ReplySink,
+    now_ms, rfc3339, Created, EntryKind, Instant, Millis, Origin, PostKey, ReplyError, ReplySink,
     ScheduleFire, Task, TaskId, TaskStatus, Wake,
 };
 use baton_schedule::validate::next_fire_after;
@@ -351,7 +351,11 @@ impl ReplySink for HeartbeatReplies {
         self.inner.stream_replace(task, message, text).await
     }
 
-    async fn stream_find(&self, task: &Task, since: i64) -> Option<baton_core::StreamedMessage> {
+    async fn stream_find(
+        &self,
+        task: &Task,
+        since: Instant,
+    ) -> Option<baton_core::StreamedMessage> {
         self.inner.stream_find(task, since).await
     }
 }

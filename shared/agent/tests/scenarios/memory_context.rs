@@ -9,7 +9,9 @@ use baton_agent::context::{
 };
 use baton_core::memory::{fact_id_from_key, MemoryScope, MemoryStore};
 use baton_core::testing::MemoryTable;
-use baton_core::{Entry, EntryKind, Item, Key, Origin, Table, TableError, ToolSpec, Write};
+use baton_core::{
+    Entry, EntryKind, Instant, Item, Key, Origin, Table, TableError, ToolSpec, Write,
+};
 use baton_settings::AgentConfig;
 use baton_tools::memory::RECALL;
 use std::sync::Arc;
@@ -48,7 +50,7 @@ fn transcript(texts: &[&str]) -> Vec<Entry> {
         .enumerate()
         .map(|(i, t)| Entry {
             seq: i as u64,
-            at: 0,
+            at: Instant(0),
             kind: EntryKind::UserMessage {
                 text: (*t).to_owned(),
             },
@@ -87,7 +89,7 @@ async fn remembered_facts_relevant_to_the_message_appear_in_the_request() {
                 &fact_id_from_key(key),
                 text,
                 "task",
-                1_000 + i as i64,
+                Instant(1_000 + i as i64),
             )
             .await
             .unwrap();
@@ -140,7 +142,7 @@ async fn without_the_recall_tool_nothing_is_looked_up() {
             &fact_id_from_key("k"),
             "Likes tea",
             "t",
-            1,
+            Instant(1),
         )
         .await
         .unwrap();

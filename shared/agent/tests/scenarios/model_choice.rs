@@ -86,7 +86,7 @@ fn request() -> CompletionRequest {
 fn tool_result(seq: u64, is_error: bool) -> Entry {
     Entry {
         seq,
-        at: 0,
+        at: baton_core::Instant(0),
         kind: EntryKind::ToolResult {
             step: 1,
             call_id: format!("c{seq}"),

@@ -4,11 +4,11 @@
 
 use baton_aws::testing::MotoServer;
 use baton_aws::{DynamoTable, ResourceNames};
-use baton_core::{Key, Month, Table, Usage, UsageLedger, UsageScope};
+use baton_core::{Instant, Key, Month, Table, Usage, UsageLedger, UsageScope};
 use std::sync::Arc;
 
 /// 2026-11-18T11:06:40Z.
-const NOV: i64 = 1_795_000_000_000;
+const NOV: Instant = Instant(1_795_000_000_000);
 
 async fn setup(stack: &str) -> (MotoServer, Arc<DynamoTable>) {
     let moto = MotoServer::start().expect("moto must be installed");

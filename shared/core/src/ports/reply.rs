@@ -7,6 +7,7 @@
 //! ([`PostKey::maybe_posted`]); the sink then looks for the key in what it
 //! posted (Slack: the message metadata in the thread) before posting again.
 
+use crate::clock::Instant;
 use crate::judgment::PlanStep;
 pub use crate::task::record::{AnswerStream, StreamedMessage};
 use crate::task::Task;
@@ -116,9 +117,9 @@ pub trait ReplySink: Send + Sync {
     ) -> Result<(), ReplyError> {
         Ok(())
     }
-    /// The message a crashed attempt opened after `since` (ms) but did not
+    /// The message a crashed attempt opened after `since` but did not
     /// record, if the front end can find it. Default: none.
-    async fn stream_find(&self, _task: &Task, _since: i64) -> Option<StreamedMessage> {
+    async fn stream_find(&self, _task: &Task, _since: Instant) -> Option<StreamedMessage> {
         None
     }
 }

@@ -1,7 +1,7 @@
 //! Traces: a tree of timed spans per task (task → segment → llm_call /
 //! tool_call), written to the blob store one segment at a time.
 
-use crate::clock::{now_ms, Millis};
+use crate::clock::{self, Instant};
 use crate::TaskId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -12,8 +12,12 @@ pub struct Span {
     pub span_id: String,
     pub parent_id: Option<String>,
     pub name: String,
-    pub start_ms: Millis,
-    pub end_ms: Millis,
+    /// Integer milliseconds, as stored trace blobs and the trace route
+    /// (`start_ms`, `end_ms`) have them.
+    #[serde(with = "clock::as_millis")]
+    pub start_ms: Instant,
+    #[serde(with = "clock::as_millis")]
+    pub end_ms: Instant,
     #[serde(default)]
     pub attributes: serde_json::Map<String, serde_json::Value>,
 }
@@ -35,7 +39,7 @@ impl SpanRecorder {
         &self,
         name: &str,
         parent_id: Option<&str>,
-        start_ms: Millis,
+        start_ms: Instant,
         attributes: serde_json::Map<String, serde_json::Value>,
     ) -> String {
         let span_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_owned();
@@ -44,7 +48,7 @@ impl SpanRecorder {
             parent_id: parent_id.map(str::to_owned),
             name: name.to_owned(),
             start_ms,
-            end_ms: now_ms(),
+            end_ms: Instant::now(),
             attributes,
         };
         if let Ok(mut spans) = self.spans.lock() {
@@ -109,4 +113,18 @@ pub trait SpanExport: Send + Sync {
     /// Sends a batch and waits for it, bounded in time. Failures are the
     /// exporter's to log: a trace is never worth failing a task.
     async fn export(&self, batch: SpanBatch);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_span_reads_and_writes_as_before() {
+        let old = r#"{"span_id":"a1b2c3d4e5f60718","parent_id":null,"name":"llm_call","start_ms":1767225600123,"end_ms":1767225600456,"attributes":{"step":1}}"#;
+        let span: Span = serde_json::from_str(old).unwrap();
+        assert_eq!(span.start_ms, Instant(1_767_225_600_123));
+        assert_eq!(span.end_ms.since(span.start_ms).as_millis(), 333);
+        assert_eq!(serde_json::to_string(&span).unwrap(), old);
+    }
 }

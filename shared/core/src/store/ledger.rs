@@ -25,7 +25,7 @@
 //! that had in fact applied) is not counted twice. Items expire a little
 //! over a year after their month began.
 
-use crate::clock::Millis;
+use crate::clock::Instant;
 use crate::llm::Usage;
 use crate::table::{Condition, Item, Key, Table, TableError, Write};
 use crate::task::Origin;
@@ -104,11 +104,8 @@ pub struct Month {
 
 impl Month {
     /// The month (UTC) that the instant `at` falls in.
-    pub fn of(at: Millis) -> Month {
-        let t = Utc
-            .timestamp_millis_opt(at)
-            .single()
-            .unwrap_or(chrono::DateTime::UNIX_EPOCH);
+    pub fn of(at: Instant) -> Month {
+        let t = at.to_utc().unwrap_or(chrono::DateTime::UNIX_EPOCH);
         Month {
             year: t.year(),
             month: t.month(),
@@ -345,14 +342,15 @@ mod tests {
     #[test]
     fn months_are_utc_calendar_months() {
         // 2026-11-30T23:59:59.999Z and one millisecond later.
-        let last = 1_796_083_199_999;
+        let last = Instant(1_796_083_199_999);
+        let first = last + std::time::Duration::from_millis(1);
         assert_eq!(Month::of(last).to_string(), "2026-11");
-        assert_eq!(Month::of(last + 1).to_string(), "2026-12");
+        assert_eq!(Month::of(first).to_string(), "2026-12");
         assert_eq!(Month::of(last).next().first_day(), "2026-12-01");
-        let dec = Month::of(last + 1);
+        let dec = Month::of(first);
         assert_eq!(dec.next().to_string(), "2027-01");
         assert_eq!(dec.next().first_day(), "2027-01-01");
-        assert_eq!(dec.start_secs(), (last + 1) / 1000);
+        assert_eq!(dec.start_secs(), first.unix_secs());
     }
 
     #[test]
@@ -380,7 +378,7 @@ mod tests {
         let ledger = UsageLedger::new(table.clone());
         let ws = UsageScope::workspace_of(&slack());
         let user = UsageScope::user_of(&slack()).unwrap();
-        let nov = Month::of(1_795_000_000_000);
+        let nov = Month::of(Instant(1_795_000_000_000));
         assert_eq!(ledger.usage(&ws, nov).await.unwrap(), Usage::default());
 
         ledger
@@ -425,7 +423,7 @@ mod tests {
     async fn increments_spread_over_shards_and_sums_include_the_unsharded_item() {
         let table = Arc::new(MemoryTable::default());
         let ledger = UsageLedger::new(table.clone());
-        let nov = Month::of(1_795_000_000_000);
+        let nov = Month::of(Instant(1_795_000_000_000));
         // What a release before sharding left for this month.
         table
             .transact(vec![Write::Put {
@@ -471,7 +469,7 @@ mod tests {
     async fn a_write_that_applied_but_reported_failure_is_not_counted_twice() {
         let table = Arc::new(MemoryTable::default());
         let ledger = UsageLedger::new(table.clone());
-        let nov = Month::of(1_795_000_000_000);
+        let nov = Month::of(Instant(1_795_000_000_000));
         ledger
             .add(&[UsageScope::Api], nov, usage(3, 4), "x")
             .await
@@ -514,7 +512,7 @@ mod tests {
         async fn transact(&self, writes: Vec<Write>) -> Result<(), TableError> {
             if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
                 let other = UsageLedger::new(self.inner.clone());
-                let nov = Month::of(1_795_000_000_000);
+                let nov = Month::of(Instant(1_795_000_000_000));
                 // An id on the same shard as ours, so the writes collide.
                 let mine = crate::table::shard_of("mine", USAGE_SHARDS);
                 let id = (0..)
@@ -537,7 +535,7 @@ mod tests {
             inner: inner.clone(),
             armed: true.into(),
         }));
-        let nov = Month::of(1_795_000_000_000);
+        let nov = Month::of(Instant(1_795_000_000_000));
         ledger
             .add(&[UsageScope::Api], nov, usage(1, 2), "mine")
             .await

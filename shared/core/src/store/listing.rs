@@ -10,7 +10,7 @@
 //! newest first, and reads only the tasks it keeps.
 
 use super::error::StoreError;
-use crate::clock::Millis;
+use crate::clock::Instant;
 use crate::ids::TaskId;
 use crate::table::{shard_of, ListingEntry, ListingKey, Table};
 use crate::task::{Task, TaskStatus};
@@ -33,10 +33,10 @@ const FILTERED_BATCH: usize = 100;
 const PARTITION_PREFIX: &str = "tasks#";
 
 /// The listing index key of a task, fixed at its creation.
-pub fn listing_key(id: &TaskId, created_at: Millis) -> ListingKey {
+pub fn listing_key(id: &TaskId, created_at: Instant) -> ListingKey {
     ListingKey {
         partition: partition(shard_of(id.as_str(), LISTING_SHARDS)),
-        sort: format!("{:013}#{id}", created_at.max(0)),
+        sort: format!("{:013}#{id}", created_at.millis().max(0)),
     }
 }
 
@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_refuse_what_was_not_handed_out() {
         let id = TaskId::generate();
-        let key = listing_key(&id, 1_700_000_000_123);
+        let key = listing_key(&id, Instant(1_700_000_000_123));
         assert_eq!(key.sort, format!("1700000000123#{id}"));
         assert!(key.partition.starts_with("tasks#") && key.partition.len() == 8);
         let cursor = Cursor(key.sort.clone());
@@ -250,7 +250,7 @@ mod tests {
         }
     }
 
-    async fn create(store: &TaskStore, agent: &str, thread: Option<&str>, at: Millis) -> Task {
+    async fn create(store: &TaskStore, agent: &str, thread: Option<&str>, at: i64) -> Task {
         let task = Task::new(
             TaskId::generate(),
             agent,
@@ -288,10 +288,8 @@ mod tests {
             // Some share a millisecond: the id breaks the tie.
             made.push(create(&store, "default", None, 1_000 + i / 3).await);
         }
-        let mut want: Vec<(Millis, TaskId)> = made
-            .iter()
-            .map(|t| (t.created_at.millis(), t.id.clone()))
-            .collect();
+        let mut want: Vec<(Instant, TaskId)> =
+            made.iter().map(|t| (t.created_at, t.id.clone())).collect();
         want.sort();
         want.reverse();
         let want: Vec<TaskId> = want.into_iter().map(|(_, id)| id).collect();

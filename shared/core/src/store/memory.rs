@@ -19,7 +19,8 @@
 //! store, never from their arguments: the model cannot read or write
 //! another user's memory.
 
-use crate::{rfc3339, Condition, Item, Key, Millis, Origin, Table, TableError, Write};
+use crate::clock::{self, Instant};
+use crate::{Condition, Item, Key, Origin, Table, TableError, Write};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -104,7 +105,7 @@ pub struct Fact {
     pub id: String,
     pub scope: MemoryScope,
     pub text: String,
-    pub created_at: Millis,
+    pub created_at: Instant,
     /// The task that stored it.
     pub task_id: String,
 }
@@ -116,7 +117,7 @@ impl Fact {
             "id": self.id,
             "scope": self.scope.label(),
             "text": self.text,
-            "remembered_at": rfc3339(self.created_at),
+            "remembered_at": self.created_at.to_string(),
         })
     }
 }
@@ -124,7 +125,9 @@ impl Fact {
 #[derive(Serialize, Deserialize)]
 struct FactRecord {
     text: String,
-    created_at: Millis,
+    /// Integer milliseconds in the item, as facts were always stored.
+    #[serde(with = "clock::as_millis")]
+    created_at: Instant,
     task_id: String,
 }
 
@@ -230,7 +233,7 @@ impl MemoryStore {
         id: &str,
         text: &str,
         task_id: &str,
-        now: Millis,
+        now: Instant,
     ) -> Result<Remembered, MemoryError> {
         let text = text.trim();
         if text.is_empty() {
@@ -486,5 +489,23 @@ mod tests {
             MemoryScope::of_origin(&Origin::Http),
             vec![MemoryScope::Api]
         );
+    }
+
+    #[test]
+    fn a_stored_fact_reads_and_writes_as_before() {
+        let old = r#"{"text":"Prefers German","created_at":1767225600123,"task_id":"t1"}"#;
+        let record: FactRecord = serde_json::from_str(old).unwrap();
+        assert_eq!(record.created_at, Instant(1_767_225_600_123));
+        assert_eq!(serde_json::to_string(&record).unwrap(), old);
+        let item = Item {
+            key: Key::new("MEM#api", "F#0123456789abcdef"),
+            version: 1,
+            data: old.to_owned(),
+            index: None,
+            expires_at: None,
+            listing: None,
+        };
+        let fact = fact_of(&MemoryScope::Api, &item).unwrap();
+        assert_eq!(fact.to_json()["remembered_at"], "2026-01-01T00:00:00.123Z");
     }
 }

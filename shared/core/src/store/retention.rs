@@ -17,7 +17,7 @@
 //!   memory and usage counters are not touched by retention.
 
 use super::error::StoreError;
-use crate::clock::Millis;
+use crate::clock::Instant;
 use crate::table::{Condition, Table, Write, MAX_TRANSACTION_WRITES};
 use crate::task::Task;
 use std::time::Duration;
@@ -68,13 +68,13 @@ impl Retention {
     }
 
     /// When the record of a task that ended at `ended` expires (seconds).
-    pub fn task_expires_at(&self, ended: Millis) -> Option<i64> {
-        Some(ended.div_euclid(1000) + self.secs()?)
+    pub fn task_expires_at(&self, ended: Instant) -> Option<i64> {
+        Some(ended.unix_secs() + self.secs()?)
     }
 
     /// When a transcript entry written at `at` expires (seconds).
-    pub fn entry_expires_at(&self, at: Millis) -> Option<i64> {
-        Some(at.div_euclid(1000) + self.secs()? + i64::from(ENTRY_HORIZON_DAYS) * DAY_SECS)
+    pub fn entry_expires_at(&self, at: Instant) -> Option<i64> {
+        Some(at.unix_secs() + self.secs()? + i64::from(ENTRY_HORIZON_DAYS) * DAY_SECS)
     }
 
     /// How old a blob (offloaded entry, trace) may grow before it is
@@ -94,12 +94,11 @@ pub(crate) async fn restamp_long_lived(
     retention: Retention,
     task: &Task,
 ) -> Result<(), StoreError> {
-    let horizon = i64::from(ENTRY_HORIZON_DAYS) * DAY_SECS * 1000;
-    let Some(expires_at) = retention.task_expires_at(task.updated_at.millis()) else {
+    let horizon = Duration::from_secs(u64::from(ENTRY_HORIZON_DAYS) * DAY_SECS as u64);
+    let Some(expires_at) = retention.task_expires_at(task.updated_at) else {
         return Ok(());
     };
-    if !task.status.is_terminal() || task.updated_at.millis() - task.created_at.millis() <= horizon
-    {
+    if !task.status.is_terminal() || task.updated_at.since(task.created_at) <= horizon {
         return Ok(());
     }
     let pk = format!("TASK#{}", task.id);
@@ -161,15 +160,18 @@ mod tests {
     #[test]
     fn expiry_times() {
         let r = Retention::days(90);
-        assert_eq!(r.task_expires_at(10_500), Some(10 + 90 * DAY_SECS));
-        assert_eq!(r.entry_expires_at(10_500), Some(10 + 120 * DAY_SECS));
+        assert_eq!(r.task_expires_at(Instant(10_500)), Some(10 + 90 * DAY_SECS));
+        assert_eq!(
+            r.entry_expires_at(Instant(10_500)),
+            Some(10 + 120 * DAY_SECS)
+        );
         assert_eq!(
             r.blob_max_age(),
             Some(Duration::from_secs(120 * DAY_SECS as u64))
         );
         let never = Retention::forever();
-        assert_eq!(never.task_expires_at(1), None);
-        assert_eq!(never.entry_expires_at(1), None);
+        assert_eq!(never.task_expires_at(Instant(1)), None);
+        assert_eq!(never.entry_expires_at(Instant(1)), None);
         assert_eq!(never.blob_max_age(), None);
         assert_eq!(Retention::default().in_days(), DEFAULT_RETENTION_DAYS);
         assert_eq!(Retention::days(u32::MAX).in_days(), MAX_RETENTION_DAYS);
@@ -195,7 +197,7 @@ mod tests {
         let record = before.iter().find(|i| i.key.sk == "TASK").unwrap();
         assert_eq!(record.expires_at, None, "a running task never expires");
         let entry = before.iter().find(|i| i.key.sk != "TASK").unwrap();
-        let written = task.created_at.millis() / 1000;
+        let written = task.created_at.unix_secs();
         assert_eq!(entry.expires_at, Some(written + (7 + 30) * DAY_SECS));
         let dedupe = table
             .get(&Key::new("DEDUPE#http:key", "DEDUPE"))
@@ -218,7 +220,7 @@ mod tests {
         let record = table.get(&Key::new(&pk, "TASK")).await.unwrap().unwrap();
         assert_eq!(
             record.expires_at,
-            Some(ended.updated_at.millis() / 1000 + 7 * DAY_SECS)
+            Some(ended.updated_at.unix_secs() + 7 * DAY_SECS)
         );
         assert!(record.listing.is_some(), "still listed");
         // Short-lived: the entries keep the expiry they were written with.
@@ -253,7 +255,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let want = ended.updated_at.millis() / 1000 + 7 * DAY_SECS;
+        let want = ended.updated_at.unix_secs() + 7 * DAY_SECS;
         let all = items(&table, &pk).await;
         assert_eq!(all.len(), 31);
         for i in all {
@@ -273,7 +275,13 @@ mod tests {
         assert!(store.put_thread(&thread).await.unwrap());
         let memory = crate::memory::MemoryStore::new(table.clone());
         memory
-            .remember(&crate::memory::MemoryScope::Api, "f1", "a fact", "t", 0)
+            .remember(
+                &crate::memory::MemoryScope::Api,
+                "f1",
+                "a fact",
+                "t",
+                Instant(0),
+            )
             .await
             .unwrap();
         let keys = table.keys();

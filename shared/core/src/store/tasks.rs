@@ -13,7 +13,7 @@
 
 use super::error::StoreError;
 use crate::blob::BlobStore;
-use crate::clock::{now_ms, Millis};
+use crate::clock::Instant;
 use crate::ids::TaskId;
 use crate::listing::{self, listing_key, Cursor, TaskFilter, TaskPage};
 use crate::retention::{self, Retention};
@@ -194,12 +194,12 @@ impl TaskStore {
             data,
             index: (!task.status.is_terminal()).then(|| active_index(&task.id, self.active_shards)),
             expires_at: if task.status.is_terminal() {
-                self.retention.task_expires_at(task.updated_at.millis())
+                self.retention.task_expires_at(task.updated_at)
             } else {
                 None
             },
             // Fixed at creation, so no later write changes the index entry.
-            listing: Some(listing_key(&task.id, task.created_at.millis())),
+            listing: Some(listing_key(&task.id, task.created_at)),
         })
     }
 
@@ -209,7 +209,7 @@ impl TaskStore {
         &self,
         task: &mut Task,
         kinds: Vec<EntryKind>,
-        now: Millis,
+        now: Instant,
     ) -> Result<(Vec<Entry>, Vec<Item>), StoreError> {
         let mut entries = Vec::with_capacity(kinds.len());
         let mut items = Vec::with_capacity(kinds.len());
@@ -261,7 +261,7 @@ impl TaskStore {
         &self,
         claim: Claim<'_>,
         task_id: &TaskId,
-        now: Millis,
+        now: Instant,
     ) -> Result<Write, StoreError> {
         let record = DedupeRecord {
             task_id: task_id.clone(),
@@ -273,7 +273,7 @@ impl TaskStore {
                 version: 1,
                 data: serde_json::to_string(&record).map_err(corrupt)?,
                 index: None,
-                expires_at: Some(now / 1000 + DEDUPE_TTL_SECS),
+                expires_at: Some(now.unix_secs() + DEDUPE_TTL_SECS),
                 listing: None,
             },
             condition: Condition::NotExists,
@@ -307,7 +307,7 @@ impl TaskStore {
         check(task)?;
         let mut task = task.clone();
         task.version = 1;
-        let created_at = task.created_at.millis();
+        let created_at = task.created_at;
         let (_, entry_items) = self
             .entry_items(&mut task, first_entries, created_at)
             .await?;
@@ -364,10 +364,10 @@ impl TaskStore {
         claim: Option<Claim<'_>>,
     ) -> Result<Vec<Entry>, StoreError> {
         check(task)?;
-        let now = now_ms();
+        let now = Instant::now();
         let mut next = task.clone();
         next.version = task.version + 1;
-        next.updated_at = crate::Instant(now).max(task.updated_at);
+        next.updated_at = now.max(task.updated_at);
         let commit_id = uuid::Uuid::new_v4().simple().to_string();
         next.last_commit = Some(commit_id.clone());
         let (entries, items) = self.entry_items(&mut next, new_entries, now).await?;
@@ -637,7 +637,7 @@ mod tests {
             Origin::Http,
             None,
             Limits::default(),
-            now_ms(),
+            Instant::now(),
         )
     }
 

@@ -7,7 +7,7 @@
 //! `action_ts`; a click older than the vote on record (a late redelivery
 //! of an earlier click) is ignored rather than undoing a newer one.
 
-use crate::clock::Millis;
+use crate::clock::Instant;
 pub use crate::task::record::{Feedback, Rating};
 use crate::task::{Task, TaskStatus};
 use crate::transcript::EntryKind;
@@ -45,7 +45,7 @@ pub enum Unchanged {
 
 /// Records `vote` on `t` at `now`: the transcript entry to append, or why
 /// nothing changed (then `t` is untouched).
-pub fn record(t: &mut Task, vote: &Vote<'_>, now: Millis) -> Result<Vec<EntryKind>, Unchanged> {
+pub fn record(t: &mut Task, vote: &Vote<'_>, now: Instant) -> Result<Vec<EntryKind>, Unchanged> {
     if !has_slack_answer(t) {
         return Err(Unchanged::NoAnswer);
     }
@@ -148,10 +148,14 @@ mod tests {
             root_task_id: None,
         });
         for mut t in [http, silent, failed, child] {
-            assert_eq!(record(&mut t, &up, 5), Err(Unchanged::NoAnswer), "{t:?}");
+            assert_eq!(
+                record(&mut t, &up, Instant(5)),
+                Err(Unchanged::NoAnswer),
+                "{t:?}"
+            );
             assert!(t.feedback.is_empty());
         }
-        assert!(record(&mut task(), &up, 5).is_ok());
+        assert!(record(&mut task(), &up, Instant(5)).is_ok());
     }
 
     fn vote<'a>(user: &'a str, rating: Rating, ts: &'a str) -> Vote<'a> {
@@ -166,7 +170,7 @@ mod tests {
     fn one_vote_per_person_latest_wins_and_repeats_count_once() {
         let mut t = task();
         let up = vote("U1", Rating::Positive, "1700000000.000100");
-        let entries = record(&mut t, &up, 5).expect("recorded");
+        let entries = record(&mut t, &up, Instant(5)).expect("recorded");
         assert_eq!(
             entries,
             vec![EntryKind::Feedback {
@@ -175,22 +179,27 @@ mod tests {
             }]
         );
         // Slack delivers the same click again.
-        assert_eq!(record(&mut t, &up, 6), Err(Unchanged::Same));
+        assert_eq!(record(&mut t, &up, Instant(6)), Err(Unchanged::Same));
         // Another person.
-        record(&mut t, &vote("U2", Rating::Negative, "1700000001.0"), 7).expect("recorded");
+        record(
+            &mut t,
+            &vote("U2", Rating::Negative, "1700000001.0"),
+            Instant(7),
+        )
+        .expect("recorded");
         // U1 changes their mind...
         record(
             &mut t,
             &vote("U1", Rating::Negative, "1700000002.000001"),
-            8,
+            Instant(8),
         )
         .expect("changed");
         // ...and a late redelivery of their first click does not undo it.
         let late = vote("U1", Rating::Positive, "1700000000.000100");
-        assert_eq!(record(&mut t, &late, 9), Err(Unchanged::Stale));
+        assert_eq!(record(&mut t, &late, Instant(9)), Err(Unchanged::Stale));
         assert_eq!(t.feedback.len(), 2);
         assert_eq!(t.feedback[0].rating, Rating::Negative);
-        assert_eq!(t.feedback[0].at, 8);
+        assert_eq!(t.feedback[0].at, Instant(8));
         let json = status_json(&t);
         assert_eq!(json[0]["user"], "U1");
         assert_eq!(json[0]["value"], "negative");
@@ -207,14 +216,14 @@ mod tests {
                 rating: Rating::Positive,
                 action_ts: None,
             };
-            record(&mut t, &v, 1).expect("room");
+            record(&mut t, &v, Instant(1)).expect("room");
         }
         let v = Vote {
             user: "UX",
             rating: Rating::Positive,
             action_ts: None,
         };
-        assert_eq!(record(&mut t, &v, 1), Err(Unchanged::Full));
+        assert_eq!(record(&mut t, &v, Instant(1)), Err(Unchanged::Full));
         assert_eq!(Rating::parse("positive"), Some(Rating::Positive));
         assert_eq!(Rating::parse("Positive"), None);
         assert!(!is_older(Some("x"), Some("1.0")));

@@ -8,7 +8,7 @@
 //! the same size however long the conversation grows. Within a task, the
 //! context pipeline's compaction summarises as usual.
 
-use crate::clock::Millis;
+use crate::clock::{self, Instant};
 use crate::ids::TaskId;
 use crate::llm::Message;
 use serde::{Deserialize, Serialize};
@@ -45,7 +45,9 @@ pub struct Turn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
     pub text: String,
-    pub at: Millis,
+    /// Integer milliseconds on the thread record, as it always was.
+    #[serde(with = "clock::as_millis")]
+    pub at: Instant,
 }
 
 /// A conversation's earlier turns.
@@ -167,7 +169,7 @@ mod tests {
             speaker,
             author: (speaker == Speaker::User).then(|| "U1".to_owned()),
             text: text.into(),
-            at: 0,
+            at: Instant(0),
         }
     }
 
@@ -212,5 +214,13 @@ mod tests {
             "the digest keeps the newest folded turns"
         );
         assert_eq!(r.turns.last().unwrap().text.split(' ').nth(1), Some("4999"));
+    }
+
+    #[test]
+    fn a_stored_recap_reads_and_writes_as_before() {
+        let old = r#"{"summary":"user: hi","turns":[{"speaker":"user","author":"U1","text":"hi","at":1767225600123},{"speaker":"agent","text":"hello","at":1767225604120}]}"#;
+        let r: Recap = serde_json::from_str(old).unwrap();
+        assert_eq!(r.turns[1].at, Instant(1_767_225_604_120));
+        assert_eq!(serde_json::to_string(&r).unwrap(), old);
     }
 }

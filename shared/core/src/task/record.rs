@@ -2,7 +2,7 @@
 //! keeps of it. Everything the loop must remember across segments — counts,
 //! budgets, the lease, pending signals — lives here, never in memory only.
 
-use crate::clock::{Instant, Millis};
+use crate::clock::Instant;
 use crate::ids::TaskId;
 use crate::lease::LeaseSlot;
 use crate::llm::Usage;
@@ -432,7 +432,8 @@ pub struct Feedback {
     pub user: String,
     pub rating: Rating,
     /// When it was recorded.
-    pub at: Millis,
+    #[serde(with = "crate::clock::as_millis")]
+    pub at: Instant,
     /// Slack's `action_ts` of the click, to order clicks that arrive out
     /// of order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -467,9 +468,10 @@ pub struct PendingFile {
 /// A task's streamed answer message ([`Task::answer_stream`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AnswerStream {
-    /// When opening it began (ms): an attempt that crashed before
-    /// recording `message` may have opened one after this.
-    pub opened_at: i64,
+    /// When opening it began: an attempt that crashed before recording
+    /// `message` may have opened one after this.
+    #[serde(with = "crate::clock::as_millis")]
+    pub opened_at: Instant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<StreamedMessage>,
 }
@@ -697,7 +699,7 @@ pub(crate) fn feedback_json(votes: &[Feedback]) -> serde_json::Value {
                 serde_json::json!({
                     "user": f.user,
                     "value": f.rating.as_str(),
-                    "at": crate::clock::rfc3339(f.at),
+                    "at": f.at.to_string(),
                 })
             })
             .collect(),
@@ -795,7 +797,10 @@ mod tests {
         r#""decision":{"verdict":"approved","by":"U1","at":1767225600900}}],"#,
         r#""questions":[{"step":2,"call_id":"c2","question":"Which env?","#,
         r#""asked_at":1767225601000,"expires_at":1767229200000,"#,
-        r#""reply":{"text":"staging","by":"U1","at":1767225602000}}]}"#,
+        r#""reply":{"text":"staging","by":"U1","at":1767225602000}}],"#,
+        r#""feedback":[{"user":"U2","rating":"positive","at":1767225603000,"#,
+        r#""action_ts":"1767225603.000100"}],"#,
+        r#""answer_stream":{"opened_at":1767225602500,"message":{"channel":"C1","ts":"1.0"}}}"#,
     );
 
     #[test]
@@ -819,6 +824,15 @@ mod tests {
         assert_eq!(
             q.reply.as_ref().map(|r| r.at),
             Some(Instant(1_767_225_602_000))
+        );
+        assert_eq!(t.feedback[0].at, Instant(1_767_225_603_000));
+        assert_eq!(
+            t.status_json()["feedback"][0]["at"],
+            "2026-01-01T00:00:03.000Z"
+        );
+        assert_eq!(
+            t.answer_stream.as_ref().map(|s| s.opened_at),
+            Some(Instant(1_767_225_602_500))
         );
         assert_eq!(serde_json::to_string(&t).unwrap(), OLD_ROW);
     }

@@ -4,7 +4,7 @@
 //! what is new. The transcript is both the conversation the model sees and
 //! the progress events clients tail (`GET /tasks/{id}/events`).
 
-use crate::clock::Millis;
+use crate::clock::{self, Instant};
 use crate::judgment::{PlanStep, SupervisorAction, Tier};
 use crate::llm::{AttachmentContent, Message, ToolCall, ToolSpec, Usage};
 use crate::recap::Recap;
@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub seq: u64,
-    pub at: Millis,
+    /// Integer milliseconds in the store, as entries always were.
+    #[serde(with = "clock::as_millis")]
+    pub at: Instant,
     #[serde(flatten)]
     pub kind: EntryKind,
 }
@@ -427,7 +429,11 @@ mod tests {
     use super::*;
 
     fn entry(seq: u64, kind: EntryKind) -> Entry {
-        Entry { seq, at: 0, kind }
+        Entry {
+            seq,
+            at: Instant(0),
+            kind,
+        }
     }
 
     fn call(id: &str) -> ToolCall {
@@ -487,5 +493,13 @@ mod tests {
             serde_json::json!({"seq": 7, "at": 0, "type": "user_message", "text": "hi"})
         );
         assert_eq!(serde_json::from_value::<Entry>(v).unwrap(), e);
+    }
+
+    #[test]
+    fn a_stored_entry_reads_and_writes_as_before() {
+        let old = r#"{"seq":3,"at":1767225600123,"type":"status","status":"running","detail":"segment 1 started"}"#;
+        let e: Entry = serde_json::from_str(old).unwrap();
+        assert_eq!(e.at, Instant(1_767_225_600_123));
+        assert_eq!(serde_json::to_string(&e).unwrap(), old);
     }
 }

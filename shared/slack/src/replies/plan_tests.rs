@@ -69,7 +69,7 @@ fn row(id: &str, title: &str, status: &str) -> (String, String, String) {
 /// As the agent records the message it streams into.
 fn record(task: &mut Task, m: &StreamedMessage) {
     task.answer_stream = Some(AnswerStream {
-        opened_at: 0,
+        opened_at: baton_core::Instant(0),
         message: Some(m.clone()),
     });
 }
