@@ -17,7 +17,9 @@
 //! continues from now.
 
 use async_trait::async_trait;
-use baton_core::{now_ms, Condition, Item, Key, Millis, Table, TableError, WorkQueue, Write};
+use baton_core::clock::{self, Instant};
+use baton_core::{Condition, Item, Key, Table, TableError, WorkQueue, Write};
+use baton_schedule::validate::first_fire;
 use baton_schedule::{Expression, Timezone};
 use baton_schedule::{SchedulePlan, Scheduler, SchedulerError};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -41,9 +43,12 @@ struct StoredPlan {
     one_time: bool,
     /// When the plan was written: a rate plan's anchor (EventBridge's
     /// start), so `rate(5 minutes)` fires at start, start + 5 min, …
-    start: Millis,
+    /// Stored as integer milliseconds, as plans always were.
+    #[serde(with = "clock::as_millis")]
+    start: Instant,
     /// The next fire time; `None` never (the plan is removed).
-    next_fire_at: Option<Millis>,
+    #[serde(default, with = "clock::as_millis_opt")]
+    next_fire_at: Option<Instant>,
 }
 
 fn plan_key(name: &str) -> Key {
@@ -54,10 +59,6 @@ fn unavailable(e: impl std::fmt::Display) -> SchedulerError {
     SchedulerError::Unavailable(e.to_string())
 }
 
-fn utc(ms: Millis) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp_millis(ms)
-}
-
 /// Parses a plan's expression and zone; errors read like EventBridge's.
 fn parse(plan_expression: &str, timezone: &str) -> Result<(Expression, Timezone), SchedulerError> {
     let expr = Expression::parse(plan_expression)
@@ -65,15 +66,6 @@ fn parse(plan_expression: &str, timezone: &str) -> Result<(Expression, Timezone)
     let tz = Timezone::parse(timezone)
         .map_err(|e| SchedulerError::Invalid(format!("invalid time zone: {e}")))?;
     Ok((expr, tz))
-}
-
-/// The first fire time at or after `from` (a rate plan fires at its start,
-/// as an EventBridge rate schedule without a start date fires when created).
-fn first_fire(expr: &Expression, tz: Timezone, start: Millis) -> Option<Millis> {
-    let start_t = utc(start)?;
-    let just_before = utc(start - 1)?;
-    expr.next_after(just_before, tz.tz(), Some(start_t))
-        .map(|t| t.timestamp_millis())
 }
 
 /// `body` with `scheduled_time` set, for `{"kind":"schedule"}` messages
@@ -132,7 +124,7 @@ impl EmbeddedScheduler {
     }
 
     /// The next fire time of a plan, if any (for tests and status output).
-    pub async fn next_fire_at(&self, name: &str) -> Result<Option<Millis>, SchedulerError> {
+    pub async fn next_fire_at(&self, name: &str) -> Result<Option<Instant>, SchedulerError> {
         let item = self.table.get(&plan_key(name)).await.map_err(unavailable)?;
         match item {
             Some(i) => Ok(serde_json::from_str::<StoredPlan>(&i.data)
@@ -154,9 +146,9 @@ impl EmbeddedScheduler {
 
     /// One pass: sends every firing due at `now` and moves each plan on.
     /// Returns how many messages were sent and the earliest next fire time.
-    pub async fn run_due(&self, now: Millis) -> Result<(usize, Option<Millis>), SchedulerError> {
+    pub async fn run_due(&self, now: Instant) -> Result<(usize, Option<Instant>), SchedulerError> {
         let mut sent = 0;
-        let mut earliest: Option<Millis> = None;
+        let mut earliest: Option<Instant> = None;
         for (plan, version) in self.plans().await? {
             let Some(due) = plan.next_fire_at else {
                 self.remove(&plan.name, version).await?;
@@ -166,7 +158,7 @@ impl EmbeddedScheduler {
                 earliest = Some(earliest.map_or(due, |e| e.min(due)));
                 continue;
             }
-            let Some(due_t) = utc(due) else { continue };
+            let Some(due_t) = due.to_utc() else { continue };
             let body = with_scheduled_time(&plan.body, due_t);
             self.queue
                 .send(&body, Duration::ZERO)
@@ -180,9 +172,9 @@ impl EmbeddedScheduler {
                 match parse(&plan.expression, &plan.timezone) {
                     Ok((expr, tz)) => {
                         // No replay of missed firings: continue after now.
-                        let after = utc(now.max(due)).unwrap_or(due_t);
-                        expr.next_after(after, tz.tz(), utc(plan.start))
-                            .map(|t| t.timestamp_millis())
+                        let after = now.max(due).to_utc().unwrap_or(due_t);
+                        expr.next_after(after, tz.tz(), plan.start.to_utc())
+                            .map(Instant::from)
                     }
                     Err(e) => {
                         tracing::warn!(plan = %plan.name, error = %e, "plan no longer parses; removed");
@@ -210,11 +202,8 @@ impl EmbeddedScheduler {
     /// (at most a second, or until a plan changes).
     pub async fn run(&self) {
         loop {
-            let now = now_ms();
-            let sleep = match self.run_due(now).await {
-                Ok((_, Some(next))) => {
-                    Duration::from_millis(u64::try_from(next - now_ms()).unwrap_or(0)).min(MAX_IDLE)
-                }
+            let sleep = match self.run_due(Instant::now()).await {
+                Ok((_, Some(next))) => next.since(Instant::now()).min(MAX_IDLE),
                 Ok((_, None)) => MAX_IDLE,
                 Err(e) => {
                     tracing::warn!(error = %e, "scheduler pass failed");
@@ -276,7 +265,7 @@ impl Scheduler for EmbeddedScheduler {
                 "one_time must be set exactly for at(...) expressions".into(),
             ));
         }
-        let start = now_ms();
+        let start = Instant::now();
         let stored = StoredPlan {
             name: plan.name.clone(),
             expression: expr.as_str().to_owned(),
@@ -289,7 +278,7 @@ impl Scheduler for EmbeddedScheduler {
             next_fire_at: first_fire(&expr, tz, start).or_else(|| {
                 expr.at_local()
                     .and_then(|_| expr.next_after(DateTime::<Utc>::UNIX_EPOCH, tz.tz(), None))
-                    .map(|t| t.timestamp_millis())
+                    .map(Instant::from)
             }),
         };
         let current = self
@@ -374,15 +363,15 @@ mod tests {
         let expr = format!("at({})", local.format("%Y-%m-%dT%H:%M:%S"));
         s.upsert(&plan("p1", &expr, true)).await.unwrap();
         let due = s.next_fire_at("p1").await.unwrap().unwrap();
-        assert_eq!(due, at.timestamp() * 1000, "second precision");
+        assert_eq!(due, Instant(at.timestamp() * 1000), "second precision");
         assert_eq!(
-            s.run_due(due - 1).await.unwrap().0,
+            s.run_due(due - Duration::from_millis(1)).await.unwrap().0,
             0,
             "not before its time"
         );
         assert_eq!(s.run_due(due).await.unwrap().0, 1);
         assert!(!s.exists("p1").await.unwrap());
-        assert_eq!(s.run_due(due + 10_000).await.unwrap().0, 0);
+        assert_eq!(s.run_due(due + Duration::from_secs(10)).await.unwrap().0, 0);
         let got = b.queue.receive(10, Duration::ZERO).await.unwrap();
         assert_eq!(got.len(), 1);
         let WorkMessage::Schedule(fire) = WorkMessage::parse(&got[0].body).unwrap() else {
@@ -406,18 +395,21 @@ mod tests {
                 .await
                 .unwrap();
             start = s.next_fire_at("r").await.unwrap().unwrap();
-            assert!((now_ms() - start).abs() < 5_000);
+            assert!(Instant::now().since(start) < Duration::from_secs(5));
         }
         let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
         let s = EmbeddedScheduler::new(b.table.clone(), b.queue.clone());
         assert_eq!(s.next_fire_at("r").await.unwrap(), Some(start), "persisted");
         let (sent, next) = s.run_due(start).await.unwrap();
         assert_eq!(sent, 1);
-        assert_eq!(next, Some(start + 300_000));
+        assert_eq!(next, Some(start + Duration::from_secs(300)));
         // Down for an hour: fires once, then continues from now.
-        let later = start + 3_600_000 + 1;
+        let later = start + Duration::from_millis(3_600_001);
         assert_eq!(s.run_due(later).await.unwrap().0, 1);
-        assert_eq!(s.next_fire_at("r").await.unwrap(), Some(start + 3_900_000));
+        assert_eq!(
+            s.next_fire_at("r").await.unwrap(),
+            Some(start + Duration::from_secs(3_900))
+        );
         s.delete("r").await.unwrap();
         s.delete("r").await.unwrap(); // idempotent
         assert!(!s.exists("r").await.unwrap());
@@ -440,6 +432,18 @@ mod tests {
             s.upsert(&p).await,
             Err(SchedulerError::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn a_stored_plan_reads_and_writes_as_before() {
+        for old in [
+            r#"{"name":"r","expression":"rate(5 minutes)","timezone":"UTC","body":"{}","one_time":false,"start":1767225600000,"next_fire_at":1767225900000}"#,
+            r#"{"name":"a","expression":"at(2026-01-01T00:00:00)","timezone":"UTC","body":"{}","one_time":true,"start":1767225600000,"next_fire_at":null}"#,
+        ] {
+            let plan: StoredPlan = serde_json::from_str(old).unwrap();
+            assert_eq!(plan.start, Instant(1_767_225_600_000));
+            assert_eq!(serde_json::to_string(&plan).unwrap(), old);
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use crate::response::{json, json_body, Answer, ApiError};
 use crate::Ingest;
-use baton_core::now_ms;
+use baton_core::Instant;
 use baton_schedule::new_schedule_id;
 use baton_schedule::validate::{new_schedule, validate, validate_content, API_OWNER};
 use baton_schedule::{parse_schedule_id, ScheduleService};
@@ -94,7 +94,7 @@ impl Ingest {
             slack_channel: t.slack_channel,
             thread_ts: t.thread_ts,
         });
-        let now = now_ms();
+        let now = Instant::now();
         let spec = validate(&req.expression, req.timezone.as_deref(), now)
             .map_err(ApiError::bad_request)?;
         validate_content(&req.input, target.as_ref()).map_err(ApiError::bad_request)?;

@@ -86,6 +86,6 @@ pub use quota::Quota;
 pub use record::{
     new_schedule_id, parse_schedule_id, plan_for, Schedule, ScheduleError, ScheduleKind,
     SchedulePlan, ScheduleService, ScheduleState, ScheduleStore, ScheduleTarget, Scheduler,
-    SchedulerError, MAX_SCHEDULES, REPAIR_GRACE_MS, SCHEDULE_INDEX,
+    SchedulerError, MAX_SCHEDULES, REPAIR_GRACE, SCHEDULE_INDEX,
 };
 pub use timezone::Timezone;

@@ -6,8 +6,7 @@
 
 use crate::record::{Schedule, ScheduleState};
 use crate::validate::ValidSpec;
-use baton_core::Millis;
-use chrono::DateTime;
+use baton_core::Instant;
 use std::time::Duration;
 
 /// The limits (the agents file's `[schedules]` table).
@@ -38,14 +37,14 @@ const FIRINGS_LOOKED_AT: usize = 200;
 
 /// The shortest time between two firings of `spec` from `now` on (among
 /// its next [`FIRINGS_LOOKED_AT`]); `None` for one that fires at most once.
-pub fn shortest_interval(spec: &ValidSpec, now: Millis) -> Option<Duration> {
+pub fn shortest_interval(spec: &ValidSpec, now: Instant) -> Option<Duration> {
     if let Some(rate) = spec.expression.rate_interval() {
         return rate.to_std().ok();
     }
     if !spec.expression.is_recurring() {
         return None;
     }
-    let start = DateTime::from_timestamp_millis(now)?;
+    let start = now.to_utc()?;
     let fires: Vec<_> = spec
         .expression
         .upcoming(start, spec.timezone.tz(), Some(start))
@@ -71,7 +70,7 @@ impl Quota {
         owner: &str,
         spec: &ValidSpec,
         existing: &[Schedule],
-        now: Millis,
+        now: Instant,
     ) -> Result<(), String> {
         if let Some(gap) = shortest_interval(spec, now) {
             if gap < self.min_interval {
@@ -131,7 +130,7 @@ mod tests {
     use crate::validate::{new_schedule, validate};
     use crate::ScheduleKind;
 
-    const NOW: Millis = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+    const NOW: Instant = Instant(1_767_225_600_000); // 2026-01-01T00:00:00Z
 
     fn spec(expression: &str) -> ValidSpec {
         validate(expression, None, NOW).unwrap()

@@ -27,11 +27,12 @@
 //! fires into nothing: the firing handler deletes such orphans.
 
 use async_trait::async_trait;
+use baton_core::clock::{self, Instant};
 use baton_core::TaskId;
-use baton_core::{rfc3339, Millis};
 use baton_core::{Condition, Item, Key, Table, TableError, Write};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The sparse index listing every schedule record.
 pub const SCHEDULE_INDEX: &str = "schedule";
@@ -43,7 +44,7 @@ const MAX_RECENT_FINDINGS: usize = 20;
 const MAX_CONFLICT_RETRIES: usize = 20;
 /// A pending or deleting record younger than this is left to the request
 /// that is still working on it.
-pub const REPAIR_GRACE_MS: Millis = 60_000;
+pub const REPAIR_GRACE: Duration = Duration::from_secs(60);
 
 /// What a firing runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -105,7 +106,8 @@ impl ScheduleState {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub hash: String,
-    pub at: Millis,
+    #[serde(with = "clock::as_millis")]
+    pub at: Instant,
 }
 
 /// The schedule record.
@@ -128,11 +130,14 @@ pub struct Schedule {
     #[serde(default = "default_agent")]
     pub agent: String,
     pub state: ScheduleState,
-    pub created_at: Millis,
-    #[serde(default)]
-    pub next_fire_at: Option<Millis>,
-    #[serde(default)]
-    pub last_fired_at: Option<Millis>,
+    // The record's instants are stored as integer milliseconds, as they
+    // always were.
+    #[serde(with = "clock::as_millis")]
+    pub created_at: Instant,
+    #[serde(default, with = "clock::as_millis_opt")]
+    pub next_fire_at: Option<Instant>,
+    #[serde(default, with = "clock::as_millis_opt")]
+    pub last_fired_at: Option<Instant>,
     #[serde(default)]
     pub last_task_id: Option<TaskId>,
     /// The scheduled time of the last firing (its dedupe key part).
@@ -141,8 +146,8 @@ pub struct Schedule {
     /// Heartbeats: the last finding posted (cut to 2000 characters) and when.
     #[serde(default)]
     pub last_finding: Option<String>,
-    #[serde(default)]
-    pub last_finding_at: Option<Millis>,
+    #[serde(default, with = "clock::as_millis_opt")]
+    pub last_finding_at: Option<Instant>,
     /// Heartbeats: findings posted recently, newest last (bounded).
     #[serde(default)]
     pub recent_findings: Vec<Finding>,
@@ -173,26 +178,26 @@ impl Schedule {
             "owner": self.owner,
             "agent": self.agent,
             "state": self.state.as_str(),
-            "created_at": rfc3339(self.created_at),
-            "next_fire_at": self.next_fire_at.map(rfc3339),
-            "last_fired_at": self.last_fired_at.map(rfc3339),
+            "created_at": self.created_at.to_string(),
+            "next_fire_at": self.next_fire_at.map(|t| t.to_string()),
+            "last_fired_at": self.last_fired_at.map(|t| t.to_string()),
             "last_task_id": self.last_task_id,
             "last_finding": self.last_finding,
-            "last_finding_at": self.last_finding_at.map(rfc3339),
+            "last_finding_at": self.last_finding_at.map(|t| t.to_string()),
         })
     }
 
-    /// Whether a finding with this hash was reported within `window_ms` of `now`.
-    pub fn reported_recently(&self, hash: &str, now: Millis, window_ms: Millis) -> bool {
+    /// Whether a finding with this hash was reported within `window` of `now`.
+    pub fn reported_recently(&self, hash: &str, now: Instant, window: Duration) -> bool {
         self.recent_findings
             .iter()
-            .any(|f| f.hash == hash && now.saturating_sub(f.at) < window_ms)
+            .any(|f| f.hash == hash && now.since(f.at) < window)
     }
 
-    /// Remembers a reported finding, forgetting ones older than `window_ms`.
-    pub fn record_finding(&mut self, text: &str, hash: &str, now: Millis, window_ms: Millis) {
+    /// Remembers a reported finding, forgetting ones older than `window`.
+    pub fn record_finding(&mut self, text: &str, hash: &str, now: Instant, window: Duration) {
         self.recent_findings
-            .retain(|f| f.hash != hash && now.saturating_sub(f.at) < window_ms);
+            .retain(|f| f.hash != hash && now.since(f.at) < window);
         self.recent_findings.push(Finding {
             hash: hash.to_owned(),
             at: now,
@@ -564,12 +569,12 @@ impl ScheduleService {
     }
 
     /// Finishes what a crash left half-done: pending records older than
-    /// [`REPAIR_GRACE_MS`] are rolled back (plan and record deleted),
+    /// [`REPAIR_GRACE`] are rolled back (plan and record deleted),
     /// deleting ones are deleted. Returns how many were repaired.
-    pub async fn repair(&self, now: Millis) -> Result<usize, ScheduleError> {
+    pub async fn repair(&self, now: Instant) -> Result<usize, ScheduleError> {
         let mut repaired = 0;
         for s in self.store.list().await? {
-            let stale = now.saturating_sub(s.created_at) >= REPAIR_GRACE_MS;
+            let stale = now.since(s.created_at) >= REPAIR_GRACE;
             let broken = match s.state {
                 ScheduleState::Pending => stale,
                 ScheduleState::Deleting => true,
@@ -584,5 +589,65 @@ impl ScheduleService {
             repaired += 1;
         }
         Ok(repaired)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records as stored before their instants were [`Instant`]s: they
+    /// read, and are written back byte for byte.
+    const OLD_RECORDS: [&str; 2] = [
+        concat!(
+            r#"{"id":"0190a5e4-7f3b-7cc0-8a1e-2b3c4d5e6f70","expression":"rate(1 hour)","#,
+            r#""timezone":"UTC","input":"check the queue","kind":"heartbeat","#,
+            r#""target":{"slack_channel":"C1","thread_ts":null},"owner":"api","agent":"default","#,
+            r#""state":"active","created_at":1767225600000,"next_fire_at":1767229200000,"#,
+            r#""last_fired_at":1767225600000,"last_task_id":"0190a5e4-7f3b-7cc0-8a1e-2b3c4d5e6f71","#,
+            r#""last_scheduled_time":"2026-01-01T00:00:00Z","last_finding":"the queue is stuck","#,
+            r#""last_finding_at":1767225660000,"recent_findings":[{"hash":"ab12","at":1767225660000}]}"#,
+        ),
+        concat!(
+            r#"{"id":"0190a5e4-7f3b-7cc0-8a1e-2b3c4d5e6f72","expression":"at(2026-02-01T09:00:00)","#,
+            r#""timezone":"Europe/Berlin","input":"remind me","kind":"task","target":null,"#,
+            r#""owner":"slack:T1:U1","agent":"default","state":"completed","#,
+            r#""created_at":1767225600000,"next_fire_at":null,"last_fired_at":null,"#,
+            r#""last_task_id":null,"last_scheduled_time":null,"last_finding":null,"#,
+            r#""last_finding_at":null,"recent_findings":[]}"#,
+        ),
+    ];
+
+    #[test]
+    fn records_of_earlier_releases_read_and_write_back_the_same() {
+        for old in OLD_RECORDS {
+            let s: Schedule = serde_json::from_str(old).unwrap();
+            assert_eq!(s.created_at, Instant(1_767_225_600_000));
+            assert_eq!(serde_json::to_string(&s).unwrap(), old);
+        }
+        let s: Schedule = serde_json::from_str(OLD_RECORDS[0]).unwrap();
+        assert_eq!(s.next_fire_at, Some(Instant(1_767_229_200_000)));
+        assert_eq!(s.recent_findings[0].at, Instant(1_767_225_660_000));
+        // The API shows them as text, as it always did.
+        let v = s.to_json();
+        assert_eq!(v["created_at"], "2026-01-01T00:00:00.000Z");
+        assert_eq!(v["next_fire_at"], "2026-01-01T01:00:00.000Z");
+        assert_eq!(v["last_finding_at"], "2026-01-01T00:01:00.000Z");
+        let done: Schedule = serde_json::from_str(OLD_RECORDS[1]).unwrap();
+        assert_eq!(done.to_json()["next_fire_at"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_finding_is_not_repeated_within_its_window() {
+        let mut s: Schedule = serde_json::from_str(OLD_RECORDS[0]).unwrap();
+        let hour = Duration::from_secs(3600);
+        let reported = Instant(1_767_225_660_000);
+        assert!(s.reported_recently("ab12", reported + hour / 2, hour));
+        assert!(!s.reported_recently("ab12", reported + hour, hour));
+        assert!(!s.reported_recently("cd34", reported, hour));
+        let later = reported + hour * 2;
+        s.record_finding("another", "cd34", later, hour);
+        assert_eq!(s.recent_findings.len(), 1, "the stale finding is forgotten");
+        assert_eq!(s.last_finding_at, Some(later));
     }
 }

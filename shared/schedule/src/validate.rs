@@ -4,9 +4,9 @@
 
 use crate::record::{Schedule, ScheduleKind, ScheduleState, ScheduleTarget};
 use crate::{Expression, Timezone};
-use baton_core::{Millis, Origin};
-use chrono::{DateTime, Utc};
+use baton_core::{Instant, Origin};
 use sha2::{Digest, Sha256};
+use std::time::Duration;
 
 /// Longest accepted schedule instruction, in characters.
 pub const MAX_SCHEDULE_INPUT_CHARS: usize = 20_000;
@@ -20,19 +20,16 @@ pub struct ValidSpec {
     pub expression: Expression,
     pub timezone: Timezone,
     /// The first firing at or after `now`.
-    pub next_fire_at: Option<Millis>,
-}
-
-fn utc(ms: Millis) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp_millis(ms)
+    pub next_fire_at: Option<Instant>,
 }
 
 /// The first fire time at or after `start` (a rate schedule fires when it
 /// is created, as EventBridge Scheduler's do without a start date).
-pub fn first_fire(expression: &Expression, timezone: Timezone, start: Millis) -> Option<Millis> {
+pub fn first_fire(expression: &Expression, timezone: Timezone, start: Instant) -> Option<Instant> {
+    let just_before = start - Duration::from_millis(1);
     expression
-        .next_after(utc(start - 1)?, timezone.tz(), Some(utc(start)?))
-        .map(|t| t.timestamp_millis())
+        .next_after(just_before.to_utc()?, timezone.tz(), Some(start.to_utc()?))
+        .map(Instant::from)
 }
 
 /// The fire time after `after` of a schedule created at `start`; `None`
@@ -40,13 +37,13 @@ pub fn first_fire(expression: &Expression, timezone: Timezone, start: Millis) ->
 pub fn next_fire_after(
     expression: &str,
     timezone: &str,
-    start: Millis,
-    after: Millis,
-) -> Option<Millis> {
+    start: Instant,
+    after: Instant,
+) -> Option<Instant> {
     let expr = Expression::parse(expression).ok()?;
     let tz = Timezone::parse(timezone).ok()?;
-    expr.next_after(utc(after)?, tz.tz(), Some(utc(start)?))
-        .map(|t| t.timestamp_millis())
+    expr.next_after(after.to_utc()?, tz.tz(), Some(start.to_utc()?))
+        .map(Instant::from)
 }
 
 /// Validates an expression and zone as EventBridge Scheduler would, and
@@ -55,7 +52,7 @@ pub fn next_fire_after(
 pub fn validate(
     expression: &str,
     timezone: Option<&str>,
-    now: Millis,
+    now: Instant,
 ) -> Result<ValidSpec, String> {
     let expression =
         Expression::parse(expression).map_err(|e| format!("invalid `expression`: {e}"))?;
@@ -130,7 +127,7 @@ pub fn new_schedule(
     target: Option<ScheduleTarget>,
     owner: String,
     agent: String,
-    now: Millis,
+    now: Instant,
 ) -> Schedule {
     Schedule {
         id,

@@ -12,7 +12,7 @@
 
 use crate::args::{input_schema, run};
 use async_trait::async_trait;
-use baton_core::{now_ms, rfc3339, Origin, TaskStore, Tool, ToolContext, ToolOutput, ToolSpec};
+use baton_core::{Instant, Origin, TaskStore, Tool, ToolContext, ToolOutput, ToolSpec};
 use baton_schedule::validate::*;
 use baton_schedule::{
     Quota, Schedule, ScheduleError, ScheduleKind, ScheduleService, ScheduleState, ScheduleTarget,
@@ -141,7 +141,7 @@ impl ScheduleTools {
 
     async fn create(&self, args: ScheduleCreateArgs, ctx: &ToolContext) -> Result<String, String> {
         let origin = self.origin(ctx).await?;
-        let now = now_ms();
+        let now = Instant::now();
         let spec = validate(&args.expression, args.timezone.as_deref(), now)?;
         let post_to = args.post_to.unwrap_or(match origin {
             Origin::Slack { .. } => PostTo::ThisThread,
@@ -206,8 +206,7 @@ impl ScheduleTools {
             s.timezone,
             s.kind.as_str(),
             s.next_fire_at
-                .map(rfc3339)
-                .unwrap_or_else(|| "never".into())
+                .map_or_else(|| "never".into(), |t| t.to_string())
         ))
     }
 
@@ -321,19 +320,18 @@ impl Tool for ScheduleDeleteTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::Millis;
     use chrono::{TimeZone, Utc};
+    use std::time::Duration;
 
-    fn ms(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> Millis {
+    fn instant(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> Instant {
         Utc.with_ymd_and_hms(y, mo, d, h, mi, 0)
             .single()
-            .map(|t| t.timestamp_millis())
-            .unwrap_or_default()
+            .map_or(Instant(0), Instant::from)
     }
 
     #[test]
     fn validation_says_what_is_wrong() {
-        let now = ms(2026, 3, 1, 12, 0);
+        let now = instant(2026, 3, 1, 12, 0);
         let e = validate("cron(0 9 * * MON *)", None, now).unwrap_err();
         assert!(
             e.starts_with("invalid `expression`: day-of-month and day-of-week"),
@@ -354,7 +352,7 @@ mod tests {
 
     #[test]
     fn first_fire_follows_eventbridge() {
-        let now = ms(2026, 3, 1, 12, 0);
+        let now = instant(2026, 3, 1, 12, 0);
         let rate = validate("rate(5 minutes)", None, now).unwrap();
         assert_eq!(
             rate.next_fire_at,
@@ -362,13 +360,13 @@ mod tests {
             "a rate schedule fires when created"
         );
         let at = validate("at(2026-12-01T09:00:00)", Some("Europe/Berlin"), now).unwrap();
-        assert_eq!(at.next_fire_at, Some(ms(2026, 12, 1, 8, 0)));
+        assert_eq!(at.next_fire_at, Some(instant(2026, 12, 1, 8, 0)));
         let cron = validate("cron(0 9 ? * MON-FRI *)", Some("Europe/Berlin"), now).unwrap();
         // 2026-03-01 is a Sunday; Monday 09:00 CET is 08:00 UTC.
-        assert_eq!(cron.next_fire_at, Some(ms(2026, 3, 2, 8, 0)));
+        assert_eq!(cron.next_fire_at, Some(instant(2026, 3, 2, 8, 0)));
         assert_eq!(
             next_fire_after("rate(5 minutes)", "UTC", now, now),
-            Some(now + 300_000)
+            Some(now + Duration::from_secs(300))
         );
     }
 

@@ -3,7 +3,7 @@
 
 use super::{Deps, Disposition};
 use crate::reaper::Reaper;
-use baton_core::now_ms;
+use baton_core::Instant;
 use std::time::Duration;
 
 /// How long a task may sit without progress before the reaper acts, at the
@@ -12,7 +12,7 @@ const MIN_STALE_AFTER: Duration = Duration::from_secs(5);
 
 pub(super) async fn handle(deps: &Deps) -> Disposition {
     if let Some(service) = &deps.schedules {
-        match service.repair(now_ms()).await {
+        match service.repair(Instant::now()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(repaired = n, "schedules repaired"),
             Err(e) => tracing::warn!(error = %e, "schedule repair failed"),

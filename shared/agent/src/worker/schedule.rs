@@ -16,8 +16,8 @@ use crate::error::WorkerError;
 use crate::sanitize::NO_REPLY;
 use async_trait::async_trait;
 use baton_core::{
-    now_ms, rfc3339, Created, EntryKind, Instant, Millis, Origin, PostKey, ReplyError, ReplySink,
-    ScheduleFire, Task, TaskId, TaskStatus, Wake,
+    Created, EntryKind, Instant, Origin, PostKey, ReplyError, ReplySink, ScheduleFire, Task,
+    TaskId, TaskStatus, Wake,
 };
 use baton_schedule::validate::next_fire_after;
 use baton_schedule::{
@@ -94,22 +94,26 @@ async fn fire_once(
         }
         ScheduleState::Active | ScheduleState::Completed => {}
     }
-    let now = now_ms();
+    let now = Instant::now();
     let scheduled_time = fire
         .scheduled_time
         .clone()
         .filter(|t| !t.trim().is_empty())
-        .unwrap_or_else(|| rfc3339(now - now.rem_euclid(60_000)));
+        .unwrap_or_else(|| {
+            // The start of the minute, as a scheduler's times are.
+            let into_minute = now.millis().rem_euclid(60_000).unsigned_abs();
+            (now - Duration::from_millis(into_minute)).to_string()
+        });
     let dedupe = format!("schedule:{id}:{scheduled_time}");
     let task_id = create_task(deps, store, &schedule, &scheduled_time, &dedupe, now).await?;
-    let fired_at_ms = chrono::DateTime::parse_from_rfc3339(&scheduled_time)
-        .map(|t| t.timestamp_millis())
+    let fired_at = chrono::DateTime::parse_from_rfc3339(&scheduled_time)
+        .map(Instant::from)
         .unwrap_or(now);
     let next = next_fire_after(
         &schedule.expression,
         &schedule.timezone,
         schedule.created_at,
-        fired_at_ms.max(now),
+        fired_at.max(now),
     );
     store
         .update(&id, |r| {
@@ -139,10 +143,10 @@ async fn create_task(
     s: &Schedule,
     scheduled_time: &str,
     dedupe: &str,
-    now: Millis,
+    now: Instant,
 ) -> Result<TaskId, WorkerError> {
     let agent = deps.agents.resolve(&s.agent);
-    let limits = agent.task_limits(baton_core::Instant(now));
+    let limits = agent.task_limits(now);
     let task = Task::new(
         TaskId::generate(),
         &agent.name,
@@ -277,8 +281,8 @@ impl ReplySink for HeartbeatReplies {
         let Some(schedule) = schedule.filter(|s| s.kind == ScheduleKind::Heartbeat) else {
             return self.inner.answer(task, text, post).await;
         };
-        let now = now_ms();
-        let window = i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX);
+        let now = Instant::now();
+        let window = self.window;
         let hash = finding_hash(text);
         if schedule.reported_recently(&hash, now, window) {
             tracing::info!(schedule_id = %schedule_id, task_id = %task.id, "heartbeat finding already reported; not posted again");

@@ -5,7 +5,7 @@
 use crate::harness::{Harness, Options};
 
 use baton_agent::{Disposition, SegmentBudget};
-use baton_core::{now_ms, Delivery, ScheduleFire, TaskStatus, WorkMessage, WorkQueue};
+use baton_core::{now_ms, Delivery, Instant, ScheduleFire, TaskStatus, WorkMessage, WorkQueue};
 use baton_schedule::validate::{new_schedule, validate};
 use baton_schedule::ScheduleState;
 use baton_schedule::{Schedule, ScheduleKind, ScheduleTarget, Scheduler};
@@ -26,7 +26,7 @@ fn schedule(
     kind: ScheduleKind,
     target: Option<ScheduleTarget>,
 ) -> Schedule {
-    let now = now_ms();
+    let now = Instant::now();
     let spec = validate(expression, Some("UTC"), now).expect("valid");
     new_schedule(
         baton_schedule::new_schedule_id(),
@@ -83,12 +83,10 @@ async fn one_time_schedule_fires_through_the_embedded_scheduler_and_its_task_com
     let task_id = task_id.expect("the schedule fired and made a task");
     let fired = r.service.store().get(&s.id).await.unwrap().unwrap();
     let fired_at = fired.last_fired_at.unwrap();
+    let due = Instant(at.timestamp() * 1000);
+    assert!(fired_at >= due, "not before its time: {fired_at}");
     assert!(
-        fired_at >= at.timestamp() * 1000,
-        "not before its time: {fired_at}"
-    );
-    assert!(
-        fired_at < at.timestamp() * 1000 + 3_000,
+        fired_at < due + Duration::from_secs(3),
         "within seconds of its time: {fired_at}"
     );
     assert_eq!(fired.state, ScheduleState::Completed);
@@ -283,7 +281,7 @@ async fn repair_rolls_back_pending_and_finishes_deleting_schedules() {
     let store = r.service.store();
     // A create that crashed after writing its plan, a minute and more ago.
     let mut pending = schedule("rate(5 minutes)", "x", ScheduleKind::Task, None);
-    pending.created_at -= 120_000;
+    pending.created_at = pending.created_at - Duration::from_secs(120);
     assert!(store.create(&mut pending).await.unwrap());
     r.scheduler
         .upsert(&baton_schedule::plan_for(&pending))
@@ -306,7 +304,7 @@ async fn repair_rolls_back_pending_and_finishes_deleting_schedules() {
         .await
         .unwrap();
 
-    assert_eq!(r.service.repair(now_ms()).await.unwrap(), 2);
+    assert_eq!(r.service.repair(Instant::now()).await.unwrap(), 2);
     assert!(store.get(&pending.id).await.unwrap().is_none());
     assert!(!r.scheduler.exists(&pending.id).await.unwrap());
     assert!(store.get(&deleting.id).await.unwrap().is_none());
@@ -315,7 +313,7 @@ async fn repair_rolls_back_pending_and_finishes_deleting_schedules() {
         store.get(&young.id).await.unwrap().unwrap().state,
         ScheduleState::Pending
     );
-    assert_eq!(r.service.repair(now_ms()).await.unwrap(), 0);
+    assert_eq!(r.service.repair(Instant::now()).await.unwrap(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
