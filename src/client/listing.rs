@@ -2,8 +2,11 @@
 //! table or as JSON.
 
 use super::{query_string, Api};
+use baton_core::Instant;
 use clap::Args;
+use serde::Deserialize;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 #[derive(Args)]
 pub(crate) struct ListArgs {
@@ -44,10 +47,7 @@ pub(crate) async fn run(api: &Api, args: ListArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&body)?);
         return Ok(());
     }
-    print!(
-        "{}",
-        render_table(&tasks, chrono::Utc::now().timestamp_millis())
-    );
+    print!("{}", render_table(&tasks, Instant::now()));
     if let Some(hint) = more_hint(tasks.is_empty(), next.as_deref()) {
         eprintln!("{hint}");
     }
@@ -100,12 +100,12 @@ fn more_hint(empty: bool, next: Option<&str>) -> Option<String> {
 }
 
 /// The tasks as a table: id, status, agent, created, duration, cost.
-/// `now_ms` measures tasks still running.
-pub(crate) fn render_table(tasks: &[Value], now_ms: i64) -> String {
+/// `now` measures tasks still running.
+pub(crate) fn render_table(tasks: &[Value], now: Instant) -> String {
     if tasks.is_empty() {
         return "no tasks\n".to_owned();
     }
-    let rows: Vec<[String; 6]> = tasks.iter().map(|t| row(t, now_ms)).collect();
+    let rows: Vec<[String; 6]> = tasks.iter().map(|t| row(t, now)).collect();
     let header = ["ID", "STATUS", "AGENT", "CREATED", "DURATION", "COST"];
     let mut widths = header.map(str::len);
     for r in &rows {
@@ -131,28 +131,27 @@ pub(crate) fn render_table(tasks: &[Value], now_ms: i64) -> String {
     out
 }
 
-fn millis(rfc3339: &Value) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(rfc3339.as_str()?)
-        .ok()
-        .map(|t| t.timestamp_millis())
+/// An instant of the API's JSON (RFC 3339 text).
+fn instant(rfc3339: &Value) -> Option<Instant> {
+    Instant::deserialize(rfc3339).ok()
 }
 
-fn row(t: &Value, now_ms: i64) -> [String; 6] {
+fn row(t: &Value, now: Instant) -> [String; 6] {
     let text = |v: &Value| v.as_str().unwrap_or("-").to_owned();
     let status = t["status"].as_str().unwrap_or("?");
     let ended = matches!(status, "succeeded" | "failed" | "cancelled");
-    let created = millis(&t["created_at"]);
+    let created = instant(&t["created_at"]);
     let end = if ended {
-        millis(&t["updated_at"])
+        instant(&t["updated_at"])
     } else {
-        Some(now_ms)
+        Some(now)
     };
     let duration = match (created, end) {
-        (Some(a), Some(b)) => human_duration(b - a),
+        (Some(a), Some(b)) => human_duration(b.since(a)),
         _ => "-".to_owned(),
     };
     let created_shown = created
-        .and_then(chrono::DateTime::from_timestamp_millis)
+        .and_then(Instant::to_utc)
         .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
         .unwrap_or_else(|| "-".to_owned());
     let cost = t["cost_usd"]
@@ -170,9 +169,9 @@ fn row(t: &Value, now_ms: i64) -> [String; 6] {
 }
 
 /// `850ms`, `12s`, `3m04s`, `2h05m`, `3d04h`.
-fn human_duration(ms: i64) -> String {
-    let ms = ms.max(0);
-    let s = ms / 1000;
+fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    let s = d.as_secs();
     match s {
         0 => format!("{ms}ms"),
         1..=59 => format!("{s}s"),
@@ -196,7 +195,7 @@ mod tests {
                    "created_at": "2026-11-22T09:00:00.000Z",
                    "updated_at": "2026-11-22T09:00:01.000Z"}),
         ];
-        let now = millis(&json!("2026-11-22T11:05:00.000Z")).unwrap();
+        let now = instant(&json!("2026-11-22T11:05:00.000Z")).unwrap();
         let table = render_table(&tasks, now);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
@@ -208,8 +207,11 @@ mod tests {
             ]
         );
         assert_eq!(render_table(&[], now), "no tasks\n");
-        assert_eq!(human_duration(850), "850ms");
-        assert_eq!(human_duration(3 * 86_400_000 + 4 * 3_600_000), "3d04h");
+        assert_eq!(human_duration(Duration::from_millis(850)), "850ms");
+        assert_eq!(
+            human_duration(Duration::from_secs(3 * 86_400 + 4 * 3_600)),
+            "3d04h"
+        );
     }
 
     #[test]
