@@ -699,6 +699,40 @@ async fn narration_is_sent_back_once(backend: Backend) {
     assert_eq!(rules, [&json!(true), &Value::Null], "{verdicts:?}");
 }
 
+/// In Slack the answers stream as they are written, the one sent back
+/// too: the thread ends with one message showing exactly the delivered
+/// answer.
+async fn a_sent_back_answer_is_not_what_slack_shows(backend: Backend) {
+    let app = spawn(backend).await;
+    let ts = "1700000700.000100";
+    let id = mention_task(
+        &app,
+        "EvNarrate",
+        ts,
+        "Capital of France? #narrate=1 #reply=Paris.",
+    )
+    .await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
+    assert_eq!(task["result"], "Paris.");
+    assert_eq!(of_type(&app.events(&id).await, "verdict").len(), 2);
+    let posted: Vec<_> = app
+        .slack
+        .posted()
+        .into_iter()
+        .filter(|p| p.thread_ts.as_deref() == Some(ts))
+        .collect();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!(
+        app.slack.calls("chat.startStream").len(),
+        1,
+        "both answers streamed into one message"
+    );
+    let shown = app.slack.message("C1", &posted[0].ts).expect("the message");
+    assert_eq!(shown.text, "Paris.", "{shown:?}");
+    assert!(!shown.streaming);
+}
+
 /// Each scenario on both backends.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -731,4 +765,5 @@ on_both_backends!(
     a_failing_verdict_retries_once_on_the_strong_model,
     kill_nine_at_a_supervision_checkpoint,
     narration_is_sent_back_once,
+    a_sent_back_answer_is_not_what_slack_shows,
 );
