@@ -331,3 +331,29 @@ fn print_row(r: &Run) {
         r.share() * 100.0
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default agent's judgment stays within issue #22's 15 % of a
+    /// 10-step task's tokens, each call made once (run_task also checks
+    /// that the task's totals hold every call's tokens).
+    #[tokio::test]
+    async fn judging_a_default_task_takes_under_15_percent_of_its_tokens() {
+        let run = run_task(false, 2048, true).await.unwrap();
+        for purpose in ["route", "plan", "supervise", "verdict"] {
+            assert_eq!(
+                run.tally.get(purpose).map(|(n, _)| *n),
+                Some(1),
+                "{purpose}"
+            );
+        }
+        assert_eq!(run.tally["step"].0, STEPS);
+        assert!(run.judging() > 0);
+        assert!(run.share() < 0.15, "{:.1} %", run.share() * 100.0);
+        // Without a plan, no planning call.
+        let run = run_task(false, 2048, false).await.unwrap();
+        assert!(!run.tally.contains_key("plan"));
+    }
+}
