@@ -49,9 +49,13 @@ every = "1h"
 "#;
 
 async fn spawn(backend: Backend) -> TestApp {
+    spawn_with(backend, AGENTS).await
+}
+
+async fn spawn_with(backend: Backend, agents: &str) -> TestApp {
     TestApp::spawn(Options {
         backend,
-        extra_env: vec![("BATON_AGENTS_TOML".into(), AGENTS.into())],
+        extra_env: vec![("BATON_AGENTS_TOML".into(), agents.into())],
         ..Options::default()
     })
     .await
@@ -733,6 +737,60 @@ async fn a_sent_back_answer_is_not_what_slack_shows(backend: Backend) {
     assert!(!shown.streaming);
 }
 
+/// Supervision by wall time: with a checkpoint due every second (and
+/// only every 100 steps), model calls that each take at least 0.6 s bring
+/// one after the first step.
+async fn wall_time_brings_a_checkpoint(backend: Backend) {
+    let agents = r#"
+[models]
+fast = "mock-fast"
+default = "mock-default"
+
+[agents.default.supervise]
+every_steps = 100
+every = "1s"
+"#;
+    let app = spawn_with(backend, agents).await;
+    let id = app
+        .submit_ok("Read three clocks. #steps=3 #sleep=600")
+        .await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
+    let checkpoints = of_type(&app.events(&id).await, "supervision");
+    // The route call and step 1 took 1.2 s at least: due before step 2.
+    assert!(!checkpoints.is_empty(), "no checkpoint");
+    assert_eq!(checkpoints[0]["step"], 1, "{checkpoints:?}");
+    assert!(checkpoints.iter().all(|c| c["action"] == "continue"));
+}
+
+/// `router = "off"`, `supervise = false`, `quality_gate = false`: no
+/// forced call at all, even with tiers declared; the default tier answers.
+async fn judgment_can_be_turned_off(backend: Backend) {
+    let agents = r#"
+[models]
+fast = "mock-fast"
+default = "mock-default"
+strong = "mock-strong"
+
+[agents.default]
+router = "off"
+supervise = false
+quality_gate = false
+"#;
+    let app = spawn_with(backend, agents).await;
+    let id = app.submit_ok("Read six clocks. #steps=6").await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
+    let received = app.llm.received();
+    assert_eq!(received.len(), 6, "the steps only");
+    assert!(received.iter().all(|r| r.tool_choice.forced().is_none()));
+    assert!(received.iter().all(|r| r.model == DEFAULT));
+    let events = app.events(&id).await;
+    for kind in ["route", "plan", "supervision", "verdict"] {
+        assert!(of_type(&events, kind).is_empty(), "{kind}");
+    }
+}
+
 /// Each scenario on both backends.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -766,4 +824,6 @@ on_both_backends!(
     kill_nine_at_a_supervision_checkpoint,
     narration_is_sent_back_once,
     a_sent_back_answer_is_not_what_slack_shows,
+    wall_time_brings_a_checkpoint,
+    judgment_can_be_turned_off,
 );
