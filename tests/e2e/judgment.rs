@@ -737,6 +737,44 @@ async fn a_sent_back_answer_is_not_what_slack_shows(backend: Backend) {
     assert!(!shown.streaming);
 }
 
+/// The router sends the task to the fast tier with a plan; the first
+/// checkpoint replans (the planner sees the plan it replaces and why), the
+/// second escalates: the steps after it run on the strong tier.
+async fn a_replan_and_an_escalation_act(backend: Backend) {
+    let app = spawn(backend).await;
+    let id = app
+        .submit_ok(
+            r#"Audit the clocks. #route={"tier": "fast", "modules": [], "needs_plan": true} #plan=[{"steps": [{"title": "Plan-A", "done_when": "a"}]}, {"steps": [{"title": "Plan-B", "done_when": "b"}]}] #supervise=[{"action": "replan", "note": "split-the-work"}, {"action": "escalate"}] #steps=5"#,
+        )
+        .await;
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
+    let events = app.events(&id).await;
+    let actions: Vec<&str> = of_type(&events, "supervision")
+        .iter()
+        .map(|s| match s["action"].as_str().unwrap() {
+            "replan" => "replan",
+            "escalate" => "escalate",
+            other => panic!("{other}"),
+        })
+        .collect();
+    assert_eq!(actions, ["replan", "escalate"]);
+    let plans: Vec<Value> = of_type(&events, "plan")
+        .iter()
+        .map(|p| p["steps"][0]["title"].clone())
+        .collect();
+    assert_eq!(plans, [json!("Plan-A"), json!("Plan-B")]);
+    let replanning = &forced(&app, "plan")[1];
+    let asked = user_texts(replanning)[0];
+    assert!(
+        asked.contains("The current plan, which no longer fits:\n1. Plan-A")
+            && asked.contains("The supervisor says: split-the-work"),
+        "{asked}"
+    );
+    let models: Vec<String> = steps(&app).into_iter().map(|r| r.model).collect();
+    assert_eq!(models, [FAST, FAST, FAST, FAST, STRONG]);
+}
+
 /// Supervision by wall time: with a checkpoint due every second (and
 /// only every 100 steps), model calls that each take at least 0.6 s bring
 /// one after the first step.
@@ -825,5 +863,6 @@ on_both_backends!(
     narration_is_sent_back_once,
     a_sent_back_answer_is_not_what_slack_shows,
     wall_time_brings_a_checkpoint,
+    a_replan_and_an_escalation_act,
     judgment_can_be_turned_off,
 );
