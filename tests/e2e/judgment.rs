@@ -369,26 +369,50 @@ async fn a_plan_is_recorded_and_shown_over_http(backend: Backend) {
     assert!(user_texts(&supervising[0])[0].contains("0. [open] Read the clocks"));
 }
 
-/// A plan in Slack: what the loop shows today is the checklist in the
-/// thread's status (`assistant.threads.setStatus`, one line).
+/// A plan in Slack (the router asked for it): the thread's status shows
+/// the checklist before the first step, and the answer's stream opens
+/// with it as a plan block, the step the supervisor marked done complete.
 async fn a_plan_is_shown_in_slack(backend: Backend) {
     let app = spawn(backend).await;
-    let id = mention_task(&app, "EvPlan", "1700000500.000100", PLANNED).await;
+    let ts = "1700000500.000100";
+    let id = mention_task(&app, "EvPlan", ts, PLANNED).await;
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}\n{}", app.log());
+    assert_eq!(of_type(&app.events(&id).await, "plan").len(), 1);
     let statuses: Vec<String> = app
         .slack
         .calls("assistant.threads.setStatus")
         .iter()
-        .filter(|c| c["thread_ts"] == "1700000500.000100")
+        .filter(|c| c["thread_ts"] == ts)
         .filter_map(|c| c["status"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(
         statuses.first().map(String::as_str),
-        Some("Plan: ☐ Read the clocks ☐ Report"),
+        Some("is working on a plan: ☐ Read the clocks ☐ Report"),
         "the plan is the first thing the thread shows: {statuses:?}"
     );
-    assert_eq!(of_type(&app.events(&id).await, "plan").len(), 1);
+    let posted: Vec<_> = app
+        .slack
+        .posted()
+        .into_iter()
+        .filter(|p| p.thread_ts.as_deref() == Some(ts))
+        .collect();
+    assert_eq!(posted.len(), 1, "the answer only: {posted:?}");
+    let plan = app
+        .slack
+        .stream_plan("C1", &posted[0].ts)
+        .expect("a plan in the answer's message");
+    let steps: Vec<(&str, &str)> = plan
+        .tasks
+        .iter()
+        .map(|t| (t.title.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(
+        steps,
+        [("Read the clocks", "complete"), ("Report", "in_progress")]
+    );
+    let shown = app.slack.message("C1", &posted[0].ts).expect("the message");
+    assert_eq!(shown.text, "[scripted model] done after 3 steps");
 }
 
 /// A task going in circles, stopped by the supervisor at its second
