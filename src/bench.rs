@@ -1,10 +1,13 @@
 //! `baton bench`: orchestration overhead per step and bytes written per
 //! task, on the embedded backend with a zero-latency model; with
 //! `--count-requests`, the AWS requests and capacity units one task costs
-//! ([`requests`]); with `--load N`, N tasks at once ([`load`]). Results and how to read them: docs/performance.md and
+//! ([`requests`]); with `--load N`, N tasks at once ([`load`]); with
+//! `--judgment`, the share of a task's tokens its routing, planning,
+//! supervision and gate calls take ([`judgment`]). Results and how to read them: docs/performance.md and
 //! docs/deploy.md.
 
 pub(crate) mod conversation;
+pub(crate) mod judgment;
 pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod requests;
@@ -59,6 +62,12 @@ pub(crate) struct BenchArgs {
     /// e.g. `20,200`), on `--backend`.
     #[arg(long, value_delimiter = ',')]
     wake_entries: Vec<usize>,
+    /// Instead: the share of a 10-step task's tokens that its routing,
+    /// planning, supervision and quality-gate calls take (issue #22), the
+    /// default agent with a fast tier, tokens in proportion to what each
+    /// call sends and writes.
+    #[arg(long)]
+    judgment: bool,
     /// The load run's backend: `embedded` (a temporary directory) or `aws`
     /// (the resources named by BATON_TABLE, BATON_QUEUE_URL and
     /// BATON_TRACE_BUCKET, e.g. from `baton bootstrap` against moto).
@@ -296,6 +305,9 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if !args.wake_entries.is_empty() {
         return run_wake(&args).await;
+    }
+    if args.judgment {
+        return judgment::run().await;
     }
     if args.count_requests {
         println!(

@@ -10,7 +10,10 @@ use baton_core::{
 
 /// A model that calls one tool per turn, cycling through `tools`, until
 /// turn `steps`, which answers `answer`; asked for a summary, it writes
-/// one. Every call reports `usage`.
+/// one; a request forcing one of the agent's judgment tools (`route`,
+/// `plan`, `supervise`, `verdict`) gets a call of it ([`forced_call`]:
+/// the default tier without a plan, continue, a pass). Every call reports
+/// `usage`.
 pub(crate) struct InstantModel {
     pub name: &'static str,
     pub steps: u32,
@@ -26,6 +29,13 @@ impl LlmProvider for InstantModel {
     }
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+        if let Some(tool) = request.tool_choice.forced() {
+            return Ok(Completion {
+                usage: self.usage,
+                model: self.name.into(),
+                ..forced_call(tool, false)
+            });
+        }
         // Asked to summarise a long history, as a real model is: it does,
         // so the history is compacted as in a real task.
         if request.system == baton_agent::compaction::SUMMARISER_PROMPT {
@@ -82,6 +92,36 @@ impl LlmProvider for InstantModel {
             stop_reason: None,
             model: self.name.into(),
         })
+    }
+}
+
+/// The answer to a request forcing `tool`, as a model that follows the
+/// instructions gives it: a call of the tool with plausible arguments.
+/// `route` sends the task to the default tier, with a plan when
+/// `needs_plan`; `plan` writes three steps; `supervise` continues; the
+/// gate passes. No usage: the caller sets it.
+pub(crate) fn forced_call(tool: &str, needs_plan: bool) -> Completion {
+    let arguments = match tool {
+        "route" => serde_json::json!({"tier": "default", "modules": [], "needs_plan": needs_plan}),
+        "plan" => serde_json::json!({"steps": [
+            {"title": "Find the pages that cover the question", "done_when": "the relevant pages are listed"},
+            {"title": "Read each page and note the findings", "done_when": "every page is read"},
+            {"title": "Write the summary with sources", "done_when": "the answer is given"}
+        ]}),
+        "supervise" => serde_json::json!({"action": "continue"}),
+        "verdict" => serde_json::json!({"pass": true, "problems": []}),
+        _ => serde_json::json!({}),
+    };
+    Completion {
+        content: String::new(),
+        tool_calls: vec![ToolCall {
+            id: format!("forced_{tool}"),
+            name: tool.into(),
+            arguments,
+        }],
+        usage: Usage::default(),
+        stop_reason: Some("tool_use".into()),
+        model: String::new(),
     }
 }
 

@@ -16,6 +16,7 @@ mod egress;
 mod first_hour;
 mod hostile_input;
 mod http_tools;
+mod judgment;
 mod lambda_functions;
 mod layers;
 mod local_stack;

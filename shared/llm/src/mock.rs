@@ -52,6 +52,12 @@
 //! ([`crate::script`]); the server counts the forced calls of each
 //! directive ([`script::ForcedCalls`]) so that an array's entries are used
 //! in order.
+//!
+//! A test can hold an answer back: [`MockLlmServer::hold_next`] makes the
+//! next request of a kind (forcing a given tool, or forcing none) wait
+//! before it is answered, so the test can kill the caller while the call
+//! is in flight (it sees the request in [`MockLlmServer::received`] at
+//! once).
 
 use crate::bedrock::{self, AwsCredentials};
 use crate::{anthropic, openai, script};
@@ -92,6 +98,10 @@ struct Shared {
     received: Mutex<Vec<(CompletionRequest, bool)>>,
     /// Forced calls so far, per directive.
     forced: script::ForcedCalls,
+    /// Answers to hold back ([`MockLlmServer::hold_next`]): the forced
+    /// tool of the request to hold (`None`: a request forcing none), and
+    /// for how long.
+    holds: Mutex<Vec<(Option<String>, Duration)>>,
 }
 
 /// A running mock LLM server on `127.0.0.1`; it shuts down when dropped.
@@ -187,6 +197,18 @@ impl MockLlmServer {
             .lock()
             .map(|r| r.iter().map(|(_, streamed)| *streamed).collect())
             .unwrap_or_default()
+    }
+}
+
+impl MockLlmServer {
+    /// The next request forcing `forced` (a tool name; `None`: the next
+    /// request that forces no tool, an ordinary step) is recorded at once
+    /// but answered only after `hold`, so a test can kill its caller
+    /// mid-call. Each hold is used once; holds of one kind go in order.
+    pub fn hold_next(&self, forced: Option<&str>, hold: Duration) {
+        if let Ok(mut holds) = self.shared.holds.lock() {
+            holds.push((forced.map(str::to_owned), hold));
+        }
     }
 }
 
@@ -530,6 +552,14 @@ async fn answer(
 ) -> Response {
     if let Ok(mut r) = shared.received.lock() {
         r.push((request.clone(), reply != Reply::Whole));
+    }
+    let held = shared.holds.lock().ok().and_then(|mut holds| {
+        let forced = request.tool_choice.forced();
+        let at = holds.iter().position(|(f, _)| f.as_deref() == forced)?;
+        Some(holds.remove(at).1)
+    });
+    if let Some(hold) = held {
+        tokio::time::sleep(hold).await;
     }
 
     let first = script::first_user_message(&request).unwrap_or_default();

@@ -15,6 +15,7 @@
 //! | `#reply=TEXT…` (rest of the line) | the final answer is exactly TEXT, unlabelled |
 //! | `#fail_first=N` | (mock server only) the first N calls of the conversation fail |
 //! | `#empty=N` | turns 1..=N answer with nothing (no text, no tool calls) |
+//! | `#narrate=N` | after those, N turns answer [`NARRATION`] (an intention to act, no call), then the conversation goes on as the other directives say, counting its turns from there |
 //! | `#repeat=N` | with `#tool`, turns 1..=N all make the same call |
 //! | `#then_args={"json":"object"}` | with `#tool`, one more call of the tool with these arguments after those, before the answer |
 //! | `#poll=N` | with `#tool`, turns alternate `sleep {"seconds": 2}` and the call, N calls in all |
@@ -67,6 +68,10 @@ use std::time::Duration;
 /// model for a real one.
 pub const LABEL: &str = "[scripted model] ";
 
+/// What a `#narrate` turn answers: the model announcing what it will do
+/// instead of doing it.
+pub const NARRATION: &str = "Let me check that for you…";
+
 /// The most steps `#steps` accepts.
 pub const MAX_STEPS: u32 = 1000;
 /// The most parallel calls `#parallel` accepts.
@@ -110,6 +115,8 @@ pub struct Directives {
     pub reply: Option<String>,
     pub fail_first: u32,
     pub empty: u32,
+    /// `#narrate`: turns after the empty ones answering [`NARRATION`].
+    pub narrate: u32,
     pub repeat: u32,
     pub poll: u32,
     pub overflow_first: u32,
@@ -192,6 +199,7 @@ impl Directives {
                 .map(|n| self.fail_first = n)
                 .map_err(|_| format!("#fail_first={value}: expected a number")),
             "empty" => number(MAX_STEPS).map(|n| self.empty = n),
+            "narrate" => number(MAX_STEPS).map(|n| self.narrate = n),
             "repeat" => number(MAX_STEPS).map(|n| self.repeat = n),
             "poll" => number(MAX_STEPS).map(|n| self.poll = n),
             "overflow_first" => number(MAX_STEPS).map(|n| self.overflow_first = n),
@@ -412,6 +420,10 @@ fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
         return Action::Answer(String::new());
     }
     let turn = turn - d.empty as usize;
+    if turn <= d.narrate as usize {
+        return Action::Answer(NARRATION.to_owned());
+    }
+    let turn = turn - d.narrate as usize;
     if let Some(steps) = d.steps {
         return if turn < steps as usize {
             // A different zone each call, so a long run is not mistaken for
@@ -873,6 +885,41 @@ mod tests {
             usage: respond(r).completion.usage,
             ..one.clone()
         }
+    }
+
+    #[test]
+    fn narration_comes_first_then_the_conversation_as_scripted() {
+        let mut messages = vec![user("#narrate=2 #reply=It is 42.")];
+        for _ in 0..2 {
+            let c = respond(&req(messages.clone())).completion;
+            assert_eq!(c.content, NARRATION);
+            assert!(c.tool_calls.is_empty());
+            messages.push(Message::Assistant {
+                content: c.content,
+                tool_calls: Vec::new(),
+            });
+            messages.push(user("do it, do not say you will"));
+        }
+        assert_eq!(respond(&req(messages)).completion.content, "It is 42.");
+        // With #steps, the steps start after the narration.
+        let (last, turns) = play("#narrate=1 #steps=2", "12:00");
+        assert_eq!(turns[0].content, NARRATION);
+        assert!(turns[0].tool_calls.is_empty());
+        // (`play` stops at the first answer without calls: the narration.)
+        assert_eq!(last.content, NARRATION);
+        let r = req(vec![
+            user("#narrate=1 #steps=2"),
+            Message::Assistant {
+                content: NARRATION.into(),
+                tool_calls: Vec::new(),
+            },
+            user("go on"),
+        ]);
+        assert_eq!(
+            respond(&r).completion.tool_calls[0].id,
+            "call_2_0",
+            "the first step's call, in the conversation's second turn"
+        );
     }
 
     #[test]

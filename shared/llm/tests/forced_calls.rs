@@ -222,3 +222,43 @@ async fn forced_calls_leave_the_conversation_s_turns_alone() {
     }
     assert_eq!(turns, 2);
 }
+
+#[tokio::test]
+async fn a_held_answer_waits_and_holds_only_its_kind() {
+    // The next `supervise` call is held; the test sees it arrive and can
+    // kill its caller mid-call. Other calls are answered meanwhile.
+    let server = MockLlmServer::start().await;
+    server.hold_next(Some("supervise"), std::time::Duration::from_secs(600));
+    let provider = build_provider(&configs(&server)[0], RetryPolicy::default()).unwrap();
+    let held = {
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            provider
+                .complete(&forcing("supervise", &["#steps=2 go"]))
+                .await
+        })
+    };
+    while server.received().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // An ordinary step and another forced tool are not held.
+    let step = CompletionRequest {
+        tool_choice: ToolChoice::Auto,
+        ..forcing("supervise", &["#steps=2 go"])
+    };
+    assert_eq!(provider.complete(&step).await.unwrap().tool_calls.len(), 1);
+    let verdict = provider
+        .complete(&forcing("verdict", &["#steps=2 go"]))
+        .await
+        .unwrap();
+    assert_eq!(the_call(&verdict).0, "verdict");
+    assert!(!held.is_finished(), "the held call is still in flight");
+    held.abort();
+    // The hold was used: the same call again is answered.
+    let again = provider
+        .complete(&forcing("supervise", &["#steps=2 go"]))
+        .await
+        .unwrap();
+    assert_eq!(the_call(&again).0, "supervise");
+    assert_eq!(server.received().len(), 4);
+}
