@@ -18,7 +18,7 @@ use anyhow::Context;
 use async_trait::async_trait;
 use baton_agent::{SegmentBudget, Worker, WorkerSettings};
 use baton_core::{
-    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, Message, NoReplies,
+    Completion, CompletionRequest, Delivery, EntryKind, LlmError, LlmProvider, NoReplies,
     TaskStatus, TaskStore, Tool, Usage, Wake,
 };
 use baton_embedded::{EmbeddedBackend, QueueConfig};
@@ -66,39 +66,6 @@ fn tokens(chars: usize) -> u64 {
     u64::try_from(chars.div_ceil(4).max(1)).unwrap_or(u64::MAX)
 }
 
-/// Characters the model is sent: system prompt, messages, tool specs.
-fn request_chars(request: &CompletionRequest) -> usize {
-    let messages: usize = request
-        .messages
-        .iter()
-        .map(|m| match m {
-            Message::User { content } => content.chars().count(),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                content.chars().count()
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.arguments.to_string().len())
-                        .sum::<usize>()
-            }
-            Message::Tool { content, .. } => content.chars().count(),
-            Message::Attachment {
-                name,
-                media_type,
-                content,
-            } => content.as_text(name, media_type).chars().count(),
-        })
-        .sum();
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
-        .sum();
-    request.system.chars().count() + messages + tools
-}
-
 /// Characters the model writes: text and calls.
 fn answer_chars(c: &Completion) -> usize {
     c.content.chars().count()
@@ -122,7 +89,7 @@ impl LlmProvider for Judged {
         };
         answer.model = request.model.clone();
         answer.usage = Usage {
-            input_tokens: tokens(request_chars(request)),
+            input_tokens: tokens(baton_llm::script::input_chars(request)),
             output_tokens: tokens(answer_chars(&answer)),
         };
         if let Ok(mut tally) = self.tally.lock() {

@@ -506,7 +506,10 @@ fn last_tool_result(messages: &[Message]) -> Option<&str> {
     })
 }
 
-fn input_chars(request: &CompletionRequest) -> usize {
+/// The characters a request sends: its system prompt, messages (tool
+/// calls as name and arguments) and tool specs. The scripted model's
+/// input tokens are counted from it, and so are the benches'.
+pub fn input_chars(request: &CompletionRequest) -> usize {
     let messages: usize = request
         .messages
         .iter()
