@@ -111,6 +111,8 @@ impl AppBuilder {
         backend: &Backend,
     ) -> Result<Ingest, SettingsError> {
         self.checked_names(&declared_names(settings))?;
+        // Before the span exporter and the Slack clients are built.
+        crate::install_crypto_provider();
         let schedules = schedule_service(backend);
         let export = crate::telemetry::span_export(settings)?;
         Ok(ingest_handler(
