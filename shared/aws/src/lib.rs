@@ -25,6 +25,7 @@ pub mod blob;
 pub mod bootstrap;
 pub mod emf;
 pub mod https;
+mod lazy;
 pub mod queue;
 pub mod scheduler;
 pub mod table;
