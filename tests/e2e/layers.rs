@@ -8,7 +8,9 @@
 //! *resolved* graph (`cargo tree -p ingest`, features as `cargo lambda
 //! build` of that package resolves them) is checked too: it must not reach
 //! the agent loop, the LLM providers, the tools, MCP, JSON Schema or the
-//! embedded backend.
+//! embedded backend. Neither Lambda function may reach what only `baton`
+//! on a workstation needs from the AWS SDK (SSO profiles), and the ingest's
+//! TLS is *ring* alone (no aws-lc, no second HTTP stack).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -219,4 +221,55 @@ fn the_ingest_lambda_links_no_worker_side() {
         "the ingest Lambda's resolved dependencies reach the worker side:\n  {}",
         wrong.join("\n  ")
     );
+}
+
+/// What neither Lambda function links, though `baton` does: what a
+/// workstation needs from the AWS SDK and a function never uses (its
+/// credentials are in its environment): the SSO and SSO-OIDC clients of
+/// `aws-config`'s `sso` feature (baton-aws's `workstation` feature).
+const NOT_IN_LAMBDA: &[&str] = &["aws-sdk-sso", "aws-sdk-ssooidc"];
+
+#[test]
+fn the_lambda_functions_link_no_workstation_extras() {
+    // As above: the scan must see them where they are.
+    let baton = reaches("baton", NOT_IN_LAMBDA);
+    assert_eq!(
+        baton.len(),
+        NOT_IN_LAMBDA.len(),
+        "baton's graph should reach every crate of NOT_IN_LAMBDA; found only:\n  {}",
+        baton.join("\n  ")
+    );
+    for function in ["ingest", "worker"] {
+        let wrong = reaches(function, NOT_IN_LAMBDA);
+        assert!(
+            wrong.is_empty(),
+            "the {function} Lambda's resolved dependencies reach workstation-only crates:\n  {}",
+            wrong.join("\n  ")
+        );
+    }
+}
+
+/// What the ingest Lambda does not link, though `baton` does: aws-lc (its
+/// TLS is *ring*: Baton's AWS client and reqwest without a provider of its
+/// own), and the SDK's default HTTPS client with HTTP/2
+/// (docs/performance-lambda.md).
+const NOT_IN_INGEST_TLS: &[&str] = &["aws-lc-rs", "aws-lc-sys", "aws-smithy-http-client", "h2"];
+
+#[test]
+fn the_ingest_lambdas_tls_is_ring_alone() {
+    let baton = reaches("baton", NOT_IN_INGEST_TLS);
+    assert_eq!(
+        baton.len(),
+        NOT_IN_INGEST_TLS.len(),
+        "baton's graph should reach every crate of NOT_IN_INGEST_TLS; found only:\n  {}",
+        baton.join("\n  ")
+    );
+    let wrong = reaches("ingest", NOT_IN_INGEST_TLS);
+    assert!(
+        wrong.is_empty(),
+        "the ingest Lambda's resolved dependencies reach a second crypto library or HTTP stack:\n  {}",
+        wrong.join("\n  ")
+    );
+    let ring = reaches("ingest", &["ring"]);
+    assert_eq!(ring.len(), 1, "the ingest should use ring");
 }

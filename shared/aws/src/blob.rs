@@ -6,13 +6,15 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use baton_core::{BlobError, BlobStore};
 
+use crate::lazy::LazyClient;
+
 /// S3's limit on key length, in UTF-8 bytes.
 const MAX_KEY_BYTES: usize = 1024;
 
 /// A [`BlobStore`] backed by an S3 bucket. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct S3Blobs {
-    client: Client,
+    client: LazyClient<Client>,
     bucket: String,
     /// Prepended to every key; empty or ending in `/`.
     prefix: String,
@@ -24,6 +26,30 @@ impl S3Blobs {
     /// Adapter for `bucket`. With a `prefix` (e.g. `"dev"`), blobs live under
     /// `dev/` and keys passed to and returned by the port exclude it.
     pub fn new(client: Client, bucket: impl Into<String>, prefix: Option<&str>) -> Self {
+        S3Blobs::new_with(LazyClient::ready(client), bucket, prefix)
+    }
+
+    /// As [`S3Blobs::new`], with the client ([`crate::s3_client`] of `cfg`)
+    /// built at the first request rather than now: a process that never
+    /// touches a blob (most of the ingest's requests) never builds it.
+    pub fn from_config(
+        cfg: &aws_config::SdkConfig,
+        bucket: impl Into<String>,
+        prefix: Option<&str>,
+    ) -> Self {
+        let cfg = cfg.clone();
+        S3Blobs::new_with(
+            LazyClient::new(move || crate::s3_client(&cfg)),
+            bucket,
+            prefix,
+        )
+    }
+
+    fn new_with(
+        client: LazyClient<Client>,
+        bucket: impl Into<String>,
+        prefix: Option<&str>,
+    ) -> Self {
         let prefix = match prefix.map(|p| p.trim_matches('/')) {
             Some(p) if !p.is_empty() => format!("{p}/"),
             _ => String::new(),
@@ -75,6 +101,7 @@ impl BlobStore for S3Blobs {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
         let key = self.full_key(key)?;
         self.client
+            .get()
             .put_object()
             .bucket(&self.bucket)
             .key(key)
@@ -89,6 +116,7 @@ impl BlobStore for S3Blobs {
         let key = self.full_key(key)?;
         let resp = match self
             .client
+            .get()
             .get_object()
             .bucket(&self.bucket)
             .key(key)
@@ -116,6 +144,7 @@ impl BlobStore for S3Blobs {
         loop {
             let resp = self
                 .client
+                .get()
                 .list_objects_v2()
                 .bucket(&self.bucket)
                 .prefix(&full_prefix)

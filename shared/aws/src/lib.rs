@@ -24,6 +24,8 @@
 pub mod blob;
 pub mod bootstrap;
 pub mod emf;
+pub mod https;
+mod lazy;
 pub mod queue;
 pub mod scheduler;
 pub mod table;
@@ -37,12 +39,25 @@ pub use queue::SqsQueue;
 pub use scheduler::EventBridgeScheduler;
 pub use table::DynamoTable;
 
-use aws_config::{BehaviorVersion, SdkConfig};
+use aws_config::{BehaviorVersion, ConfigLoader, SdkConfig};
 
 /// Loads the SDK configuration the standard way (environment, profile,
 /// instance/Lambda role), including the `AWS_ENDPOINT_URL` override.
 pub async fn load_sdk_config() -> SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest()).load().await
+    config_loader().load().await
+}
+
+/// The SDK configuration loader every Baton process starts from:
+/// `aws_config::defaults` with its HTTPS client. That is Baton's own
+/// ([`https::client`]: Mozilla's roots compiled in, *ring*, HTTP/1.1),
+/// except with the `workstation` feature (`baton`'s build), which keeps
+/// the SDK's default client: the system's trust store and `HTTPS_PROXY`,
+/// as a laptop behind a corporate proxy may need.
+pub fn config_loader() -> ConfigLoader {
+    let loader = aws_config::defaults(BehaviorVersion::latest());
+    #[cfg(not(feature = "workstation"))]
+    let loader = loader.http_client(https::client());
+    loader
 }
 
 /// A DynamoDB client for `cfg`.

@@ -22,6 +22,8 @@ use aws_sdk_scheduler::types::{
 use aws_sdk_scheduler::Client;
 use baton_schedule::{SchedulePlan, Scheduler, SchedulerError};
 
+use crate::lazy::LazyClient;
+
 /// The context attribute EventBridge Scheduler replaces with a firing's
 /// scheduled time.
 pub const SCHEDULED_TIME_PLACEHOLDER: &str = "<aws.scheduler.scheduled-time>";
@@ -29,7 +31,7 @@ pub const SCHEDULED_TIME_PLACEHOLDER: &str = "<aws.scheduler.scheduled-time>";
 /// A [`Scheduler`] backed by EventBridge Scheduler. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct EventBridgeScheduler {
-    client: Client,
+    client: LazyClient<Client>,
     group: String,
     queue_arn: String,
     role_arn: String,
@@ -40,6 +42,34 @@ impl EventBridgeScheduler {
     /// as `role_arn`.
     pub fn new(
         client: Client,
+        group: impl Into<String>,
+        queue_arn: impl Into<String>,
+        role_arn: impl Into<String>,
+    ) -> Self {
+        EventBridgeScheduler::new_with(LazyClient::ready(client), group, queue_arn, role_arn)
+    }
+
+    /// As [`EventBridgeScheduler::new`], with the client
+    /// ([`crate::scheduler_client`] of `cfg`) built at its first request
+    /// rather than now: only the schedule routes need it, so the ingest's
+    /// start-up does not pay for it.
+    pub fn from_config(
+        cfg: &aws_config::SdkConfig,
+        group: impl Into<String>,
+        queue_arn: impl Into<String>,
+        role_arn: impl Into<String>,
+    ) -> Self {
+        let cfg = cfg.clone();
+        EventBridgeScheduler::new_with(
+            LazyClient::new(move || crate::scheduler_client(&cfg)),
+            group,
+            queue_arn,
+            role_arn,
+        )
+    }
+
+    fn new_with(
+        client: LazyClient<Client>,
         group: impl Into<String>,
         queue_arn: impl Into<String>,
         role_arn: impl Into<String>,
@@ -111,6 +141,7 @@ impl Scheduler for EventBridgeScheduler {
         let after = plan.one_time.then_some(ActionAfterCompletion::Delete);
         let created = self
             .client
+            .get()
             .create_schedule()
             .name(&plan.name)
             .group_name(&self.group)
@@ -134,6 +165,7 @@ impl Scheduler for EventBridgeScheduler {
         }
         // It exists: replace it (UpdateSchedule replaces every field).
         self.client
+            .get()
             .update_schedule()
             .name(&plan.name)
             .group_name(&self.group)
@@ -156,6 +188,7 @@ impl Scheduler for EventBridgeScheduler {
     async fn delete(&self, name: &str) -> Result<(), SchedulerError> {
         match self
             .client
+            .get()
             .delete_schedule()
             .name(name)
             .group_name(&self.group)

@@ -292,9 +292,12 @@ impl MotoServer {
     }
 
     /// An SDK configuration pointed at this server: region `us-east-1`,
-    /// dummy credentials.
+    /// dummy credentials, and Baton's own HTTPS client ([`crate::https`])
+    /// whatever the build's features, so that every test against moto
+    /// runs the client the Lambda functions use.
     pub async fn sdk_config(&self) -> SdkConfig {
         aws_config::defaults(BehaviorVersion::latest())
+            .http_client(crate::https::client())
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new(
                 "testing",

@@ -9,11 +9,13 @@
 //! It is a heuristic, tuned to keep ordinary requests unflagged ("ignore the
 //! previous email", "show me the password policy"): a determined attacker
 //! can word around it, so it complements, never replaces, tool approvals
-//! and least-privilege tools. All patterns are compiled once and run by the
-//! `regex` crate, whose matching time is linear in the input (no
-//! catastrophic backtracking on hostile text).
+//! and least-privilege tools. All patterns are compiled once and run by
+//! `regex-automata`'s meta engine (what the `regex` crate is), whose
+//! matching time is linear in the input (no catastrophic backtracking on
+//! hostile text).
 
-use regex::{Regex, RegexBuilder};
+use regex_automata::meta::{self, Regex};
+use regex_automata::util::syntax;
 use serde::Deserialize;
 use std::fmt;
 use std::sync::LazyLock;
@@ -149,15 +151,26 @@ static PATTERNS: LazyLock<Vec<(Family, Regex)>> = LazyLock::new(|| {
             r"[A-Za-z0-9+/]{60,}={0,2}".to_owned(),
         ),
     ];
+    // As `regex::RegexBuilder` with `case_insensitive(true)` and a 16 MiB
+    // size limit builds them (same syntax, same leftmost-first semantics),
+    // without the literal prefilter: extracting the literals of these
+    // case-insensitive alternations was about a third of their compile
+    // time (1.8 of 5.8 ms), and a message is a few KB, which the lazy DFA
+    // scans in microseconds without one (measured: the same time per
+    // message, ASCII or not, 200 B to 40 KB; docs/performance-lambda.md).
+    // Only the base64 candidates are case-sensitive by nature (the class
+    // already lists both cases).
+    let syntax = syntax::Config::new().case_insensitive(true);
+    let config = meta::Config::new()
+        .nfa_size_limit(Some(16 * 1024 * 1024))
+        .auto_prefilter(false);
     families
         .into_iter()
         .map(|(family, pattern)| {
-            let re = RegexBuilder::new(&pattern)
-                // Only the base64 candidates are case-sensitive by nature
-                // (the class already lists both cases).
-                .case_insensitive(true)
-                .size_limit(16 * 1024 * 1024)
-                .build()
+            let re = meta::Builder::new()
+                .syntax(syntax)
+                .configure(config.clone())
+                .build(&pattern)
                 .unwrap_or_else(|e| panic!("input guard pattern {family} is invalid: {e}"));
             (family, re)
         })
@@ -189,7 +202,8 @@ pub fn scan(text: &str) -> Vec<Finding> {
     };
     for (family, re) in PATTERNS.iter() {
         let found = if *family == Family::EncodedPayload {
-            re.find_iter(scanned).any(|m| readable_base64(m.as_str()))
+            re.find_iter(scanned)
+                .any(|m| scanned.get(m.range()).is_some_and(readable_base64))
         } else {
             re.is_match(scanned)
         };

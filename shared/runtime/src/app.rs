@@ -65,9 +65,10 @@ impl AppBuilder {
     /// timings fit for SQS with a visibility timeout longer than the
     /// function's. Called once per process, at start-up.
     pub async fn lambda_app(self) -> Result<App, BoxError> {
-        let settings = self.lambda_settings().await?;
-        let backend = Backend::aws(&settings.aws)
-            .await?
+        // One SDK configuration for the secrets and the backend.
+        let cfg = baton_aws::load_sdk_config().await;
+        let settings = self.lambda_settings_with(&cfg).await?;
+        let backend = Backend::aws_with_config(&settings.aws, &cfg)?
             .with_active_shards(settings.active_index_shards)
             .with_retention(settings.retention);
         Ok(self.build(settings, backend, lambda_timing())?)

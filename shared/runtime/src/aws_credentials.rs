@@ -1,14 +1,14 @@
 //! AWS credentials for the Bedrock provider: the default chain of
 //! `aws-config`, loaded on first use.
 
-use aws_config::BehaviorVersion;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{future, ProvideCredentials, SharedCredentialsProvider};
 use baton_llm::AwsCredentials;
 use std::fmt;
 use tokio::sync::OnceCell;
 
-/// Loads `aws_config::defaults` on the first request for credentials and
+/// Loads `aws_config::defaults` (with Baton's HTTPS client,
+/// [`baton_aws::config_loader`]) on the first request for credentials and
 /// then asks its provider: environment variables (in Lambda, the function
 /// role's credentials), then profiles, web identity, ECS and IMDS.
 /// Configuration is read synchronously at start-up and only `bedrock`
@@ -34,7 +34,7 @@ impl ProvideCredentials for DefaultChain {
             let provider = self
                 .loaded
                 .get_or_init(|| async {
-                    aws_config::defaults(BehaviorVersion::latest())
+                    baton_aws::config_loader()
                         .load()
                         .await
                         .credentials_provider()

@@ -128,26 +128,32 @@ impl Backend {
     /// [`AwsResources`]), with clients built from the standard AWS
     /// configuration (`AWS_ENDPOINT_URL` included).
     pub async fn aws(aws: &AwsResources) -> Result<Self, BackendError> {
+        Self::aws_with_config(aws, &baton_aws::load_sdk_config().await)
+    }
+
+    /// [`Backend::aws`] with an SDK configuration already loaded (the
+    /// Lambda functions load one for the secrets and the backend both).
+    /// The DynamoDB and SQS clients are built now; the S3 and EventBridge
+    /// Scheduler clients at their first request, as few requests need them
+    /// (docs/performance-lambda.md).
+    pub fn aws_with_config(
+        aws: &AwsResources,
+        cfg: &aws_config::SdkConfig,
+    ) -> Result<Self, BackendError> {
         let table = required("BATON_TABLE", &aws.table)?;
         let queue_url = required("BATON_QUEUE_URL", &aws.queue_url)?;
         let bucket = required("BATON_TRACE_BUCKET", &aws.trace_bucket)?;
         let dlq_url = aws.dlq_url.clone();
-        let cfg = baton_aws::load_sdk_config().await;
-        let sqs = baton_aws::sqs_client(&cfg);
+        let sqs = baton_aws::sqs_client(cfg);
         let store = TaskStore::new(
             Arc::new(baton_aws::DynamoTable::new(
-                baton_aws::dynamodb_client(&cfg),
+                baton_aws::dynamodb_client(cfg),
                 table,
             )),
-            Arc::new(baton_aws::S3Blobs::new(
-                baton_aws::s3_client(&cfg),
-                bucket,
-                None,
-            )),
+            Arc::new(baton_aws::S3Blobs::from_config(cfg, bucket, None)),
         );
         let queue: Arc<dyn WorkQueue> = Arc::new(baton_aws::SqsQueue::new(sqs.clone(), queue_url));
-        let scheduling =
-            crate::scheduling::for_aws(&cfg, aws, store.table().clone(), queue.clone());
+        let scheduling = crate::scheduling::for_aws(cfg, aws, store.table().clone(), queue.clone());
         Ok(Backend {
             store,
             queue,

@@ -88,8 +88,17 @@ impl AppBuilder {
     /// [`Settings::load_for_lambda`] (over the `BATON_SECRETS_PATH`
     /// secrets), with the added tools known to the agents file.
     pub async fn lambda_settings(&self) -> Result<Settings, BoxError> {
+        self.lambda_settings_with(&baton_aws::load_sdk_config().await)
+            .await
+    }
+
+    /// [`AppBuilder::lambda_settings`], reading the secrets with `cfg`.
+    pub(crate) async fn lambda_settings_with(
+        &self,
+        cfg: &aws_config::SdkConfig,
+    ) -> Result<Settings, BoxError> {
         let names = self.checked_names(&[])?;
-        Settings::load_for_lambda_knowing(&names).await
+        Settings::load_for_lambda_knowing(&names, cfg).await
     }
 
     /// The ingest handler alone, after checking the added tools' names
@@ -111,6 +120,8 @@ impl AppBuilder {
         backend: &Backend,
     ) -> Result<Ingest, SettingsError> {
         self.checked_names(&declared_names(settings))?;
+        // Before the span exporter and the Slack clients are built.
+        crate::install_crypto_provider();
         let schedules = schedule_service(backend);
         let export = crate::telemetry::span_export(settings)?;
         Ok(ingest_handler(
@@ -126,9 +137,10 @@ impl AppBuilder {
     /// backend as [`AppBuilder::lambda_app`], without the worker side
     /// ([`AppBuilder::ingest_only`]). Called once per process, at start-up.
     pub async fn lambda_ingest(self) -> Result<Ingest, BoxError> {
-        let settings = self.lambda_settings().await?;
-        let backend = Backend::aws(&settings.aws)
-            .await?
+        // One SDK configuration for the secrets and the backend.
+        let cfg = baton_aws::load_sdk_config().await;
+        let settings = self.lambda_settings_with(&cfg).await?;
+        let backend = Backend::aws_with_config(&settings.aws, &cfg)?
             .with_active_shards(settings.active_index_shards)
             .with_retention(settings.retention);
         Ok(self.ingest_only(&settings, &backend)?)

@@ -98,6 +98,20 @@ pub fn init_tracing(json: bool) {
     };
 }
 
+/// Makes *ring* the process's rustls crypto provider, unless one is set
+/// already. The reqwest clients (Slack's Web API, the OTLP exporter) take
+/// the process's provider; in a build where reqwest has none of its own
+/// (the ingest Lambda: no aws-lc, see the workspace's Cargo.toml) they
+/// could not be built without it. [`AppBuilder::ingest_only`] calls it
+/// before building any, so the ingest binary need not. *ring* is what
+/// Baton's AWS client uses too (`baton_aws::https`). The worker side's
+/// crates give reqwest its own provider (aws-lc), so a build with them
+/// works without this.
+pub fn install_crypto_provider() {
+    // Err means a provider is installed already: the binary chose one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The app of a Lambda function with the built-in tools only:
 /// [`AppBuilder::lambda_app`] of [`App::builder`].
 #[cfg(feature = "worker")]

@@ -50,8 +50,8 @@ pub fn for_aws(
 ) -> SchedulerChoice {
     match (&aws.schedule_group, &aws.scheduler_role_arn, &aws.queue_arn) {
         (Some(group), Some(role), Some(queue_arn)) => {
-            let s = baton_aws::EventBridgeScheduler::new(
-                baton_aws::scheduler_client(cfg),
+            let s = baton_aws::EventBridgeScheduler::from_config(
+                cfg,
                 group.clone(),
                 queue_arn.clone(),
                 role.clone(),

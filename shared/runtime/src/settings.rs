@@ -248,7 +248,7 @@ impl Settings {
     /// For the Lambda functions: the secrets under `BATON_SECRETS_PATH` (if
     /// set) from SSM Parameter Store, then [`Settings::load`] over them.
     pub async fn load_for_lambda() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
-        Self::load_for_lambda_knowing(&[]).await
+        Self::load_for_lambda_knowing(&[], &baton_aws::load_sdk_config().await).await
     }
 
     /// Reads the environment, falling back to `secrets` (name → value, as
@@ -259,14 +259,15 @@ impl Settings {
 
     /// [`Settings::load_for_lambda`], with `custom_tools` (the names of the
     /// tools an [`crate::AppBuilder`] adds) known to the agents file besides
-    /// the built-in tools.
+    /// the built-in tools, and the secrets read with `cfg`.
     pub(crate) async fn load_for_lambda_knowing(
         custom_tools: &[String],
+        cfg: &aws_config::SdkConfig,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let env = HashMap::new();
         let src = Source { secrets: &env };
         let secrets = match src.var("BATON_SECRETS_PATH") {
-            Some(path) => crate::secrets::load(&baton_aws::load_sdk_config().await, &path).await?,
+            Some(path) => crate::secrets::load(cfg, &path).await?,
             None => HashMap::new(),
         };
         let mut settings = Self::load_knowing(&secrets, custom_tools)?;
