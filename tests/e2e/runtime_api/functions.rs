@@ -103,14 +103,16 @@ fn build() -> Result<Binaries, String> {
     Ok(Binaries { ingest, worker })
 }
 
-/// `cargo build -p <package>` into the running test's target directory and
-/// profile; the path of its binary of the same name.
+/// `cargo build -p <package>` in `functions/<package>` into the running
+/// test's target directory and profile; the path of its binary.
 fn build_one(package: &str) -> Result<PathBuf, String> {
     let (target_dir, triple, profile) = build_location()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // From the function's own directory, as SAM builds it: cargo then reads
+    // that directory's `.cargo/config.toml` (the ingest's size profile).
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(workspace)
+    cmd.current_dir(workspace.join("functions").join(package))
         .args([
             "build",
             "--quiet",
