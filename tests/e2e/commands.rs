@@ -137,12 +137,7 @@ async fn task_of(app: &TestApp, key: &str) -> String {
     let store = app.store().await;
     let started = std::time::Instant::now();
     loop {
-        if let Some(id) = store
-            .thread(key)
-            .await
-            .unwrap()
-            .and_then(|t| t.active_task)
-        {
+        if let Some(id) = store.thread(key).await.unwrap().and_then(|t| t.active_task) {
             return id.to_string();
         }
         assert!(started.elapsed() < LONG, "no task on {key}");
@@ -221,7 +216,10 @@ async fn message_words_are_answered_without_a_model(backend: Backend) {
 
     // The requester's cancel stops it.
     let stopping = ask("U1", "cancel").await;
-    assert!(stopping.contains(&format!("Stopping task `{id}`")), "{stopping}");
+    assert!(
+        stopping.contains(&format!("Stopping task `{id}`")),
+        "{stopping}"
+    );
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "cancelled", "{task}\nlog:\n{}", app.log());
     let after = ask("U1", "status").await;
@@ -250,7 +248,10 @@ async fn slash_words_are_answered_at_the_response_url(backend: Backend) {
     // `/baton` alone is `help`.
     assert_eq!(slash_answer(&app, "U1", DM, "", "r2").await, help);
     let status = slash_answer(&app, "U1", DM, "Status", "r3").await;
-    assert!(status.contains(&id) && status.contains("Which-environment?"), "{status}");
+    assert!(
+        status.contains(&id) && status.contains("Which-environment?"),
+        "{status}"
+    );
     let tasks = slash_answer(&app, "U1", CHANNEL, "tasks", "r4").await;
     assert!(tasks.contains(&id), "{tasks}");
     let theirs = slash_answer(&app, "U2", CHANNEL, "tasks", "r5").await;
@@ -259,7 +260,10 @@ async fn slash_words_are_answered_at_the_response_url(backend: Backend) {
     assert!(model.contains("*default*"), "{model}");
     // In a channel, a slash command names no thread: said so, nothing done.
     let no_thread = slash_answer(&app, "U1", CHANNEL, "cancel", "r7").await;
-    assert!(no_thread.contains("mention me in the task's thread"), "{no_thread}");
+    assert!(
+        no_thread.contains("mention me in the task's thread"),
+        "{no_thread}"
+    );
     assert_eq!(app.task(&id).await["status"], "waiting");
 
     assert_eq!(app.llm.request_count(), model_calls, "no model call");
@@ -268,7 +272,10 @@ async fn slash_words_are_answered_at_the_response_url(backend: Backend) {
     assert!(notes(&app).is_empty(), "answers went to the response URLs");
 
     let stopping = slash_answer(&app, "U1", DM, "cancel", "r8").await;
-    assert!(stopping.contains(&format!("Stopping task `{id}`")), "{stopping}");
+    assert!(
+        stopping.contains(&format!("Stopping task `{id}`")),
+        "{stopping}"
+    );
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "cancelled", "{task}\nlog:\n{}", app.log());
     assert_eq!(app.llm.request_count(), model_calls);

@@ -56,9 +56,7 @@ impl Command {
             Command::Help => "these commands",
             Command::Status => "what this thread's task is doing and what it waits for",
             Command::Tasks => "your running and waiting tasks",
-            Command::Cancel => {
-                "stops this thread's task (its requester, an approver or an admin)"
-            }
+            Command::Cancel => "stops this thread's task (its requester, an approver or an admin)",
             Command::Model => "the agent and model that answer here",
         }
     }
@@ -78,18 +76,18 @@ impl Command {
 /// Where a command was sent and by whom.
 #[derive(Clone, Debug)]
 pub(crate) struct Context {
-    pub team_id: String,
-    pub channel: String,
-    pub user: String,
+    pub(crate) team_id: String,
+    pub(crate) channel: String,
+    pub(crate) user: String,
     /// The conversation's key (a channel thread, or a whole direct
     /// message), when the command names one: a slash command in a channel
     /// does not (Slack does not say from which thread it was sent).
-    pub conversation: Option<String>,
+    pub(crate) conversation: Option<String>,
     /// The thread it was sent in (a message's thread, or the message).
-    pub thread_ts: Option<String>,
-    pub direct_message: bool,
+    pub(crate) thread_ts: Option<String>,
+    pub(crate) direct_message: bool,
     /// Claimed by `cancel`, so a redelivered request acts once.
-    pub dedupe_key: String,
+    pub(crate) dedupe_key: String,
 }
 
 impl Context {
@@ -170,7 +168,14 @@ mod tests {
         assert_eq!(Command::parse("tasks"), Some(Command::Tasks));
         assert_eq!(Command::parse("Cancel!"), Some(Command::Cancel));
         assert_eq!(Command::parse("model."), Some(Command::Model));
-        for other in ["", "help me", "what is the status", "stop", "models", "status of X"] {
+        for other in [
+            "",
+            "help me",
+            "what is the status",
+            "stop",
+            "models",
+            "status of X",
+        ] {
             assert_eq!(Command::parse(other), None, "{other}");
         }
         for c in Command::ALL {

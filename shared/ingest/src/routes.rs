@@ -63,7 +63,12 @@ static ROUTES: &[Route] = &[
         false,
         Handler::SlackInteractivity,
     ),
-    route(Method::POST, "/slack/commands", false, Handler::SlackCommands),
+    route(
+        Method::POST,
+        "/slack/commands",
+        false,
+        Handler::SlackCommands,
+    ),
     route(Method::POST, "/tasks", true, Handler::SubmitTask),
     route(Method::GET, "/tasks", true, Handler::ListTasks),
     route(Method::GET, "/tasks/{id}", true, Handler::GetTask),

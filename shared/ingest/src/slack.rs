@@ -25,7 +25,11 @@ impl Ingest {
 
     /// Checks the Slack signature over the raw body. Nothing else about the
     /// request is read before this passes.
-    pub(crate) fn verify_slack(&self, headers: &HeaderMap, body: &Bytes) -> Result<&SlackIngest, ApiError> {
+    pub(crate) fn verify_slack(
+        &self,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> Result<&SlackIngest, ApiError> {
         let slack = self.slack_settings()?;
         let header = |name: &str| {
             headers
@@ -154,7 +158,12 @@ impl Ingest {
     /// a 200, so it does not redeliver a message the person now knows to
     /// send again. The failure was logged with the conversation's key
     /// ([`ApiError::unavailable_on`]).
-    pub(crate) async fn taken_or_told(&self, answer: Answer, origin: &Origin, thread: Option<&str>) -> Answer {
+    pub(crate) async fn taken_or_told(
+        &self,
+        answer: Answer,
+        origin: &Origin,
+        thread: Option<&str>,
+    ) -> Answer {
         let e = match answer {
             Err(e) if e.status.is_server_error() => e,
             other => return other,

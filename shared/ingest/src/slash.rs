@@ -47,7 +47,8 @@ impl Ingest {
         if direct_message {
             self.post_reply(&m.channel, &thread_ts, &text).await;
         } else {
-            self.tell(&m.channel, &m.user, Some(&thread_ts), &text).await;
+            self.tell(&m.channel, &m.user, Some(&thread_ts), &text)
+                .await;
         }
         tracing::info!(command = command.word(), user = %m.user, "Slack command answered");
         Ok(json(

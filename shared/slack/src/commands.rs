@@ -163,26 +163,42 @@ mod tests {
     #[test]
     fn a_command_is_read_and_its_fields_checked() {
         let c = parse(&form(FIELDS)).unwrap();
-        assert_eq!((c.command.as_str(), c.text.as_str()), ("/baton", "  Status "));
+        assert_eq!(
+            (c.command.as_str(), c.text.as_str()),
+            ("/baton", "  Status ")
+        );
         assert!(!c.is_direct_message());
         for missing in ["team_id", "user_id", "response_url", "trigger_id"] {
-            let fields: Vec<_> = FIELDS.iter().filter(|(k, _)| *k != missing).copied().collect();
+            let fields: Vec<_> = FIELDS
+                .iter()
+                .filter(|(k, _)| *k != missing)
+                .copied()
+                .collect();
             assert!(parse(&form(&fields)).is_err(), "{missing}");
         }
         let mut empty = FIELDS.to_vec();
         empty[4] = ("user_id", " ");
-        assert!(matches!(parse(&form(&empty)), Err(CommandError::Empty("user_id"))));
+        assert!(matches!(
+            parse(&form(&empty)),
+            Err(CommandError::Empty("user_id"))
+        ));
         let long = "x".repeat(MAX_TEXT_CHARS + 1);
         let mut too_long = FIELDS.to_vec();
         too_long[6] = ("text", &long);
-        assert!(matches!(parse(&form(&too_long)), Err(CommandError::TooLong)));
+        assert!(matches!(
+            parse(&form(&too_long)),
+            Err(CommandError::TooLong)
+        ));
         assert!(parse(b"{\"json\": true}").is_err());
     }
 
     #[test]
     fn only_slacks_response_urls_are_called() {
         let api = "https://slack.com/api";
-        assert!(response_url_allowed("https://hooks.slack.com/commands/T1/1/x", api));
+        assert!(response_url_allowed(
+            "https://hooks.slack.com/commands/T1/1/x",
+            api
+        ));
         for bad in [
             "http://hooks.slack.com/commands/T1/1/x",
             "https://hooks.slack.com.evil.example/x",
@@ -197,8 +213,14 @@ mod tests {
         }
         // The configured Web API's host (the fake Slack in tests).
         let fake = "http://127.0.0.1:4567";
-        assert!(response_url_allowed("http://127.0.0.1:4567/commands/response/1", fake));
-        assert!(!response_url_allowed("http://127.0.0.1:4568/commands/response/1", fake));
+        assert!(response_url_allowed(
+            "http://127.0.0.1:4567/commands/response/1",
+            fake
+        ));
+        assert!(!response_url_allowed(
+            "http://127.0.0.1:4568/commands/response/1",
+            fake
+        ));
         assert!(!response_url_allowed("http://localhost:4567/x", fake));
     }
 }

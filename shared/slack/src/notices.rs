@@ -72,14 +72,9 @@ impl Notices for SlackNotices {
     /// host): see [`crate::commands::response_url_allowed`].
     async fn respond(&self, response_url: &str, text: &str) -> Result<(), NoticeError> {
         let client = self.client()?;
-        crate::commands::respond(
-            client.http_client(),
-            client.base_url(),
-            response_url,
-            text,
-        )
-        .await
-        .map_err(|e| NoticeError(e.to_string()))
+        crate::commands::respond(client.http_client(), client.base_url(), response_url, text)
+            .await
+            .map_err(|e| NoticeError(e.to_string()))
     }
 }
 

@@ -29,8 +29,8 @@ use tokio::sync::oneshot;
 
 mod agent;
 mod commands;
-pub use commands::CommandResponse;
 pub use agent::{StreamPlan, StreamTask};
+pub use commands::CommandResponse;
 
 use crate::signature::{sign, SigningSecret, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::web::{BotToken, SlackClient};

@@ -41,6 +41,8 @@ pub trait Notices: Send + Sync {
     /// Answers a slash command through its `response_url` with `text`
     /// that only its sender sees. Without it, an error.
     async fn respond(&self, _response_url: &str, _text: &str) -> Result<(), NoticeError> {
-        Err(NoticeError("answering a slash command is not supported here".into()))
+        Err(NoticeError(
+            "answering a slash command is not supported here".into(),
+        ))
     }
 }

@@ -30,13 +30,15 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
         attachments: Vec::new(),
         files: Vec::new(),
     };
-    Ok(match ingest.steer(&thread, &stop).await?.map(|a| a.outcome) {
-        None => NOTHING_RUNS.to_owned(),
-        Some(Submitted::StopRefused(_)) => crate::stopping::refusal(&task),
-        Some(Submitted::Duplicate(id)) => format!("Task `{id}` was already asked to stop."),
-        Some(done) => {
-            tracing::info!(task_id = %done.task_id(), user = %ctx.user, "cancelled by command");
-            format!("Stopping task `{}`.", done.task_id())
-        }
-    })
+    Ok(
+        match ingest.steer(&thread, &stop).await?.map(|a| a.outcome) {
+            None => NOTHING_RUNS.to_owned(),
+            Some(Submitted::StopRefused(_)) => crate::stopping::refusal(&task),
+            Some(Submitted::Duplicate(id)) => format!("Task `{id}` was already asked to stop."),
+            Some(done) => {
+                tracing::info!(task_id = %done.task_id(), user = %ctx.user, "cancelled by command");
+                format!("Stopping task `{}`.", done.task_id())
+            }
+        },
+    )
 }

@@ -73,7 +73,14 @@ mod tests {
 
     #[test]
     fn a_task_is_described_with_what_it_waits_for() {
-        let mut t = Task::new(TaskId::generate(), "ops", Origin::Http, None, Limits::default(), 0);
+        let mut t = Task::new(
+            TaskId::generate(),
+            "ops",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
         t.status = TaskStatus::Waiting;
         t.steps = 1;
         t.waiting_for = Some(WaitingFor::Approval {
@@ -82,7 +89,13 @@ mod tests {
             summary: "ship <v2>\nmore".into(),
         });
         let text = describe(&t);
-        assert!(text.contains("agent *ops*) is waiting, 1 step so far"), "{text}");
-        assert!(text.ends_with("approval to run `deploy` (ship &lt;v2&gt;)."), "{text}");
+        assert!(
+            text.contains("agent *ops*) is waiting, 1 step so far"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("approval to run `deploy` (ship &lt;v2&gt;)."),
+            "{text}"
+        );
     }
 }

@@ -5,10 +5,10 @@
 //! [`FakeSlack::responses`].
 
 use super::{FakeSlack, Shared};
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::body::Bytes;
 use serde_json::Value;
 use std::sync::Arc;
 
