@@ -32,7 +32,7 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
     if mine.is_empty() {
         return Ok("You have no running or waiting tasks.".to_owned());
     }
-    mine.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    mine.sort_by_key(|t| std::cmp::Reverse(t.created_at));
     let mut out = format!("Your running and waiting tasks ({}):\n", mine.len());
     for t in mine.iter().take(SHOWN) {
         let place = match &t.origin {
