@@ -76,6 +76,21 @@ async fn wait_row(b: &Browser, id: &str, status: &str) -> Value {
     .await
 }
 
+/// An HTTP task with `input` on `thread`; its id.
+async fn post_task(app: &TestApp, input: &str, thread: &str) -> String {
+    let r = app
+        .http
+        .post(format!("{}/tasks", app.url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"input": input, "thread": thread}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    v["task_id"].as_str().unwrap().to_owned()
+}
+
 async fn show(b: &Browser, hash: &str) {
     b.exec("location.hash = arguments[0]", json!([hash])).await;
 }
@@ -134,8 +149,13 @@ async fn the_console_in_a_headless_browser() {
     let id = app.submit_ok("#steps=3").await;
     let cells = wait_row(&b, &id, "succeeded").await;
     assert_eq!(cells[0], id, "{cells}");
-    assert_eq!(cells[1], "default", "agent: {cells}");
-    assert_eq!(cells[6], "3", "steps: {cells}");
+    assert_eq!(
+        (&cells[1], &cells[2], &cells[3]),
+        (&json!("#steps=3"), &json!("HTTP"), &json!("—")),
+        "asked, from, where: {cells}"
+    );
+    assert_eq!(cells[4], "default", "agent: {cells}");
+    assert_eq!(cells[9], "3", "steps: {cells}");
     b.screenshot(&shots, "02-task-list").await;
 
     // Its page: the conversation, who wrote each entry, and the waterfall.
@@ -278,6 +298,98 @@ async fn the_console_in_a_headless_browser() {
         .await;
     assert_eq!(inert, json!(["undefined", 0]), "the payload stayed text");
     b.screenshot(&shots, "06-hostile-input-as-text").await;
+
+    // Each task says what was asked, by whom and where; the list searches
+    // the text on the server; tasks of one conversation link each other.
+    let first = post_task(&app, "Rotate the BILLING keys\nthen tell me", "ops-chat").await;
+    app.wait_done(&first, WAIT).await;
+    let second = post_task(&app, "and the audit log", "ops-chat").await;
+    app.wait_done(&second, WAIT).await;
+    let mention = serde_json::to_vec(&json!({
+        "type": "event_callback", "team_id": "T1", "api_app_id": "A1", "event_id": "EvC1",
+        "event_time": 1_700_000_000,
+        "event": {"type": "app_mention", "user": "U1", "text": "<@UBOT> billing report for Q3",
+                  "ts": "1700000500.000100", "channel": "C1", "event_ts": "1700000500.000100"}
+    }))
+    .unwrap();
+    let r = app
+        .slack_post("/slack/events", &mention, "application/json", &[])
+        .await;
+    assert_eq!(r.status(), 200);
+    show(&b, "#/tasks").await;
+    let row = wait_row(&b, &first, "succeeded").await;
+    assert_eq!(
+        (&row[1], &row[2], &row[3]),
+        (
+            &json!("Rotate the BILLING keys"),
+            &json!("HTTP"),
+            &json!("thread ops-chat")
+        ),
+        "{row}"
+    );
+    let slack_row = b
+        .wait_until(
+            "the Slack task listed",
+            "const r = Array.from(document.querySelectorAll('#tasks-table tbody tr'))
+               .find(r => r.cells[1].textContent === 'billing report for Q3');
+             return r ? Array.from(r.cells, c => c.textContent) : null;",
+            json!([]),
+            WAIT,
+        )
+        .await;
+    assert_eq!(
+        (&slack_row[2], &slack_row[3]),
+        (&json!("@U1"), &json!("#C1")),
+        "{slack_row}"
+    );
+    b.screenshot(&shots, "06b-task-columns").await;
+    // Typing searches once typing pauses: only tasks whose request says
+    // "billing", in any case.
+    let field = b.wait_for("#f-q", WAIT).await;
+    b.type_text(&field, "billing").await;
+    let listed = b
+        .wait_until(
+            "the search applied",
+            "if (!location.hash.includes('q=billing')) return null;
+             const rows = Array.from(document.querySelectorAll('#tasks-table tbody tr'));
+             return rows.length === 2 ? rows.map(r => r.cells[1].textContent).sort() : null;",
+            json!([]),
+            WAIT,
+        )
+        .await;
+    assert_eq!(
+        listed,
+        json!(["Rotate the BILLING keys", "billing report for Q3"]),
+        "{listed}"
+    );
+    b.screenshot(&shots, "06c-search").await;
+    // The conversation's link lists its tasks, and each task's page links
+    // the others.
+    show(&b, "#/tasks").await;
+    let link = b
+        .wait_for(
+            &format!("tr[data-task-id=\"{second}\"] td:nth-child(4) a"),
+            WAIT,
+        )
+        .await;
+    b.click(&link).await;
+    let ids = b
+        .wait_until(
+            "the conversation's tasks",
+            "if (!document.getElementById('thread-scope')) return null;
+             const rows = Array.from(document.querySelectorAll('#tasks-table tbody tr'));
+             return rows.length === 2 ? rows.map(r => r.dataset.taskId) : null;",
+            json!([]),
+            WAIT,
+        )
+        .await;
+    assert_eq!(ids, json!([second.clone(), first.clone()]), "newest first");
+    show(&b, &format!("#/tasks/{second}")).await;
+    b.wait_for(
+        &format!("#conversation-tasks a[href=\"#/tasks/{first}\"]"),
+        WAIT,
+    )
+    .await;
 
     // Schedules.
     let r = app

@@ -9,6 +9,7 @@ mod common;
 mod runtime_api;
 
 mod cli;
+mod commands;
 mod configuration;
 mod console;
 mod conversations;

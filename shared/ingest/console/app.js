@@ -17,6 +17,7 @@
   const TASK_REFRESH_MS = 2000;
   const SCHEDULES_REFRESH_MS = 10000;
   const PAGE_SIZE = 50;
+  const SEARCH_PAUSE_MS = 400;
   const SVG_NS = 'http://www.w3.org/2000/svg';
 
   const byId = (id) => document.getElementById(id);
@@ -270,33 +271,58 @@
   function tasksPage(view, params) {
     const status = STATUSES.includes(params.get('status')) ? params.get('status') : '';
     const agent = (params.get('agent') || '').trim().slice(0, 200);
+    const search = (params.get('q') || '').trim().slice(0, 200);
+    const thread = (params.get('thread') || '').slice(0, 300);
     const statusField = el('select', { id: 'f-status', name: 'status' },
       el('option', { value: '' }, 'any'),
       STATUSES.map((s) => el('option', { value: s, selected: s === status }, s)));
     const agentField = el('input', {
       id: 'f-agent', name: 'agent', type: 'text', value: agent, placeholder: 'any', autocomplete: 'off',
     });
+    const searchField = el('input', {
+      id: 'f-q', name: 'q', type: 'search', value: search, placeholder: 'text of the request', autocomplete: 'off',
+      maxlength: '200',
+    });
     const apply = () => {
       const q = new URLSearchParams();
       if (statusField.value) q.set('status', statusField.value);
       if (agentField.value.trim()) q.set('agent', agentField.value.trim());
+      if (searchField.value.trim()) q.set('q', searchField.value.trim());
+      if (thread) q.set('thread', thread);
       const s = q.toString();
       location.hash = '#/tasks' + (s ? '?' + s : '');
     };
     statusField.addEventListener('change', apply);
+    // Searched on the server as one types, once typing pauses: at most one
+    // request per pause, never per keystroke.
+    let typing = null;
+    searchField.addEventListener('input', () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => {
+        if (searchField.value.trim() !== search) apply();
+      }, SEARCH_PAUSE_MS);
+    });
     const filters = el('form', { class: 'filters', role: 'search', onsubmit: (e) => { e.preventDefault(); apply(); } },
       el('label', { for: 'f-status' }, 'Status'), statusField,
       el('label', { for: 'f-agent' }, 'Agent'), agentField,
+      el('label', { for: 'f-q' }, 'Search'), searchField,
       el('button', { type: 'submit' }, 'Filter'));
+    const scope = thread
+      ? el('p', { class: 'scope', id: 'thread-scope' }, 'Tasks of one conversation: ', el('code', null, thread), ' — ',
+        el('a', { href: '#/tasks' }, 'all tasks'))
+      : null;
     const rowsBody = el('tbody');
     const table = el('table', { id: 'tasks-table', class: 'grid' },
       el('caption', { class: 'sr-only' }, 'Tasks, newest first'),
       el('thead', null, el('tr', null,
-        ['Task', 'Agent', 'Status', 'Created', 'Duration', 'Cost', 'Steps'].map((h) => el('th', { scope: 'col' }, h)))),
+        ['Task', 'Asked', 'From', 'Where', 'Agent', 'Status', 'Created', 'Duration', 'Cost', 'Steps']
+          .map((h) => el('th', { scope: 'col' }, h)))),
       rowsBody);
     const empty = el('p', { class: 'empty', hidden: true }, 'No tasks match.');
     const more = el('button', { type: 'button', class: 'more', hidden: true }, 'Load more');
-    view.append(el('h1', { tabindex: '-1' }, 'Tasks'), filters, el('div', { class: 'scroll' }, table), empty, more);
+    view.append(el('h1', { tabindex: '-1' }, 'Tasks'), filters);
+    if (scope) view.append(scope);
+    view.append(el('div', { class: 'scroll' }, table), empty, more);
 
     let first = [];
     let rest = [];
@@ -306,6 +332,8 @@
       const q = new URLSearchParams({ limit: String(PAGE_SIZE) });
       if (status) q.set('status', status);
       if (agent) q.set('agent', agent);
+      if (search) q.set('q', search);
+      if (thread) q.set('thread', thread);
       if (after) q.set('cursor', after);
       return '/tasks?' + q;
     };
@@ -364,11 +392,20 @@
     const cell = (name, cls) => (cells[name] = el('td', { class: cls }));
     const tr = el('tr', { 'data-task-id': id },
       el('td', { class: 'id' }, el('a', { href: '#/tasks/' + enc(id) }, id)),
+      cell('asked', 'asked'), cell('from'), cell('where'),
       cell('agent'), cell('status'), cell('created'), cell('duration', 'num'), cell('cost', 'num'), cell('steps', 'num'));
     const text = (name, value) => {
       if (cells[name].textContent !== value) cells[name].textContent = value;
     };
+    let whereKey = null;
     const fill = (t) => {
+      text('asked', typeof t.summary === 'string' && t.summary ? t.summary : '—');
+      text('from', requesterLabel(t.requester));
+      const key = JSON.stringify([t.thread, t.requester]);
+      if (key !== whereKey) {
+        whereKey = key;
+        cells.where.replaceChildren(whereLink(t));
+      }
       text('agent', typeof t.agent === 'string' ? t.agent : '—');
       const badge = statusBadge(t);
       if (cells.status.textContent !== badge.textContent) cells.status.replaceChildren(badge);
@@ -381,10 +418,40 @@
     return { tr, fill };
   }
 
+  // Who asked for a task: the Slack user (their id: display names are not
+  // kept on tasks), "HTTP", "schedule", or the parent of a delegated task.
+  function requesterLabel(r) {
+    if (!r || typeof r !== 'object') return '—';
+    switch (r.kind) {
+      case 'slack': return typeof r.user === 'string' ? '@' + r.user : 'Slack';
+      case 'schedule': return 'schedule';
+      case 'delegate': return 'task ' + String(r.parent_task_id || '').slice(0, 8) + '…';
+      case 'http': return 'HTTP';
+      default: return '—';
+    }
+  }
+
+  // Where a task was asked: the Slack channel (or DM), or the HTTP
+  // thread; linked to the tasks of that conversation when it has one.
+  function whereLabel(t) {
+    const r = t.requester || {};
+    if (r.kind === 'slack') return r.direct_message ? 'DM ' + String(r.channel || '') : '#' + String(r.channel || '');
+    if (typeof t.thread === 'string' && t.thread) return 'thread ' + t.thread;
+    return '—';
+  }
+
+  function whereLink(t) {
+    const label = whereLabel(t);
+    if (typeof t.thread !== 'string' || !t.thread) return document.createTextNode(label);
+    return el('a', { href: '#/tasks?thread=' + enc(t.thread), title: 'Tasks of this conversation' }, label);
+  }
+
   // ------------------------------------------------------------ one task
 
   function taskPage(view, id) {
     const summary = el('dl', { class: 'summary', id: 'summary' });
+    const siblings = el('ul', { class: 'plain', id: 'conversation-tasks' });
+    let siblingsKey = null;
     const actions = el('div', { class: 'actions', id: 'actions' });
     const conversation = el('ol', { class: 'conversation', id: 'conversation' });
     const waterfall = el('div', { class: 'waterfall', id: 'waterfall' });
@@ -393,6 +460,8 @@
       el('h1', { tabindex: '-1' }, 'Task ', el('code', null, id)),
       actions,
       summary,
+      el('section', { 'aria-labelledby': 'conversation-tasks-title', id: 'conversation-tasks-section', hidden: true },
+        el('h2', { id: 'conversation-tasks-title' }, 'Tasks of this conversation'), siblings),
       el('section', { 'aria-labelledby': 'conversation-title' },
         el('h2', { id: 'conversation-title' }, 'Conversation'), conversation),
       el('section', { 'aria-labelledby': 'waterfall-title' },
@@ -425,6 +494,19 @@
       const trace = await api('GET', path + '/trace');
       if (!current()) return false;
       renderSummary(summary, task);
+      if (typeof task.thread === 'string' && task.thread) {
+        const others = await api('GET', '/tasks?' + new URLSearchParams({ thread: task.thread, limit: '20' }));
+        if (!current()) return false;
+        const list = ((others && others.tasks) || []).filter((o) => o && typeof o.task_id === 'string');
+        const k = JSON.stringify(list.map((o) => [o.task_id, o.status]));
+        if (k !== siblingsKey) {
+          siblingsKey = k;
+          siblings.replaceChildren(...list.map((o) => el('li', null,
+            o.task_id === id ? el('strong', null, o.task_id + ' (this task)') : el('a', { href: '#/tasks/' + enc(o.task_id) }, o.task_id),
+            ' — ', String(o.status), ' — ', typeof o.summary === 'string' ? o.summary : '')));
+          byId('conversation-tasks-section').hidden = list.length === 0;
+        }
+      }
       // Buttons are rebuilt only when what they act on changed, so a click
       // never lands on a button that was just replaced.
       const key = JSON.stringify([task.status, task.waiting_for]);
@@ -455,6 +537,9 @@
   function renderSummary(dl, t) {
     const rows = [
       ['Status', statusBadge(t)],
+      ['Asked', typeof t.summary === 'string' && t.summary ? t.summary : '—'],
+      ['From', requesterLabel(t.requester)],
+      ['Where', whereLink(t)],
       ['Agent', typeof t.agent === 'string' ? t.agent : '—'],
       ['Created', when(t.created_at)],
       ['Updated', when(t.updated_at)],

@@ -8,12 +8,14 @@
 
 mod approvals;
 mod auth;
+mod commands;
 mod console;
 mod listing;
 mod response;
 mod routes;
 mod schedules;
 mod slack;
+mod slash;
 mod stopping;
 mod surfaces;
 mod tasks;

@@ -1,6 +1,8 @@
-//! `GET /tasks?status=&agent=&thread=&limit=&cursor=`: the tasks, newest
-//! first, a page at a time, from the store's listing index
-//! ([`baton_core::listing`]).
+//! `GET /tasks?status=&agent=&thread=&q=&limit=&cursor=`: the tasks,
+//! newest first, a page at a time, from the store's listing index
+//! ([`baton_core::listing`]). `q` searches the first line of each task's
+//! input (and its id, agent and Slack requester) over the same bounded
+//! pages as the other filters.
 
 use crate::response::{json, Answer, ApiError};
 use crate::Ingest;
@@ -17,6 +19,9 @@ const STATUSES: [TaskStatus; 6] = [
     TaskStatus::Failed,
     TaskStatus::Cancelled,
 ];
+
+/// The longest search text (`q`).
+const MAX_SEARCH_CHARS: usize = 200;
 
 /// A listing request, checked.
 #[derive(Debug, PartialEq)]
@@ -42,9 +47,12 @@ fn parse_query(query: Option<&str>) -> Result<ListQuery, ApiError> {
     let mut seen: Vec<&str> = Vec::new();
     for (name, value) in &pairs {
         let name = name.as_str();
-        if !matches!(name, "status" | "agent" | "thread" | "limit" | "cursor") {
+        if !matches!(
+            name,
+            "status" | "agent" | "thread" | "q" | "limit" | "cursor"
+        ) {
             return Err(ApiError::bad_request(format!(
-                "unknown query parameter `{}` (known: status, agent, thread, limit, cursor)",
+                "unknown query parameter `{}` (known: status, agent, thread, q, limit, cursor)",
                 shown(name)
             )));
         }
@@ -71,6 +79,15 @@ fn parse_query(query: Option<&str>) -> Result<ListQuery, ApiError> {
             }
             "agent" => q.filter.agent = Some(value.clone()),
             "thread" => q.filter.thread = Some(value.clone()),
+            "q" => {
+                let text = value.trim();
+                if text.is_empty() || text.chars().count() > MAX_SEARCH_CHARS {
+                    return Err(ApiError::bad_request(format!(
+                        "`q` must be 1 to {MAX_SEARCH_CHARS} characters besides spaces"
+                    )));
+                }
+                q.filter.text = Some(text.to_owned());
+            }
             "limit" => {
                 q.limit = value
                     .parse::<usize>()
@@ -147,5 +164,9 @@ mod tests {
         assert!(refused("thread=").contains("`thread`"));
         assert!(refused("sort=asc").contains("unknown query parameter `sort`"));
         assert!(refused("agent=a&agent=b").contains("twice"));
+        let q = parse_query(Some("q=%20Deploy%20billing%20")).unwrap();
+        assert_eq!(q.filter.text.as_deref(), Some("Deploy billing"));
+        assert!(refused("q=%20%20").contains("`q`"));
+        assert!(refused(&format!("q={}", "x".repeat(201))).contains("`q`"));
     }
 }

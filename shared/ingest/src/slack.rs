@@ -25,7 +25,11 @@ impl Ingest {
 
     /// Checks the Slack signature over the raw body. Nothing else about the
     /// request is read before this passes.
-    fn verify_slack(&self, headers: &HeaderMap, body: &Bytes) -> Result<&SlackIngest, ApiError> {
+    pub(crate) fn verify_slack(
+        &self,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> Result<&SlackIngest, ApiError> {
         let slack = self.slack_settings()?;
         let header = |name: &str| {
             headers
@@ -61,6 +65,12 @@ impl Ingest {
                 ))
             }
             Inbound::Message(m) => {
+                // A command word alone (no files): Baton answers it itself.
+                if let Some(command) =
+                    crate::commands::Command::parse(&m.text).filter(|_| m.files.is_empty())
+                {
+                    return self.message_command(command, &m).await;
+                }
                 let submission = slack_submission(m, &self.routes);
                 let (origin, thread) = (submission.origin.clone(), submission.thread.clone());
                 let answer = self.slack_message(submission).await;
@@ -79,7 +89,7 @@ impl Ingest {
 
     /// A message that addresses the bot: a new task, a message for the
     /// running one, a stop, or a DM's `reset`.
-    async fn slack_message(&self, mut submission: Submission) -> Answer {
+    pub(crate) async fn slack_message(&self, mut submission: Submission) -> Answer {
         // Slack retries anything but a 200, so a refusal is answered
         // 200 and creates nothing (the guard has logged why).
         if self.screen(&mut submission).is_err() {
@@ -148,7 +158,12 @@ impl Ingest {
     /// a 200, so it does not redeliver a message the person now knows to
     /// send again. The failure was logged with the conversation's key
     /// ([`ApiError::unavailable_on`]).
-    async fn taken_or_told(&self, answer: Answer, origin: &Origin, thread: Option<&str>) -> Answer {
+    pub(crate) async fn taken_or_told(
+        &self,
+        answer: Answer,
+        origin: &Origin,
+        thread: Option<&str>,
+    ) -> Answer {
         let e = match answer {
             Err(e) if e.status.is_server_error() => e,
             other => return other,

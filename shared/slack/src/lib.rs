@@ -58,6 +58,7 @@
 
 pub mod approvals;
 pub mod assistant;
+pub mod commands;
 pub mod events;
 pub mod feedback;
 pub mod files;

@@ -55,6 +55,27 @@ impl Notices for SlackNotices {
             .await
             .map_err(|e| NoticeError(e.to_string()))
     }
+
+    async fn post(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+    ) -> Result<String, NoticeError> {
+        self.client()?
+            .post_message(channel, thread_ts, text, None)
+            .await
+            .map_err(|e| NoticeError(e.to_string()))
+    }
+
+    /// Only to Slack's `hooks.slack.com` (or the configured Web API's
+    /// host): see [`crate::commands::response_url_allowed`].
+    async fn respond(&self, response_url: &str, text: &str) -> Result<(), NoticeError> {
+        let client = self.client()?;
+        crate::commands::respond(client.http_client(), client.base_url(), response_url, text)
+            .await
+            .map_err(|e| NoticeError(e.to_string()))
+    }
 }
 
 #[cfg(test)]

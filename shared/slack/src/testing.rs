@@ -28,7 +28,9 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 mod agent;
+mod commands;
 pub use agent::{StreamPlan, StreamTask};
+pub use commands::CommandResponse;
 
 use crate::signature::{sign, SigningSecret, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::web::{BotToken, SlackClient};
@@ -83,6 +85,8 @@ struct Inner {
     downloads: HashMap<String, usize>,
     /// The streaming side ([`agent`]): streams, sessions, expiry.
     agent: agent::AgentState,
+    /// Answers to slash commands ([`commands`]).
+    responses: Vec<CommandResponse>,
 }
 
 struct Shared {
@@ -141,6 +145,7 @@ impl FakeSlack {
         let app = Router::new()
             .route("/{method}", post(handle))
             .route("/files/{name}", get(serve_file))
+            .route("/commands/response/{id}", post(commands::receive))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

@@ -299,6 +299,12 @@ impl SlackClient {
         &self.base_url
     }
 
+    /// The HTTP client it calls with (for a slash command's
+    /// `response_url`, [`crate::commands::respond`]).
+    pub(crate) fn http_client(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     /// Posts a message (in a thread when `thread_ts` is set) and returns its
     /// `ts`. `text` is the message, or the notification fallback when
     /// `blocks` are given; it is truncated to [`MAX_TEXT_CHARS`] with

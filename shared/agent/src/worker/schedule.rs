@@ -147,7 +147,7 @@ async fn create_task(
 ) -> Result<TaskId, WorkerError> {
     let agent = deps.agents.resolve(&s.agent);
     let limits = agent.task_limits(now);
-    let task = Task::new(
+    let mut task = Task::new(
         TaskId::generate(),
         &agent.name,
         origin_of(s),
@@ -155,6 +155,7 @@ async fn create_task(
         limits,
         now,
     );
+    task.schedule_id = Some(s.id.clone());
     // Written first so the answer's delivery can always find it.
     schedules.link_task(&task.id, &s.id).await?;
     let first = vec![EntryKind::UserMessage {

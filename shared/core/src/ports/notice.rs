@@ -23,4 +23,26 @@ pub trait Notices: Send + Sync {
         thread_ts: Option<&str>,
         text: &str,
     ) -> Result<(), NoticeError>;
+
+    /// Posts `text` in `channel` for everyone there (in the thread
+    /// `thread_ts` when given) and returns the new message's ts: the
+    /// answer to a command where nothing can be shown to one person alone
+    /// (a direct message, an assistant thread), and the message a
+    /// `/baton …` task is threaded under. Without it, an error.
+    async fn post(
+        &self,
+        _channel: &str,
+        _thread_ts: Option<&str>,
+        _text: &str,
+    ) -> Result<String, NoticeError> {
+        Err(NoticeError("posting is not supported here".into()))
+    }
+
+    /// Answers a slash command through its `response_url` with `text`
+    /// that only its sender sees. Without it, an error.
+    async fn respond(&self, _response_url: &str, _text: &str) -> Result<(), NoticeError> {
+        Err(NoticeError(
+            "answering a slash command is not supported here".into(),
+        ))
+    }
 }

@@ -83,11 +83,28 @@ pub struct TaskFilter {
     pub agent: Option<String>,
     /// The thread as the status JSON shows it ([`Task::shown_thread`]).
     pub thread: Option<String>,
+    /// Text the task's summary (the first line of its input), id, agent
+    /// or Slack requester contains, in any case. Like every filter it is
+    /// applied to the listing's pages ([`MAX_EXAMINED`] entries at most
+    /// per page), never by a scan.
+    pub text: Option<String>,
 }
 
 impl TaskFilter {
     fn is_empty(&self) -> bool {
-        self.status.is_none() && self.agent.is_none() && self.thread.is_none()
+        self.status.is_none()
+            && self.agent.is_none()
+            && self.thread.is_none()
+            && self.text.is_none()
+    }
+
+    fn matches_text(task: &Task, text: &str) -> bool {
+        let needle = text.to_lowercase();
+        let has = |hay: &str| hay.to_lowercase().contains(&needle);
+        task.summary.as_deref().is_some_and(has)
+            || has(task.id.as_str())
+            || has(&task.agent)
+            || matches!(&task.origin, crate::task::Origin::Slack { user, .. } if has(user))
     }
 
     fn matches(&self, task: &Task) -> bool {
@@ -97,6 +114,10 @@ impl TaskFilter {
                 .thread
                 .as_deref()
                 .is_none_or(|t| task.thread.as_deref() == Some(stored_thread(t).as_ref()))
+            && self
+                .text
+                .as_deref()
+                .is_none_or(|t| Self::matches_text(task, t))
     }
 }
 
@@ -309,6 +330,52 @@ mod tests {
             .unwrap();
         assert_eq!(one.tasks.len(), 45);
         assert_eq!(one.next, None);
+    }
+
+    #[tokio::test]
+    async fn a_task_is_found_by_the_first_line_of_its_input() {
+        let store = store();
+        let mut found = Vec::new();
+        for i in 0..25 {
+            let task = Task::new(
+                TaskId::generate(),
+                "default",
+                Origin::Http,
+                None,
+                Limits::default(),
+                20_000 + i,
+            );
+            let input = if i % 5 == 0 {
+                format!("\n  Deploy the Billing service #{i}\nsecond line mentions nothing")
+            } else {
+                format!("unrelated {i}\nbilling only on line two")
+            };
+            store
+                .create(
+                    &task,
+                    vec![crate::EntryKind::UserMessage { text: input }],
+                    None,
+                )
+                .await
+                .unwrap();
+            if i % 5 == 0 {
+                found.push(task.id);
+            }
+        }
+        found.reverse();
+        let filter = TaskFilter {
+            text: Some("bILLing SERV".into()),
+            ..TaskFilter::default()
+        };
+        assert_eq!(all_pages(&store, &filter, 2).await.concat(), found);
+        let first = store.get(&found[0]).await.unwrap().unwrap();
+        assert_eq!(
+            first.summary.as_deref(),
+            Some("Deploy the Billing service #20")
+        );
+        let long = crate::task::record::summary_of(&"x".repeat(500));
+        assert_eq!(long.chars().count(), crate::task::record::SUMMARY_CHARS + 1);
+        assert!(long.ends_with('…'));
     }
 
     #[tokio::test]

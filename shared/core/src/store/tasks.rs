@@ -307,6 +307,12 @@ impl TaskStore {
         check(task)?;
         let mut task = task.clone();
         task.version = 1;
+        if task.summary.is_none() {
+            task.summary = first_entries.iter().find_map(|e| match e {
+                EntryKind::UserMessage { text } => Some(crate::task::record::summary_of(text)),
+                _ => None,
+            });
+        }
         let created_at = task.created_at;
         let (_, entry_items) = self
             .entry_items(&mut task, first_entries, created_at)

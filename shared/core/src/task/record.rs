@@ -371,6 +371,32 @@ pub struct Task {
     /// steps, segments and retries write into it instead of posting anew.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_stream: Option<AnswerStream>,
+    /// What the task was asked, in short: the first line of its input, at
+    /// most [`SUMMARY_CHARS`] characters, set when it is created
+    /// ([`crate::TaskStore::create`]). The console lists and searches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The schedule that started it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<String>,
+}
+
+/// The longest [`Task::summary`], in characters.
+pub const SUMMARY_CHARS: usize = 120;
+
+/// The summary of an input: its first line that is not blank, trimmed, at
+/// most [`SUMMARY_CHARS`] characters (`…` marks a cut).
+pub fn summary_of(input: &str) -> String {
+    let line = input
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let mut out: String = line.chars().take(SUMMARY_CHARS).collect();
+    if out.len() < line.len() {
+        out.push('…');
+    }
+    out
 }
 
 /// One `ask_user` call's question.
@@ -612,6 +638,8 @@ impl Task {
             pending_files: Vec::new(),
             feedback: Vec::new(),
             answer_stream: None,
+            summary: None,
+            schedule_id: None,
         }
     }
 
@@ -647,6 +675,27 @@ impl Task {
             .map(|t| t.strip_prefix("http:").unwrap_or(t))
     }
 
+    /// Who asked for the task and where: `{"kind": "slack", "user",
+    /// "channel", "direct_message"}`, `{"kind": "schedule",
+    /// "schedule_id"}`, `{"kind": "delegate", "parent_task_id"}` or
+    /// `{"kind": "http"}`. The Slack user is their id: display names are
+    /// learnt by the worker, not kept on the task.
+    pub fn requester_json(&self) -> serde_json::Value {
+        if let Some(p) = &self.parent {
+            return serde_json::json!({"kind": "delegate", "parent_task_id": p.task_id});
+        }
+        if let Some(s) = &self.schedule_id {
+            return serde_json::json!({"kind": "schedule", "schedule_id": s});
+        }
+        match &self.origin {
+            Origin::Slack { user, channel, .. } => serde_json::json!({
+                "kind": "slack", "user": user, "channel": channel,
+                "direct_message": self.origin.is_direct_message(),
+            }),
+            Origin::Http => serde_json::json!({"kind": "http"}),
+        }
+    }
+
     /// The task status JSON of the HTTP API (`GET /tasks/{id}`, and each
     /// task of `GET /tasks`).
     pub fn status_json(&self) -> serde_json::Value {
@@ -675,6 +724,10 @@ impl Task {
         if !self.feedback.is_empty() {
             v["feedback"] = feedback_json(&self.feedback);
         }
+        if let Some(summary) = &self.summary {
+            v["summary"] = serde_json::json!(summary);
+        }
+        v["requester"] = self.requester_json();
         if !self.children.is_empty() {
             v["children"] = serde_json::json!(self
                 .children

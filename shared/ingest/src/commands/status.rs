@@ -1,0 +1,101 @@
+//! `status`: what this thread's task is doing and what it waits for.
+
+use super::{Context, NOTHING_RUNS, NO_THREAD};
+use crate::response::ApiError;
+use crate::Ingest;
+use baton_core::{Task, TaskStatus, WaitingFor};
+
+pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, ApiError> {
+    if ctx.conversation.is_none() {
+        return Ok(NO_THREAD.to_owned());
+    }
+    Ok(match ingest.thread_task(ctx).await? {
+        Some((_, task)) => describe(&task),
+        None => NOTHING_RUNS.to_owned(),
+    })
+}
+
+/// One line on a task: its id, agent, state, steps and what it waits for.
+pub(super) fn describe(task: &Task) -> String {
+    let doing = match task.status {
+        TaskStatus::Queued => "is queued".to_owned(),
+        TaskStatus::Running => "is working".to_owned(),
+        TaskStatus::Waiting => "is waiting".to_owned(),
+        done => format!("has ended ({})", done.as_str()),
+    };
+    let mut out = format!(
+        "Task `{}` (agent *{}*) {doing}, {} step{} so far",
+        task.id,
+        task.agent,
+        task.steps,
+        if task.steps == 1 { "" } else { "s" }
+    );
+    if task.cancel_requested {
+        out.push_str(", stopping");
+    }
+    if let Some(w) = &task.waiting_for {
+        out.push_str(": waiting for ");
+        out.push_str(&waiting_for(w));
+    }
+    out.push('.');
+    out
+}
+
+/// What a waiting task waits for, in words.
+fn waiting_for(w: &WaitingFor) -> String {
+    match w {
+        WaitingFor::Approval { tool, summary, .. } => {
+            format!("approval to run `{tool}` ({})", one_line(summary))
+        }
+        WaitingFor::Children { pending } => format!("{pending} sub-task(s) to finish"),
+        WaitingFor::Timer { until } => format!("its timer, until {until}"),
+        WaitingFor::Reply { question, .. } => {
+            format!("its requester's answer to: {}", one_line(question))
+        }
+    }
+}
+
+/// The first line of `text`, at most 120 characters, with Slack markup
+/// characters escaped.
+pub(super) fn one_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let mut short: String = line.chars().take(120).collect();
+    if short.len() < line.len() {
+        short.push('…');
+    }
+    baton_slack::mrkdwn::escape(&short)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{Limits, Origin, TaskId};
+
+    #[test]
+    fn a_task_is_described_with_what_it_waits_for() {
+        let mut t = Task::new(
+            TaskId::generate(),
+            "ops",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        t.status = TaskStatus::Waiting;
+        t.steps = 1;
+        t.waiting_for = Some(WaitingFor::Approval {
+            approval_id: "a1".into(),
+            tool: "deploy".into(),
+            summary: "ship <v2>\nmore".into(),
+        });
+        let text = describe(&t);
+        assert!(
+            text.contains("agent *ops*) is waiting, 1 step so far"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("approval to run `deploy` (ship &lt;v2&gt;)."),
+            "{text}"
+        );
+    }
+}
