@@ -204,6 +204,12 @@ async fn message_words_are_answered_without_a_model(backend: Backend) {
     assert_eq!(theirs, "You have no running or waiting tasks.");
     let model = ask("U2", "model").await;
     assert!(model.contains("*default*"), "{model}");
+    // Slack redelivers the `model` message (same event, as after a slow
+    // ack): acknowledged, not answered again.
+    let answered = notes(&app).len();
+    let again = send(&app, &mention("U2", "1700000301.000005", "model")).await;
+    assert_eq!(again["duplicate"], json!(true), "{again}");
+    assert_eq!(notes(&app).len(), answered);
     // U2 may not stop U1's task: told so, and nothing changes.
     let refused = ask("U2", "cancel").await;
     assert!(refused.contains("Only <@U1>"), "{refused}");

@@ -43,6 +43,15 @@ impl Ingest {
             direct_message,
             dedupe_key: format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts),
         };
+        // Slack redelivers an event it thinks went unanswered: the words
+        // that only read are answered once (`cancel` claims its key when it
+        // asks the task to stop, and answers each delivery).
+        if command != Command::Cancel && !self.first_delivery(&ctx.dedupe_key).await? {
+            return Ok(json(
+                StatusCode::OK,
+                &json!({"ok": true, "command": command.word(), "duplicate": true}),
+            ));
+        }
         let text = self.answer_command(command, &ctx).await?;
         if direct_message {
             self.post_reply(&m.channel, &thread_ts, &text).await;
@@ -55,6 +64,14 @@ impl Ingest {
             StatusCode::OK,
             &json!({"ok": true, "command": command.word()}),
         ))
+    }
+
+    /// Whether this is the first delivery of the request claimed by `key`.
+    async fn first_delivery(&self, key: &str) -> Result<bool, ApiError> {
+        self.store
+            .claim_once(key, baton_core::Instant::now())
+            .await
+            .map_err(|e| ApiError::unavailable_on(None, e))
     }
 
     /// A reply for everyone in `channel`'s thread; a failed one is logged.

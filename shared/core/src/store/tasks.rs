@@ -585,6 +585,30 @@ impl TaskStore {
         listing::page(&self.table, filter, limit, after).await
     }
 
+    /// Claims `key` for an answer that makes no task (a command word's
+    /// reply): true the first time, false for a redelivery of the same
+    /// request within the dedupe window, so the answer is posted once.
+    pub async fn claim_once(&self, key: &str, now: Instant) -> Result<bool, StoreError> {
+        let item = Item {
+            key: Key::new(format!("ONCE#{key}"), "ONCE"),
+            version: 1,
+            data: "{}".to_owned(),
+            index: None,
+            expires_at: Some(now.unix_secs() + DEDUPE_TTL_SECS),
+            listing: None,
+        };
+        let condition = Condition::NotExists;
+        match self
+            .table
+            .transact(vec![Write::Put { item, condition }])
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(TableError::ConditionFailed { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub async fn thread(&self, key: &str) -> Result<Option<Thread>, StoreError> {
         let Some(item) = self
             .table
@@ -768,6 +792,15 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(store.active_tasks(100).await.unwrap().len(), 20);
+    }
+
+    #[tokio::test]
+    async fn an_answer_without_a_task_is_claimed_once() {
+        let (store, _) = store();
+        let now = Instant::now();
+        assert!(store.claim_once("slack:T:C:1.2", now).await.unwrap());
+        assert!(!store.claim_once("slack:T:C:1.2", now).await.unwrap());
+        assert!(store.claim_once("slack:T:C:1.3", now).await.unwrap());
     }
 
     #[tokio::test]
