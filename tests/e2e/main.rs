@@ -11,6 +11,7 @@ mod runtime_api;
 mod cli;
 mod configuration;
 mod console;
+mod conversation_summaries;
 mod conversations;
 mod egress;
 mod first_hour;
