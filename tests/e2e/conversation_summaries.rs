@@ -165,7 +165,8 @@ async fn remembered(app: &TestApp) {
     assert!(!next.is_empty());
     let carried = first_user(&next[0]);
     assert!(
-        carried.starts_with("[Earlier in this conversation, in short:]\n[scripted model] summary of "),
+        carried
+            .starts_with("[Earlier in this conversation, in short:]\n[scripted model] summary of "),
         "the model's summary opens the next task: {carried}"
     );
     assert!(carried.contains(FACT), "the fact from turn 2: {carried}");
@@ -174,7 +175,10 @@ async fn remembered(app: &TestApp) {
 /// The first summary: asked for after the answer was committed, of the two
 /// oldest turns, its tokens added to the task that ended.
 async fn first_summary(app: &TestApp, thread: &str, id: &TaskId) {
-    let recap = wait_recap(app, thread, |r| r.overflow.is_empty() && r.summary.is_some()).await;
+    let recap = wait_recap(app, thread, |r| {
+        r.overflow.is_empty() && r.summary.is_some()
+    })
+    .await;
     assert_eq!(
         recap.summary.as_deref(),
         Some(format!("[scripted model] summary of 2 turns\n{FACT}").as_str())
@@ -208,13 +212,19 @@ async fn folded(app: &TestApp) {
     for i in 1..=FIRST_OVERFLOW {
         ids.push(send(app, thread, &text(thread, i, "#recap_fail")).await);
     }
-    let recap = wait_recap(app, thread, |r| r.overflow.is_empty() && r.summary.is_some()).await;
+    let recap = wait_recap(app, thread, |r| {
+        r.overflow.is_empty() && r.summary.is_some()
+    })
+    .await;
     let summary = recap.summary.unwrap_or_default();
     assert!(
         summary.starts_with("user: folded message 001 #recap_fail\nlorem ipsum"),
         "{summary}"
     );
-    assert!(!summary.contains("ZX-4471"), "cut as the fold cuts: {summary}");
+    assert!(
+        !summary.contains("ZX-4471"),
+        "cut as the fold cuts: {summary}"
+    );
     assert_eq!(
         summaries_with(app, "folded message 001 #recap_fail").len(),
         1,

@@ -42,6 +42,9 @@ const FOLDED_TURN_CHARS: usize = 200;
 /// How an agent turn that used tools begins: the digest of what they
 /// returned (text from outside), then the answer.
 pub const TOOLS_USED_PREFIX: &str = "[Tools used for this answer: ";
+/// How the message carrying a recap's summary begins (the context pipeline
+/// keeps it when it leaves older turns out).
+pub const SUMMARY_HEADER: &str = "[Earlier in this conversation, in short:]";
 /// How many recorded task ids are remembered (a retried end records once).
 const RECORDED_IDS: usize = 20;
 
@@ -254,7 +257,7 @@ pub fn messages(summary: Option<&str>, turns: &[Turn]) -> Vec<Message> {
     let mut out = Vec::with_capacity(turns.len() + 2);
     if let Some(s) = summary {
         out.push(Message::User {
-            content: format!("[Earlier in this conversation, in short:]\n{s}"),
+            content: format!("{SUMMARY_HEADER}\n{s}"),
         });
         out.push(Message::Assistant {
             content: "Noted.".into(),
