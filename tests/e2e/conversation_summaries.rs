@@ -3,8 +3,8 @@
 //! summarised by a model call after the answer is delivered, the summary
 //! carries a fact from the conversation's start into later tasks (the
 //! fold, which keeps each turn's first 200 characters, loses it), the
-//! call's tokens are the task's, and a failing call falls back to the
-//! fold.
+//! call's tokens are the task's, a failing call falls back to the fold,
+//! and a worker killed while summarising loses no turn.
 
 use crate::common::{Backend, Options, TestApp, TOKEN};
 use baton_core::recap::{Recap, MAX_TURNS, SUMMARISER_PROMPT};
@@ -265,12 +265,62 @@ async fn a_long_conversation_is_remembered_as_a_summary(backend: Backend) {
     }
 }
 
+/// The worker dies while the summary is asked for, after the answer was
+/// delivered: the turns wait whole, the next task is given them folded,
+/// and its end summarises them with its own.
+async fn a_crash_while_summarising_loses_nothing(backend: Backend) {
+    let mut app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let thread = "crashed";
+    for i in 1..FIRST_OVERFLOW {
+        send(&app, thread, &text(thread, i, "")).await;
+    }
+    app.llm.hold_next(
+        Some(baton_llm::script::recap::HOLD),
+        Duration::from_secs(300),
+    );
+    send(&app, thread, &text(thread, FIRST_OVERFLOW, "")).await;
+    let started = Instant::now();
+    while summaries_with(&app, "crashed message 001").is_empty() {
+        assert!(started.elapsed() < LONG, "the summary was never asked for");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    app.restart();
+    let recap = wait_recap(&app, thread, |_| true).await;
+    assert_eq!(recap.overflow.len(), 2, "the turns wait whole");
+    assert_eq!(recap.summary, None);
+
+    let input = format!("crashed message {:03}", FIRST_OVERFLOW + 1);
+    send(&app, thread, &input).await;
+    let next = requests_for(&app, &input);
+    assert!(!next.is_empty());
+    let carried = first_user(&next[0]);
+    assert!(
+        carried.starts_with("[Earlier in this conversation, in short:]\nuser: crashed message 001"),
+        "the next task is given them folded: {carried}"
+    );
+    let recap = wait_recap(&app, thread, |r| r.overflow.is_empty()).await;
+    assert_eq!(
+        recap.summary.as_deref(),
+        Some(format!("[scripted model] summary of 4 turns\n{FACT}").as_str()),
+        "summarised at the next task's end, with its own"
+    );
+}
+
 mod embedded {
     use super::*;
 
     #[tokio::test(flavor = "multi_thread")]
     async fn a_long_conversation_is_remembered_as_a_summary() {
         super::a_long_conversation_is_remembered_as_a_summary(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_crash_while_summarising_loses_nothing() {
+        super::a_crash_while_summarising_loses_nothing(Backend::Embedded).await;
     }
 }
 
@@ -280,5 +330,10 @@ mod aws {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_long_conversation_is_remembered_as_a_summary() {
         super::a_long_conversation_is_remembered_as_a_summary(Backend::Aws).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_crash_while_summarising_loses_nothing() {
+        super::a_crash_while_summarising_loses_nothing(Backend::Aws).await;
     }
 }

@@ -218,6 +218,7 @@ impl MockLlmServer {
     /// request that forces no tool, an ordinary step) is recorded at once
     /// but answered only after `hold`, so a test can kill its caller
     /// mid-call. Each hold is used once; holds of one kind go in order.
+    /// [`script::recap::HOLD`] holds the next recap summary.
     pub fn hold_next(&self, forced: Option<&str>, hold: Duration) {
         if let Ok(mut holds) = self.shared.holds.lock() {
             holds.push((forced.map(str::to_owned), hold));
@@ -567,7 +568,12 @@ async fn answer(
         r.push((request.clone(), reply != Reply::Whole, SystemTime::now()));
     }
     let held = shared.holds.lock().ok().and_then(|mut holds| {
-        let forced = request.tool_choice.forced();
+        // A recap summary forces no tool; it is held under its own name.
+        let forced = if script::recap::is_recap_summary(&request) {
+            Some(script::recap::HOLD)
+        } else {
+            request.tool_choice.forced()
+        };
         let at = holds.iter().position(|(f, _)| f.as_deref() == forced)?;
         Some(holds.remove(at).1)
     });

@@ -18,6 +18,9 @@ use baton_core::{CompletionRequest, Message};
 pub const REMEMBER: &str = "#remember";
 /// Makes the summarising call fail.
 pub const FAIL: &str = "#recap_fail";
+/// The name a recap summary is held under by the mock server's
+/// `hold_next` (it forces no tool).
+pub const HOLD: &str = "#recap";
 
 /// Whether `request` asks for a conversation's recap summary.
 pub fn is_recap_summary(request: &CompletionRequest) -> bool {
