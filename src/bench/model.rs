@@ -46,6 +46,18 @@ impl LlmProvider for InstantModel {
                 ..Completion::default()
             });
         }
+        // Asked to remember a long conversation, as a real model is: a
+        // summary of the size one writes (about 2,400 characters).
+        if request.system == baton_core::recap::SUMMARISER_PROMPT {
+            return Ok(Completion {
+                content: "The person asked about the deploys of several services and their error \
+rates after rollbacks; each was checked and found back under 0.1%. "
+                    .repeat(16),
+                usage: self.usage,
+                model: self.name.into(),
+                ..Completion::default()
+            });
+        }
         // The turn after the last one in the request (read from its call
         // id, so this costs the same at any length of history).
         let turn = request

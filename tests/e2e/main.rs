@@ -12,6 +12,7 @@ mod cli;
 mod commands;
 mod configuration;
 mod console;
+mod conversation_summaries;
 mod conversations;
 mod egress;
 mod first_hour;

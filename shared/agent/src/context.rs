@@ -332,11 +332,14 @@ pub(crate) fn select_items(
         let cut = starts[starts.len() - keep];
         omitted_turns = starts.len() - keep;
         let kept = items.split_off(cut);
-        // The dropped part may hold the task's instructions: keep them.
+        // The dropped part may hold the conversation's summary (the only
+        // memory of its oldest turns) and the task's instructions: keep
+        // them.
         let first_seq = first_user.as_ref().map(|(seq, _)| *seq);
-        if let Some(((_, m), t)) = items
+        let is_recap_summary = |m: &Message| matches!(m, Message::User { content } if content.starts_with(baton_core::recap::SUMMARY_HEADER));
+        for ((_, m), t) in items
             .into_iter()
-            .find(|((seq, _), _)| Some(*seq) == first_seq)
+            .filter(|((seq, m), _)| Some(*seq) == first_seq || is_recap_summary(m))
         {
             push(m, Some(t));
         }
@@ -661,7 +664,7 @@ pub(crate) mod testkit {
     }
 
     impl Log {
-        fn push(&mut self, kind: EntryKind) -> u64 {
+        pub(crate) fn push(&mut self, kind: EntryKind) -> u64 {
             let seq = self.entries.len() as u64;
             self.entries.push(Entry {
                 seq,
@@ -891,6 +894,37 @@ mod tests {
         assert!(!h.messages.iter().any(
             |m| matches!(m, Message::User { content } if content == "task: count the widgets")
         ));
+    }
+
+    #[test]
+    fn turn_limit_keeps_the_conversations_summary() {
+        use baton_core::recap::{Speaker, Turn};
+        let turn = |speaker, i: usize| Turn {
+            speaker,
+            author: None,
+            text: format!("turn {i}"),
+            at: baton_core::Instant(0),
+        };
+        let mut log = Log::default();
+        log.push(EntryKind::Recap {
+            summary: Some("the launch code is ZX-4471".into()),
+            turns: (0..6)
+                .map(|i| turn([Speaker::User, Speaker::Agent][i % 2], i))
+                .collect(),
+        });
+        log.user("what is the launch code?");
+        let h = select_history(&log.entries, 2);
+        let texts = user_texts(&h.messages);
+        assert_eq!(
+            texts[0],
+            format!(
+                "{}\nthe launch code is ZX-4471",
+                baton_core::recap::SUMMARY_HEADER
+            ),
+            "the only memory of the oldest turns is kept"
+        );
+        assert!(texts[1].contains("earlier turn(s)"), "{texts:?}");
+        assert_eq!(&texts[2..], ["turn 4", "what is the launch code?"]);
     }
 
     #[test]

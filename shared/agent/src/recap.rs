@@ -1,6 +1,8 @@
 //! Recording an ended task's turns on its conversation ([`baton_core::recap`]),
 //! for the next task on the same thread.
 
+pub(crate) mod summariser;
+
 use baton_core::recap::{Speaker, Turn};
 use baton_core::{approval, Entry, EntryKind, Task, TaskStore};
 

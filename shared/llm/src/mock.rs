@@ -28,6 +28,9 @@
 //! 529 `overloaded_error` on the Anthropic route, 429
 //! `ThrottlingException` on the Bedrock route.
 //!
+//! A recap summary's request fails with `#recap_fail` in its input
+//! ([`script::recap`]): a 400 rejection.
+//!
 //! Requests that ask to stream (`"stream": true` on the OpenAI and
 //! Anthropic routes, `POST /model/{modelId}/converse-stream` on the Bedrock
 //! one) get the scripted answer streamed: server-sent events, or AWS event
@@ -93,9 +96,9 @@ struct Shared {
     /// Failures injected so far, per conversation (hash of the first user
     /// message).
     failures: Mutex<HashMap<u64, u32>>,
-    /// Every request that decoded, in arrival order, and whether it
-    /// asked to stream.
-    received: Mutex<Vec<(CompletionRequest, bool)>>,
+    /// Every request that decoded, in arrival order, whether it asked to
+    /// stream, and when it arrived.
+    received: Mutex<Vec<(CompletionRequest, bool, SystemTime)>>,
     /// Forced calls so far, per directive.
     forced: script::ForcedCalls,
     /// Answers to hold back ([`MockLlmServer::hold_next`]): the forced
@@ -185,7 +188,17 @@ impl MockLlmServer {
         self.shared
             .received
             .lock()
-            .map(|r| r.iter().map(|(request, _)| request.clone()).collect())
+            .map(|r| r.iter().map(|(request, ..)| request.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// When each of [`MockLlmServer::received`] arrived, in the same
+    /// order: to compare with what the caller did around it.
+    pub fn arrived(&self) -> Vec<SystemTime> {
+        self.shared
+            .received
+            .lock()
+            .map(|r| r.iter().map(|(.., at)| *at).collect())
             .unwrap_or_default()
     }
 
@@ -195,7 +208,7 @@ impl MockLlmServer {
         self.shared
             .received
             .lock()
-            .map(|r| r.iter().map(|(_, streamed)| *streamed).collect())
+            .map(|r| r.iter().map(|(_, streamed, _)| *streamed).collect())
             .unwrap_or_default()
     }
 }
@@ -205,6 +218,7 @@ impl MockLlmServer {
     /// request that forces no tool, an ordinary step) is recorded at once
     /// but answered only after `hold`, so a test can kill its caller
     /// mid-call. Each hold is used once; holds of one kind go in order.
+    /// [`script::recap::HOLD`] holds the next recap summary.
     pub fn hold_next(&self, forced: Option<&str>, hold: Duration) {
         if let Ok(mut holds) = self.shared.holds.lock() {
             holds.push((forced.map(str::to_owned), hold));
@@ -551,10 +565,15 @@ async fn answer(
     reply: Reply,
 ) -> Response {
     if let Ok(mut r) = shared.received.lock() {
-        r.push((request.clone(), reply != Reply::Whole));
+        r.push((request.clone(), reply != Reply::Whole, SystemTime::now()));
     }
     let held = shared.holds.lock().ok().and_then(|mut holds| {
-        let forced = request.tool_choice.forced();
+        // A recap summary forces no tool; it is held under its own name.
+        let forced = if script::recap::is_recap_summary(&request) {
+            Some(script::recap::HOLD)
+        } else {
+            request.tool_choice.forced()
+        };
         let at = holds.iter().position(|(f, _)| f.as_deref() == forced)?;
         Some(holds.remove(at).1)
     });
@@ -562,6 +581,9 @@ async fn answer(
         tokio::time::sleep(hold).await;
     }
 
+    if script::recap::fails(&request) {
+        return wire.invalid("injected failure (#recap_fail)");
+    }
     let first = script::first_user_message(&request).unwrap_or_default();
     let directives = script::Directives::parse(first);
     if directives.fail_first > 0 && should_fail(shared, first, directives.fail_first) {

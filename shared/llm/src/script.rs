@@ -52,10 +52,14 @@
 //! any tools" is never answered with a call: it gets `[scripted model]
 //! summary after N turns` instead.
 //!
+//! A request for a conversation's recap summary is answered by
+//! [`recap`], with its own directives.
+//!
 //! Without a directive the model echoes the latest user message, or, when
 //! it mentions the word "time", calls `current_time` and reports the result.
 
 pub mod forced;
+pub mod recap;
 
 pub use forced::{ForcedAnswer, ForcedCalls, ForcedScript};
 
@@ -263,6 +267,9 @@ fn answer(request: &CompletionRequest, nth: impl Fn(&str, &ForcedScript) -> usiz
     let first = first_user_message(request).unwrap_or_default();
     let d = Directives::parse(first);
     let (action, ids) = match request.tool_choice.forced() {
+        _ if recap::is_recap_summary(request) => {
+            (Action::Answer(recap::summary(request)), "recap".into())
+        }
         Some(tool) => forced_action(tool, &d, nth),
         None => {
             let turn = request

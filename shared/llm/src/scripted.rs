@@ -28,6 +28,12 @@ impl LlmProvider for ScriptedProvider {
     }
 
     async fn complete(&self, request: &CompletionRequest) -> Result<Completion, LlmError> {
+        if script::recap::fails(request) {
+            return Err(LlmError::Rejected {
+                status: 400,
+                message: "injected failure (#recap_fail)".into(),
+            });
+        }
         let plan = script::respond_counting(request, &self.forced);
         if !plan.sleep.is_zero() {
             tokio::time::sleep(plan.sleep).await;

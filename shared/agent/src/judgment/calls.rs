@@ -14,23 +14,29 @@ use baton_settings::AgentConfig;
 use serde::Deserialize;
 use serde_json::json;
 
-/// Why a forced call is made: the span's `call.purpose`.
+/// Why a side call is made (a forced judging call, or the recap summary):
+/// the span's `call.purpose`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Purpose {
     Route,
     Plan,
     Supervise,
     Verdict,
+    /// A conversation's recap summary, made after the task ended
+    /// ([`crate::recap::summariser`]); it forces no tool.
+    Recap,
 }
 
 impl Purpose {
-    /// The forced tool's name, which is also the purpose's.
+    /// The forced tool's name, which is also the purpose's (`recap`, which
+    /// forces none, only names it).
     pub fn as_str(self) -> &'static str {
         match self {
             Purpose::Route => "route",
             Purpose::Plan => "plan",
             Purpose::Supervise => "supervise",
             Purpose::Verdict => "verdict",
+            Purpose::Recap => "recap",
         }
     }
 }

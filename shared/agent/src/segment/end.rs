@@ -110,7 +110,9 @@ impl Segment<'_> {
         }
         self.events.emit(&self.task, Event::Ended(status));
         if self.task.status.is_terminal() {
-            crate::recap::record(&self.deps.store, &self.task, &self.transcript).await;
+            // After the answer was delivered and the end committed: a
+            // summary call here delays nobody.
+            self.remember_conversation().await;
         }
         if self.task.status.is_terminal() && self.task.pending_children() > 0 {
             let (store, queue) = (&self.deps.store, self.deps.queue.as_ref());

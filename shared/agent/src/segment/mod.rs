@@ -35,6 +35,7 @@ mod listing;
 mod next;
 mod phase;
 mod plan;
+mod recap;
 mod safe_turn;
 mod step;
 mod stream;

@@ -418,7 +418,7 @@ impl Recap {
     /// entry, whatever the number of turns.
     pub fn entry(&self) -> Option<EntryKind> {
         (!self.is_empty()).then(|| EntryKind::Recap {
-            summary: self.summary.clone(),
+            summary: self.carried_summary(),
             turns: self.turns.clone(),
         })
     }
