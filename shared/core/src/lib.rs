@@ -40,7 +40,7 @@ pub mod wake;
 
 // The paths of before the grouping (`baton_core::question`, ...), which
 // the rest of the workspace uses.
-pub use ports::{blob, llm, metric, notice, people, queue, reply, tool, trace};
+pub use ports::{blob, llm, metric, notice, people, queue, reply, tool, trace, upload};
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
     approval, attachment, feedback, judgment, lease, question, recap, sent_file, transcript,
