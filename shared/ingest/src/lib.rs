@@ -13,6 +13,7 @@ mod listing;
 mod response;
 mod routes;
 mod schedules;
+mod sent_files;
 mod slack;
 mod stopping;
 mod surfaces;
