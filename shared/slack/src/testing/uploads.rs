@@ -66,6 +66,16 @@ impl FakeSlack {
             .collect()
     }
 
+    /// Whether the `n`th upload started (from 0) has received its bytes.
+    pub fn upload_received(&self, n: usize) -> bool {
+        self.shared
+            .lock()
+            .uploads
+            .files
+            .get(n)
+            .is_some_and(|(_, p)| p.bytes.is_some())
+    }
+
     /// How many uploads were started (`files.getUploadURLExternal`).
     pub fn uploads_started(&self) -> usize {
         self.shared.lock().uploads.files.len()
