@@ -83,7 +83,9 @@ async fn an_http_tasks_files_are_listed_and_served_with_the_token(backend: Backe
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(!results[0].1, "{results:?}");
     assert!(
-        results[0].0.contains(r#"(named "out.csv": file names are made safe)"#),
+        results[0]
+            .0
+            .contains(r#"(named "out.csv": file names are made safe)"#),
         "{results:?}"
     );
 
@@ -118,9 +120,7 @@ async fn an_http_tasks_files_are_listed_and_served_with_the_token(backend: Backe
 async fn an_oversized_file_is_refused_with_a_clear_result(backend: Backend) {
     let app = spawn(backend, &[("BATON_MAX_FILE_BYTES", "2000")]).await;
     let big = json!({"name": "big.txt", "content": "x".repeat(3000), "media_type": "text/plain"});
-    let id = app
-        .submit_ok(&format!("#tool=send_file #args={big}"))
-        .await;
+    let id = app.submit_ok(&format!("#tool=send_file #args={big}")).await;
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}");
     assert_eq!(task["files"], json!([]), "{task}");
@@ -189,7 +189,10 @@ async fn a_crash_mid_upload_leaves_one_file(
         (f.name.as_str(), f.title.as_str(), f.bytes.as_slice()),
         ("report.csv", "report.csv", b"a,b\n1,2".as_slice())
     );
-    assert_eq!((f.channel.as_str(), f.thread_ts.as_deref()), ("C1", Some(ts)));
+    assert_eq!(
+        (f.channel.as_str(), f.thread_ts.as_deref()),
+        ("C1", Some(ts))
+    );
     assert_eq!(f.comment.as_deref(), Some("Here is the report"));
     assert_eq!(app.slack.calls("files.completeUploadExternal").len(), 1);
     let answer = app
@@ -220,13 +223,11 @@ async fn a_crash_after_the_completion_uploads_nothing_again(backend: Backend) {
 }
 
 async fn a_crash_between_the_bytes_and_the_completion_uploads_once(backend: Backend) {
-    let app = a_crash_mid_upload_leaves_one_file(
-        backend,
-        UPLOAD_BYTES,
-        "1700000000.000820",
-        |app| app.slack.uploads_started() == 1 && app.slack.upload_received(0),
-    )
-    .await;
+    let app =
+        a_crash_mid_upload_leaves_one_file(backend, UPLOAD_BYTES, "1700000000.000820", |app| {
+            app.slack.uploads_started() == 1 && app.slack.upload_received(0)
+        })
+        .await;
     // The first upload never completed (Slack drops it unseen); the re-run
     // saw that and made the one that shows.
     assert_eq!(app.slack.uploads_started(), 2);

@@ -589,9 +589,14 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             shared.lock().calls.push((method.clone(), body.clone()));
             Json(json!({"ok": true})).into_response()
         }
-        other => uploads::answer(shared, shared.base_url.get().map_or("", String::as_str), other, body)
-            .or_else(|| agent::answer(shared, other, body))
-            .unwrap_or_else(|| {
+        other => uploads::answer(
+            shared,
+            shared.base_url.get().map_or("", String::as_str),
+            other,
+            body,
+        )
+        .or_else(|| agent::answer(shared, other, body))
+        .unwrap_or_else(|| {
             (
                 StatusCode::NOT_FOUND,
                 Json(json!({"ok": false, "error": "unknown_method"})),

@@ -77,16 +77,21 @@ fn failed(e: SlackError) -> UploadError {
 }
 
 fn text<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
-    v.get(field).and_then(Value::as_str).filter(|s| !s.is_empty())
+    v.get(field)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// Whether `file` (a `files.info` file object) was shared in `channel`.
 fn shared_in(file: &Value, channel: &str) -> bool {
-    let in_shares = file.get("shares").and_then(Value::as_object).is_some_and(|s| {
-        s.values()
-            .filter_map(Value::as_object)
-            .any(|by_channel| by_channel.contains_key(channel))
-    });
+    let in_shares = file
+        .get("shares")
+        .and_then(Value::as_object)
+        .is_some_and(|s| {
+            s.values()
+                .filter_map(Value::as_object)
+                .any(|by_channel| by_channel.contains_key(channel))
+        });
     let listed = ["channels", "groups", "ims"].iter().any(|k| {
         file.get(*k)
             .and_then(Value::as_array)
@@ -167,7 +172,11 @@ impl FileUploads for SlackUploads {
     }
 
     async fn is_shared(&self, file_id: &str, thread: Thread<'_>) -> Result<bool, UploadError> {
-        match self.client.call_form("files.info", &[("file", file_id)]).await {
+        match self
+            .client
+            .call_form("files.info", &[("file", file_id)])
+            .await
+        {
             Ok(answer) => Ok(answer
                 .get("file")
                 .is_some_and(|f| shared_in(f, thread.channel))),

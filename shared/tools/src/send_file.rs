@@ -200,9 +200,7 @@ impl SendFileTool {
                     channel: &channel,
                     thread_ts: &thread_ts,
                 };
-                self.upload(file, thread, ctx)
-                    .await
-                    .map(|s| s + &renamed)
+                self.upload(file, thread, ctx).await.map(|s| s + &renamed)
             }
         }
     }
@@ -369,8 +367,10 @@ mod tests {
 
     #[test]
     fn text_or_base64_becomes_the_bytes() {
-        let f = args(json!({"name": "../a b.csv", "content": "x,y", "media_type": "Text/CSV",
-                            "comment": "here"}))
+        let f = args(
+            json!({"name": "../a b.csv", "content": "x,y", "media_type": "Text/CSV",
+                            "comment": "here"}),
+        )
         .unwrap();
         assert_eq!(
             f,
@@ -391,7 +391,10 @@ mod tests {
     #[test]
     fn bad_arguments_are_refused_with_what_to_do() {
         let cases = [
-            (json!({"name": "a", "media_type": "text/plain"}), "give the file's content"),
+            (
+                json!({"name": "a", "media_type": "text/plain"}),
+                "give the file's content",
+            ),
             (
                 json!({"name": "a", "content": "x", "content_base64": "eA==", "media_type": "text/plain"}),
                 "not both",
@@ -400,18 +403,30 @@ mod tests {
                 json!({"name": "a", "content_base64": "***", "media_type": "text/plain"}),
                 "not valid base64",
             ),
-            (json!({"name": "a", "content": "x", "media_type": "text"}), "type/subtype"),
-            (json!({"name": "a", "content": "x", "media_type": "text/pl ain"}), "type/subtype"),
+            (
+                json!({"name": "a", "content": "x", "media_type": "text"}),
+                "type/subtype",
+            ),
+            (
+                json!({"name": "a", "content": "x", "media_type": "text/pl ain"}),
+                "type/subtype",
+            ),
             (
                 json!({"name": "a", "content": "x", "media_type": "text/plain", "comment": "c".repeat(3001)}),
                 "longer than 3000",
             ),
-            (json!({"name": "a", "content": "x"}), "missing field `media_type`"),
+            (
+                json!({"name": "a", "content": "x"}),
+                "missing field `media_type`",
+            ),
             (
                 json!({"name": "a", "content": "x", "media_type": "text/plain", "path": "/etc"}),
                 "unknown field `path`",
             ),
-            (json!({"content": "x", "media_type": "text/plain"}), "missing field `name`"),
+            (
+                json!({"content": "x", "media_type": "text/plain"}),
+                "missing field `name`",
+            ),
         ];
         for (v, want) in cases {
             let err = args(v.clone()).unwrap_err();
@@ -421,22 +436,35 @@ mod tests {
 
     #[test]
     fn oversized_files_are_refused_before_and_after_decoding() {
-        let err = args(json!({"name": "a", "content": "x".repeat(101), "media_type": "text/plain"}))
-            .unwrap_err();
-        assert!(err.contains("101 bytes, over the limit of 100 bytes: nothing was sent"), "{err}");
+        let err =
+            args(json!({"name": "a", "content": "x".repeat(101), "media_type": "text/plain"}))
+                .unwrap_err();
+        assert!(
+            err.contains("101 bytes, over the limit of 100 bytes: nothing was sent"),
+            "{err}"
+        );
         let big = base64::engine::general_purpose::STANDARD.encode(vec![0u8; 1000]);
-        let err = args(json!({"name": "a", "content_base64": big, "media_type": "application/octet-stream"}))
-            .unwrap_err();
+        let err = args(
+            json!({"name": "a", "content_base64": big, "media_type": "application/octet-stream"}),
+        )
+        .unwrap_err();
         assert!(err.contains("over the limit of 100 bytes"), "{err}");
         let exact = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 100]);
-        let f = args(json!({"name": "a", "content_base64": exact, "media_type": "application/octet-stream"}))
-            .unwrap();
+        let f = args(
+            json!({"name": "a", "content_base64": exact, "media_type": "application/octet-stream"}),
+        )
+        .unwrap();
         assert_eq!(f.bytes.len(), 100);
     }
 
     #[test]
     fn media_types_are_checked() {
-        for ok in ["text/csv", "application/vnd.ms-excel", "text/plain; charset=utf-8", "image/svg+xml"] {
+        for ok in [
+            "text/csv",
+            "application/vnd.ms-excel",
+            "text/plain; charset=utf-8",
+            "image/svg+xml",
+        ] {
             assert!(valid_media_type(ok), "{ok}");
         }
         for bad in ["", "text", "/csv", "text/", "te xt/csv", "text/csv;\u{7}"] {

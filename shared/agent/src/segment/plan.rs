@@ -756,8 +756,14 @@ mod tests {
     fn an_unsafe_call_that_resumes_is_run_again_without_a_second_mark() {
         let w = World::new(|a| a.approval.require = Some(Vec::new()));
         let plan = w.plan(vec![
-            (call("c1", "fake", json!({"write": 1, "resume": true})), true),
-            (call("c2", "fake", json!({"write": 1, "resume": true})), false),
+            (
+                call("c1", "fake", json!({"write": 1, "resume": true})),
+                true,
+            ),
+            (
+                call("c2", "fake", json!({"write": 1, "resume": true})),
+                false,
+            ),
         ]);
         assert_eq!(summary(&plan), ["run", "run+mark"]);
     }

@@ -39,7 +39,13 @@ pub fn blob_key(task: &TaskId, call: &str) -> String {
         .strip_prefix(&format!("{task}:"))
         .unwrap_or(call)
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(200)
         .collect();
     format!("tasks/{task}/sent/{call}")

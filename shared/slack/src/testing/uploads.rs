@@ -116,7 +116,12 @@ pub(super) async fn receive(
 }
 
 /// The upload methods; `None` for any other.
-pub(super) fn answer(shared: &Shared, base_url: &str, method: &str, body: &Value) -> Option<Response> {
+pub(super) fn answer(
+    shared: &Shared,
+    base_url: &str,
+    method: &str,
+    body: &Value,
+) -> Option<Response> {
     let field = |name: &str| {
         body.get(name)
             .and_then(Value::as_str)
@@ -131,7 +136,9 @@ pub(super) fn answer(shared: &Shared, base_url: &str, method: &str, body: &Value
             ) else {
                 return Some(slack_error("invalid_arguments"));
             };
-            let n = shared.next_ts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let n = shared
+                .next_ts
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let file_id = format!("F{n:08}");
             let mut inner = shared.lock();
             inner.calls.push((method.to_owned(), body.clone()));
@@ -200,7 +207,11 @@ pub(super) fn answer(shared: &Shared, base_url: &str, method: &str, body: &Value
             let mut file = json!({"id": id, "name": p.name, "size": p.length});
             if let Some(s) = &p.shared {
                 let share = json!([{"ts": "1700000000.000001", "thread_ts": s.thread_ts}]);
-                let kind = if s.channel.starts_with('G') { "private" } else { "public" };
+                let kind = if s.channel.starts_with('G') {
+                    "private"
+                } else {
+                    "public"
+                };
                 file["shares"] = json!({ kind: { s.channel.clone(): share } });
             }
             Json(json!({"ok": true, "file": file})).into_response()
