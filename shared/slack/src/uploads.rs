@@ -159,8 +159,11 @@ impl FileUploads for SlackUploads {
         let mut body = json!({
             "files": [{"id": file_id, "title": title}],
             "channel_id": thread.channel,
-            "thread_ts": thread.thread_ts,
         });
+        // An empty thread (a schedule's post to a channel): a new message.
+        if !thread.thread_ts.is_empty() {
+            body["thread_ts"] = json!(thread.thread_ts);
+        }
         if let Some(c) = comment {
             body["initial_comment"] = json!(crate::mrkdwn::from_markdown(c));
         }
