@@ -31,6 +31,7 @@ mod otel_export;
 mod request_guards;
 mod routes;
 mod schedule_limits;
+mod send_file;
 mod slack_files;
 mod slack_surfaces;
 mod steering_files;

@@ -40,9 +40,11 @@ pub mod wake;
 
 // The paths of before the grouping (`baton_core::question`, ...), which
 // the rest of the workspace uses.
-pub use ports::{blob, llm, metric, notice, people, queue, reply, tool, trace};
-pub use store::{ledger, listing, memory, retention, table};
-pub use task::{approval, attachment, feedback, judgment, lease, question, recap, transcript};
+pub use ports::{blob, llm, metric, notice, people, queue, reply, tool, trace, upload};
+pub use store::{ledger, listing, memory, retention, sent_files, table};
+pub use task::{
+    approval, attachment, feedback, judgment, lease, question, recap, sent_file, transcript,
+};
 
 pub use blob::{BlobError, BlobStore};
 pub use clock::{now_ms, rfc3339, Instant, Millis};

@@ -26,6 +26,8 @@ pub const RECALL: &str = "recall";
 pub const FORGET: &str = "forget";
 /// `delegate`: child tasks.
 pub const DELEGATE: &str = "delegate";
+/// `send_file`: a file for the requester (Slack thread or HTTP client).
+pub const SEND_FILE: &str = "send_file";
 
 /// Every built-in tool: the names an agents file may give an agent's
 /// `tools` besides its declared HTTP tools, its MCP servers' tools and a
@@ -42,4 +44,5 @@ pub const BUILT_IN: &[&str] = &[
     RECALL,
     FORGET,
     DELEGATE,
+    SEND_FILE,
 ];

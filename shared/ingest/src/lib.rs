@@ -14,6 +14,7 @@ mod listing;
 mod response;
 mod routes;
 mod schedules;
+mod sent_files;
 mod slack;
 mod slash;
 mod stopping;

@@ -24,6 +24,7 @@ enum Handler {
     CancelTask,
     TaskEvents,
     TaskTrace,
+    TaskFile,
     DecideApproval,
     CreateSchedule,
     ListSchedules,
@@ -80,6 +81,12 @@ static ROUTES: &[Route] = &[
     ),
     route(Method::GET, "/tasks/{id}/events", true, Handler::TaskEvents),
     route(Method::GET, "/tasks/{id}/trace", true, Handler::TaskTrace),
+    route(
+        Method::GET,
+        "/tasks/{id}/files/{name}",
+        true,
+        Handler::TaskFile,
+    ),
     route(
         Method::POST,
         "/tasks/{id}/approvals/{approval}",
@@ -194,6 +201,7 @@ pub(crate) async fn route_request(ingest: &Ingest, request: Request<Bytes>) -> A
         Handler::CancelTask => ingest.cancel_task(cap(0)).await,
         Handler::TaskEvents => ingest.task_events(cap(0), query).await,
         Handler::TaskTrace => ingest.task_trace(cap(0)).await,
+        Handler::TaskFile => ingest.task_file(cap(0), cap(1)).await,
         Handler::DecideApproval => ingest.decide_approval(cap(0), cap(1), headers, &body).await,
         Handler::CreateSchedule => ingest.create_schedule(headers, &body).await,
         Handler::ListSchedules => ingest.list_schedules().await,
@@ -245,7 +253,8 @@ mod tests {
                 .path
                 .replace("{id}", "x")
                 .replace("{approval}", "y")
-                .replace("{file}", "z");
+                .replace("{file}", "z")
+                .replace("{name}", "n");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),

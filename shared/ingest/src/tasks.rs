@@ -198,7 +198,14 @@ impl Ingest {
             .await
             .map_err(ApiError::unavailable)?
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
-        Ok(json(StatusCode::OK, &task.status_json()))
+        let files = self
+            .store
+            .sent_files(&id)
+            .await
+            .map_err(ApiError::unavailable)?;
+        let mut status = task.status_json();
+        status["files"] = crate::sent_files::listed(id.as_str(), &files);
+        Ok(json(StatusCode::OK, &status))
     }
 
     /// A conditional update of a task for a route: `change` is re-applied

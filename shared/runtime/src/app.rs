@@ -114,13 +114,17 @@ impl AppBuilder {
         tools.extend(baton_tools::MemoryTools::new(backend.store.clone()).tools());
         // The binary's own tools, last, and never in place of another: the
         // worker keeps one tool per name.
-        let taken: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+        let mut taken: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+        // `send_file` joins below, once Slack's client is known.
+        taken.push(baton_tools::SEND_FILE.to_owned());
         let taken: Vec<&str> = taken.iter().map(String::as_str).collect();
         self.checked_names(&taken)?;
         tools.extend(self.tools);
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
         let mut people: Option<Arc<dyn baton_core::People>> = None;
         let mut files: Option<Arc<dyn baton_core::attachment::FileSource>> = None;
+        let mut send_file =
+            baton_tools::SendFileTool::new(backend.store.clone(), settings.max_file_bytes);
         let replies: Arc<dyn ReplySink> = match &settings.slack {
             Some(s) if s.bot_token.is_some() => {
                 let token = s
@@ -140,6 +144,13 @@ impl AppBuilder {
                         }
                     })?;
                 files = Some(Arc::new(source));
+                let uploads = baton_slack::SlackUploads::new(client.clone()).map_err(|e| {
+                    SettingsError::Invalid {
+                        name: "SLACK_API_URL",
+                        message: e.to_string(),
+                    }
+                })?;
+                send_file = send_file.with_uploads(Arc::new(uploads));
                 approval_prompts = Some(Arc::new(baton_slack::SlackApprovals::new(client.clone())));
                 people = Some(Arc::new(baton_slack::people::SlackPeople::new(
                     client.clone(),
@@ -157,6 +168,7 @@ impl AppBuilder {
             }
             None => Arc::new(NoReplies),
         };
+        tools.push(Arc::new(send_file));
         let mut worker = Worker::new(
             backend.store.clone(),
             backend.queue.clone(),

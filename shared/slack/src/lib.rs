@@ -15,6 +15,8 @@
 //!   (`baton_core::ReplySink`, `baton_core::approval::ApprovalPrompts`,
 //!   `baton_core::Notices`), and the limiter of status updates; [`plan`]:
 //!   how a task's plan shows (in its streamed message, else its status).
+//! - [`uploads`]: files sent into a thread (`send_file`), the Slack
+//!   implementation of `baton_core::upload::FileUploads`.
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
 //!   to build signed requests.
 //!
@@ -75,6 +77,7 @@ pub mod stream;
 mod streamed;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod uploads;
 pub mod web;
 
 pub use approvals::SlackApprovals;
@@ -84,4 +87,5 @@ pub use notices::SlackNotices;
 pub use replies::SlackReplies;
 pub use signature::{sign, verify, SignatureError, SigningSecret};
 pub use status::StatusLimiter;
+pub use uploads::SlackUploads;
 pub use web::{BotToken, SlackClient, SlackError};

@@ -29,8 +29,10 @@ use tokio::sync::oneshot;
 
 mod agent;
 mod commands;
+mod uploads;
 pub use agent::{StreamPlan, StreamTask};
 pub use commands::CommandResponse;
+pub use uploads::{SharedFile, UPLOAD_BYTES};
 
 use crate::signature::{sign, SigningSecret, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::web::{BotToken, SlackClient};
@@ -87,10 +89,14 @@ struct Inner {
     agent: agent::AgentState,
     /// Answers to slash commands ([`commands`]).
     responses: Vec<CommandResponse>,
+    /// External uploads ([`uploads`]).
+    uploads: uploads::UploadState,
 }
 
 struct Shared {
     token: String,
+    /// The fake's own address, for the upload URLs it hands out.
+    base_url: std::sync::OnceLock<String>,
     next_ts: AtomicU64,
     inner: Mutex<Inner>,
 }
@@ -139,6 +145,7 @@ impl FakeSlack {
     pub async fn start_with_token(token: &str) -> Self {
         let shared = Arc::new(Shared {
             token: token.to_string(),
+            base_url: std::sync::OnceLock::new(),
             next_ts: AtomicU64::new(1),
             inner: Mutex::new(Inner::default()),
         });
@@ -146,11 +153,13 @@ impl FakeSlack {
             .route("/{method}", post(handle))
             .route("/files/{name}", get(serve_file))
             .route("/commands/response/{id}", post(commands::receive))
+            .route("/upload/{file_id}", post(uploads::receive))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind fake Slack on 127.0.0.1");
         let addr = listener.local_addr().expect("fake Slack address");
+        let _ = shared.base_url.set(format!("http://{addr}"));
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -375,7 +384,11 @@ async fn handle(
     // Like Slack: methods that read take form fields, not JSON.
     let reads = matches!(
         method.as_str(),
-        "conversations.replies" | "conversations.history" | "users.info"
+        "conversations.replies"
+            | "conversations.history"
+            | "users.info"
+            | "files.getUploadURLExternal"
+            | "files.info"
     );
     let body = if content_type.starts_with("application/json") && !reads {
         let Ok(body) = serde_json::from_slice::<Value>(&body) else {
@@ -581,7 +594,14 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             shared.lock().calls.push((method.clone(), body.clone()));
             Json(json!({"ok": true})).into_response()
         }
-        other => agent::answer(shared, other, body).unwrap_or_else(|| {
+        other => uploads::answer(
+            shared,
+            shared.base_url.get().map_or("", String::as_str),
+            other,
+            body,
+        )
+        .or_else(|| agent::answer(shared, other, body))
+        .unwrap_or_else(|| {
             (
                 StatusCode::NOT_FOUND,
                 Json(json!({"ok": false, "error": "unknown_method"})),

@@ -12,6 +12,8 @@
 //! - [`CurrentTimeTool`] (`current_time`): the time in an IANA zone.
 //! - [`MemoryTools`] (`remember`, `recall`, `forget`): facts kept per Slack
 //!   workspace and per user in the task table (`baton_core::memory`).
+//! - [`SendFileTool`] (`send_file`): a file into the task's Slack thread,
+//!   or kept with the task for its HTTP client; exactly once across crashes.
 //! - [`Toolset`]: name → tool, with [`Toolset::builtins`].
 //! - [`ScheduleTools`] (`schedule_create`, `schedule_list`,
 //!   `schedule_delete`).
@@ -49,6 +51,7 @@ pub mod memory;
 mod origin;
 mod redact;
 pub mod schedule;
+pub mod send_file;
 mod time;
 mod toolset;
 
@@ -60,5 +63,6 @@ pub use mcp::{McpServerDef, McpServers};
 pub use memory::MemoryTools;
 pub use redact::{is_sensitive_name, redact_url, Secrets, REDACTED};
 pub use schedule::ScheduleTools;
+pub use send_file::{SendFileArgs, SendFileTool, SEND_FILE};
 pub use time::{CurrentTimeArgs, CurrentTimeTool, CURRENT_TIME};
 pub use toolset::Toolset;

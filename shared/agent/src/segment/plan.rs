@@ -303,12 +303,13 @@ fn decide(
         return Decision::Refuse(unknown(turn, &call.name));
     };
     let idempotent = tool.idempotent(&call.arguments);
-    if was_started && !idempotent {
+    if was_started && !idempotent && !tool.resumes_interrupted(&call.arguments) {
         return Decision::Refuse(Refusal::Interrupted);
     }
+    // A resumed call was marked started by the attempt it resumes.
     Decision::Run {
         tool,
-        mark_started: !idempotent,
+        mark_started: !idempotent && !was_started,
     }
 }
 
@@ -396,6 +397,9 @@ mod tests {
         }
         fn needs_approval(&self, arguments: &Value) -> bool {
             arguments.get("write").is_some()
+        }
+        fn resumes_interrupted(&self, arguments: &Value) -> bool {
+            arguments.get("resume").is_some()
         }
         async fn call(&self, _: Value, _: &ToolContext) -> ToolOutput {
             ToolOutput::ok("done")
@@ -746,6 +750,22 @@ mod tests {
         let got = summary(&plan);
         assert!(got[0].starts_with("refuse: interrupted"), "{got:?}");
         assert_eq!(got[1], "run", "a safe call is simply run again");
+    }
+
+    #[test]
+    fn an_unsafe_call_that_resumes_is_run_again_without_a_second_mark() {
+        let w = World::new(|a| a.approval.require = Some(Vec::new()));
+        let plan = w.plan(vec![
+            (
+                call("c1", "fake", json!({"write": 1, "resume": true})),
+                true,
+            ),
+            (
+                call("c2", "fake", json!({"write": 1, "resume": true})),
+                false,
+            ),
+        ]);
+        assert_eq!(summary(&plan), ["run", "run+mark"]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | `tool` | `Tool`, `RemoteTools` (MCP servers) |
 //! | `queue` | `WorkQueue` |
 //! | `blob` | `BlobStore` |
+//! | `upload` | `FileUploads`: files sent into a chat thread |
 //! | `reply` | `ReplySink`: answers and progress posted to a chat |
 //! | `notice` | `Notices`: ephemeral notes to one person |
 //! | `people` | `People`: display names |
@@ -27,3 +28,4 @@ pub mod queue;
 pub mod reply;
 pub mod tool;
 pub mod trace;
+pub mod upload;

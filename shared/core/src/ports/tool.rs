@@ -88,6 +88,17 @@ pub trait Tool: Send + Sync {
         true
     }
 
+    /// Whether a call that is not [`idempotent`](Self::idempotent) may
+    /// still be run again after a crash interrupted it, because the tool
+    /// finds what the interrupted attempt did (by the call's
+    /// [`ToolContext::idempotency_key`]) and finishes it instead of doing
+    /// it twice (`send_file`). Such a call is still marked started before
+    /// it runs, and never run in a one-write turn. Default: no.
+    fn resumes_interrupted(&self, arguments: &serde_json::Value) -> bool {
+        let _ = arguments;
+        false
+    }
+
     /// Whether this call should wait for a human's approval before it runs
     /// (a side effect someone should see first). The agent's approval rules,
     /// when it sets them, decide instead. Decided per call: `http_request`

@@ -10,12 +10,14 @@
 //! | `retention` | when finished tasks and their transcripts expire |
 //! | `memory` | the facts store |
 //! | `ledger` | monthly usage counters |
+//! | `sent_files` | what is kept of the files tasks send (`send_file`) |
 
 pub mod error;
 pub mod ledger;
 pub mod listing;
 pub mod memory;
 pub mod retention;
+pub mod sent_files;
 pub mod table;
 pub mod tasks;
 

@@ -10,6 +10,7 @@
 //! | `question` | `ask_user` questions and their replies |
 //! | `feedback` | votes on an answer, one per person |
 //! | `attachment` | files a task's input carried |
+//! | `sent_file` | files a task sends out: safe names, what is kept of them |
 //! | `recap` | a conversation's earlier turns, carried into its next task |
 //! | `judgment` | the agent's decisions about its own work: tiers, plans, supervision, verdicts |
 
@@ -21,6 +22,7 @@ pub mod lease;
 pub mod question;
 pub mod recap;
 pub mod record;
+pub mod sent_file;
 pub mod transcript;
 
 pub use record::{
