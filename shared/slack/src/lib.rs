@@ -15,6 +15,8 @@
 //!   (`baton_core::ReplySink`, `baton_core::approval::ApprovalPrompts`,
 //!   `baton_core::Notices`), and the limiter of status updates; [`plan`]:
 //!   how a task's plan shows (in its streamed message, else its status).
+//! - [`thread`]: a thread's earlier messages, for a task that joins it
+//!   (`baton_core::ThreadHistory`).
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
 //!   to build signed requests.
 //!
@@ -74,6 +76,7 @@ pub mod stream;
 mod streamed;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod thread;
 pub mod web;
 
 pub use approvals::SlackApprovals;

@@ -28,6 +28,8 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 mod agent;
+mod reactions;
+mod thread;
 pub use agent::{StreamPlan, StreamTask};
 
 use crate::signature::{sign, SigningSecret, SIGNATURE_HEADER, TIMESTAMP_HEADER};
@@ -83,6 +85,10 @@ struct Inner {
     downloads: HashMap<String, usize>,
     /// The streaming side ([`agent`]): streams, sessions, expiry.
     agent: agent::AgentState,
+    /// People's messages in threads, deleted messages ([`thread`]).
+    thread: thread::ThreadState,
+    /// Reactions on messages ([`reactions`]).
+    reactions: reactions::Reactions,
 }
 
 struct Shared {
@@ -315,6 +321,8 @@ fn refusal(method: &str, code: &str) -> Response {
         | "chat.stopStream"
         | "agents.sessions.setStatus" => "chat:write",
         "assistant.threads.setSuggestedPrompts" | "assistant.threads.setTitle" => "assistant:write",
+        "reactions.add" | "reactions.remove" => "reactions:write",
+        "chat.delete" => "chat:write",
         _ => "unknown",
     };
     Json(json!({"ok": false, "error": code, "needed": needed,
@@ -519,6 +527,11 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
                     v
                 })
                 .collect();
+            drop(inner);
+            let messages = match &thread {
+                Some(t) => thread::replies(shared, &channel, t, body, messages),
+                None => messages,
+            };
             Json(json!({"ok": true, "messages": messages, "has_more": false,
                         "response_metadata": {"next_cursor": ""}}))
             .into_response()
@@ -576,13 +589,16 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             shared.lock().calls.push((method.clone(), body.clone()));
             Json(json!({"ok": true})).into_response()
         }
-        other => agent::answer(shared, other, body).unwrap_or_else(|| {
-            (
-                StatusCode::NOT_FOUND,
-                Json(json!({"ok": false, "error": "unknown_method"})),
-            )
-                .into_response()
-        }),
+        other => agent::answer(shared, other, body)
+            .or_else(|| reactions::answer(shared, other, body))
+            .or_else(|| thread::answer(shared, other, body))
+            .unwrap_or_else(|| {
+                (
+                    StatusCode::NOT_FOUND,
+                    Json(json!({"ok": false, "error": "unknown_method"})),
+                )
+                    .into_response()
+            }),
     }
 }
 

@@ -371,6 +371,25 @@ pub struct Task {
     /// steps, segments and retries write into it instead of posting anew.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_stream: Option<AnswerStream>,
+    /// The Slack message (`ts`) that started the task: the reaction saying
+    /// it was taken, then how it ended, goes on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_ts: Option<String>,
+    /// Mentioned in a thread whose earlier messages the conversation has
+    /// not read: the first segment reads them into the transcript and
+    /// clears this in the same commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread_thread: Option<UnreadThread>,
+}
+
+/// What of a Slack thread a task is still to read: the messages before
+/// the one that started it ([`Task::message_ts`]) and after `after`, the
+/// newest message the conversation took in earlier (none: from the
+/// thread's start).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreadThread {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// One `ask_user` call's question.
@@ -612,6 +631,8 @@ impl Task {
             pending_files: Vec::new(),
             feedback: Vec::new(),
             answer_stream: None,
+            message_ts: None,
+            unread_thread: None,
         }
     }
 

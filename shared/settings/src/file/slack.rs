@@ -76,9 +76,9 @@ impl Checker<'_> {
             // A name as Slack spells it: lowercase letters, digits, `_`,
             // `-`, `+` and `'` (`+1`, `white_check_mark`), no colons.
             let fine = name.chars().count() <= MAX_REACTION_CHARS
-                && name.chars().all(|c| {
-                    c.is_ascii_lowercase() || c.is_ascii_digit() || "_-+'".contains(c)
-                });
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-+'".contains(c));
             if !fine {
                 self.add(
                     format!("{at}.ack_reaction"),
@@ -187,14 +187,23 @@ thread_context = 0
         assert_eq!(q.progress_after, std::time::Duration::from_secs(30));
         let plain = load("").expect("valid");
         let p = &plain.agents.resolve("default").slack;
-        assert_eq!((p.thread_context, p.ack_reaction.as_deref()), (50, Some("eyes")));
+        assert_eq!(
+            (p.thread_context, p.ack_reaction.as_deref()),
+            (50, Some("eyes"))
+        );
         assert_eq!(p.progress_after, std::time::Duration::from_secs(10));
 
         let e = load("[agents.a.slack]\nthread_context = 5000\nack_reaction = \":eyes:\"\n")
             .expect_err("invalid")
             .to_string();
-        assert!(e.contains("agents.a.slack.thread_context: at most 200"), "{e}");
-        assert!(e.contains("agents.a.slack.ack_reaction: an emoji name"), "{e}");
+        assert!(
+            e.contains("agents.a.slack.thread_context: at most 200"),
+            "{e}"
+        );
+        assert!(
+            e.contains("agents.a.slack.ack_reaction: an emoji name"),
+            "{e}"
+        );
         let e = load("[agents.a.slack]\nprogress_after = \"0s\"\n").expect_err("zero");
         assert!(e.to_string().contains("progress_after"), "{e}");
     }
