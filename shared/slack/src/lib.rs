@@ -15,6 +15,9 @@
 //!   (`baton_core::ReplySink`, `baton_core::approval::ApprovalPrompts`,
 //!   `baton_core::Notices`), and the limiter of status updates; [`plan`]:
 //!   how a task's plan shows (in its streamed message, else its status).
+//! - [`reactions`]: the reaction on a message Baton took, replaced by how
+//!   the task ended; and (`progress_message`) the progress message of a
+//!   task in a thread that shows no status.
 //! - [`thread`]: a thread's earlier messages, for a task that joins it
 //!   (`baton_core::ThreadHistory`).
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
@@ -68,6 +71,8 @@ pub mod mrkdwn;
 pub mod notices;
 pub mod people;
 pub mod plan;
+mod progress_message;
+pub mod reactions;
 pub mod replies;
 pub mod safe_markdown;
 pub mod signature;

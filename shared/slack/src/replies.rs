@@ -10,6 +10,8 @@
 
 use crate::assistant::{thread_title, SessionStatus, SessionTarget};
 use crate::plan::{PlanBoard, PlanView, Shown};
+use crate::progress_message::ProgressMessages;
+use crate::reactions::{WorkShown, WorkShownFor};
 use crate::status::{clamp, StatusLimiter};
 use crate::streamed::PlanSent;
 use crate::web::{ApiErrorKind, SlackClient, SlackError};
@@ -54,6 +56,10 @@ pub struct SlackReplies {
     /// Slack refused plan chunks in streams: plans go to the status until
     /// restart.
     chunks_off: Arc<AtomicBool>,
+    /// Each agent's reactions and progress-message delay.
+    work_shown: WorkShownFor,
+    /// Progress messages where the thread has no status.
+    progress_messages: Arc<ProgressMessages>,
 }
 
 impl SlackReplies {
@@ -71,7 +77,20 @@ impl SlackReplies {
             bot_id: Arc::default(),
             plans: Arc::default(),
             chunks_off: Arc::new(AtomicBool::new(false)),
+            work_shown: Arc::new(|_| WorkShown::default()),
+            progress_messages: Arc::default(),
         }
+    }
+
+    /// How each agent's work shows (its `[agents.NAME.slack]` reaction and
+    /// progress-message delay); default: `eyes`, after 10 s.
+    pub fn with_work_shown(mut self, work_shown: WorkShownFor) -> Self {
+        self.work_shown = work_shown;
+        self
+    }
+
+    fn shown(&self, task: &Task) -> WorkShown {
+        (self.work_shown)(&task.agent)
     }
 
     /// Answers without feedback buttons (`SLACK_FEEDBACK_BUTTONS=false`).
@@ -146,6 +165,10 @@ impl SlackReplies {
         if posted.is_ok() && !thread_ts.is_empty() {
             // Slack clears the status when the bot replies.
             self.limiter.cleared(&thread_key(channel, thread_ts));
+            // The thread ends with the answer, not the progress message.
+            self.progress_messages
+                .remove(&self.client, task, &self.shown(task))
+                .await;
         }
         posted
     }
@@ -249,6 +272,18 @@ impl SlackReplies {
         };
         if !self.progress_enabled || thread_ts.is_empty() {
             return;
+        }
+        if crate::progress_message::shows_message(task).is_some() {
+            // No assistant status outside assistant threads: a message.
+            self.progress_messages
+                .show(
+                    &self.client,
+                    task,
+                    &self.shown(task),
+                    status,
+                    (self.clock)(),
+                )
+                .await;
         }
         let status = clamp(status);
         let key = thread_key(channel, thread_ts);
@@ -418,8 +453,19 @@ impl ReplySink for SlackReplies {
         if task.parent.is_some() || thread_ts.is_empty() {
             return;
         }
-        if phase == TaskPhase::Closed {
-            self.plans.forget(task.id.as_str());
+        match phase {
+            TaskPhase::Processing { .. } => {
+                crate::reactions::acknowledge(&self.status_client, task, &self.shown(task)).await
+            }
+            TaskPhase::Closed => {
+                self.plans.forget(task.id.as_str());
+                let shown = self.shown(task);
+                crate::reactions::conclude(&self.client, task, &shown).await;
+                self.progress_messages
+                    .remove(&self.client, task, &shown)
+                    .await;
+            }
+            TaskPhase::Suspended => {}
         }
         let title = match phase {
             TaskPhase::Processing { title } => title.and_then(thread_title),

@@ -697,7 +697,7 @@ mod tests {
         )
         .await;
         assert_eq!(answer["error"], "invalid_thread_ts");
-        let unknown = format!("{}/chat.delete", fake.base_url());
+        let unknown = format!("{}/chat.scheduleMessage", fake.base_url());
         let answer = raw_post(&unknown, Some(&bearer), json_ct, "{}").await;
         assert_eq!(answer["error"], "unknown_method");
     }

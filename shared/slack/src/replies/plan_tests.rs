@@ -36,9 +36,16 @@ fn steps(titles: &[&str]) -> Vec<PlanStep> {
 }
 
 /// A sink whose statuses are never held back (the limiter is tested on
-/// its own).
+/// its own), and which posts no progress message (`progress_message`'s
+/// own tests).
 fn replies(fake: &FakeSlack) -> SlackReplies {
-    SlackReplies::new(fake.client()).with_progress_interval(Duration::ZERO)
+    let shown = crate::reactions::WorkShown {
+        progress_after: Duration::MAX,
+        ..Default::default()
+    };
+    SlackReplies::new(fake.client())
+        .with_progress_interval(Duration::ZERO)
+        .with_work_shown(Arc::new(move |_| shown.clone()))
 }
 
 /// The statuses set, in order.
