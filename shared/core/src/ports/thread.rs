@@ -49,3 +49,25 @@ pub trait ThreadHistory: Send + Sync {
         limit: usize,
     ) -> Result<Vec<EarlierMessage>, HistoryError>;
 }
+
+/// Orders Slack timestamps (`seconds.micros`) as numbers: seconds first,
+/// then the fraction; an unreadable one sorts first.
+pub fn ts_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parts(ts: &str) -> (u64, u64) {
+        let (s, f) = ts.split_once('.').unwrap_or((ts, "0"));
+        (s.parse().unwrap_or(0), f.parse().unwrap_or(0))
+    }
+    parts(a).cmp(&parts(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ts_order;
+
+    #[test]
+    fn timestamps_order_as_numbers() {
+        assert!(ts_order("99.9", "100.0").is_lt());
+        assert!(ts_order("100.000010", "100.000009").is_gt());
+        assert!(ts_order("x", "1.0").is_lt());
+    }
+}
