@@ -31,6 +31,7 @@ mod routes;
 mod schedule_limits;
 mod slack_files;
 mod slack_surfaces;
+mod slack_threads;
 mod steering_files;
 mod stop_permissions;
 mod streaming;
