@@ -104,7 +104,7 @@ impl ProgressMessages {
         if !due(task, shown) {
             return;
         }
-        let text = format!("_{}_", clamp(text));
+        let text = format!("_Working on it: {}_", clamp(text));
         if !self.limiter.admit(task.id.as_str(), &text, now) {
             return;
         }
@@ -238,7 +238,7 @@ mod tests {
         let ts = posted[0].ts.clone();
         assert_eq!(
             fake.message("C1", &ts).map(|m| m.text).as_deref(),
-            Some("_is running fetch_")
+            Some("_Working on it: is running fetch_")
         );
 
         // A process that did not post it finds it by its key and deletes it.

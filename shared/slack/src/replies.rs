@@ -93,6 +93,16 @@ impl SlackReplies {
         (self.work_shown)(&task.agent)
     }
 
+    /// The thread ends with the answer, not the progress message.
+    async fn remove_progress(&self, task: &Task) {
+        let removed = self
+            .progress_messages
+            .remove(&self.client, task, &self.shown(task));
+        if tokio::time::timeout(STATUS_TIMEOUT, removed).await.is_err() {
+            tracing::debug!(task_id = %task.id, "deleting the progress message timed out");
+        }
+    }
+
     /// Answers without feedback buttons (`SLACK_FEEDBACK_BUTTONS=false`).
     pub fn without_feedback(mut self) -> Self {
         self.feedback = false;
@@ -145,8 +155,13 @@ impl SlackReplies {
         if let Some(message) = task.answer_stream.as_ref().and_then(|s| s.message.as_ref()) {
             // The answer streamed into a message: it ends showing exactly
             // this text (an update, safe to repeat after a crash).
-            return crate::streamed::replace(&self.client, message, text, blocks, Some(&post.key))
-                .await;
+            let shown =
+                crate::streamed::replace(&self.client, message, text, blocks, Some(&post.key))
+                    .await;
+            if shown.is_ok() {
+                self.remove_progress(task).await;
+            }
+            return shown;
         }
         let posted = self
             .client
@@ -165,10 +180,7 @@ impl SlackReplies {
         if posted.is_ok() && !thread_ts.is_empty() {
             // Slack clears the status when the bot replies.
             self.limiter.cleared(&thread_key(channel, thread_ts));
-            // The thread ends with the answer, not the progress message.
-            self.progress_messages
-                .remove(&self.client, task, &self.shown(task))
-                .await;
+            self.remove_progress(task).await;
         }
         posted
     }
@@ -455,15 +467,23 @@ impl ReplySink for SlackReplies {
         }
         match phase {
             TaskPhase::Processing { .. } => {
-                crate::reactions::acknowledge(&self.status_client, task, &self.shown(task)).await
+                let ack =
+                    crate::reactions::acknowledge(&self.status_client, task, &self.shown(task));
+                if tokio::time::timeout(STATUS_TIMEOUT, ack).await.is_err() {
+                    tracing::debug!(task_id = %task.id, "the acknowledgement timed out");
+                }
             }
             TaskPhase::Closed => {
                 self.plans.forget(task.id.as_str());
                 let shown = self.shown(task);
-                crate::reactions::conclude(&self.client, task, &shown).await;
-                self.progress_messages
-                    .remove(&self.client, task, &shown)
-                    .await;
+                let concluded = crate::reactions::conclude(&self.client, task, &shown);
+                if tokio::time::timeout(STATUS_TIMEOUT, concluded)
+                    .await
+                    .is_err()
+                {
+                    tracing::debug!(task_id = %task.id, "the outcome's reaction timed out");
+                }
+                self.remove_progress(task).await;
             }
             TaskPhase::Suspended => {}
         }
