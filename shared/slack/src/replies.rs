@@ -95,9 +95,8 @@ impl SlackReplies {
 
     /// The thread ends with the answer, not the progress message.
     async fn remove_progress(&self, task: &Task) {
-        let removed = self
-            .progress_messages
-            .remove(&self.client, task, &self.shown(task));
+        let shown = self.shown(task);
+        let removed = self.progress_messages.remove(&self.client, task, &shown);
         if tokio::time::timeout(STATUS_TIMEOUT, removed).await.is_err() {
             tracing::debug!(task_id = %task.id, "deleting the progress message timed out");
         }
@@ -467,8 +466,8 @@ impl ReplySink for SlackReplies {
         }
         match phase {
             TaskPhase::Processing { .. } => {
-                let ack =
-                    crate::reactions::acknowledge(&self.status_client, task, &self.shown(task));
+                let shown = self.shown(task);
+                let ack = crate::reactions::acknowledge(&self.status_client, task, &shown);
                 if tokio::time::timeout(STATUS_TIMEOUT, ack).await.is_err() {
                     tracing::debug!(task_id = %task.id, "the acknowledgement timed out");
                 }
