@@ -644,6 +644,44 @@ mod tests {
     use baton_settings::{AgentConfig, Agents};
 
     #[test]
+    fn only_a_channel_thread_mention_reads_its_thread_after_what_was_seen() {
+        let slack = |channel: &str, thread_ts: &str, ts: &str| Submission {
+            origin: Origin::Slack {
+                team_id: "T1".into(),
+                channel: channel.into(),
+                thread_ts: thread_ts.into(),
+                user: "U1".into(),
+                channel_type: None,
+            },
+            message_ts: Some(ts.into()),
+            ..submission("hi", "k")
+        };
+        let seen = Thread {
+            key: "k".into(),
+            active_task: None,
+            recap: Default::default(),
+            seen_ts: Some("5.0".into()),
+            version: 1,
+        };
+        let mid = slack("C1", "1.0", "9.0");
+        assert_eq!(
+            unread_thread(&mid, Some(&seen), 50),
+            Some(baton_core::UnreadThread {
+                after: Some("5.0".into())
+            })
+        );
+        assert_eq!(
+            unread_thread(&mid, None, 50),
+            Some(baton_core::UnreadThread { after: None })
+        );
+        // Not asked for, a message that starts its thread, a DM, HTTP.
+        assert_eq!(unread_thread(&mid, None, 0), None);
+        assert_eq!(unread_thread(&slack("C1", "9.0", "9.0"), None, 50), None);
+        assert_eq!(unread_thread(&slack("D1", "1.0", "9.0"), None, 50), None);
+        assert_eq!(unread_thread(&submission("hi", "k"), None, 50), None);
+    }
+
+    #[test]
     fn stop_words() {
         assert!(super::is_stop_word(" Stop! "));
         assert!(super::is_stop_word("cancel"));
