@@ -59,6 +59,7 @@ pub use people::People;
 pub use queue::{Delivery, QueueError, WorkQueue};
 pub use reply::{
     AnswerStream, Appended, NoReplies, PostKey, ReplyError, ReplySink, StreamedMessage, TaskPhase,
+    ToolCallShown, ToolCallState,
 };
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
