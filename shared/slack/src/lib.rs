@@ -82,6 +82,7 @@ mod streamed;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod thread;
+mod tool_calls;
 pub mod web;
 
 pub use approvals::SlackApprovals;

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use baton_core::judgment::PlanStep;
 use baton_core::{
     Appended, Origin, PostKey, ReplyError, ReplySink, StreamedMessage, Task, TaskPhase,
+    ToolCallShown,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -516,6 +517,40 @@ impl ReplySink for SlackReplies {
         }
     }
 
+    /// A call shows in the task's streamed message while one is open (not
+    /// for sub-agents: their parent's stream is the thread's). Anything
+    /// else — no stream, chunks refused, Slack slow — is `false`, and the
+    /// worker says it in the status text.
+    async fn tool_call(&self, task: &Task, call: ToolCallShown<'_>) -> bool {
+        let streaming = task.answer_stream.as_ref().and_then(|s| s.message.as_ref());
+        let Some(message) = streaming.filter(|_| task.parent.is_none()) else {
+            return false;
+        };
+        if self.chunks_off.load(Ordering::Relaxed) {
+            return false;
+        }
+        let chunks = [crate::tool_calls::chunk(&call)];
+        let sent = tokio::time::timeout(
+            STATUS_TIMEOUT,
+            self.client
+                .append_stream_chunks(&message.channel, &message.ts, &chunks),
+        )
+        .await;
+        match sent {
+            Ok(Ok(())) => true,
+            // A closed stream takes nothing more: the status says it.
+            Ok(Err(e)) if e.is_not_streaming() => false,
+            Ok(Err(e)) => {
+                self.chunks_refused(task, &e);
+                false
+            }
+            Err(_) => {
+                tracing::debug!(task_id = %task.id, "showing a tool call in the stream timed out");
+                false
+            }
+        }
+    }
+
     async fn progress(&self, task: &Task, status: &str) {
         // While the plan is in no message, the status says how far it is.
         match self.plans.note(task.id.as_str()) {
@@ -557,6 +592,8 @@ impl ReplySink for SlackReplies {
 
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod tool_call_tests;
 
 #[cfg(test)]
 mod tests {
