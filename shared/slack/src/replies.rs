@@ -286,7 +286,9 @@ impl SlackReplies {
             return;
         }
         if crate::progress_message::shows_message(task).is_some() {
-            // No assistant status outside assistant threads: a message.
+            // No assistant status outside assistant threads (Slack refuses
+            // `assistant.threads.setStatus` there): a message instead, and
+            // no status call.
             self.progress_messages
                 .show(
                     &self.client,
@@ -296,6 +298,7 @@ impl SlackReplies {
                     (self.clock)(),
                 )
                 .await;
+            return;
         }
         let status = clamp(status);
         let key = thread_key(channel, thread_ts);
@@ -616,6 +619,23 @@ mod tests {
             Limits::default(),
             0,
         )
+    }
+
+    /// Slack refuses `assistant.threads.setStatus` outside assistant
+    /// threads: a channel's thread is not asked (its progress is a
+    /// message), a DM's is.
+    #[tokio::test]
+    async fn only_assistant_threads_are_sent_a_status() {
+        let fake = FakeSlack::start().await;
+        let replies = SlackReplies::new(fake.client()).with_progress_interval(Duration::ZERO);
+        replies.progress(&slack_task(), "is thinking…").await;
+        assert!(fake.calls("assistant.threads.setStatus").is_empty());
+        let mut dm = slack_task();
+        if let Origin::Slack { channel, .. } = &mut dm.origin {
+            *channel = "D1".into();
+        }
+        replies.progress(&dm, "is thinking…").await;
+        assert_eq!(fake.calls("assistant.threads.setStatus").len(), 1);
     }
 
     #[tokio::test]
