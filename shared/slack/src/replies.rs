@@ -54,8 +54,8 @@ pub struct SlackReplies {
     bot_id: Arc<std::sync::Mutex<Option<String>>>,
     /// Each task's plan, and where it shows.
     plans: Arc<PlanBoard>,
-    /// Slack refused plan chunks in streams: plans go to the status until
-    /// restart.
+    /// Slack refused plan or task chunks in streams: plans and tool calls
+    /// go to the status until restart.
     chunks_off: Arc<AtomicBool>,
     /// Each agent's reactions and progress-message delay.
     work_shown: WorkShownFor,
@@ -268,7 +268,7 @@ impl SlackReplies {
         );
         if for_good && !self.chunks_off.swap(true, Ordering::Relaxed) {
             tracing::warn!(error = %e,
-                "Slack refuses plan chunks in streamed messages; plans show in the thread status until restart");
+                "Slack refuses plan and task chunks in streamed messages; plans and tool calls show in the thread status until restart");
         } else {
             tracing::debug!(task_id = %task.id, error = %e, "the plan did not go into the stream");
         }
