@@ -254,3 +254,65 @@ mod tests {
         assert!(results[0].1.starts_with("interrupted"), "{results:?}");
     }
 }
+
+#[cfg(test)]
+mod shown_tests {
+    use super::super::harness::{calls, roomy, says, Harness};
+    use super::*;
+    use crate::segment::SegmentEnd;
+    use baton_core::TaskStatus;
+    use std::sync::atomic::Ordering;
+
+    /// A front end that shows calls gets each one started and ended, by
+    /// id and name, and no status text for them; one that does not gets
+    /// the text.
+    #[tokio::test]
+    async fn calls_show_where_the_front_end_can_else_as_text() {
+        let h = Harness::new(|_| {});
+        h.replies.shows_calls.store(true, Ordering::SeqCst);
+        h.llm.then(calls(&["a"])).then(says("counted"));
+        let id = h.task("count once").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        let shown = h
+            .replies
+            .shown_calls
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            shown,
+            [
+                ("a".into(), "count".into(), ToolCallState::Running),
+                ("a".into(), "count".into(), ToolCallState::Done),
+            ]
+        );
+        let statuses = h
+            .replies
+            .statuses
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        assert!(
+            !statuses.iter().any(|s| s.contains("count")),
+            "{statuses:?}"
+        );
+
+        let h = Harness::new(|_| {});
+        h.llm.then(calls(&["a"])).then(says("counted"));
+        let id = h.task("count once").await;
+        h.run(&id, roomy()).await;
+        let statuses = h
+            .replies
+            .statuses
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        assert!(
+            statuses.iter().any(|s| s == "is running `count`…"),
+            "{statuses:?}"
+        );
+    }
+}
