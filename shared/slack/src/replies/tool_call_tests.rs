@@ -127,6 +127,7 @@ async fn the_fake_refuses_malformed_task_chunks() {
         json!({"type": "task_update", "id": "tool-1", "status": "complete"}),
         json!({"type": "task_update", "id": "tool-1", "title": "Ran x", "status": "complete", "output": 3}),
         json!({"type": "task_update", "title": "Ran x", "status": "complete"}),
+        json!({"type": "task_update", "id": "tool-1", "title": "Ran x", "status": "complete", "sources": "x"}),
     ] {
         let body = json!({"channel": m.channel, "ts": m.ts, "chunks": [bad]});
         assert!(c.call("chat.appendStream", &body).await.is_err(), "{bad}");
