@@ -369,9 +369,12 @@ async fn a_plan_is_recorded_and_shown_over_http(backend: Backend) {
     assert!(user_texts(&supervising[0])[0].contains("0. [open] Read the clocks"));
 }
 
-/// A plan in Slack (the router asked for it): the thread's status shows
-/// the checklist before the first step, and the answer's stream opens
-/// with it as a plan block, the step the supervisor marked done complete.
+/// A plan in Slack (the router asked for it), in a channel's thread: no
+/// assistant status (Slack refuses it outside assistant threads; the
+/// progress message comes after `slack.progress_after`, longer than this
+/// task), and the answer's stream opens with the plan as a plan block, the
+/// step the supervisor marked done complete. (In a DM the status shows the
+/// checklist first: `streaming::plan_in_the_stream`.)
 async fn a_plan_is_shown_in_slack(backend: Backend) {
     let app = spawn(backend).await;
     let ts = "1700000500.000100";
@@ -386,11 +389,7 @@ async fn a_plan_is_shown_in_slack(backend: Backend) {
         .filter(|c| c["thread_ts"] == ts)
         .filter_map(|c| c["status"].as_str().map(str::to_owned))
         .collect();
-    assert_eq!(
-        statuses.first().map(String::as_str),
-        Some("is working on a plan: ☐ Read the clocks ☐ Report"),
-        "the plan is the first thing the thread shows: {statuses:?}"
-    );
+    assert!(statuses.is_empty(), "no status in a channel: {statuses:?}");
     let posted: Vec<_> = app
         .slack
         .posted()

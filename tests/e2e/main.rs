@@ -34,6 +34,7 @@ mod schedule_limits;
 mod send_file;
 mod slack_files;
 mod slack_surfaces;
+mod slack_threads;
 mod steering_files;
 mod stop_permissions;
 mod streaming;

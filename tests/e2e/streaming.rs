@@ -605,3 +605,81 @@ async fn without_streaming_the_plan_is_the_status() {
     assert_eq!(posted.len(), 1, "the answer only: {posted:?}");
     assert_eq!(posted[0].text, "whole");
 }
+
+/// Tool calls while the answer streams (issue #23): the model says what it
+/// will do (the narration streams, opening the message), then calls a
+/// tool; the call is a task of the stream (`task_update`, its id from the
+/// call id, its name only), in progress and then complete, and the finished
+/// answer still replaces the text.
+async fn a_tool_call_shows_in_the_streamed_answer(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        // A fast tier: the judgment sends a narration back to the model.
+        extra_env: vec![(
+            "BATON_AGENTS_TOML".into(),
+            "[models]\nfast = \"mock-fast\"\n".into(),
+        )],
+        ..Options::default()
+    })
+    .await;
+    send_dm(
+        &app,
+        "EvT1",
+        "1700000500.000100",
+        "#narrate=1 #steps=2 #chunk_ms=5",
+    )
+    .await;
+    let id = dm_task(&app).await;
+    let done = app.wait_done(&id, LONG).await;
+    assert_eq!(done["status"], "succeeded", "{done}\n{}", app.log());
+
+    let posted = app.slack.posted();
+    assert_eq!(posted.len(), 1, "one message: {posted:?}");
+    let tools: Vec<Value> = app
+        .slack
+        .calls("chat.appendStream")
+        .iter()
+        .flat_map(|c| c["chunks"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "task_update")
+        .collect();
+    assert_eq!(tools.len(), 2, "{tools:?}\n{}", app.log());
+    let call_id = tools[0]["id"].as_str().expect("an id").to_owned();
+    assert!(call_id.starts_with("tool-"), "{call_id}");
+    assert_eq!(
+        tools,
+        [
+            json!({"type": "task_update", "id": call_id, "title": "Running current_time", "status": "in_progress"}),
+            json!({"type": "task_update", "id": call_id, "title": "Ran current_time", "status": "complete"}),
+        ]
+    );
+    let plan = app.slack.stream_plan("D1", &posted[0].ts).expect("tasks");
+    let shown: Vec<(&str, &str)> = plan
+        .tasks
+        .iter()
+        .map(|t| (t.title.as_str(), t.status.as_str()))
+        .collect();
+    assert_eq!(shown, [("Ran current_time", "complete")]);
+    // Shown in the stream, the call is not also the thread's status.
+    assert!(
+        !statuses(&app).iter().any(|s| s.contains("current_time")),
+        "{:?}",
+        statuses(&app)
+    );
+    let message = app.slack.message("D1", &posted[0].ts).unwrap();
+    assert_eq!(message.text, done["result"].as_str().unwrap_or_default());
+    assert!(!message.streaming);
+}
+
+mod tool_calls_in_the_stream {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn embedded() {
+        super::a_tool_call_shows_in_the_streamed_answer(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn aws() {
+        super::a_tool_call_shows_in_the_streamed_answer(Backend::Aws).await;
+    }
+}

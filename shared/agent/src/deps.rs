@@ -33,6 +33,9 @@ pub(crate) struct Deps {
     pub(crate) schedules: Option<ScheduleService>,
     /// Display names of the people in a conversation (Slack `users.info`).
     pub(crate) people: Option<Arc<dyn baton_core::People>>,
+    /// A chat thread's earlier messages (Slack `conversations.replies`),
+    /// for a task that joins a thread.
+    pub(crate) threads: Option<Arc<dyn baton_core::ThreadHistory>>,
     /// Where approval requests are shown; without it HTTP clients decide
     /// through the approvals route.
     pub(crate) approvals: Option<Arc<dyn ApprovalPrompts>>,

@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | [`task`] | the task record ([`Task`]: status, origin, limits, what it waits for, and the rules every stored task keeps, [`Task::check`]), its `lease`, its `transcript`, and what happens to it: `approval`, `question` (`ask_user`), `feedback`, `attachment`, `recap` |
 //! | [`store`] | persistence: the `table` port, the task store (`TaskStore`, `StoreError`), the task `listing`, `retention`, the `memory` facts and the usage `ledger` |
-//! | [`ports`] | the ports: `llm`, `tool`, `queue`, `blob`, `reply`, `notice`, `people`, `trace` (span export), `metric` |
+//! | [`ports`] | the ports: `llm`, `tool`, `queue`, `blob`, `reply`, `notice`, `people`, `thread` (a thread's earlier messages), `trace` (span export), `metric` |
 //! | [`clock`], [`ids`] | instants and task ids |
 //! | [`wake`] | the work-queue messages |
 //! | [`egress`], [`input_guard`] | where an agent's `http_request` may go; screening untrusted text |
@@ -40,7 +40,7 @@ pub mod wake;
 
 // The paths of before the grouping (`baton_core::question`, ...), which
 // the rest of the workspace uses.
-pub use ports::{blob, llm, metric, notice, people, queue, reply, tool, trace, upload};
+pub use ports::{blob, llm, metric, notice, people, queue, reply, thread, tool, trace, upload};
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
     approval, attachment, feedback, judgment, lease, question, recap, sent_file, transcript,
@@ -61,13 +61,15 @@ pub use people::People;
 pub use queue::{Delivery, QueueError, WorkQueue};
 pub use reply::{
     AnswerStream, Appended, NoReplies, PostKey, ReplyError, ReplySink, StreamedMessage, TaskPhase,
+    ToolCallShown, ToolCallState,
 };
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
     Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin, ParentLink,
-    PostedMessage, Task, TaskStatus, Verdict, WaitingFor,
+    PostedMessage, Task, TaskStatus, UnreadThread, Verdict, WaitingFor,
 };
+pub use thread::{EarlierMessage, HistoryError, ThreadHistory};
 pub use tool::{
     ListedTool, RemoteTools, Tool, ToolContext, ToolListing, ToolOutput, UnavailableServer,
 };

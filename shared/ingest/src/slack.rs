@@ -351,6 +351,7 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
     // event ids (a retry that got a new id, or `app_mention` and `message`
     // for the same post), and it must start one task.
     let dedupe_key = format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts);
+    let message_ts = Some(m.ts.clone()).filter(|ts| !ts.is_empty());
     let origin = Origin::Slack {
         team_id: m.team_id.clone(),
         channel: m.channel.clone(),
@@ -380,6 +381,7 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
         attachments: Vec::new(),
         files,
         origin,
+        message_ts,
     }
 }
 

@@ -171,7 +171,7 @@ impl Ingest {
         let origin = Origin::Slack {
             team_id: c.team_id.clone(),
             channel: c.channel_id.clone(),
-            thread_ts: ts,
+            thread_ts: ts.clone(),
             user: c.user_id.clone(),
             channel_type: direct_message.then_some(ChannelType::Im),
         };
@@ -186,6 +186,9 @@ impl Ingest {
             fingerprint: None,
             attachments: Vec::new(),
             files: Vec::new(),
+            // The message Baton posted for the command: its reaction shows
+            // the task was taken, then how it ended.
+            message_ts: Some(ts.clone()),
             origin: origin.clone(),
         };
         let answer = self.slack_message(submission).await;

@@ -182,6 +182,7 @@ pub(crate) mod tests {
             fingerprint: None,
             attachments: Vec::new(),
             files: Vec::new(),
+            message_ts: None,
         }
     }
 

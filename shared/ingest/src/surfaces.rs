@@ -67,6 +67,7 @@ impl Ingest {
                 fingerprint: None,
                 attachments: Vec::new(),
                 files: Vec::new(),
+                message_ts: None,
             };
             let answer = match self.steer(&thread, &stop).await?.map(|a| a.outcome) {
                 None => continue,

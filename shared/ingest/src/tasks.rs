@@ -172,6 +172,7 @@ impl Ingest {
                 fingerprint: Some(fingerprint),
                 attachments,
                 files: Vec::new(),
+                message_ts: None,
             })
             .await?;
         let mut body = json!({

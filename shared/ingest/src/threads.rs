@@ -37,6 +37,9 @@ pub(crate) struct Submission {
     /// Files to download at the task's first segment (Slack's): the
     /// ingest answers Slack within its 3 seconds, so it does not fetch them.
     pub files: Vec<baton_core::attachment::PendingFile>,
+    /// The Slack message (`ts`) this is, for a task to react on and to
+    /// read the thread before.
+    pub message_ts: Option<String>,
 }
 
 impl Submission {
@@ -195,10 +198,13 @@ impl Ingest {
         // A conversation whose earlier task ended: the new one starts with
         // its earlier turns, as one entry however long the conversation, so
         // what accepting a message writes does not grow with it.
+        let unread = unread_thread(&s, thread.as_ref(), agent.slack.thread_context);
         let mut first: Vec<EntryKind> = thread.and_then(|t| t.recap.entry()).into_iter().collect();
         let mut task = task;
         task.carried = first.len() as u64;
         task.pending_files = s.files.clone();
+        task.message_ts = s.message_ts.clone();
+        task.unread_thread = unread;
         first.push(EntryKind::UserMessage {
             text: s.text.clone(),
         });
@@ -229,7 +235,10 @@ impl Ingest {
         if let Some(thread_key) = &s.thread {
             // The task exists and will be answered: a thread left pointing
             // elsewhere only means the next message starts a task of its own.
-            if let Err(e) = self.claim_thread(thread_key, &id).await {
+            if let Err(e) = self
+                .claim_thread(thread_key, &id, s.message_ts.as_deref())
+                .await
+            {
                 tracing::warn!(task_id = %id, conversation = %thread_key, error = %e, "could not point the conversation at its new task");
             }
         }
@@ -544,7 +553,14 @@ impl Ingest {
     /// Points the thread at its new task. A lost race here (two first
     /// messages at once) leaves two tasks on the thread, both answered;
     /// later messages go to the one the thread names.
-    async fn claim_thread(&self, key: &str, id: &TaskId) -> Result<(), ApiError> {
+    /// Points the conversation at its new task, and records `message_ts`
+    /// as the newest message it took in.
+    async fn claim_thread(
+        &self,
+        key: &str,
+        id: &TaskId,
+        message_ts: Option<&str>,
+    ) -> Result<(), ApiError> {
         for _ in 0..5 {
             let current = self
                 .store
@@ -555,9 +571,19 @@ impl Ingest {
                 key: key.to_owned(),
                 active_task: None,
                 recap: Default::default(),
+                seen_ts: None,
                 version: 0,
             });
             thread.active_task = Some(id.clone());
+            if let Some(ts) = message_ts {
+                let newer = thread
+                    .seen_ts
+                    .as_deref()
+                    .is_none_or(|seen| baton_core::thread::ts_order(ts, seen).is_gt());
+                if newer {
+                    thread.seen_ts = Some(ts.to_owned());
+                }
+            }
             if self
                 .store
                 .put_thread(&thread)
@@ -570,6 +596,27 @@ impl Ingest {
         tracing::warn!(thread = key, "could not claim the thread under contention");
         Ok(())
     }
+}
+
+/// What of its thread a new task is to read first: for a Slack message in
+/// a channel's thread (a direct message's every message reached Baton
+/// already), the messages after the newest one the conversation took in;
+/// nothing when the agent reads none (`slack.thread_context = 0`).
+fn unread_thread(
+    s: &Submission,
+    thread: Option<&Thread>,
+    limit: u32,
+) -> Option<baton_core::UnreadThread> {
+    let Origin::Slack { thread_ts, .. } = &s.origin else {
+        return None;
+    };
+    let ts = s.message_ts.as_deref()?;
+    if limit == 0 || ts == thread_ts || thread_ts.is_empty() || s.origin.is_direct_message() {
+        return None;
+    }
+    Some(baton_core::UnreadThread {
+        after: thread.and_then(|t| t.seen_ts.clone()),
+    })
 }
 
 /// The Slack user a message came from (`None` over HTTP).
@@ -597,6 +644,44 @@ mod tests {
     use baton_settings::{AgentConfig, Agents};
 
     #[test]
+    fn only_a_channel_thread_mention_reads_its_thread_after_what_was_seen() {
+        let slack = |channel: &str, thread_ts: &str, ts: &str| Submission {
+            origin: Origin::Slack {
+                team_id: "T1".into(),
+                channel: channel.into(),
+                thread_ts: thread_ts.into(),
+                user: "U1".into(),
+                channel_type: None,
+            },
+            message_ts: Some(ts.into()),
+            ..submission("hi", "k")
+        };
+        let seen = Thread {
+            key: "k".into(),
+            active_task: None,
+            recap: Default::default(),
+            seen_ts: Some("5.0".into()),
+            version: 1,
+        };
+        let mid = slack("C1", "1.0", "9.0");
+        assert_eq!(
+            unread_thread(&mid, Some(&seen), 50),
+            Some(baton_core::UnreadThread {
+                after: Some("5.0".into())
+            })
+        );
+        assert_eq!(
+            unread_thread(&mid, None, 50),
+            Some(baton_core::UnreadThread { after: None })
+        );
+        // Not asked for, a message that starts its thread, a DM, HTTP.
+        assert_eq!(unread_thread(&mid, None, 0), None);
+        assert_eq!(unread_thread(&slack("C1", "9.0", "9.0"), None, 50), None);
+        assert_eq!(unread_thread(&slack("D1", "1.0", "9.0"), None, 50), None);
+        assert_eq!(unread_thread(&submission("hi", "k"), None, 50), None);
+    }
+
+    #[test]
     fn stop_words() {
         assert!(super::is_stop_word(" Stop! "));
         assert!(super::is_stop_word("cancel"));
@@ -622,6 +707,7 @@ mod tests {
             fingerprint: None,
             attachments: Vec::new(),
             files: Vec::new(),
+            message_ts: None,
         }
     }
 

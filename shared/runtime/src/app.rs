@@ -122,6 +122,7 @@ impl AppBuilder {
         tools.extend(self.tools);
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
         let mut people: Option<Arc<dyn baton_core::People>> = None;
+        let mut threads: Option<Arc<dyn baton_core::ThreadHistory>> = None;
         let mut files: Option<Arc<dyn baton_core::attachment::FileSource>> = None;
         let mut send_file =
             baton_tools::SendFileTool::new(backend.store.clone(), settings.max_file_bytes);
@@ -155,7 +156,19 @@ impl AppBuilder {
                 people = Some(Arc::new(baton_slack::people::SlackPeople::new(
                     client.clone(),
                 )));
-                let replies = SlackReplies::new(client).with_agent_sessions(s.agent_sessions);
+                threads = Some(Arc::new(baton_slack::thread::SlackThreads::new(
+                    client.clone(),
+                )));
+                let shown_agents = agents.clone();
+                let replies = SlackReplies::new(client)
+                    .with_agent_sessions(s.agent_sessions)
+                    .with_work_shown(Arc::new(move |name| {
+                        let slack = &shown_agents.resolve(name).slack;
+                        baton_slack::reactions::WorkShown {
+                            ack_reaction: slack.ack_reaction.clone(),
+                            progress_after: slack.progress_after,
+                        }
+                    }));
                 Arc::new(if s.feedback_buttons {
                     replies
                 } else {
@@ -187,6 +200,9 @@ impl AppBuilder {
         }
         if let Some(people) = people {
             worker = worker.with_people(people);
+        }
+        if let Some(threads) = threads {
+            worker = worker.with_thread_history(threads);
         }
         if let Some(files) = files {
             worker = worker.with_files(files, settings.max_file_bytes);

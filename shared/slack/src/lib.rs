@@ -17,6 +17,11 @@
 //!   how a task's plan shows (in its streamed message, else its status).
 //! - [`uploads`]: files sent into a thread (`send_file`), the Slack
 //!   implementation of `baton_core::upload::FileUploads`.
+//! - [`reactions`]: the reaction on a message Baton took, replaced by how
+//!   the task ended; and (`progress_message`) the progress message of a
+//!   task in a thread that shows no status.
+//! - [`thread`]: a thread's earlier messages, for a task that joins it
+//!   (`baton_core::ThreadHistory`).
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
 //!   to build signed requests.
 //!
@@ -69,6 +74,8 @@ pub mod mrkdwn;
 pub mod notices;
 pub mod people;
 pub mod plan;
+mod progress_message;
+pub mod reactions;
 pub mod replies;
 pub mod safe_markdown;
 pub mod signature;
@@ -77,6 +84,8 @@ pub mod stream;
 mod streamed;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod thread;
+mod tool_calls;
 pub mod uploads;
 pub mod web;
 

@@ -10,6 +10,8 @@
 
 use crate::assistant::{thread_title, SessionStatus, SessionTarget};
 use crate::plan::{PlanBoard, PlanView, Shown};
+use crate::progress_message::ProgressMessages;
+use crate::reactions::{WorkShown, WorkShownFor};
 use crate::status::{clamp, StatusLimiter};
 use crate::streamed::PlanSent;
 use crate::web::{ApiErrorKind, SlackClient, SlackError};
@@ -17,6 +19,7 @@ use async_trait::async_trait;
 use baton_core::judgment::PlanStep;
 use baton_core::{
     Appended, Origin, PostKey, ReplyError, ReplySink, StreamedMessage, Task, TaskPhase,
+    ToolCallShown,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -51,9 +54,13 @@ pub struct SlackReplies {
     bot_id: Arc<std::sync::Mutex<Option<String>>>,
     /// Each task's plan, and where it shows.
     plans: Arc<PlanBoard>,
-    /// Slack refused plan chunks in streams: plans go to the status until
-    /// restart.
+    /// Slack refused plan or task chunks in streams: plans and tool calls
+    /// go to the status until restart.
     chunks_off: Arc<AtomicBool>,
+    /// Each agent's reactions and progress-message delay.
+    work_shown: WorkShownFor,
+    /// Progress messages where the thread has no status.
+    progress_messages: Arc<ProgressMessages>,
 }
 
 impl SlackReplies {
@@ -71,6 +78,28 @@ impl SlackReplies {
             bot_id: Arc::default(),
             plans: Arc::default(),
             chunks_off: Arc::new(AtomicBool::new(false)),
+            work_shown: Arc::new(|_| WorkShown::default()),
+            progress_messages: Arc::default(),
+        }
+    }
+
+    /// How each agent's work shows (its `[agents.NAME.slack]` reaction and
+    /// progress-message delay); default: `eyes`, after 10 s.
+    pub fn with_work_shown(mut self, work_shown: WorkShownFor) -> Self {
+        self.work_shown = work_shown;
+        self
+    }
+
+    fn shown(&self, task: &Task) -> WorkShown {
+        (self.work_shown)(&task.agent)
+    }
+
+    /// The thread ends with the answer, not the progress message.
+    async fn remove_progress(&self, task: &Task) {
+        let shown = self.shown(task);
+        let removed = self.progress_messages.remove(&self.client, task, &shown);
+        if tokio::time::timeout(STATUS_TIMEOUT, removed).await.is_err() {
+            tracing::debug!(task_id = %task.id, "deleting the progress message timed out");
         }
     }
 
@@ -126,8 +155,13 @@ impl SlackReplies {
         if let Some(message) = task.answer_stream.as_ref().and_then(|s| s.message.as_ref()) {
             // The answer streamed into a message: it ends showing exactly
             // this text (an update, safe to repeat after a crash).
-            return crate::streamed::replace(&self.client, message, text, blocks, Some(&post.key))
-                .await;
+            let shown =
+                crate::streamed::replace(&self.client, message, text, blocks, Some(&post.key))
+                    .await;
+            if shown.is_ok() {
+                self.remove_progress(task).await;
+            }
+            return shown;
         }
         let posted = self
             .client
@@ -146,6 +180,7 @@ impl SlackReplies {
         if posted.is_ok() && !thread_ts.is_empty() {
             // Slack clears the status when the bot replies.
             self.limiter.cleared(&thread_key(channel, thread_ts));
+            self.remove_progress(task).await;
         }
         posted
     }
@@ -233,7 +268,7 @@ impl SlackReplies {
         );
         if for_good && !self.chunks_off.swap(true, Ordering::Relaxed) {
             tracing::warn!(error = %e,
-                "Slack refuses plan chunks in streamed messages; plans show in the thread status until restart");
+                "Slack refuses plan and task chunks in streamed messages; plans and tool calls show in the thread status until restart");
         } else {
             tracing::debug!(task_id = %task.id, error = %e, "the plan did not go into the stream");
         }
@@ -248,6 +283,21 @@ impl SlackReplies {
             return;
         };
         if !self.progress_enabled || thread_ts.is_empty() {
+            return;
+        }
+        if crate::progress_message::shows_message(task).is_some() {
+            // No assistant status outside assistant threads (Slack refuses
+            // `assistant.threads.setStatus` there): a message instead, and
+            // no status call.
+            self.progress_messages
+                .show(
+                    &self.client,
+                    task,
+                    &self.shown(task),
+                    status,
+                    (self.clock)(),
+                )
+                .await;
             return;
         }
         let status = clamp(status);
@@ -418,8 +468,27 @@ impl ReplySink for SlackReplies {
         if task.parent.is_some() || thread_ts.is_empty() {
             return;
         }
-        if phase == TaskPhase::Closed {
-            self.plans.forget(task.id.as_str());
+        match phase {
+            TaskPhase::Processing { .. } => {
+                let shown = self.shown(task);
+                let ack = crate::reactions::acknowledge(&self.status_client, task, &shown);
+                if tokio::time::timeout(STATUS_TIMEOUT, ack).await.is_err() {
+                    tracing::debug!(task_id = %task.id, "the acknowledgement timed out");
+                }
+            }
+            TaskPhase::Closed => {
+                self.plans.forget(task.id.as_str());
+                let shown = self.shown(task);
+                let concluded = crate::reactions::conclude(&self.client, task, &shown);
+                if tokio::time::timeout(STATUS_TIMEOUT, concluded)
+                    .await
+                    .is_err()
+                {
+                    tracing::debug!(task_id = %task.id, "the outcome's reaction timed out");
+                }
+                self.remove_progress(task).await;
+            }
+            TaskPhase::Suspended => {}
         }
         let title = match phase {
             TaskPhase::Processing { title } => title.and_then(thread_title),
@@ -448,6 +517,40 @@ impl ReplySink for SlackReplies {
                 .set_thread_title(channel, thread_ts, &title);
             self.best_effort(task, "assistant.threads.setTitle", &self.titles_off, sent)
                 .await;
+        }
+    }
+
+    /// A call shows in the task's streamed message while one is open (not
+    /// for sub-agents: their parent's stream is the thread's). Anything
+    /// else — no stream, chunks refused, Slack slow — is `false`, and the
+    /// worker says it in the status text.
+    async fn tool_call(&self, task: &Task, call: ToolCallShown<'_>) -> bool {
+        let streaming = task.answer_stream.as_ref().and_then(|s| s.message.as_ref());
+        let Some(message) = streaming.filter(|_| task.parent.is_none()) else {
+            return false;
+        };
+        if self.chunks_off.load(Ordering::Relaxed) {
+            return false;
+        }
+        let chunks = [crate::tool_calls::chunk(&call)];
+        let sent = tokio::time::timeout(
+            STATUS_TIMEOUT,
+            self.client
+                .append_stream_chunks(&message.channel, &message.ts, &chunks),
+        )
+        .await;
+        match sent {
+            Ok(Ok(())) => true,
+            // A closed stream takes nothing more: the status says it.
+            Ok(Err(e)) if e.is_not_streaming() => false,
+            Ok(Err(e)) => {
+                self.chunks_refused(task, &e);
+                false
+            }
+            Err(_) => {
+                tracing::debug!(task_id = %task.id, "showing a tool call in the stream timed out");
+                false
+            }
         }
     }
 
@@ -492,6 +595,8 @@ impl ReplySink for SlackReplies {
 
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod tool_call_tests;
 
 #[cfg(test)]
 mod tests {
@@ -514,6 +619,23 @@ mod tests {
             Limits::default(),
             0,
         )
+    }
+
+    /// Slack refuses `assistant.threads.setStatus` outside assistant
+    /// threads: a channel's thread is not asked (its progress is a
+    /// message), a DM's is.
+    #[tokio::test]
+    async fn only_assistant_threads_are_sent_a_status() {
+        let fake = FakeSlack::start().await;
+        let replies = SlackReplies::new(fake.client()).with_progress_interval(Duration::ZERO);
+        replies.progress(&slack_task(), "is thinking…").await;
+        assert!(fake.calls("assistant.threads.setStatus").is_empty());
+        let mut dm = slack_task();
+        if let Origin::Slack { channel, .. } = &mut dm.origin {
+            *channel = "D1".into();
+        }
+        replies.progress(&dm, "is thinking…").await;
+        assert_eq!(fake.calls("assistant.threads.setStatus").len(), 1);
     }
 
     #[tokio::test]

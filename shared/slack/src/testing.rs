@@ -29,6 +29,8 @@ use tokio::sync::oneshot;
 
 mod agent;
 mod commands;
+mod reactions;
+mod thread;
 mod uploads;
 pub use agent::{StreamPlan, StreamTask};
 pub use commands::CommandResponse;
@@ -91,6 +93,10 @@ struct Inner {
     responses: Vec<CommandResponse>,
     /// External uploads ([`uploads`]).
     uploads: uploads::UploadState,
+    /// People's messages in threads, deleted messages ([`thread`]).
+    thread: thread::ThreadState,
+    /// Reactions on messages ([`reactions`]).
+    reactions: reactions::Reactions,
 }
 
 struct Shared {
@@ -329,6 +335,8 @@ fn refusal(method: &str, code: &str) -> Response {
         | "chat.stopStream"
         | "agents.sessions.setStatus" => "chat:write",
         "assistant.threads.setSuggestedPrompts" | "assistant.threads.setTitle" => "assistant:write",
+        "reactions.add" | "reactions.remove" => "reactions:write",
+        "chat.delete" => "chat:write",
         _ => "unknown",
     };
     Json(json!({"ok": false, "error": code, "needed": needed,
@@ -537,6 +545,11 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
                     v
                 })
                 .collect();
+            drop(inner);
+            let messages = match &thread {
+                Some(t) => thread::replies(shared, &channel, t, body, messages),
+                None => messages,
+            };
             Json(json!({"ok": true, "messages": messages, "has_more": false,
                         "response_metadata": {"next_cursor": ""}}))
             .into_response()
@@ -601,6 +614,8 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
             body,
         )
         .or_else(|| agent::answer(shared, other, body))
+        .or_else(|| reactions::answer(shared, other, body))
+        .or_else(|| thread::answer(shared, other, body))
         .unwrap_or_else(|| {
             (
                 StatusCode::NOT_FOUND,
@@ -706,7 +721,7 @@ mod tests {
         )
         .await;
         assert_eq!(answer["error"], "invalid_thread_ts");
-        let unknown = format!("{}/chat.delete", fake.base_url());
+        let unknown = format!("{}/chat.scheduleMessage", fake.base_url());
         let answer = raw_post(&unknown, Some(&bearer), json_ct, "{}").await;
         assert_eq!(answer["error"], "unknown_method");
     }

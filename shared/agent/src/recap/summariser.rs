@@ -215,6 +215,7 @@ mod tests {
             key: KEY.into(),
             active_task: None,
             recap,
+            seen_ts: None,
             version: 0,
         };
         assert!(store.put_thread(&thread).await.unwrap());

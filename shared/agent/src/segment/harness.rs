@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use baton_core::testing::{MemoryTable, NoBlobs, SentQueue};
 use baton_core::{
     now_ms, Completion, CompletionRequest, Entry, EntryKind, LlmError, LlmProvider, Origin,
-    PostKey, ReplyError, ReplySink, Task, TaskId, TaskStore, Tool, ToolCall, ToolContext,
-    ToolOutput, ToolSpec,
+    PostKey, ReplyError, ReplySink, Task, TaskId, TaskStore, Tool, ToolCall, ToolCallShown,
+    ToolCallState, ToolContext, ToolOutput, ToolSpec,
 };
 use baton_settings::{AgentConfig, Agents};
 use serde_json::{json, Value};
@@ -247,6 +247,12 @@ pub(super) struct Replies {
     pub(super) endings: Mutex<Vec<String>>,
     /// Put in the task's inbox while the next answer is posted.
     pub(super) arrives_while_answering: Mutex<Option<(TaskStore, String)>>,
+    /// Tool calls are shown (as a streamed answer's items would be).
+    pub(super) shows_calls: std::sync::atomic::AtomicBool,
+    /// The calls shown: (id, name, state).
+    pub(super) shown_calls: Mutex<Vec<(String, String, ToolCallState)>>,
+    /// The progress texts, in order.
+    pub(super) statuses: Mutex<Vec<String>>,
 }
 
 impl Replies {
@@ -286,5 +292,21 @@ impl ReplySink for Replies {
             e.push(message.to_owned());
         }
         Ok(())
+    }
+
+    async fn progress(&self, _: &Task, status: &str) {
+        if let Ok(mut s) = self.statuses.lock() {
+            s.push(status.to_owned());
+        }
+    }
+
+    async fn tool_call(&self, _: &Task, call: ToolCallShown<'_>) -> bool {
+        if !self.shows_calls.load(Ordering::SeqCst) {
+            return false;
+        }
+        if let Ok(mut c) = self.shown_calls.lock() {
+            c.push((call.id.to_owned(), call.name.to_owned(), call.state));
+        }
+        true
     }
 }

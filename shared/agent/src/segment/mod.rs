@@ -40,6 +40,7 @@ mod safe_turn;
 mod step;
 mod stream;
 mod stuck;
+mod thread;
 mod tools;
 mod trace;
 mod wait;
@@ -232,6 +233,7 @@ impl<'d> Segment<'d> {
                     .map(Some)
             }
             Next::Stop(limit) => self.stop_at(limit).await.map(Some),
+            Next::ReadThread => self.read_thread().await.map(|()| None),
             Next::TakeFiles => self.take_files().await.map(|()| None),
             Next::HandOver => self.hand_over().await.map(Some),
             Next::RunTools { step, pending } => {

@@ -26,6 +26,9 @@ pub(super) enum Next {
     Cancel,
     /// A limit forbids going on: end with a summary of the work.
     Stop(Limit),
+    /// Mentioned in a Slack thread it has not read: read its earlier
+    /// messages into the transcript first.
+    ReadThread,
     /// Files came with the input: take them into the transcript.
     TakeFiles,
     /// The next unit of work may not fit the time left: checkpoint, send
@@ -100,6 +103,10 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     }
     if let Some(reason) = judgment::stopped(transcript) {
         return Next::Stop(Limit::Supervisor(reason));
+    }
+    // The thread's earlier discussion, before the model's first call.
+    if super::thread::unread(task) {
+        return Next::ReadThread;
     }
     // Files follow the message they came with: while that message waits
     // in the inbox, so do they.
@@ -545,7 +552,13 @@ mod tests {
             Next::RunTools { .. }
         ));
         t.inbox.clear();
-        assert_eq!(decide(&t, mid, &roomy()), Next::TakeFiles);
+        assert_eq!(decide(&t, mid.clone(), &roomy()), Next::TakeFiles);
+        // The thread's earlier messages come before even the files; a
+        // cancel still wins.
+        t.unread_thread = Some(baton_core::UnreadThread { after: None });
+        assert_eq!(decide(&t, mid.clone(), &roomy()), Next::ReadThread);
+        t.cancel_requested = true;
+        assert_eq!(decide(&t, mid, &roomy()), Next::Cancel);
     }
 
     #[test]

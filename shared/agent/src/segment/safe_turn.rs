@@ -83,6 +83,8 @@ impl Segment<'_> {
         let mut running = self.start_calls(step, turn.runnable).await;
         let mut ran = Vec::new();
         while let Some((call, output, started)) = running.next().await {
+            self.show_call(&call, super::tools::ended_state(&output))
+                .await;
             entries.push(result_entry(step, &call, output, max_chars, guard));
             ran.push((call, started, entries.len() - 1));
         }

@@ -8,7 +8,9 @@ use super::plan::{plan, Turn, Wait};
 use super::{Segment, Step};
 use crate::progress;
 use baton_core::input_guard::{screen_tool_output, InputGuardMode};
-use baton_core::{EntryKind, Tool, ToolCall, ToolContext, ToolOutput};
+use baton_core::{
+    EntryKind, Tool, ToolCall, ToolCallShown, ToolCallState, ToolContext, ToolOutput,
+};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -73,6 +75,7 @@ impl Segment<'_> {
     ) -> Result<(), crate::error::WorkerError> {
         let mut running = self.start_calls(step, calls).await;
         while let Some((call, output, started)) = running.next().await {
+            self.show_call(&call, ended_state(&output)).await;
             let max_chars = self.agent.max_tool_result_chars;
             let entry = result_entry(step, &call, output, max_chars, self.deps.input_guard);
             self.commit(|_| Some(vec![entry.clone()])).await?;
@@ -86,6 +89,17 @@ impl Segment<'_> {
         Ok(())
     }
 
+    /// Shows `call` in `state` to the user where the front end can (its
+    /// name only: never its arguments or result).
+    pub(super) async fn show_call(&self, call: &ToolCall, state: ToolCallState) -> bool {
+        let shown = ToolCallShown {
+            id: &call.id,
+            name: &call.name,
+            state,
+        };
+        self.deps.replies.tool_call(&self.task, shown).await
+    }
+
     /// Starts `calls` (says so to the user), each bounded by the tool
     /// timeout; they yield `(call, output, started at)` as they finish.
     pub(super) async fn start_calls(
@@ -95,8 +109,16 @@ impl Segment<'_> {
     ) -> FuturesUnordered<
         impl std::future::Future<Output = (ToolCall, ToolOutput, baton_core::Instant)> + use<>,
     > {
-        if !calls.is_empty() {
-            let status = progress::running_tools(calls.iter().map(|(c, _)| c.name.as_str()));
+        // Each call is an item of the streamed answer where the front end
+        // shows it; any it cannot show are said in the status text.
+        let mut unshown = Vec::new();
+        for (call, _) in &calls {
+            if !self.show_call(call, ToolCallState::Running).await {
+                unshown.push(call.name.as_str());
+            }
+        }
+        if !unshown.is_empty() {
+            let status = progress::running_tools(unshown);
             self.deps.replies.progress(&self.task, &status).await;
         }
         let timeout = self.deps.settings.tool_timeout;
@@ -122,6 +144,15 @@ impl Segment<'_> {
                 }
             })
             .collect()
+    }
+}
+
+/// How a call that returned `output` shows.
+pub(super) fn ended_state(output: &ToolOutput) -> ToolCallState {
+    if output.is_error {
+        ToolCallState::Failed
+    } else {
+        ToolCallState::Done
     }
 }
 
@@ -221,5 +252,67 @@ mod tests {
         let results = results(&h.transcript(&id).await);
         assert_eq!(results.len(), 1);
         assert!(results[0].1.starts_with("interrupted"), "{results:?}");
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::super::harness::{calls, roomy, says, Harness};
+    use super::*;
+    use crate::segment::SegmentEnd;
+    use baton_core::TaskStatus;
+    use std::sync::atomic::Ordering;
+
+    /// A front end that shows calls gets each one started and ended, by
+    /// id and name, and no status text for them; one that does not gets
+    /// the text.
+    #[tokio::test]
+    async fn calls_show_where_the_front_end_can_else_as_text() {
+        let h = Harness::new(|_| {});
+        h.replies.shows_calls.store(true, Ordering::SeqCst);
+        h.llm.then(calls(&["a"])).then(says("counted"));
+        let id = h.task("count once").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        let shown = h
+            .replies
+            .shown_calls
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            shown,
+            [
+                ("a".into(), "count".into(), ToolCallState::Running),
+                ("a".into(), "count".into(), ToolCallState::Done),
+            ]
+        );
+        let statuses = h
+            .replies
+            .statuses
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        assert!(
+            !statuses.iter().any(|s| s.contains("count")),
+            "{statuses:?}"
+        );
+
+        let h = Harness::new(|_| {});
+        h.llm.then(calls(&["a"])).then(says("counted"));
+        let id = h.task("count once").await;
+        h.run(&id, roomy()).await;
+        let statuses = h
+            .replies
+            .statuses
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        assert!(
+            statuses.iter().any(|s| s == "is running `count`…"),
+            "{statuses:?}"
+        );
     }
 }

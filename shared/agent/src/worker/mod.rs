@@ -75,6 +75,7 @@ impl Worker {
                 schedules: None,
                 approvals: None,
                 people: None,
+                threads: None,
                 budgets: None,
                 files: None,
                 max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
@@ -138,6 +139,12 @@ impl Worker {
     /// Tells the model the names of the people in a Slack conversation.
     pub fn with_people(mut self, people: Arc<dyn baton_core::People>) -> Self {
         self.deps.people = Some(people);
+        self
+    }
+
+    /// Reads the earlier messages of a thread a task joins.
+    pub fn with_thread_history(mut self, threads: Arc<dyn baton_core::ThreadHistory>) -> Self {
+        self.deps.threads = Some(threads);
         self
     }
 

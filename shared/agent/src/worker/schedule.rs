@@ -322,6 +322,10 @@ impl ReplySink for HeartbeatReplies {
         self.inner.plan(task, steps, done).await
     }
 
+    async fn tool_call(&self, task: &Task, call: baton_core::ToolCallShown<'_>) -> bool {
+        self.inner.tool_call(task, call).await
+    }
+
     // Streaming passes through: a firing's task has no conversation, and
     // the inner sink streams only conversations, so what is held back
     // here was never shown.

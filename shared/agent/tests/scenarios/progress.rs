@@ -41,6 +41,8 @@ impl Manual {
     }
 }
 
+/// A task of an assistant thread (in the app's DMs, `D…`): only those take
+/// a status; a channel's thread gets a progress message instead.
 fn slack_task(channel: &str, thread_ts: &str) -> Task {
     Task::new(
         TaskId::generate(),
@@ -82,7 +84,7 @@ async fn status_updates_reach_slack_at_most_once_per_interval_per_thread() {
     let fake = FakeSlack::start().await;
     let clock = Manual::new();
     let r = replies(&fake, &clock);
-    let a = slack_task("C1", "1700000000.000100");
+    let a = slack_task("D1", "1700000000.000100");
     let b = slack_task("D2", "1700000000.000200");
     let tools = running_tools(["http_request"]);
     assert_eq!(tools, "is running `http_request`…");
@@ -100,16 +102,16 @@ async fn status_updates_reach_slack_at_most_once_per_interval_per_thread() {
     assert_eq!(
         statuses(&fake),
         [
-            st("C1", "1700000000.000100", "is thinking…"),
+            st("D1", "1700000000.000100", "is thinking…"),
             st("D2", "1700000000.000200", "is thinking…"),
-            st("C1", "1700000000.000100", "is running `http_request`…"),
-            st("C1", "1700000000.000100", "is waiting for approval…"),
+            st("D1", "1700000000.000100", "is running `http_request`…"),
+            st("D1", "1700000000.000100", "is waiting for approval…"),
         ]
     );
     assert_eq!(
         fake.calls(SET_STATUS)[0],
         json!({
-            "channel_id": "C1", "thread_ts": "1700000000.000100", "status": "is thinking…"
+            "channel_id": "D1", "thread_ts": "1700000000.000100", "status": "is thinking…"
         })
     );
 }
@@ -119,7 +121,7 @@ async fn a_reply_clears_the_status_so_the_same_text_shows_again() {
     let fake = FakeSlack::start().await;
     let clock = Manual::new();
     let r = replies(&fake, &clock);
-    let a = slack_task("C1", "1.0");
+    let a = slack_task("D1", "1.0");
     r.progress(&a, THINKING).await;
     r.answer(&a, "done", &key()).await.unwrap();
     clock.at(5);
@@ -133,13 +135,13 @@ async fn a_thread_that_refuses_status_is_not_tried_again() {
     let fake = FakeSlack::start().await;
     let clock = Manual::new();
     let r = replies(&fake, &clock);
-    let (a, b) = (slack_task("C1", "1.0"), slack_task("C1", "2.0"));
+    let (a, b) = (slack_task("D1", "1.0"), slack_task("D1", "2.0"));
     fake.fail_next(SET_STATUS, "not_allowed");
     r.progress(&a, THINKING).await; // refused, swallowed
     clock.at(60);
     r.progress(&a, "is running `x`…").await; // not attempted
     r.progress(&b, THINKING).await; // other threads still get status
-    assert_eq!(statuses(&fake), [st("C1", "2.0", "is thinking…")]);
+    assert_eq!(statuses(&fake), [st("D1", "2.0", "is thinking…")]);
     // The task's own messages are unaffected.
     r.answer(&a, "answer", &key()).await.unwrap();
     assert_eq!(fake.posted().len(), 1);
@@ -151,10 +153,10 @@ async fn a_missing_scope_turns_progress_off_for_every_thread() {
     let clock = Manual::new();
     let r = replies(&fake, &clock);
     fake.fail_next(SET_STATUS, "missing_scope");
-    r.progress(&slack_task("C1", "1.0"), THINKING).await;
+    r.progress(&slack_task("D1", "1.0"), THINKING).await;
     clock.at(60);
-    r.progress(&slack_task("C2", "2.0"), THINKING).await;
-    r.progress(&slack_task("C1", "1.0"), "other").await;
+    r.progress(&slack_task("D2", "2.0"), THINKING).await;
+    r.progress(&slack_task("D1", "1.0"), "other").await;
     assert!(statuses(&fake).is_empty());
 }
 
@@ -163,7 +165,7 @@ async fn rate_limited_updates_are_dropped_and_retried_after_retry_after() {
     let fake = FakeSlack::start().await;
     let clock = Manual::new();
     let r = replies(&fake, &clock);
-    let a = slack_task("C1", "1.0");
+    let a = slack_task("D1", "1.0");
     fake.rate_limit_next(SET_STATUS, 20);
     // Not waited for: the client used for status does not retry.
     r.progress(&a, THINKING).await;
@@ -171,7 +173,7 @@ async fn rate_limited_updates_are_dropped_and_retried_after_retry_after() {
     r.progress(&a, THINKING).await; // Slack said 20 s
     clock.at(21);
     r.progress(&a, THINKING).await; // the same text: the first never showed
-    assert_eq!(statuses(&fake), [st("C1", "1.0", "is thinking…")]);
+    assert_eq!(statuses(&fake), [st("D1", "1.0", "is thinking…")]);
 }
 
 #[tokio::test]
@@ -180,7 +182,7 @@ async fn unreachable_slack_does_not_fail_the_task() {
     let client = SlackClient::new("http://127.0.0.1:9", BotToken::new("xoxb-x")).unwrap();
     let clock = Manual::new();
     let r = SlackReplies::new(client).with_clock(clock.clock());
-    let a = slack_task("C1", "1.0");
+    let a = slack_task("D1", "1.0");
     r.progress(&a, THINKING).await;
     clock.at(10);
     r.progress(&a, THINKING).await;
@@ -193,16 +195,16 @@ async fn only_slack_threads_get_status() {
     let fake = FakeSlack::start().await;
     let clock = Manual::new();
     let r = replies(&fake, &clock);
-    let mut http = slack_task("C1", "1.0");
+    let mut http = slack_task("D1", "1.0");
     http.origin = Origin::Http;
     r.progress(&http, THINKING).await;
     // A scheduled post to a channel has no thread.
-    r.progress(&slack_task("C1", ""), THINKING).await;
+    r.progress(&slack_task("D1", ""), THINKING).await;
     // Progress can be turned off.
     let off = replies(&fake, &clock).without_progress();
-    off.progress(&slack_task("C1", "1.0"), THINKING).await;
+    off.progress(&slack_task("D1", "1.0"), THINKING).await;
     // Sinks without progress accept it and do nothing.
-    NoReplies.progress(&slack_task("C1", "1.0"), THINKING).await;
+    NoReplies.progress(&slack_task("D1", "1.0"), THINKING).await;
     assert!(statuses(&fake).is_empty());
 }
 

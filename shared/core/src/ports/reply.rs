@@ -84,6 +84,16 @@ pub trait ReplySink: Send + Sync {
         self.progress(task, &compact_checklist(steps, done)).await;
     }
 
+    /// A tool call started or ended (issue #23): a front end that can shows
+    /// it as an item of the streamed answer, keyed by the call's id so a
+    /// retried segment updates the same item. Only the tool's name is
+    /// given: arguments and results may hold secrets or personal data.
+    /// Best effort; `false` when not shown, so the worker says it in text
+    /// (the progress status) instead. Default: not shown.
+    async fn tool_call(&self, _task: &Task, _call: ToolCallShown<'_>) -> bool {
+        false
+    }
+
     /// Whether answers for `task` are streamed as the model writes them.
     /// Default: no (the `stream_*` methods are then never called).
     fn streams_for(&self, _task: &Task) -> bool {
@@ -122,6 +132,24 @@ pub trait ReplySink: Send + Sync {
     async fn stream_find(&self, _task: &Task, _since: Instant) -> Option<StreamedMessage> {
         None
     }
+}
+
+/// A tool call as a front end may show it ([`ReplySink::tool_call`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolCallShown<'a> {
+    /// The model's id of the call (stable across a segment's retries).
+    pub id: &'a str,
+    /// The tool's name, as the model called it.
+    pub name: &'a str,
+    pub state: ToolCallState,
+}
+
+/// Where a shown tool call is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolCallState {
+    Running,
+    Done,
+    Failed,
 }
 
 /// What became of an append to a streaming message.

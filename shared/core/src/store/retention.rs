@@ -270,6 +270,7 @@ mod tests {
             key: "http:t".into(),
             active_task: None,
             recap: Default::default(),
+            seen_ts: None,
             version: 0,
         };
         assert!(store.put_thread(&thread).await.unwrap());

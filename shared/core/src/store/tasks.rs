@@ -83,6 +83,10 @@ pub struct Thread {
     /// The conversation's earlier turns, for its next task.
     #[serde(default, skip_serializing_if = "crate::recap::Recap::is_unset")]
     pub recap: crate::recap::Recap,
+    /// The newest Slack message (`ts`) the conversation took in: a task
+    /// that joins the thread later reads only what came after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_ts: Option<String>,
     #[serde(skip)]
     pub version: u64,
 }

@@ -27,6 +27,6 @@ pub mod transcript;
 
 pub use record::{
     attributed, author_of, Approval, ChannelType, Child, ChildOutcome, Decision, Invariant, Limits,
-    Origin, ParentLink, PostedMessage, Task, TaskStatus, Verdict, WaitingFor, API_DECIDER,
-    SLACK_THREAD_PREFIX,
+    Origin, ParentLink, PostedMessage, Task, TaskStatus, UnreadThread, Verdict, WaitingFor,
+    API_DECIDER, SLACK_THREAD_PREFIX,
 };

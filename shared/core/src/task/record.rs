@@ -379,6 +379,15 @@ pub struct Task {
     /// The schedule that started it, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_id: Option<String>,
+    /// The Slack message (`ts`) that started the task: the reaction saying
+    /// it was taken, then how it ended, goes on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_ts: Option<String>,
+    /// Mentioned in a thread whose earlier messages the conversation has
+    /// not read: the first segment reads them into the transcript and
+    /// clears this in the same commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread_thread: Option<UnreadThread>,
 }
 
 /// The longest [`Task::summary`], in characters.
@@ -397,6 +406,16 @@ pub fn summary_of(input: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// What of a Slack thread a task is still to read: the messages before
+/// the one that started it ([`Task::message_ts`]) and after `after`, the
+/// newest message the conversation took in earlier (none: from the
+/// thread's start).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreadThread {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// One `ask_user` call's question.
@@ -640,6 +659,8 @@ impl Task {
             answer_stream: None,
             summary: None,
             schedule_id: None,
+            message_ts: None,
+            unread_thread: None,
         }
     }
 

@@ -176,6 +176,10 @@ pub enum NoteReason {
     ToolErrors,
     /// A limit was reached: asked for a summary of what was done.
     Summary,
+    /// The earlier messages of the Slack thread the task was mentioned in
+    /// (what others said there, not instructions), or why they could not
+    /// be read.
+    ThreadContext,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -29,6 +29,7 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
         fingerprint: None,
         attachments: Vec::new(),
         files: Vec::new(),
+        message_ts: None,
     };
     Ok(
         match ingest.steer(&thread, &stop).await?.map(|a| a.outcome) {

@@ -1,9 +1,10 @@
 //! `[agents.NAME.slack]`: the agent's Slack surfaces (docs/configuration.md).
 
 use super::check::Checker;
+use super::schema::DurationSpec;
 use crate::slack::{
     AgentSlack, SuggestedPrompt, MAX_PROMPT_MESSAGE_CHARS, MAX_PROMPT_TITLE_CHARS,
-    MAX_SUGGESTED_PROMPTS,
+    MAX_SUGGESTED_PROMPTS, MAX_THREAD_CONTEXT,
 };
 use serde::Deserialize;
 
@@ -13,7 +14,14 @@ use serde::Deserialize;
 pub(super) struct SlackSpec {
     pub(super) suggested_prompts: Option<Vec<PromptSpec>>,
     pub(super) prompts_title: Option<String>,
+    pub(super) thread_context: Option<u32>,
+    pub(super) ack_reaction: Option<String>,
+    pub(super) progress_after: Option<DurationSpec>,
 }
+
+/// The longest reaction name Slack has (custom emoji names are at most
+/// 100 characters).
+const MAX_REACTION_CHARS: usize = 100;
 
 /// `{title = "…", message = "…"}`.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -58,6 +66,26 @@ impl Checker<'_> {
             MAX_PROMPT_TITLE_CHARS,
             false,
         );
+        if s.thread_context.is_some_and(|n| n > MAX_THREAD_CONTEXT) {
+            self.add(
+                format!("{at}.thread_context"),
+                format!("at most {MAX_THREAD_CONTEXT} messages"),
+            );
+        }
+        if let Some(name) = &s.ack_reaction {
+            // A name as Slack spells it: lowercase letters, digits, `_`,
+            // `-`, `+` and `'` (`+1`, `white_check_mark`), no colons.
+            let fine = name.chars().count() <= MAX_REACTION_CHARS
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-+'".contains(c));
+            if !fine {
+                self.add(
+                    format!("{at}.ack_reaction"),
+                    "an emoji name such as \"eyes\" (no colons), or \"\" for no reactions",
+                );
+            }
+        }
     }
 
     fn text(&mut self, path: &str, value: Option<&str>, max: usize, required: bool) {
@@ -87,6 +115,15 @@ pub(super) fn apply(base: &mut AgentSlack, spec: &SlackSpec) {
     }
     if let Some(t) = &spec.prompts_title {
         base.prompts_title = Some(t.trim().to_owned());
+    }
+    if let Some(n) = spec.thread_context {
+        base.thread_context = n;
+    }
+    if let Some(name) = &spec.ack_reaction {
+        base.ack_reaction = Some(name.clone()).filter(|n| !n.is_empty());
+    }
+    if let Some(DurationSpec(d)) = spec.progress_after {
+        base.progress_after = d;
     }
 }
 
@@ -125,6 +162,50 @@ suggested_prompts = []
         let q = &c.agents.resolve("quiet").slack;
         assert!(q.suggested_prompts.is_empty());
         assert_eq!(q.prompts_title.as_deref(), Some("Try"));
+    }
+
+    #[test]
+    fn thread_and_progress_keys_are_read_and_layered() {
+        let c = load(
+            r#"
+[defaults.slack]
+thread_context = 20
+progress_after = "30s"
+
+[agents.quiet.slack]
+ack_reaction = ""
+thread_context = 0
+"#,
+        )
+        .expect("valid");
+        let d = &c.agents.resolve("default").slack;
+        assert_eq!(d.thread_context, 20);
+        assert_eq!(d.ack_reaction.as_deref(), Some("eyes"));
+        assert_eq!(d.progress_after, std::time::Duration::from_secs(30));
+        let q = &c.agents.resolve("quiet").slack;
+        assert_eq!((q.thread_context, q.ack_reaction.as_deref()), (0, None));
+        assert_eq!(q.progress_after, std::time::Duration::from_secs(30));
+        let plain = load("").expect("valid");
+        let p = &plain.agents.resolve("default").slack;
+        assert_eq!(
+            (p.thread_context, p.ack_reaction.as_deref()),
+            (50, Some("eyes"))
+        );
+        assert_eq!(p.progress_after, std::time::Duration::from_secs(10));
+
+        let e = load("[agents.a.slack]\nthread_context = 5000\nack_reaction = \":eyes:\"\n")
+            .expect_err("invalid")
+            .to_string();
+        assert!(
+            e.contains("agents.a.slack.thread_context: at most 200"),
+            "{e}"
+        );
+        assert!(
+            e.contains("agents.a.slack.ack_reaction: an emoji name"),
+            "{e}"
+        );
+        let e = load("[agents.a.slack]\nprogress_after = \"0s\"\n").expect_err("zero");
+        assert!(e.to_string().contains("progress_after"), "{e}");
     }
 
     #[test]

@@ -7,19 +7,20 @@ use crate::testing::{FakeSlack, StreamTask};
 use baton_core::{AnswerStream, Limits, TaskId};
 use serde_json::{json, Value};
 
-/// A task of a conversation's thread (so its answer may stream).
+/// A task of a conversation's thread in the app's DMs (so its answer may
+/// stream, and the thread takes a status).
 fn task() -> Task {
     Task::new(
         TaskId::generate(),
         "default",
         Origin::Slack {
             team_id: "T1".into(),
-            channel: "C1".into(),
+            channel: "D1".into(),
             thread_ts: "1.0".into(),
             user: "U1".into(),
             channel_type: None,
         },
-        Some("slack:T1:C1:1.0".into()),
+        Some("slack:T1:D1:1.0".into()),
         Limits::default(),
         0,
     )
@@ -36,9 +37,16 @@ fn steps(titles: &[&str]) -> Vec<PlanStep> {
 }
 
 /// A sink whose statuses are never held back (the limiter is tested on
-/// its own).
+/// its own), and which posts no progress message (`progress_message`'s
+/// own tests).
 fn replies(fake: &FakeSlack) -> SlackReplies {
-    SlackReplies::new(fake.client()).with_progress_interval(Duration::ZERO)
+    let shown = crate::reactions::WorkShown {
+        progress_after: Duration::MAX,
+        ..Default::default()
+    };
+    SlackReplies::new(fake.client())
+        .with_progress_interval(Duration::ZERO)
+        .with_work_shown(Arc::new(move |_| shown.clone()))
 }
 
 /// The statuses set, in order.
@@ -136,11 +144,11 @@ async fn a_plan_opens_the_stream_and_follows_the_done_marks() {
     let shown = "Looking it up now";
     let added = r.stream_append(&t, &m, shown, "Looking".len()).await;
     assert_eq!(added.expect("appended"), Appended::Added);
-    assert_eq!(fake.message("C1", &m.ts).unwrap().text, shown);
+    assert_eq!(fake.message("D1", &m.ts).unwrap().text, shown);
 
     // All done; the finished answer then replaces the message.
     r.plan(&t, &plan, &[true; 3]).await;
-    let p = fake.stream_plan("C1", &m.ts).unwrap();
+    let p = fake.stream_plan("D1", &m.ts).unwrap();
     assert_eq!(p.title.as_deref(), Some("Plan: all 3 steps done"));
     assert!(p.tasks.iter().all(|t| t.status == "complete"), "{p:?}");
     let key = PostKey {
@@ -149,7 +157,7 @@ async fn a_plan_opens_the_stream_and_follows_the_done_marks() {
     };
     r.answer(&t, "The answer", &key).await.expect("answered");
     assert_eq!(fake.posted().len(), 1, "one message");
-    assert_eq!(fake.message("C1", &m.ts).unwrap().text, "The answer");
+    assert_eq!(fake.message("D1", &m.ts).unwrap().text, "The answer");
 }
 
 /// A plan revised to fewer steps cannot take the extra tasks away: they
@@ -241,7 +249,7 @@ async fn refused_chunks_never_cost_the_answer_its_stream() {
     fake.fail_next("chat.startStream", "invalid_arguments");
     let m = r.stream_open(&t, "Hello").await.expect("opened anyway");
     record(&mut t, &m);
-    assert_eq!(fake.message("C1", &m.ts).unwrap().text, "Hello");
+    assert_eq!(fake.message("D1", &m.ts).unwrap().text, "Hello");
     let start: Vec<Value> = fake.calls("chat.startStream");
     assert_eq!(start.len(), 1);
     assert_eq!(start[0]["markdown_text"], "Hello");

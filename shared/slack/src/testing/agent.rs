@@ -12,7 +12,8 @@
 //!
 //! Streaming calls may carry `chunks` (checked like Slack documents them:
 //! `markdown_text` with `text`, `plan_update` with `title`, `task_update`
-//! with `id`, `title` and a known `status`, `blocks` with `blocks`;
+//! with `id`, `title`, a known `status`, text `details`/`output` and a
+//! `sources` list when present, `blocks` with `blocks`;
 //! anything else is `invalid_arguments`): text chunks grow the text, and
 //! the plan and task updates make the stream's plan
 //! ([`FakeSlack::stream_plan`]), each task updated by its id.
@@ -95,6 +96,7 @@ fn chunks_of(body: &Value) -> Result<Vec<Value>, &'static str> {
                         .is_some_and(|s| TASK_STATUSES.contains(&s))
                     && optional_text(c, "details")
                     && optional_text(c, "output")
+                    && c.get("sources").is_none_or(Value::is_array)
             }
             Some("blocks") => c.get("blocks").is_some_and(Value::is_array),
             _ => false,
