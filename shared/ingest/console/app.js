@@ -418,12 +418,15 @@
     return { tr, fill };
   }
 
-  // Who asked for a task: the Slack user (their id: display names are not
-  // kept on tasks), "HTTP", "schedule", or the parent of a delegated task.
+  // Who asked for a task: the Slack user (their display name when Slack
+  // gave one, else their id), "HTTP", "schedule", or the parent of a
+  // delegated task.
   function requesterLabel(r) {
     if (!r || typeof r !== 'object') return '—';
     switch (r.kind) {
-      case 'slack': return typeof r.user === 'string' ? '@' + r.user : 'Slack';
+      case 'slack':
+        if (typeof r.name === 'string' && r.name) return r.name;
+        return typeof r.user === 'string' ? '@' + r.user : 'Slack';
       case 'schedule': return 'schedule';
       case 'delegate': return 'task ' + String(r.parent_task_id || '').slice(0, 8) + '…';
       case 'http': return 'HTTP';

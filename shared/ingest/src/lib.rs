@@ -11,6 +11,7 @@ mod auth;
 mod commands;
 mod console;
 mod listing;
+mod requesters;
 mod response;
 mod routes;
 mod schedules;
@@ -76,6 +77,9 @@ pub struct Ingest {
     /// Where the span of each created task goes
     /// ([`Ingest::with_span_export`]); without it, none is made.
     span_export: Option<Arc<dyn baton_core::SpanExport>>,
+    /// Display names of Slack requesters, for the status and the console
+    /// ([`Ingest::with_people`]); without it they are shown by id.
+    people: Option<Arc<dyn baton_core::People>>,
 }
 
 impl Ingest {
@@ -103,6 +107,7 @@ impl Ingest {
             metrics: Arc::new(baton_core::NoMetrics),
             thread_setup: None,
             span_export: None,
+            people: None,
         }
     }
 
@@ -148,6 +153,11 @@ impl Ingest {
 
     /// Tells Slack users, in a note only they see, why a `stop` of theirs
     /// was refused.
+    pub fn with_people(mut self, people: Arc<dyn baton_core::People>) -> Self {
+        self.people = Some(people);
+        self
+    }
+
     pub fn with_notices(mut self, notices: Arc<dyn baton_core::Notices>) -> Self {
         self.notices = Some(notices);
         self

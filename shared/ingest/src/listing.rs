@@ -119,7 +119,8 @@ impl Ingest {
             .list_tasks(&q.filter, q.limit, q.cursor.as_ref())
             .await
             .map_err(ApiError::unavailable)?;
-        let tasks: Vec<_> = page.tasks.iter().map(|t| t.status_json()).collect();
+        let mut tasks: Vec<_> = page.tasks.iter().map(|t| t.status_json()).collect();
+        self.name_requesters(&page.tasks, &mut tasks).await;
         Ok(json(
             StatusCode::OK,
             &json!({

@@ -204,7 +204,10 @@ impl Ingest {
             .sent_files(&id)
             .await
             .map_err(ApiError::unavailable)?;
-        let mut status = task.status_json();
+        let mut status = [task.status_json()];
+        self.name_requesters(std::slice::from_ref(&task), &mut status)
+            .await;
+        let [mut status] = status;
         status["files"] = crate::sent_files::listed(id.as_str(), &files);
         Ok(json(StatusCode::OK, &status))
     }

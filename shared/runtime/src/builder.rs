@@ -242,6 +242,10 @@ pub(crate) fn ingest_handler(
     {
         Some((s, token)) => ingest
             .with_notices(Arc::new(SlackNotices::new(&s.api_url, token.clone())))
+            .with_people(Arc::new(baton_slack::people::SlackPeople::lazy(
+                &s.api_url,
+                token.clone(),
+            )))
             .with_thread_setup(Arc::new(baton_slack::assistant::SlackThreadSetup::new(
                 &s.api_url,
                 token,

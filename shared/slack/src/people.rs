@@ -1,7 +1,7 @@
 //! Display names from Slack (`users.info`), cached: the Slack
 //! implementation of the people port (`baton_core::People`).
 
-use crate::web::SlackClient;
+use crate::web::{BotToken, QuickClient, SlackClient};
 use async_trait::async_trait;
 use baton_core::People;
 use serde_json::Value;
@@ -19,15 +19,41 @@ const MAX_CACHED: usize = 10_000;
 
 /// Looks names up with `users.info` and keeps them for [`NAME_TTL`].
 pub struct SlackPeople {
-    client: SlackClient,
+    client: Client,
     cache: Mutex<HashMap<String, (Option<String>, Instant)>>,
+}
+
+/// The worker shares its Slack client; the ingest builds one at its first
+/// lookup, so a cold start that shows no names pays nothing for it.
+enum Client {
+    Ready(SlackClient),
+    Lazy(QuickClient),
 }
 
 impl SlackPeople {
     pub fn new(client: SlackClient) -> Self {
         SlackPeople {
-            client,
+            client: Client::Ready(client),
             cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Names from the Web API at `api_url`, its client built at the first
+    /// lookup.
+    pub fn lazy(api_url: &str, token: BotToken) -> Self {
+        SlackPeople {
+            client: Client::Lazy(QuickClient::new(api_url, token, LOOKUP_TIMEOUT)),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn client(&self) -> Option<&SlackClient> {
+        match &self.client {
+            Client::Ready(c) => Some(c),
+            Client::Lazy(q) => q
+                .get()
+                .map_err(|e| tracing::debug!(error = %e, "no Slack client for users.info"))
+                .ok(),
         }
     }
 
@@ -73,8 +99,9 @@ impl People for SlackPeople {
         if let Some(known) = self.cached(&key) {
             return known;
         }
+        let client = self.client()?;
         let fields = [("user", user)];
-        let lookup = self.client.call_form("users.info", &fields);
+        let lookup = client.call_form("users.info", &fields);
         let name = match tokio::time::timeout(LOOKUP_TIMEOUT, lookup).await {
             Ok(Ok(answer)) => name_of(&answer),
             Ok(Err(e)) => {

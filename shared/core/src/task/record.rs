@@ -699,8 +699,8 @@ impl Task {
     /// Who asked for the task and where: `{"kind": "slack", "user",
     /// "channel", "direct_message"}`, `{"kind": "schedule",
     /// "schedule_id"}`, `{"kind": "delegate", "parent_task_id"}` or
-    /// `{"kind": "http"}`. The Slack user is their id: display names are
-    /// learnt by the worker, not kept on the task.
+    /// `{"kind": "http"}`. The Slack user is their id: the routes that show
+    /// tasks add their display name when shown, not kept on the task.
     pub fn requester_json(&self) -> serde_json::Value {
         if let Some(p) = &self.parent {
             return serde_json::json!({"kind": "delegate", "parent_task_id": p.task_id});
