@@ -13,6 +13,8 @@
 //! thread every [`MIN_STATUS_INTERVAL`], skips a status identical to the one
 //! shown, and backs off when Slack answers HTTP 429.
 
+use baton_core::Child;
+
 /// Before an LLM call.
 pub const THINKING: &str = "is thinking…";
 /// While a tool call waits for a human decision.
@@ -33,6 +35,38 @@ const MAX_TOOL_NAME_CHARS: usize = 40;
 /// characters that are safe in Slack text (tool names come from the model,
 /// and must not become mentions or formatting).
 pub fn running_tools<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    match named(names) {
+        Some(list) => format!("is running {list}…"),
+        None => WORKING.to_owned(),
+    }
+}
+
+/// "is waiting for 1 sub-task: `researcher`…", "is waiting for 2 sub-tasks
+/// (1 of 3 done): `researcher` and `writer`…": the agents of the sub-tasks
+/// still running, so a thread sees its sub-agents' progress.
+pub fn waiting_for_subtasks(children: &[Child]) -> String {
+    let pending: Vec<&str> = children
+        .iter()
+        .filter(|c| c.outcome.is_none())
+        .map(|c| c.agent.as_str())
+        .collect();
+    let n = pending.len();
+    let s = if n == 1 { "" } else { "s" };
+    let done = children.len() - n;
+    let count = if done == 0 {
+        format!("{n} sub-task{s}")
+    } else {
+        format!("{n} sub-task{s} ({done} of {} done)", children.len())
+    };
+    match named(pending) {
+        Some(list) => format!("is waiting for {count}: {list}…"),
+        None => format!("is waiting for {count}…"),
+    }
+}
+
+/// `a`, `a` and `b`, `a`, `b`, `c` and 2 more: names made safe for Slack
+/// text, each once; `None` when none is left.
+fn named<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let mut unique: Vec<String> = Vec::new();
     for name in names {
         let clean: String = name
@@ -50,24 +84,18 @@ pub fn running_tools<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
         .map(|n| format!("`{n}`"))
         .collect();
     let more = unique.len().saturating_sub(MAX_TOOLS_NAMED);
-    let list = match (named.as_slice(), more) {
-        ([], _) => return WORKING.to_owned(),
+    Some(match (named.as_slice(), more) {
+        ([], _) => return None,
         ([one], 0) => one.clone(),
         ([init @ .., last], 0) => format!("{} and {last}", init.join(", ")),
         (all, more) => format!("{} and {more} more", all.join(", ")),
-    };
-    format!("is running {list}…")
-}
-
-/// "is waiting for 1 sub-task…", "is waiting for 3 sub-tasks…".
-pub fn waiting_for_subtasks(pending: usize) -> String {
-    let s = if pending == 1 { "" } else { "s" };
-    format!("is waiting for {pending} sub-task{s}…")
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::{ChildOutcome, TaskId, TaskStatus};
 
     #[test]
     fn tool_statuses_name_the_tools() {
@@ -103,7 +131,31 @@ mod tests {
 
     #[test]
     fn other_statuses() {
-        assert_eq!(waiting_for_subtasks(1), "is waiting for 1 sub-task…");
-        assert_eq!(waiting_for_subtasks(3), "is waiting for 3 sub-tasks…");
+        let child = |agent: &str, done: bool| Child {
+            task_id: TaskId::generate(),
+            agent: agent.into(),
+            call_id: "c".into(),
+            outcome: done.then(|| ChildOutcome {
+                status: TaskStatus::Succeeded,
+                text: "done".into(),
+                usage: Default::default(),
+            }),
+        };
+        assert_eq!(
+            waiting_for_subtasks(&[child("researcher", false)]),
+            "is waiting for 1 sub-task: `researcher`…"
+        );
+        assert_eq!(
+            waiting_for_subtasks(&[
+                child("researcher", false),
+                child("writer", false),
+                child("checker", true)
+            ]),
+            "is waiting for 2 sub-tasks (1 of 3 done): `researcher` and `writer`…"
+        );
+        assert_eq!(
+            waiting_for_subtasks(&[child("<!here>", false), child("<!here>", false)]),
+            "is waiting for 2 sub-tasks: `here`…"
+        );
     }
 }

@@ -176,10 +176,12 @@ impl Segment<'_> {
             // deadline, which ends it (and cancels them).
             self.arm_wake(deadline).await?;
         }
-        let pending = self.task.pending_children() as usize;
         self.deps
             .replies
-            .progress(&self.task, &progress::waiting_for_subtasks(pending))
+            .progress(
+                &self.task,
+                &progress::waiting_for_subtasks(&self.task.children),
+            )
             .await;
         Ok(Some(SegmentEnd::Waiting))
     }
