@@ -852,28 +852,6 @@ quality_gate = false
     }
 }
 
-/// Each scenario on both backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread")]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod aws {
-            $(
-                #[tokio::test(flavor = "multi_thread")]
-                async fn $name() {
-                    super::$name(super::Backend::Aws).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_backends!(
     the_router_picks_the_tier_and_modules,
     garbage_from_the_router_falls_back_to_default,

@@ -486,28 +486,6 @@ async fn one_message_under_two_event_ids_is_one_task(backend: Backend) {
     assert_eq!(app.llm.request_count(), 1);
 }
 
-/// Each scenario on both backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread")]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod aws {
-            $(
-                #[tokio::test(flavor = "multi_thread")]
-                async fn $name() {
-                    super::$name(super::Backend::Aws).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_backends!(
     an_empty_answer_is_nudged_and_the_next_one_delivered,
     empty_answers_end_with_a_message_posted,

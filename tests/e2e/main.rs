@@ -3,6 +3,30 @@
 //! LLM server speaking the providers' wire formats, a fake Slack Web API and
 //! moto; plus the crate-layering check over `cargo metadata`.
 
+/// Each scenario on both backends: `on_both_backends!(a, b)` makes the
+/// tests `embedded::a`, `aws::a`, ... calling `a(Backend::Embedded)` and
+/// `a(Backend::Aws)` (each file brings its `Backend` into scope).
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    super::$name(super::Backend::Embedded).await;
+                }
+            )*
+        }
+        mod aws {
+            $(
+                #[tokio::test(flavor = "multi_thread")]
+                async fn $name() {
+                    super::$name(super::Backend::Aws).await;
+                }
+            )*
+        }
+    };
+}
+
 mod ask_user;
 mod attachments;
 mod common;

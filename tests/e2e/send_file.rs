@@ -244,28 +244,6 @@ async fn a_crash_between_the_bytes_and_the_completion_uploads_once(backend: Back
     assert_eq!(app.slack.uploads_started(), 2);
 }
 
-/// Each scenario on both backends.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread")]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod aws {
-            $(
-                #[tokio::test(flavor = "multi_thread")]
-                async fn $name() {
-                    super::$name(super::Backend::Aws).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_backends!(
     an_http_tasks_files_are_listed_and_served_with_the_token,
     an_oversized_file_is_refused_with_a_clear_result,
