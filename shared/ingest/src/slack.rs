@@ -332,25 +332,51 @@ enum Clicked {
     Foreign,
 }
 
+/// How a Slack message is keyed, for a task and for a command alike.
+pub(crate) struct MessageKeys {
+    pub(crate) direct_message: bool,
+    /// The thread its answer goes in (the message itself when it starts
+    /// one).
+    pub(crate) thread_ts: String,
+    /// The conversation: a channel thread, or a whole direct-message
+    /// conversation (a top-level DM continues it; answers still go in the
+    /// message's thread).
+    pub(crate) conversation: String,
+    /// The message, not the event: Slack may deliver one message under two
+    /// event ids (a retry that got a new id, or `app_mention` and `message`
+    /// for the same post), and it must act once.
+    pub(crate) dedupe_key: String,
+}
+
+impl MessageKeys {
+    pub(crate) fn of(m: &InboundMessage) -> Self {
+        let thread_ts = m.thread_ts.clone().unwrap_or_else(|| m.ts.clone());
+        let direct_message = m.channel_type == Some(baton_core::ChannelType::Im)
+            || (m.channel_type.is_none() && m.channel.starts_with('D'));
+        let conversation = if direct_message {
+            format!("slack:{}:{}", m.team_id, m.channel)
+        } else {
+            format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts)
+        };
+        MessageKeys {
+            direct_message,
+            dedupe_key: format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts),
+            thread_ts,
+            conversation,
+        }
+    }
+}
+
 /// A Slack message as input: for the agent its workspace and channel are
 /// routed to, keyed by its thread (or the message itself when it starts
 /// one).
 fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
-    let thread_ts = m.thread_ts.clone().unwrap_or_else(|| m.ts.clone());
-    let is_dm = m.channel_type == Some(baton_core::ChannelType::Im)
-        || (m.channel_type.is_none() && m.channel.starts_with('D'));
-    // The conversation: a channel thread, or a whole direct-message
-    // conversation (a top-level DM continues it; answers still go in the
-    // message's thread).
-    let thread = if is_dm {
-        format!("slack:{}:{}", m.team_id, m.channel)
-    } else {
-        format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts)
-    };
-    // The message, not the event: Slack may deliver one message under two
-    // event ids (a retry that got a new id, or `app_mention` and `message`
-    // for the same post), and it must start one task.
-    let dedupe_key = format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts);
+    let MessageKeys {
+        thread_ts,
+        conversation: thread,
+        dedupe_key,
+        ..
+    } = MessageKeys::of(&m);
     let message_ts = Some(m.ts.clone()).filter(|ts| !ts.is_empty());
     let origin = Origin::Slack {
         team_id: m.team_id.clone(),

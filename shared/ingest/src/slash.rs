@@ -12,6 +12,7 @@
 
 use crate::commands::{Command, Context};
 use crate::response::{json, Answer, ApiError};
+use crate::slack::MessageKeys;
 use crate::threads::Submission;
 use crate::Ingest;
 use baton_core::{ChannelType, Origin};
@@ -26,14 +27,12 @@ impl Ingest {
     /// (in a direct message, as a reply in its thread: an assistant thread
     /// has no notes for one person; elsewhere as a note only they see).
     pub(crate) async fn message_command(&self, command: Command, m: &InboundMessage) -> Answer {
-        let direct_message = m.channel_type == Some(ChannelType::Im)
-            || (m.channel_type.is_none() && m.channel.starts_with('D'));
-        let thread_ts = m.thread_ts.clone().unwrap_or_else(|| m.ts.clone());
-        let conversation = if direct_message {
-            format!("slack:{}:{}", m.team_id, m.channel)
-        } else {
-            format!("slack:{}:{}:{}", m.team_id, m.channel, thread_ts)
-        };
+        let MessageKeys {
+            direct_message,
+            thread_ts,
+            conversation,
+            dedupe_key,
+        } = MessageKeys::of(m);
         let ctx = Context {
             team_id: m.team_id.clone(),
             channel: m.channel.clone(),
@@ -41,7 +40,7 @@ impl Ingest {
             conversation: Some(conversation),
             thread_ts: Some(thread_ts.clone()),
             direct_message,
-            dedupe_key: format!("slack:{}:{}:{}", m.team_id, m.channel, m.ts),
+            dedupe_key,
         };
         // Slack redelivers an event it thinks went unanswered: the words
         // that only read are answered once (`cancel` claims its key when it
