@@ -119,12 +119,13 @@ pub(crate) async fn conclude(client: &SlackClient, task: &Task, shown: &WorkShow
     else {
         return;
     };
-    if let Some(name) = outcome(task).filter(|n| *n != ack) {
+    let outcome = outcome(task);
+    if let Some(name) = outcome.filter(|n| *n != ack) {
         if let Err(e) = client.add_reaction(channel, ts, name).await {
             tracing::debug!(task_id = %task.id, error = %e, "could not add the outcome reaction");
         }
     }
-    if outcome(task) != Some(ack) {
+    if outcome != Some(ack) {
         if let Err(e) = client.remove_reaction(channel, ts, ack).await {
             tracing::debug!(task_id = %task.id, error = %e, "could not remove the acknowledgement reaction");
         }
