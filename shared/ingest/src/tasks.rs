@@ -204,10 +204,12 @@ impl Ingest {
             .sent_files(&id)
             .await
             .map_err(ApiError::unavailable)?;
-        let mut status = [task.status_json()];
-        self.name_requesters(std::slice::from_ref(&task), &mut status)
-            .await;
-        let [mut status] = status;
+        let mut status = task.status_json();
+        self.name_requesters(
+            std::slice::from_ref(&task),
+            std::slice::from_mut(&mut status),
+        )
+        .await;
         status["files"] = crate::sent_files::listed(id.as_str(), &files);
         Ok(json(StatusCode::OK, &status))
     }
