@@ -3,7 +3,7 @@
 //! chosen agent, with its tools live or recorded.
 
 use crate::response::{json, json_body, Answer, ApiError};
-use crate::tasks::{parse_id, MAX_INPUT_CHARS};
+use crate::tasks::{parse_id, valid_model, MAX_INPUT_CHARS};
 use crate::Ingest;
 use baton_core::fork::{fork, ForkRequest};
 use baton_core::{Created, Instant, Origin, StoreError, Task, TaskId, TaskStatus, ToolMode, Wake};
@@ -51,9 +51,6 @@ fn tool_mode(v: Option<&str>) -> Result<ToolMode, ApiError> {
     }
 }
 
-/// Longest accepted model name.
-const MAX_MODEL_CHARS: usize = 200;
-
 impl Ingest {
     pub(crate) async fn fork_task(&self, id: &str, headers: &HeaderMap, body: &Bytes) -> Answer {
         let source_id = parse_id(id)?;
@@ -70,15 +67,8 @@ impl Ingest {
                 )));
             }
         }
-        if let Some(m) = &req.model {
-            if m.trim().is_empty()
-                || m.chars().count() > MAX_MODEL_CHARS
-                || m.chars().any(char::is_control)
-            {
-                return Err(ApiError::bad_request(format!(
-                    "`model` must be 1 to {MAX_MODEL_CHARS} characters"
-                )));
-            }
+        if let Some(model) = &req.model {
+            valid_model(model)?;
         }
         let source = self
             .store
@@ -112,9 +102,11 @@ impl Ingest {
             input: req.input,
             tools,
         };
-        let (task, first) = fork(&source, &transcript, &ask, fresh)
+        let (mut task, first) = fork(&source, &transcript, &ask, fresh)
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
-        let _model = req.model;
+        // Without one of its own, the fork asks the model the source was
+        // pinned to, if any.
+        task.model = req.model.or_else(|| source.model.clone());
         let id = match self.store.create(&task, first, None).await {
             Ok(Created::New(id)) | Ok(Created::Duplicate(id)) => id,
             Err(e) => return Err(ApiError::unavailable(e)),
@@ -281,7 +273,7 @@ mod tests {
         let (code, body) = post(
             &r,
             &format!("/tasks/{src}/fork"),
-            r#"{"from_step": 1, "agent": "other", "input": "instead", "tools": "recorded"}"#,
+            r#"{"from_step": 1, "agent": "other", "input": "instead", "tools": "recorded", "model": "m2"}"#,
         )
         .await;
         assert_eq!(code, 202, "{body}");
@@ -296,6 +288,7 @@ mod tests {
             (Origin::Http, None)
         );
         assert_eq!(fork.tools, ToolMode::Recorded);
+        assert_eq!(fork.model.as_deref(), Some("m2"));
         let status = fork.status_json();
         assert_eq!(status["forked_from"], json!({"task_id": src, "step": 1}));
         assert_eq!(status["tools"], "recorded");
