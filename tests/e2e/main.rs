@@ -40,6 +40,7 @@ mod conversation_summaries;
 mod conversations;
 mod egress;
 mod first_hour;
+mod forks;
 mod hostile_input;
 mod http_tools;
 mod judgment;
