@@ -3,7 +3,8 @@
 //! declared HTTP tool (the side-effect sink) starts from exactly the
 //! source's first two steps and, with its tools recorded, replays their
 //! results without the sink seeing a call; a recorded fork asking for
-//! another call is told it was not recorded; bad forks are refused, and a
+//! another call is told it was not recorded, and one from step 0 replays
+//! the whole task; bad forks are refused, and a
 //! running source runs on to its own end.
 
 use crate::common::{Backend, Options, TestApp};
@@ -168,8 +169,16 @@ async fn a_recorded_fork_replays_the_source_without_running_a_tool(backend: Back
             .contains("was not recorded"),
         "{forked}"
     );
+    // From step 0 (what `baton eval run --replay` asks): the whole task
+    // again, every call answered from the record.
+    let replay = fork(&app, &src, json!({"from_step": 0, "tools": "recorded"})).await;
+    let replayed = app.wait_done(&replay, LONG).await;
+    assert_eq!(replayed["status"], "succeeded", "{replayed}\n{}", app.log());
+    assert_eq!(replayed["result"], source["result"]);
+    assert_eq!(replayed["steps"], 5);
+    assert_eq!(calls.load(Ordering::SeqCst), 4, "nothing ran");
     let forks = app.task(&src).await["forks"].clone();
-    assert_eq!(forks, json!([id, other]));
+    assert_eq!(forks, json!([id, other, replay]));
 }
 
 async fn bad_forks_are_refused_and_a_running_source_runs_on(backend: Backend) {
