@@ -41,6 +41,7 @@ mod conversations;
 mod egress;
 mod evals;
 mod first_hour;
+mod forks;
 mod hostile_input;
 mod http_tools;
 mod judgment;
