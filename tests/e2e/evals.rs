@@ -3,7 +3,8 @@
 //! tool_called, max_steps and a judge graded from `#grade`), the three
 //! reports written, the exit code following `--min-pass`; against a
 //! deployment (`--url`) on both backends, and on the run's own local
-//! stack with `--compare` giving two model columns.
+//! stack with `--compare` giving two model columns; `--replay` running
+//! exported cases as recorded forks of their source tasks.
 
 use crate::common::{Backend, Options, TestApp, TOKEN};
 use baton_llm::mock::MockLlmServer;
@@ -117,8 +118,6 @@ async fn an_eval_of_six_cases_scores_and_gates(backend: Backend) {
     assert_eq!(report(&reports)["passed"], true);
 }
 
-on_both_backends!(an_eval_of_six_cases_scores_and_gates);
-
 /// Without `--url`, on a local stack started for the run; `--compare`
 /// runs every case on both models, each task asking its own.
 #[tokio::test(flavor = "multi_thread")]
@@ -167,3 +166,53 @@ async fn the_local_stack_runs_a_comparison() {
     );
     assert!(out.contains("model-a: 4/6 passed"), "{out}");
 }
+
+/// `--replay`: each case runs as a fork of its `task_id` from step 0 with
+/// recorded tools, so the tool's answer is the source's; a case without
+/// one stops the run before anything runs (exit 2).
+async fn a_replay_forks_each_case_with_recorded_tools(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let source = app.submit_ok("What time is it?").await;
+    let done = app
+        .wait_done(&source, std::time::Duration::from_secs(60))
+        .await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let case = serde_json::json!({"id": "replayed", "input": "What time is it?",
+        "task_id": source, "expect": {"tool_called": "current_time"}});
+    std::fs::write(dir.path().join("cases.jsonl"), format!("{case}\n")).expect("cases");
+    let env = [("BATON_API_TOKEN", TOKEN)];
+    let url = app.url.clone();
+    let args = ["cases.jsonl", "--url", &url, "--replay", "--min-pass", "1"];
+    let (code, out, err) = eval(dir.path(), &args, &env).await;
+    assert_eq!(code, 0, "{out}\n{err}\n{}", app.log());
+    let r = report(dir.path());
+    let fork_id = r["cases"][0]["runs"][0]["task_id"]
+        .as_str()
+        .expect("the fork's id")
+        .to_owned();
+    assert_ne!(fork_id, source);
+    let fork = app.task(&fork_id).await;
+    assert_eq!(fork["forked_from"]["task_id"], source.as_str(), "{fork}");
+    assert_eq!(fork["forked_from"]["step"], 0);
+    assert_eq!(fork["tools"], "recorded");
+    // The time the tool told the source, replayed.
+    assert_eq!(fork["result"], done["result"]);
+
+    let no_source = "{\"id\": \"fresh\", \"input\": \"hi\"}\n";
+    std::fs::write(dir.path().join("fresh.jsonl"), no_source).expect("cases");
+    let args = ["fresh.jsonl", "--url", &url, "--replay", "--out", "fresh"];
+    let (code, _, err) = eval(dir.path(), &args, &env).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("case fresh has no task_id"), "{err}");
+    assert!(!dir.path().join("fresh").exists());
+}
+
+on_both_backends!(
+    an_eval_of_six_cases_scores_and_gates,
+    a_replay_forks_each_case_with_recorded_tools
+);
