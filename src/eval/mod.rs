@@ -90,8 +90,10 @@ enum UsageError {
 /// Runs an eval command: exit code 0 when it passes, 1 when a model's
 /// pass rate is under `--min-pass`, 2 when it cannot run.
 pub(crate) async fn main(command: EvalCommand) -> ExitCode {
-    let EvalCommand::Run(args) = command;
-    match run(args).await {
+    let verdict = match command {
+        EvalCommand::Run(args) => run(args).await,
+    };
+    match verdict {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
@@ -174,14 +176,32 @@ async fn run(args: RunArgs) -> anyhow::Result<bool> {
             }
         })
         .buffer_unordered(usize::from(args.concurrency));
-    while let Some((c, m, r)) = stream.next().await {
-        progress.finished(&cases[c].id, &r);
-        results[c][m] = Some(r);
+    // Ctrl-C stops the run, and the local stack with its data, at once.
+    let mut interrupted = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            next = stream.next() => match next {
+                Some((c, m, r)) => {
+                    progress.finished(&cases[c].id, &r);
+                    results[c][m] = Some(r);
+                }
+                None => break,
+            },
+            _ = &mut ctrl_c => {
+                interrupted = true;
+                break;
+            }
+        }
     }
     drop(stream);
     progress.clear();
     if let Some(s) = stack {
         s.stop().await;
+    }
+    if interrupted {
+        anyhow::bail!("interrupted: no report written");
     }
     let models: Vec<String> = cols.iter().map(|c| c.label.clone()).collect();
     let case_reports: Vec<report::CaseReport> = cases
