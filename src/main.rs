@@ -5,6 +5,7 @@ mod bench;
 mod bootstrap;
 mod client;
 mod dev;
+mod eval;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -70,6 +71,12 @@ enum Command {
     /// Measure orchestration overhead and bytes written per step
     /// (see docs/performance.md).
     Bench(bench::BenchArgs),
+    /// Evaluation sets: run cases as tasks and score the answers
+    /// (docs/evals.md).
+    Eval {
+        #[command(subcommand)]
+        command: eval::EvalCommand,
+    },
 }
 
 #[tokio::main]
@@ -92,6 +99,8 @@ async fn main() -> std::process::ExitCode {
         } => client::run_decision(api, &task_id, &approval_id, false).await,
         Command::Schedule { api, command } => client::run_schedule(api, command).await,
         Command::Bench(args) => bench::run(args).await,
+        // Its own exit codes: 1 is a verdict (under --min-pass), 2 an error.
+        Command::Eval { command } => return eval::main(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

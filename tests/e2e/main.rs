@@ -39,6 +39,7 @@ mod console;
 mod conversation_summaries;
 mod conversations;
 mod egress;
+mod evals;
 mod first_hour;
 mod forks;
 mod hostile_input;
