@@ -5,6 +5,7 @@ mod bench;
 mod bootstrap;
 mod client;
 mod dev;
+mod eval;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -67,6 +68,11 @@ enum Command {
         #[command(subcommand)]
         command: client::ScheduleCommand,
     },
+    /// Evaluation sets: export cases from rated answers.
+    Eval {
+        #[command(subcommand)]
+        command: eval::EvalCommand,
+    },
     /// Measure orchestration overhead and bytes written per step
     /// (see docs/performance.md).
     Bench(bench::BenchArgs),
@@ -91,6 +97,7 @@ async fn main() -> std::process::ExitCode {
             approval_id,
         } => client::run_decision(api, &task_id, &approval_id, false).await,
         Command::Schedule { api, command } => client::run_schedule(api, command).await,
+        Command::Eval { command } => eval::run(command).await,
         Command::Bench(args) => bench::run(args).await,
     };
     match result {
