@@ -213,7 +213,11 @@ pub(crate) async fn run(args: ExportArgs) -> anyhow::Result<()> {
 
 /// Every task the listing keeps for `feedback` (and `since`), following
 /// its pages to the end.
-async fn rated(api: &Api, feedback: Feedback, since: Option<Instant>) -> anyhow::Result<Vec<Value>> {
+async fn rated(
+    api: &Api,
+    feedback: Feedback,
+    since: Option<Instant>,
+) -> anyhow::Result<Vec<Value>> {
     let since = since.map(|s| s.to_string());
     let mut cursor: Option<String> = None;
     let mut tasks = Vec::new();
@@ -272,10 +276,17 @@ mod tests {
         assert_eq!(parse_age("12h"), Ok(Duration::from_secs(12 * 3_600)));
         assert_eq!(parse_age("2w"), Ok(Duration::from_secs(14 * 86_400)));
         assert_eq!(parse_age("90m"), Ok(Duration::from_secs(90 * 60)));
-        for bad in ["", "d", "30", "30x", "-3d", "3.5d", "thirty", "3 d", "d30", "1dd"] {
+        for bad in [
+            "", "d", "30", "30x", "-3d", "3.5d", "thirty", "3 d", "d30", "1dd",
+        ] {
             assert_eq!(parse_age(bad), Err(AgeError::Malformed), "{bad:?}");
         }
-        for bad in ["0d", "99999999999999999999d", "3651d", "18446744073709551615w"] {
+        for bad in [
+            "0d",
+            "99999999999999999999d",
+            "3651d",
+            "18446744073709551615w",
+        ] {
             assert_eq!(parse_age(bad), Err(AgeError::OutOfRange), "{bad:?}");
         }
     }
@@ -296,8 +307,12 @@ mod tests {
             json!({"id": "t1", "input": "q?", "expect": {"judge": AS_GOOD},
                    "reference": "the answer", "task_id": "t1"})
         );
-        let down = case_of(&task("succeeded", &["negative", "positive", "negative"]), "q?", false)
-            .unwrap();
+        let down = case_of(
+            &task("succeeded", &["negative", "positive", "negative"]),
+            "q?",
+            false,
+        )
+        .unwrap();
         assert_eq!(down["expect"]["judge"], BETTER_THAN);
         // A tie is a thumbs-down.
         let tie = case_of(&task("succeeded", &["positive", "negative"]), "q?", false).unwrap();
@@ -306,7 +321,10 @@ mod tests {
         let chosen = case_of(&task("succeeded", &[]), "q?", true).unwrap();
         assert_eq!(chosen["expect"]["judge"], AS_GOOD);
         let failed = case_of(&task("failed", &[]), "q?", true).unwrap_err();
-        assert!(failed.to_string().contains("failed without votes"), "{failed}");
+        assert!(
+            failed.to_string().contains("failed without votes"),
+            "{failed}"
+        );
         let mut silent = task("succeeded", &["positive"]);
         silent["result"] = Value::Null;
         assert!(case_of(&silent, "q?", false).is_err());

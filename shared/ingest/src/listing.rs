@@ -101,13 +101,14 @@ fn parse_query(query: Option<&str>) -> Result<ListQuery, ApiError> {
                 })?);
             }
             "since" => {
-                let at = Instant::deserialize(serde_json::Value::from(value.as_str()))
-                    .map_err(|_| {
+                let at = Instant::deserialize(serde_json::Value::from(value.as_str())).map_err(
+                    |_| {
                         ApiError::bad_request(format!(
                             "`since` must be an RFC 3339 instant (2026-11-01T00:00:00Z), not `{}`",
                             shown(value)
                         ))
-                    })?;
+                    },
+                )?;
                 q.filter.since = Some(at);
             }
             "limit" => {

@@ -213,7 +213,10 @@ pub(crate) async fn page(
             merged_entries(table, position.as_deref(), batch).await?;
         if let Some(since) = filter.since {
             // Newest first: the listing ends at the first older entry.
-            if let Some(cut) = entries.iter().position(|e| created_ms(&e.sort) < since.millis()) {
+            if let Some(cut) = entries
+                .iter()
+                .position(|e| created_ms(&e.sort) < since.millis())
+            {
                 entries.truncate(cut);
                 shard_full = false;
             }
