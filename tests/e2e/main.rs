@@ -53,6 +53,7 @@ mod mcp_tools;
 mod memory_scope;
 mod metrics;
 mod otel_export;
+mod pinned_model;
 mod request_guards;
 mod routes;
 mod schedule_limits;

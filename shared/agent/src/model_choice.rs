@@ -161,6 +161,20 @@ pub struct Choice {
 }
 
 impl Choice {
+    /// The models for a task's step: `pinned` alone when the task names a
+    /// model ([`baton_core::Task::model`]: an evaluation or a fork asking
+    /// for exactly that model, so no tier, escalation or fallback stands
+    /// in for it), else as the module docs say.
+    pub fn for_task(agent: &AgentConfig, pinned: Option<&str>, transcript: &[Entry]) -> Self {
+        match pinned {
+            Some(model) => Choice {
+                models: vec![model.to_owned()],
+                escalated: false,
+            },
+            None => Choice::of(agent, transcript),
+        }
+    }
+
     pub fn of(agent: &AgentConfig, transcript: &[Entry]) -> Self {
         Choice {
             models: candidates(agent, transcript),
@@ -316,6 +330,17 @@ mod tests {
         ];
         assert_eq!(tool_error_runs(&t), (1, 3));
         assert_eq!(tool_error_runs(&[]), (0, 0));
+    }
+
+    #[test]
+    fn a_pinned_model_is_asked_alone_even_escalated() {
+        let a = agent(1);
+        let t = vec![result(0, true)];
+        assert!(escalated(&a, &t));
+        let pinned = Choice::for_task(&a, Some("other"), &t);
+        assert_eq!(pinned.models, ["other"]);
+        assert!(!pinned.escalated);
+        assert_eq!(Choice::for_task(&a, None, &t), Choice::of(&a, &t));
     }
 
     #[test]

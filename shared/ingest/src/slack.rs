@@ -408,6 +408,7 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
         files,
         origin,
         message_ts,
+        model: None,
     }
 }
 

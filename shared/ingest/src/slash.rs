@@ -188,6 +188,7 @@ impl Ingest {
             // The message Baton posted for the command: its reaction shows
             // the task was taken, then how it ended.
             message_ts: Some(ts.clone()),
+            model: None,
             origin: origin.clone(),
         };
         let answer = self.slack_message(submission).await;

@@ -183,6 +183,7 @@ pub(crate) mod tests {
             attachments: Vec::new(),
             files: Vec::new(),
             message_ts: None,
+            model: None,
         }
     }
 

@@ -68,6 +68,7 @@ impl Ingest {
                 attachments: Vec::new(),
                 files: Vec::new(),
                 message_ts: None,
+                model: None,
             };
             let answer = match self.steer(&thread, &stop).await?.map(|a| a.outcome) {
                 None => continue,

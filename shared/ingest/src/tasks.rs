@@ -27,6 +27,9 @@ struct SubmitBody {
     agent: Option<String>,
     #[serde(default)]
     attachments: Vec<AttachmentBody>,
+    /// The model every step asks instead of the agent's.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// A file given with the input: `{"name", "media_type", "data_base64"}`.
@@ -109,12 +112,17 @@ fn fingerprint(req: &SubmitBody) -> String {
         .iter()
         .map(|f| json!([f.name, f.media_type, f.data_base64]))
         .collect();
-    let canonical = json!([
+    let mut canonical = json!([
         req.input,
         req.agent.as_deref().unwrap_or("default"),
         req.thread,
         files
     ]);
+    // Appended only when given, so a key's fingerprint from before
+    // `model` existed still matches the same request.
+    if let (Some(model), Some(parts)) = (&req.model, canonical.as_array_mut()) {
+        parts.push(json!(model));
+    }
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 
@@ -125,6 +133,28 @@ fn valid_key(s: &str, what: &str) -> Result<(), ApiError> {
         )));
     }
     Ok(())
+}
+
+/// Longest accepted `model`.
+const MAX_MODEL_CHARS: usize = 200;
+
+/// A model id as providers spell them (`gpt-4o-mini`,
+/// `global.anthropic.claude-haiku-4-5-20251001-v1:0`, `org/model`): the
+/// ingest cannot know which the provider serves, so an unknown one fails
+/// the task at its first call, with the provider's reason.
+pub(crate) fn valid_model(model: &str) -> Result<(), ApiError> {
+    let ok = !model.is_empty()
+        && model.len() <= MAX_MODEL_CHARS
+        && model
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "`model` must be 1 to {MAX_MODEL_CHARS} characters of letters, digits and - _ . : / @ +"
+        )))
+    }
 }
 
 pub(crate) fn parse_id(raw: &str) -> Result<TaskId, ApiError> {
@@ -150,6 +180,9 @@ impl Ingest {
                 ));
             }
         }
+        if let Some(model) = &req.model {
+            valid_model(model)?;
+        }
         let fingerprint = fingerprint(&req);
         let (attachments, refused) = attachment_entries(req.attachments, self.max_file_bytes)?;
         let idempotency_key = match headers.get("idempotency-key") {
@@ -173,6 +206,7 @@ impl Ingest {
                 attachments,
                 files: Vec::new(),
                 message_ts: None,
+                model: req.model,
             })
             .await?;
         let mut body = json!({

@@ -40,6 +40,10 @@ pub(crate) struct Submission {
     /// The Slack message (`ts`) this is, for a task to react on and to
     /// read the thread before.
     pub message_ts: Option<String>,
+    /// The model a new task asks instead of the agent's
+    /// ([`baton_core::Task::model`]); a message steering a running task
+    /// leaves that task's model as it is.
+    pub model: Option<String>,
 }
 
 impl Submission {
@@ -205,6 +209,7 @@ impl Ingest {
         task.pending_files = s.files.clone();
         task.message_ts = s.message_ts.clone();
         task.unread_thread = unread;
+        task.model = s.model.clone();
         first.push(EntryKind::UserMessage {
             text: s.text.clone(),
         });
@@ -654,6 +659,7 @@ mod tests {
                 channel_type: None,
             },
             message_ts: Some(ts.into()),
+            model: None,
             ..submission("hi", "k")
         };
         let seen = Thread {
@@ -708,6 +714,7 @@ mod tests {
             attachments: Vec::new(),
             files: Vec::new(),
             message_ts: None,
+            model: None,
         }
     }
 

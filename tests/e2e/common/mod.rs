@@ -278,6 +278,20 @@ impl TestApp {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// POSTs `body` as JSON to `path` with the token.
+    pub(crate) async fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .json(body)
+            .send()
+            .await
+            .expect("POST");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     pub(crate) async fn task(&self, id: &str) -> Value {
         let (status, v) = self.get(&format!("/tasks/{id}")).await;
         assert_eq!(status, 200, "GET /tasks/{id}: {v}");

@@ -112,8 +112,12 @@ impl Segment<'_> {
         reason: &str,
         failed: &[String],
     ) -> Result<Option<String>, WorkerError> {
+        let pinned = self.task.model.as_deref();
         let choice = if failed.is_empty() {
-            crate::model_choice::Choice::of(self.agent, &self.transcript)
+            crate::model_choice::Choice::for_task(self.agent, pinned, &self.transcript)
+        } else if pinned.is_some() {
+            // The task asked for one model: no other speaks for it.
+            return Ok(None);
         } else {
             match crate::model_choice::Choice::instead_of(self.agent, failed) {
                 Some(choice) => choice,

@@ -164,7 +164,11 @@ impl Segment<'_> {
     {
         // Decided up front: the call borrows nothing of the segment, which
         // writes (chunks, events) while it runs.
-        let choice = crate::model_choice::Choice::of(self.agent, &self.transcript);
+        let choice = crate::model_choice::Choice::for_task(
+            self.agent,
+            self.task.model.as_deref(),
+            &self.transcript,
+        );
         let llm = self.deps.llm.clone();
         let Some(mut call_stream) = self.call_stream() else {
             let call = choice.ask(llm.as_ref(), request, None);

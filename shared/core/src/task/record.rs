@@ -388,6 +388,11 @@ pub struct Task {
     /// clears this in the same commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unread_thread: Option<UnreadThread>,
+    /// The model every step asks instead of the agent's (no tier,
+    /// escalation or fallback stands in for it): set by the client that
+    /// created the task, to evaluate or compare models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The longest [`Task::summary`], in characters.
@@ -661,6 +666,7 @@ impl Task {
             schedule_id: None,
             message_ts: None,
             unread_thread: None,
+            model: None,
         }
     }
 
@@ -747,6 +753,9 @@ impl Task {
         }
         if let Some(summary) = &self.summary {
             v["summary"] = serde_json::json!(summary);
+        }
+        if let Some(model) = &self.model {
+            v["model"] = serde_json::json!(model);
         }
         v["requester"] = self.requester_json();
         if !self.children.is_empty() {

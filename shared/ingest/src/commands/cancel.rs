@@ -30,6 +30,7 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
         attachments: Vec::new(),
         files: Vec::new(),
         message_ts: None,
+        model: None,
     };
     Ok(
         match ingest.steer(&thread, &stop).await?.map(|a| a.outcome) {
