@@ -43,7 +43,7 @@ pub mod wake;
 pub use ports::{blob, llm, metric, notice, people, queue, reply, thread, tool, trace, upload};
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    approval, attachment, feedback, judgment, lease, question, recap, sent_file, transcript,
+    approval, attachment, feedback, fork, judgment, lease, question, recap, sent_file, transcript,
 };
 
 pub use blob::{BlobError, BlobStore};
@@ -66,8 +66,8 @@ pub use reply::{
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
-    Approval, ChannelType, Child, ChildOutcome, Decision, Limits, Origin, ParentLink,
-    PostedMessage, Task, TaskStatus, UnreadThread, Verdict, WaitingFor,
+    Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits, Origin, ParentLink,
+    PostedMessage, Task, TaskStatus, ToolMode, UnreadThread, Verdict, WaitingFor,
 };
 pub use thread::{EarlierMessage, HistoryError, ThreadHistory};
 pub use tool::{

@@ -10,6 +10,7 @@ mod approvals;
 mod auth;
 mod commands;
 mod console;
+mod fork;
 mod listing;
 mod requesters;
 mod response;

@@ -22,6 +22,7 @@ enum Handler {
     ListTasks,
     GetTask,
     CancelTask,
+    ForkTask,
     TaskEvents,
     TaskTrace,
     TaskFile,
@@ -79,6 +80,7 @@ static ROUTES: &[Route] = &[
         true,
         Handler::CancelTask,
     ),
+    route(Method::POST, "/tasks/{id}/fork", true, Handler::ForkTask),
     route(Method::GET, "/tasks/{id}/events", true, Handler::TaskEvents),
     route(Method::GET, "/tasks/{id}/trace", true, Handler::TaskTrace),
     route(
@@ -199,6 +201,7 @@ pub(crate) async fn route_request(ingest: &Ingest, request: Request<Bytes>) -> A
         Handler::ListTasks => ingest.list_tasks(query).await,
         Handler::GetTask => ingest.get_task(cap(0)).await,
         Handler::CancelTask => ingest.cancel_task(cap(0)).await,
+        Handler::ForkTask => ingest.fork_task(cap(0), headers, &body).await,
         Handler::TaskEvents => ingest.task_events(cap(0), query).await,
         Handler::TaskTrace => ingest.task_trace(cap(0)).await,
         Handler::TaskFile => ingest.task_file(cap(0), cap(1)).await,

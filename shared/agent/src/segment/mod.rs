@@ -9,6 +9,7 @@
 //! | [`listing`] | the tools a segment offers; MCP tools listed once per task |
 //! | [`next`] | what the segment does next: the loop's decision, a value |
 //! | [`plan`] | what to do with a turn's tool calls: a pure decision |
+//! | [`recorded`] | a recorded fork's tool calls, answered from its source's results |
 //! | [`tools`] | running the calls (phase two of a step) |
 //! | [`safe_turn`] | one write for a turn whose calls are all safe to repeat |
 //! | [`wait`] | waiting at zero compute: approval, children, timer |
@@ -36,6 +37,7 @@ mod next;
 mod phase;
 mod plan;
 mod recap;
+mod recorded;
 mod safe_turn;
 mod step;
 mod stream;
@@ -51,7 +53,7 @@ use crate::context_cache::ContextCache;
 use crate::deps::Deps;
 use crate::error::WorkerError;
 use baton_core::approval;
-use baton_core::{Entry, EntryKind, Instant, Task, TaskId, TaskStatus, WaitingFor};
+use baton_core::{Entry, EntryKind, Instant, Task, TaskId, TaskStatus, ToolMode, WaitingFor};
 use baton_settings::AgentConfig;
 use events::{Event, Events};
 use limit::Limit;
@@ -97,6 +99,9 @@ pub(crate) struct Segment<'d> {
     compaction_failed: bool,
     /// How this segment writes into the task's streamed answer message.
     stream: stream::ChatStream,
+    /// A recorded fork's source calls, read once per segment; `None` for
+    /// a task whose tools run.
+    recorded: Option<recorded::Recorded>,
 }
 
 impl<'d> Segment<'d> {
@@ -134,6 +139,14 @@ impl<'d> Segment<'d> {
             ));
         }
         let transcript = deps.store.transcript(id).await?;
+        let recorded = match (&task.tools, &task.forked_from) {
+            (ToolMode::Live, _) => None,
+            (ToolMode::Recorded, Some(from)) => {
+                let source = deps.store.transcript(&from.task_id).await?;
+                Some(recorded::Recorded::of(Some(from.task_id.clone()), &source))
+            }
+            (ToolMode::Recorded, None) => Some(recorded::Recorded::default()),
+        };
         let agent = deps.agents.resolve(&task.agent);
         let mut segment = Segment {
             deps,
@@ -152,6 +165,7 @@ impl<'d> Segment<'d> {
             ),
             compaction_failed: false,
             stream: Default::default(),
+            recorded,
         };
         segment.show_processing().await;
         let result = segment.steps().await;

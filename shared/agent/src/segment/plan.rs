@@ -3,6 +3,7 @@
 //! or a delegation whose child already reported), waits for a human,
 //! becomes a child task, or is the turn's `sleep`.
 
+use super::recorded::{index_in_step, Recorded};
 use crate::delegation::{self, DELEGATE, MAX_CHILDREN_PER_STEP};
 use crate::deps::Tools;
 use crate::question::ASK_USER;
@@ -25,6 +26,9 @@ pub(super) struct Turn<'a> {
     pub(super) step: u32,
     /// When the plan is made: whether an `ask_user` question has expired.
     pub(super) now: baton_core::Instant,
+    /// A recorded fork's source calls: every call is answered from them,
+    /// none runs ([`super::recorded`]).
+    pub(super) recorded: Option<&'a Recorded>,
 }
 
 /// Why a call is answered without being run.
@@ -201,6 +205,14 @@ pub(super) fn plan(turn: &Turn<'_>, pending: Vec<(ToolCall, bool)>) -> TurnPlan 
         calls: Vec::with_capacity(pending.len()),
         decided: Vec::new(),
     };
+    if let Some(recorded) = turn.recorded {
+        for (call, _) in pending {
+            let index = index_in_step(turn.transcript, turn.step, &call);
+            let out = recorded.answer(turn.step, index, &call);
+            plan.calls.push((call, Decision::Answer(out)));
+        }
+        return plan;
+    }
     let mut delegating = 0;
     // Calls of each capped tool that count against its cap so far: those
     // of earlier turns, then this turn's in order, so only the calls past
@@ -411,6 +423,7 @@ mod tests {
         tools: Tools,
         task: Task,
         transcript: Vec<Entry>,
+        recorded: Option<Recorded>,
     }
 
     impl World {
@@ -433,6 +446,7 @@ mod tests {
                 tools,
                 task,
                 transcript: Vec::new(),
+                recorded: None,
             }
         }
 
@@ -471,6 +485,7 @@ mod tests {
                 transcript: &self.transcript,
                 step: self.step().max(1),
                 now: baton_core::Instant(0),
+                recorded: self.recorded.as_ref(),
             };
             plan(&turn, pending)
         }
@@ -895,5 +910,41 @@ mod tests {
             usage: Usage::default(),
         });
         assert_eq!(summary(&w.plan(vec![(d, false)])), ["answer: the answer"]);
+    }
+
+    #[test]
+    fn a_recorded_task_runs_nothing_and_answers_every_call_from_the_record() {
+        // Tools that would run, wait or delegate in a live task.
+        let calls = [
+            call("c1", "fake", json!({"x": 1})),
+            call("c2", "sleep", json!({"seconds": 60})),
+            call("c3", DELEGATE, json!({"agent": "helper", "input": "go"})),
+            call("c4", ASK_USER, json!({"question": "?"})),
+        ];
+        let mut source = World::new(|_| {});
+        source.asked(&calls);
+        source.transcript.push(Entry {
+            seq: 9,
+            at: baton_core::Instant(0),
+            kind: EntryKind::ToolResult {
+                step: 1,
+                call_id: "c1".into(),
+                name: "fake".into(),
+                content: "recorded".into(),
+                is_error: false,
+                truncated_chars: 0,
+            },
+        });
+        let mut w = World::new(|_| {});
+        w.recorded = Some(Recorded::of(None, &source.transcript));
+        let decided = w.decide(&calls);
+        assert_eq!(decided[0], "answer: recorded");
+        for d in &decided[1..] {
+            assert!(d.contains("was not recorded"), "{d}");
+        }
+        let batch = w
+            .plan(calls.iter().map(|c| (c.clone(), false)).collect())
+            .batch();
+        assert!(batch.runnable.is_empty() && batch.started.is_empty() && batch.wait.is_none());
     }
 }

@@ -64,6 +64,7 @@ impl Segment<'_> {
             transcript: &self.transcript,
             step,
             now: baton_core::Instant::now(),
+            recorded: self.recorded.as_ref(),
         }
     }
 

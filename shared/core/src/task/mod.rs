@@ -13,10 +13,12 @@
 //! | `sent_file` | files a task sends out: safe names, what is kept of them |
 //! | `recap` | a conversation's earlier turns, carried into its next task |
 //! | `judgment` | the agent's decisions about its own work: tiers, plans, supervision, verdicts |
+//! | `fork` | a new task from a step of another: what of its transcript is copied |
 
 pub mod approval;
 pub mod attachment;
 pub mod feedback;
+pub mod fork;
 pub mod judgment;
 pub mod lease;
 pub mod question;
@@ -26,7 +28,7 @@ pub mod sent_file;
 pub mod transcript;
 
 pub use record::{
-    attributed, author_of, Approval, ChannelType, Child, ChildOutcome, Decision, Invariant, Limits,
-    Origin, ParentLink, PostedMessage, Task, TaskStatus, UnreadThread, Verdict, WaitingFor,
-    API_DECIDER, SLACK_THREAD_PREFIX,
+    attributed, author_of, Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom,
+    Invariant, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread,
+    Verdict, WaitingFor, API_DECIDER, SLACK_THREAD_PREFIX,
 };

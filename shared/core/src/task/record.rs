@@ -393,6 +393,55 @@ pub struct Task {
     /// created the task, to evaluate or compare models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Set on a fork (`POST /tasks/{id}/fork`): the task and step it was
+    /// forked from ([`crate::fork`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+    /// The forks made of this task, oldest first, at most [`MAX_FORKS`]
+    /// (the newest are kept), so the record cannot grow without limit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forks: Vec<TaskId>,
+    /// How the task's tool calls are answered: run (`live`, the default)
+    /// or from the recorded results of the task it was forked from.
+    #[serde(default, skip_serializing_if = "ToolMode::is_live")]
+    pub tools: ToolMode,
+}
+
+/// Most forks a task's record names ([`Task::forks`]): older ones are
+/// dropped from the list (the forks themselves still name their source).
+pub const MAX_FORKS: usize = 100;
+
+/// Where a fork came from: its source task and the last step it copied.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    pub task_id: TaskId,
+    pub step: u32,
+}
+
+/// How a task's tool calls are answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolMode {
+    /// Tools run.
+    #[default]
+    Live,
+    /// No tool runs: a call identical to the source task's call at the
+    /// same position gets the source's recorded result, any other an
+    /// error (a fork's side-effect-free replay).
+    Recorded,
+}
+
+impl ToolMode {
+    pub fn is_live(&self) -> bool {
+        *self == ToolMode::Live
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolMode::Live => "live",
+            ToolMode::Recorded => "recorded",
+        }
+    }
 }
 
 /// The longest [`Task::summary`], in characters.
@@ -667,7 +716,24 @@ impl Task {
             message_ts: None,
             unread_thread: None,
             model: None,
+            forked_from: None,
+            forks: Vec::new(),
+            tools: ToolMode::Live,
         }
+    }
+
+    /// Names `fork` among the task's forks, keeping the newest
+    /// [`MAX_FORKS`]; `false` when it was named already (nothing to write).
+    pub fn add_fork(&mut self, fork: &TaskId) -> bool {
+        if self.forks.contains(fork) {
+            return false;
+        }
+        self.forks.push(fork.clone());
+        if self.forks.len() > MAX_FORKS {
+            let extra = self.forks.len() - MAX_FORKS;
+            self.forks.drain(..extra);
+        }
+        true
     }
 
     /// The task whose trace this one belongs to: the root of its
@@ -758,6 +824,15 @@ impl Task {
             v["model"] = serde_json::json!(model);
         }
         v["requester"] = self.requester_json();
+        if let Some(f) = &self.forked_from {
+            v["forked_from"] = serde_json::json!({"task_id": f.task_id, "step": f.step});
+        }
+        if !self.forks.is_empty() {
+            v["forks"] = serde_json::json!(self.forks);
+        }
+        if !self.tools.is_live() {
+            v["tools"] = serde_json::json!(self.tools.as_str());
+        }
         if !self.children.is_empty() {
             v["children"] = serde_json::json!(self
                 .children
