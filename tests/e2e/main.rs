@@ -41,6 +41,7 @@ mod conversations;
 mod egress;
 mod evals_export;
 mod first_hour;
+mod fork_cli;
 mod hostile_input;
 mod http_tools;
 mod judgment;
