@@ -125,7 +125,7 @@ pub(crate) fn query_string(pairs: &[(&str, &str)]) -> String {
 
 /// The bearer token: `--token` or `BATON_API_TOKEN`, else the one `baton
 /// dev` keeps in its data directory.
-fn token(given: Option<&str>) -> anyhow::Result<String> {
+pub(crate) fn token(given: Option<&str>) -> anyhow::Result<String> {
     if let Some(t) = given.map(str::trim).filter(|t| !t.is_empty()) {
         return Ok(t.to_owned());
     }
@@ -151,13 +151,18 @@ pub(crate) struct Api {
 
 impl Api {
     pub(crate) fn new(args: &ApiArgs) -> anyhow::Result<Self> {
+        Api::at(&args.url, token(args.token.as_deref())?)
+    }
+
+    /// A client of the API at `base` with `token`.
+    pub(crate) fn at(base: &str, token: String) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()?;
         Ok(Api {
             http,
-            base: args.url.trim_end_matches('/').to_owned(),
-            token: token(args.token.as_deref())?,
+            base: base.trim_end_matches('/').to_owned(),
+            token,
         })
     }
 

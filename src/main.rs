@@ -68,14 +68,15 @@ enum Command {
         #[command(subcommand)]
         command: client::ScheduleCommand,
     },
-    /// Evaluation sets: export cases from rated answers.
+    /// Measure orchestration overhead and bytes written per step
+    /// (see docs/performance.md).
+    Bench(bench::BenchArgs),
+    /// Evaluation sets: run cases as tasks and score the answers, export
+    /// cases from rated answers (docs/evals.md).
     Eval {
         #[command(subcommand)]
         command: eval::EvalCommand,
     },
-    /// Measure orchestration overhead and bytes written per step
-    /// (see docs/performance.md).
-    Bench(bench::BenchArgs),
 }
 
 #[tokio::main]
@@ -97,8 +98,9 @@ async fn main() -> std::process::ExitCode {
             approval_id,
         } => client::run_decision(api, &task_id, &approval_id, false).await,
         Command::Schedule { api, command } => client::run_schedule(api, command).await,
-        Command::Eval { command } => eval::run(command).await,
         Command::Bench(args) => bench::run(args).await,
+        // Its own exit codes: 1 is a verdict (under --min-pass), 2 an error.
+        Command::Eval { command } => return eval::main(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -325,6 +325,14 @@ mod tests {
             failed.to_string().contains("failed without votes"),
             "{failed}"
         );
+        // What `eval run` reads (its parser refuses unknown fields).
+        for case in [&up, &down, &chosen] {
+            let read: super::super::case::Case =
+                serde_json::from_value(case.clone()).expect("a case eval run reads");
+            assert_eq!(read.task_id.as_deref(), Some("t1"));
+            assert_eq!(read.reference.as_deref(), Some("the answer"));
+            assert!(read.expect.judge.is_some());
+        }
         let mut silent = task("succeeded", &["positive"]);
         silent["result"] = Value::Null;
         assert!(case_of(&silent, "q?", false).is_err());

@@ -51,7 +51,7 @@
 //! request's tools is refused with a 400, as the APIs refuse it, and
 //! choices the mock does not play — `required`, `any`, `none` — too). The
 //! request is answered with a call of that tool as the conversation's
-//! `#route=` / `#plan=` / `#supervise=` / `#verdict=` directive says
+//! `#route=` / `#plan=` / `#supervise=` / `#verdict=` / `#grade=` directive says
 //! ([`crate::script`]); the server counts the forced calls of each
 //! directive ([`script::ForcedCalls`]) so that an array's entries are used
 //! in order.

@@ -28,6 +28,7 @@
 //! | `#plan=JSON` | the same for `plan` (default `{"steps":[{"title":"Do the task","done_when":"the answer is given"}]}`) |
 //! | `#supervise=JSON` | the same for `supervise` (default `{"action":"continue"}`) |
 //! | `#verdict=JSON` | the same for `verdict` (default `{"pass":true,"problems":[]}`) |
+//! | `#grade=JSON` | the same for `grade`, the tool of `baton eval run`'s judge (default `{"score":1,"reason":"…"}`) |
 //!
 //! **Forced calls.** A request whose `tool_choice` forces a tool
 //! ([`baton_core::ToolChoice::Tool`]) is answered with one call of that
@@ -129,7 +130,7 @@ pub struct Directives {
     pub chunk_delay: Option<Duration>,
     pub stream_fail_after: Option<u32>,
     pub stream_error_after: Option<u32>,
-    /// `#route=`, `#plan=`, `#supervise=`, `#verdict=`: how forced calls
+    /// `#route=`, `#plan=`, `#supervise=`, `#verdict=`, `#grade=`: how forced calls
     /// of those tools are answered, by tool name.
     pub forced: BTreeMap<String, ForcedScript>,
     /// Directives that could not be read, explained.
@@ -750,14 +751,21 @@ mod tests {
 
     fn forced(messages: Vec<Message>, tool: &str) -> CompletionRequest {
         let mut r = req(messages);
-        r.tools = ["route", "plan", "supervise", "verdict", "current_time"]
-            .iter()
-            .map(|name| baton_core::ToolSpec {
-                name: (*name).into(),
-                description: String::new(),
-                input_schema: json!({"type": "object"}),
-            })
-            .collect();
+        r.tools = [
+            "route",
+            "plan",
+            "supervise",
+            "verdict",
+            "grade",
+            "current_time",
+        ]
+        .iter()
+        .map(|name| baton_core::ToolSpec {
+            name: (*name).into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+        })
+        .collect();
         r.tool_choice = baton_core::ToolChoice::tool(tool);
         r
     }
@@ -806,6 +814,15 @@ mod tests {
         assert_eq!(
             forced_call(&respond(&forced(vec![user("hi")], "verdict"))).1,
             json!({"pass": true, "problems": []})
+        );
+        // The eval judge's tool, its JSON holding spaces.
+        let graded = r#"Is 2+2 4? #grade={"score": 0.25, "reason": "too vague"}"#;
+        assert_eq!(
+            forced_call(&respond(&forced(vec![user(graded)], "grade"))),
+            (
+                "grade".into(),
+                json!({"score": 0.25, "reason": "too vague"})
+            )
         );
         // Garbage: text, no call.
         let verdict = respond(&forced(vec![user(text)], "verdict")).completion;

@@ -1,7 +1,8 @@
 //! Forced tool calls in the scripted engine: a request whose
 //! `tool_choice` names a tool is answered with a call of that tool, its
 //! arguments taken from the conversation's `#route=`, `#plan=`,
-//! `#supervise=` or `#verdict=` directive (one per forced tool name), or
+//! `#supervise=`, `#verdict=` or `#grade=` directive (one per forced tool
+//! name; `grade` is the tool `baton eval run`'s judge forces), or
 //! a default when there is none.
 //!
 //! A directive's value is JSON, read whole even when it holds spaces (so
@@ -26,7 +27,7 @@ use std::sync::Mutex;
 
 /// The forced tools the engine has a directive for, each with the
 /// arguments it answers with when the conversation gives none.
-pub const FORCED_DEFAULTS: [(&str, &str); 4] = [
+pub const FORCED_DEFAULTS: [(&str, &str); 5] = [
     (
         "route",
         r#"{"tier":"default","modules":[],"needs_plan":false}"#,
@@ -37,6 +38,10 @@ pub const FORCED_DEFAULTS: [(&str, &str); 4] = [
     ),
     ("supervise", r#"{"action":"continue"}"#),
     ("verdict", r#"{"pass":true,"problems":[]}"#),
+    (
+        "grade",
+        r#"{"score":1,"reason":"[scripted model] graded without a #grade directive"}"#,
+    ),
 ];
 
 /// The most entries a directive's array may have, and the most distinct
@@ -306,6 +311,7 @@ mod tests {
             assert!(default_arguments(tool).is_object(), "{tool}");
         }
         assert_eq!(default_arguments("route")["tier"], "default");
+        assert_eq!(default_arguments("grade")["score"], 1);
         assert_eq!(default_arguments("anything"), json!({}));
     }
 
