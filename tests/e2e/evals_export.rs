@@ -2,7 +2,8 @@
 //! answers rated through Slack's feedback buttons (one up, one down, one
 //! tied, one unrated) become exactly the cases `--feedback` asks for, with
 //! the rated answer as `reference` and the rubric of its rating; `--task`
-//! exports a chosen task; a garbage `--since` is refused.
+//! exports a chosen task; a garbage `--since` is refused; the exported
+//! cases replay with `baton eval run --replay`.
 
 use crate::common::{Backend, Options, TestApp, TOKEN};
 use crate::slack_surfaces::{click, feedback_click, mention, send, task_on, CHANNEL};
@@ -164,6 +165,46 @@ async fn rated_answers_become_cases(backend: Backend) {
             assert!(ids.contains(id), "{id} in {out}");
         }
         assert!(!ids.contains(&unrated), "{out}");
+    }
+
+    // The exported cases replay: each a recorded fork of its task from
+    // step 0, graded by the (scripted) judge against its reference.
+    let (ok, out, err) = baton(&app, &["eval", "export"]).await;
+    assert!(ok, "{err}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("cases.jsonl");
+    std::fs::write(&file, &out).expect("write the cases");
+    let file = file.to_string_lossy().into_owned();
+    let reports = dir.path().to_string_lossy().into_owned();
+    let posts_before = app.slack.posted().len();
+    let (ok, ran, err) = baton(
+        &app,
+        &[
+            "eval",
+            "run",
+            &file,
+            "--replay",
+            "--min-pass",
+            "1",
+            "--out",
+            &reports,
+        ],
+    )
+    .await;
+    assert!(ok, "{ran}\n{err}\nlog:\n{}", app.log());
+    let report: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("eval-report.json")).expect("eval-report.json"),
+    )
+    .expect("the report's JSON");
+    assert_eq!(report["totals"][0]["pass_rate"], 1.0, "{report}");
+    assert_eq!(
+        app.slack.posted().len(),
+        posts_before,
+        "a replay posts nothing in Slack"
+    );
+    let text = report.to_string();
+    for id in [&up, &down, &tie] {
+        assert!(text.contains(id.as_str()), "{id} in {report}");
     }
 
     // A chosen task: succeeded, unrated, exported as a good answer; with
