@@ -42,6 +42,7 @@ mod egress;
 mod evals_export;
 mod first_hour;
 mod fork_cli;
+mod forks;
 mod hostile_input;
 mod http_tools;
 mod judgment;

@@ -93,6 +93,9 @@ pub(super) enum Decision {
     Refuse(Refusal),
     /// Answered at once: a delegation whose child already reported.
     Answer(ToolOutput),
+    /// Answered at once with a recorded result, written as it was
+    /// recorded (not cut or screened again): a recorded fork's call.
+    Replay(ToolOutput),
     /// Waits for a human decision.
     AwaitApproval,
     /// Becomes (or already is) a child task that has not reported yet.
@@ -113,6 +116,7 @@ impl fmt::Debug for Decision {
                 .finish(),
             Decision::Refuse(r) => f.debug_tuple("Refuse").field(r).finish(),
             Decision::Answer(o) => f.debug_tuple("Answer").field(o).finish(),
+            Decision::Replay(o) => f.debug_tuple("Replay").field(o).finish(),
             Decision::AwaitApproval => f.write_str("AwaitApproval"),
             Decision::Delegate => f.write_str("Delegate"),
             Decision::Sleep => f.write_str("Sleep"),
@@ -145,6 +149,8 @@ pub(super) struct Batch {
     /// Calls answered at once (refusals, reported delegations), written
     /// with the `started` marks before anything runs.
     pub(super) answered: Vec<(ToolCall, ToolOutput)>,
+    /// Calls of a recorded fork, answered with their recorded results.
+    pub(super) replayed: Vec<(ToolCall, ToolOutput)>,
     /// Calls not safe to repeat, marked started before they run.
     pub(super) started: Vec<ToolCall>,
     pub(super) runnable: Vec<(ToolCall, Arc<dyn Tool>)>,
@@ -159,6 +165,7 @@ impl TurnPlan {
     pub(super) fn batch(self) -> Batch {
         let mut batch = Batch {
             answered: Vec::new(),
+            replayed: Vec::new(),
             started: Vec::new(),
             runnable: Vec::new(),
             wait: None,
@@ -173,6 +180,7 @@ impl TurnPlan {
                     batch.answered.push((call, out));
                 }
                 Decision::Answer(out) => batch.answered.push((call, out)),
+                Decision::Replay(out) => batch.replayed.push((call, out)),
                 Decision::Run { tool, mark_started } => {
                     if mark_started {
                         batch.started.push(call.clone());
@@ -209,7 +217,7 @@ pub(super) fn plan(turn: &Turn<'_>, pending: Vec<(ToolCall, bool)>) -> TurnPlan 
         for (call, _) in pending {
             let index = index_in_step(turn.transcript, turn.step, &call);
             let out = recorded.answer(turn.step, index, &call);
-            plan.calls.push((call, Decision::Answer(out)));
+            plan.calls.push((call, Decision::Replay(out)));
         }
         return plan;
     }
@@ -516,6 +524,7 @@ mod tests {
                 }
                 Decision::Refuse(r) => format!("refuse: {}", r.message(&c.name)),
                 Decision::Answer(o) => format!("answer: {}", o.content),
+                Decision::Replay(o) => format!("replay: {}", o.content),
                 Decision::AwaitApproval => "approval".into(),
                 Decision::Delegate => "delegate".into(),
                 Decision::Sleep => "sleep".into(),
@@ -938,7 +947,7 @@ mod tests {
         let mut w = World::new(|_| {});
         w.recorded = Some(Recorded::of(None, &source.transcript));
         let decided = w.decide(&calls);
-        assert_eq!(decided[0], "answer: recorded");
+        assert_eq!(decided[0], "replay: recorded");
         for d in &decided[1..] {
             assert!(d.contains("was not recorded"), "{d}");
         }
@@ -946,5 +955,7 @@ mod tests {
             .plan(calls.iter().map(|c| (c.clone(), false)).collect())
             .batch();
         assert!(batch.runnable.is_empty() && batch.started.is_empty() && batch.wait.is_none());
+        assert_eq!(batch.replayed.len(), 4);
+        assert!(batch.answered.is_empty());
     }
 }

@@ -16,7 +16,7 @@ use super::events::Event;
 use super::plan::{plan, Batch};
 use super::step::Spent;
 use super::stuck::{repetition, Repetition};
-use super::tools::result_entry;
+use super::tools::{replayed_entry, result_entry};
 use super::{Segment, Step};
 use baton_core::{Entry, EntryKind, ToolCall};
 use futures::stream::StreamExt;
@@ -78,6 +78,11 @@ impl Segment<'_> {
             turn.answered
                 .into_iter()
                 .map(|(call, out)| result_entry(step, &call, out, max_chars, guard)),
+        );
+        entries.extend(
+            turn.replayed
+                .into_iter()
+                .map(|(call, out)| replayed_entry(step, &call, out)),
         );
         let clock = Instant::now();
         let mut running = self.start_calls(step, turn.runnable).await;

@@ -26,6 +26,12 @@ impl Segment<'_> {
             .into_iter()
             .map(|(call, out)| result_entry(step, &call, out, max_chars, guard))
             .collect();
+        written.extend(
+            batch
+                .replayed
+                .into_iter()
+                .map(|(call, out)| replayed_entry(step, &call, out)),
+        );
         written.extend(batch.started.iter().map(|call| EntryKind::ToolStarted {
             step,
             call_id: call.id.clone(),
@@ -176,6 +182,19 @@ pub(super) fn result_entry(
         content,
         is_error: output.is_error,
         truncated_chars,
+    }
+}
+
+/// The result entry of a recorded fork's call: the source's result as it
+/// was recorded, already cut and screened when the source got it.
+pub(super) fn replayed_entry(step: u32, call: &ToolCall, output: ToolOutput) -> EntryKind {
+    EntryKind::ToolResult {
+        step,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: output.content,
+        is_error: output.is_error,
+        truncated_chars: 0,
     }
 }
 
