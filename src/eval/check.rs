@@ -76,7 +76,7 @@ pub(crate) fn run_checks(case: &LoadedCase, outcome: &Outcome) -> Vec<CheckResul
             None => "no match".to_owned(),
         };
         out.push(CheckResult::new(
-            format!("regex {source:?}"),
+            format!("regex /{source}/"),
             hit.is_some(),
             detail,
         ));

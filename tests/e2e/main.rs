@@ -39,6 +39,7 @@ mod console;
 mod conversation_summaries;
 mod conversations;
 mod egress;
+mod evals;
 mod evals_export;
 mod first_hour;
 mod fork_cli;
