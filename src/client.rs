@@ -50,6 +50,32 @@ pub(crate) enum TaskCommand {
         #[arg(long)]
         wait: bool,
     },
+    /// Fork a task from a step: a new task with its transcript through
+    /// step N that goes on from there (docs/api.md, Forking a task). Prints
+    /// the new task's id; with --wait, then its answer.
+    Fork {
+        /// The task to fork.
+        id: String,
+        /// The last step of the source kept (0: only its input).
+        #[arg(long)]
+        from_step: u32,
+        /// Ask this model at every step of the fork.
+        #[arg(long)]
+        model: Option<String>,
+        /// Answer tool calls from the source's recorded results; run none.
+        #[arg(long)]
+        recorded: bool,
+        /// Replace the last user message before the fork's first step.
+        #[arg(long)]
+        input: Option<String>,
+        /// Run the fork on this agent (default: the source's).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Follow the fork until it ends and print its answer after its id
+        /// (its progress on stderr).
+        #[arg(long)]
+        wait: bool,
+    },
     /// Print a task's status JSON.
     Get { id: String },
     /// Follow a task's events until it ends.
@@ -218,6 +244,40 @@ pub(crate) async fn run_task(args: ApiArgs, command: TaskCommand) -> anyhow::Res
             println!("{id}");
             if wait {
                 follow(&api, &id, Follow::Answer).await
+            } else {
+                Ok(())
+            }
+        }
+        TaskCommand::Fork {
+            id,
+            from_step,
+            model,
+            recorded,
+            input,
+            agent,
+            wait,
+        } => {
+            let mut body = serde_json::json!({
+                "from_step": from_step,
+                "tools": if recorded { "recorded" } else { "live" },
+            });
+            for (name, value) in [("model", model), ("input", input), ("agent", agent)] {
+                if let Some(v) = value {
+                    body[name] = v.into();
+                }
+            }
+            let v = api
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/tasks/{}/fork", percent_encode(&id)),
+                    Some(body),
+                    None,
+                )
+                .await?;
+            let fork = v["task_id"].as_str().unwrap_or_default().to_owned();
+            println!("{fork}");
+            if wait {
+                follow(&api, &fork, Follow::Answer).await
             } else {
                 Ok(())
             }

@@ -71,8 +71,8 @@ enum Command {
     /// Measure orchestration overhead and bytes written per step
     /// (see docs/performance.md).
     Bench(bench::BenchArgs),
-    /// Evaluation sets: run cases as tasks and score the answers
-    /// (docs/evals.md).
+    /// Evaluation sets: run cases as tasks and score the answers, export
+    /// cases from rated answers (docs/evals.md).
     Eval {
         #[command(subcommand)]
         command: eval::EvalCommand,

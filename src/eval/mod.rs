@@ -5,6 +5,7 @@
 
 mod case;
 mod check;
+mod export;
 mod judge;
 mod progress;
 mod report;
@@ -25,6 +26,10 @@ pub(crate) enum EvalCommand {
     /// when a model's pass rate is under --min-pass, 2 when the run could
     /// not be made (bad cases file or flags, no stack).
     Run(RunArgs),
+    /// Turn rated answers (the Slack feedback buttons) and chosen tasks
+    /// into cases, one JSON line each on stdout. Exit code 1 on an API
+    /// error (nothing printed then).
+    Export(export::ExportArgs),
 }
 
 #[derive(Args)]
@@ -92,6 +97,15 @@ enum UsageError {
 pub(crate) async fn main(command: EvalCommand) -> ExitCode {
     let verdict = match command {
         EvalCommand::Run(args) => run(args).await,
+        EvalCommand::Export(args) => {
+            return match export::run(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {}", crate::describe(&e));
+                    ExitCode::from(1)
+                }
+            };
+        }
     };
     match verdict {
         Ok(true) => ExitCode::SUCCESS,
@@ -266,9 +280,9 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
         let argv = std::iter::once("eval").chain(args.iter().copied());
-        Cli::try_parse_from(argv).map(|c| {
-            let EvalCommand::Run(a) = c.command;
-            a
+        Cli::try_parse_from(argv).map(|c| match c.command {
+            EvalCommand::Run(a) => a,
+            EvalCommand::Export(_) => panic!("parsed as export"),
         })
     }
 

@@ -1,7 +1,8 @@
 //! The web console (`/console`) in a real headless Chromium, driven through
 //! chromedriver against the real `baton dev`: sign in, a task appearing and
 //! finishing in the list, its conversation and waterfall, an approval
-//! clicked, a hostile input shown as text, the schedules page, sign-out.
+//! clicked, a step forked (the new task's page opens, linked both ways), a
+//! hostile input shown as text, the schedules page, sign-out.
 //! Screenshots of each stage are kept (path printed; see `screenshot_dir`).
 
 use crate::common::{Options, TestApp, TOKEN};
@@ -226,6 +227,42 @@ async fn the_console_in_a_headless_browser() {
     b.screenshot(&shots, "03-task-page").await;
     let chart = b.wait_for("#waterfall", WAIT).await;
     b.screenshot_of(&chart, &shots, "03-waterfall").await;
+
+    // Fork from step 2, tools recorded: the new task's page opens and
+    // says where it came from; the source lists it.
+    let fork_button = b
+        .wait_for("#conversation button.fork[data-step=\"2\"]", WAIT)
+        .await;
+    b.click(&fork_button).await;
+    let tools = b
+        .exec(
+            "return document.getElementById('fork-tools').value",
+            json!([]),
+        )
+        .await;
+    assert_eq!(tools, "recorded", "recorded is the console's default");
+    b.screenshot(&shots, "03b-fork-panel").await;
+    b.click(&b.wait_for("#fork-go", WAIT).await).await;
+    let forked = b
+        .wait_until(
+            "the fork's page",
+            "const f = document.getElementById('forked-from');
+             const m = /^#\\/tasks\\/([^/?]+)$/.exec(location.hash);
+             return f && m && m[1] !== arguments[0] ? [m[1], f.textContent] : null;",
+            json!([id]),
+            WAIT,
+        )
+        .await;
+    let fork = forked[0].as_str().unwrap().to_owned();
+    assert_eq!(forked[1], format!("{id} at step 2"), "{forked}");
+    let status = app.wait_done(&fork, WAIT).await;
+    assert_eq!(status["status"], "succeeded", "{status}");
+    assert_eq!(status["forked_from"], json!({"task_id": id, "step": 2}));
+    assert_eq!(status["tools"], "recorded", "{status}");
+    b.screenshot(&shots, "03c-forked-task").await;
+    show(&b, &format!("#/tasks/{id}")).await;
+    b.wait_for(&format!("#forks a[href=\"#/tasks/{fork}\"]"), WAIT)
+        .await;
 
     // A side effect waits for approval; the list filters by status; the
     // Approve button lets it go on.

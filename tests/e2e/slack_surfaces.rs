@@ -12,7 +12,7 @@ const LONG: Duration = Duration::from_secs(60);
 /// Long enough to be stopped midway.
 const SLOW: &str = "#steps=30 #sleep=500";
 const TS: &str = "1700000300.000100";
-const CHANNEL: &str = "C1";
+pub(crate) const CHANNEL: &str = "C1";
 
 fn callback(event_id: &str, event: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({
@@ -22,7 +22,7 @@ fn callback(event_id: &str, event: Value) -> Vec<u8> {
     .unwrap()
 }
 
-fn mention(event_id: &str, user: &str, ts: &str, text: &str) -> Vec<u8> {
+pub(crate) fn mention(event_id: &str, user: &str, ts: &str, text: &str) -> Vec<u8> {
     callback(
         event_id,
         json!({"type": "app_mention", "user": user, "text": format!("<@UBOT> {text}"),
@@ -39,7 +39,7 @@ fn stop_click(event_id: &str, user: &str) -> Vec<u8> {
     )
 }
 
-async fn send(app: &TestApp, body: &[u8]) -> Value {
+pub(crate) async fn send(app: &TestApp, body: &[u8]) -> Value {
     let r = app
         .slack_post("/slack/events", body, "application/json", &[])
         .await;
@@ -48,7 +48,7 @@ async fn send(app: &TestApp, body: &[u8]) -> Value {
 }
 
 /// The task on the conversation `key`, once there is one.
-async fn task_on(app: &TestApp, key: &str) -> String {
+pub(crate) async fn task_on(app: &TestApp, key: &str) -> String {
     let store = app.store().await;
     let started = Instant::now();
     loop {
@@ -210,7 +210,7 @@ async fn an_assistant_thread_gets_prompts_and_its_title_once() {
 }
 
 /// `user` clicks `rating` on the feedback buttons of the answer `message`.
-fn feedback_click(
+pub(crate) fn feedback_click(
     user: &str,
     message: &baton_slack::testing::PostedMessage,
     rating: &str,
@@ -239,7 +239,7 @@ fn feedback_click(
     baton_slack::testing::interactivity_body(&payload)
 }
 
-async fn click(app: &TestApp, body: &[u8]) -> Value {
+pub(crate) async fn click(app: &TestApp, body: &[u8]) -> Value {
     let r = app
         .slack_post(
             "/slack/interactivity",

@@ -325,9 +325,21 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
         made.push(task);
     }
     for task in made.iter().step_by(5) {
+        // Every other ended task rated up, the rest down.
+        let rating = if made.iter().position(|m| m.id == task.id).unwrap_or(0) % 10 == 0 {
+            crate::task::feedback::Rating::Positive
+        } else {
+            crate::task::feedback::Rating::Negative
+        };
         let (ended, _) = store
             .update(&task.id, None, |t| {
                 t.status = TaskStatus::Succeeded;
+                t.feedback = vec![crate::task::feedback::Feedback {
+                    user: "U1".into(),
+                    rating,
+                    at: t.updated_at,
+                    action_ts: None,
+                }];
                 Ok(Some(Vec::new()))
             })
             .await
@@ -400,4 +412,41 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
         ..TaskFilter::default()
     };
     assert!(pages(store, &nobody, 5).await.is_empty());
+    let position = |t: &Task| made.iter().position(|m| m.id == t.id).unwrap_or(1);
+    for (feedback, keep) in [
+        (
+            crate::listing::FeedbackFilter::Up,
+            &(|t: &Task| position(t) % 10 == 0) as &dyn Fn(&Task) -> bool,
+        ),
+        (crate::listing::FeedbackFilter::Down, &|t: &Task| {
+            position(t) % 10 == 5
+        }),
+        (crate::listing::FeedbackFilter::Any, &|t: &Task| {
+            position(t) % 5 == 0
+        }),
+    ] {
+        let rated = TaskFilter {
+            feedback: Some(feedback),
+            ..TaskFilter::default()
+        };
+        assert_eq!(pages(store, &rated, 2).await, want(keep), "{feedback:?}");
+    }
+    // Since an instant: the newest tasks only, with or without other filters.
+    let since = crate::Instant(base + 10);
+    let recent = TaskFilter {
+        since: Some(since),
+        ..TaskFilter::default()
+    };
+    let newer = |t: &Task| t.created_at >= since;
+    assert_eq!(pages(store, &recent, 3).await, want(&newer));
+    assert_eq!(pages(store, &recent, 100).await, want(&newer));
+    let recent_ops = TaskFilter {
+        since: Some(since),
+        agent: Some("ops".into()),
+        ..TaskFilter::default()
+    };
+    assert_eq!(
+        pages(store, &recent_ops, 2).await,
+        want(&|t| newer(t) && t.agent == "ops")
+    );
 }

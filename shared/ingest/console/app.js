@@ -471,6 +471,10 @@
         el('h2', { id: 'waterfall-title' }, 'Waterfall'), waterfall));
 
     const path = '/tasks/' + enc(id);
+    conversation.addEventListener('click', (ev) => {
+      const button = ev.target instanceof Element ? ev.target.closest('button.fork') : null;
+      if (button) openFork(button, id);
+    });
     const writing = streamedAnswers(conversation);
     let after = null;
     let actionsKey = '';
@@ -559,6 +563,16 @@
       rows.push(['Children', el('ul', { class: 'plain' }, t.children.map((c) => el('li', null,
         el('a', { href: '#/tasks/' + enc(c.task_id) }, c.task_id), ' ', String(c.agent || ''), ' — ', c.status || 'running')))]);
     }
+    if (typeof t.model === 'string' && t.model) rows.push(['Model', el('code', null, t.model)]);
+    if (t.forked_from && typeof t.forked_from.task_id === 'string') {
+      rows.push(['Forked from', el('span', { id: 'forked-from' },
+        el('a', { href: '#/tasks/' + enc(t.forked_from.task_id) }, t.forked_from.task_id), ' at step ' + count(t.forked_from.step))]);
+    }
+    if (t.tools === 'recorded') rows.push(['Tools', 'recorded: answered from the source task, none run']);
+    if (Array.isArray(t.forks) && t.forks.length) {
+      rows.push(['Forks', el('ul', { class: 'plain', id: 'forks' }, t.forks.map((f) => el('li', null,
+        el('a', { href: '#/tasks/' + enc(f) }, String(f)))))]);
+    }
     if (t.error) rows.push(['Error', el('div', { class: 'text error' }, t.error)]);
     if (t.result != null) rows.push(['Result', el('div', { class: 'text', id: 'result' }, t.result)]);
     dl.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', null, k), el('dd', null, v)]));
@@ -614,6 +628,42 @@
       });
       box.append(el('div', { class: 'buttons' }, cancel));
     }
+  }
+
+  // The Fork action of a step: asks for the model (optional) and whether
+  // tools are answered from this task's records (the default: nothing runs
+  // twice) or run live, then opens the new task.
+  function openFork(button, id) {
+    const step = Number(button.dataset.step);
+    const old = byId('fork-panel');
+    if (old) old.remove();
+    const model = el('input', { type: 'text', id: 'fork-model', placeholder: "the agent's", autocomplete: 'off' });
+    const tools = el('select', { id: 'fork-tools' },
+      el('option', { value: 'recorded' }, 'recorded: answered from this task, none run'),
+      el('option', { value: 'live' }, 'live: the tools run again'));
+    const go = el('button', { type: 'button', id: 'fork-go', class: 'approve' }, 'Fork');
+    const close = el('button', { type: 'button', id: 'fork-close' }, 'Close');
+    const panel = el('div', { class: 'fork-panel', id: 'fork-panel', 'data-step': String(step) },
+      el('p', null, 'A new task with this conversation through step ' + step + ', going on from there.'),
+      el('label', null, 'Model ', model),
+      el('label', null, 'Tools ', tools),
+      el('div', { class: 'buttons' }, go, close));
+    close.addEventListener('click', () => panel.remove());
+    go.addEventListener('click', async () => {
+      const body = { from_step: step, tools: tools.value };
+      if (model.value.trim()) body.model = model.value.trim();
+      go.disabled = true;
+      try {
+        const r = await api('POST', '/tasks/' + enc(id) + '/fork', body);
+        say('Forked from step ' + step + ': task ' + r.task_id + '.');
+        location.hash = '#/tasks/' + enc(r.task_id);
+      } catch (e) {
+        failed(e);
+        go.disabled = false;
+      }
+    });
+    button.closest('li').append(panel);
+    model.focus();
   }
 
   function waitingText(w) {
@@ -685,6 +735,10 @@
         if (e.usage) {
           body.push(el('p', { class: 'meta' }, 'step ' + e.step + ' · ' + count(e.usage.input_tokens) + ' in, '
             + count(e.usage.output_tokens) + ' out tokens'));
+        }
+        if (Number.isInteger(e.step)) {
+          body.push(el('div', { class: 'buttons' }, el('button', { type: 'button', class: 'small fork', 'data-step': String(e.step),
+            title: 'A new task with this conversation through step ' + e.step + ', going on from there' }, 'Fork from step ' + e.step)));
         }
         break;
       }

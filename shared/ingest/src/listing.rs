@@ -1,14 +1,17 @@
-//! `GET /tasks?status=&agent=&thread=&q=&limit=&cursor=`: the tasks,
-//! newest first, a page at a time, from the store's listing index
-//! ([`baton_core::listing`]). `q` searches the first line of each task's
-//! input (and its id, agent and Slack requester) over the same bounded
-//! pages as the other filters.
+//! `GET /tasks?status=&agent=&thread=&q=&feedback=&since=&limit=&cursor=`:
+//! the tasks, newest first, a page at a time, from the store's listing
+//! index ([`baton_core::listing`]). `q` searches the first line of each
+//! task's input (and its id, agent and Slack requester) over the same
+//! bounded pages as the other filters; `feedback` keeps rated answers
+//! (`up`, `down`, `any`); `since` (RFC 3339) ends the listing at the first
+//! task created before it.
 
 use crate::response::{json, Answer, ApiError};
 use crate::Ingest;
-use baton_core::listing::{Cursor, TaskFilter, DEFAULT_PAGE, MAX_PAGE};
-use baton_core::TaskStatus;
+use baton_core::listing::{Cursor, FeedbackFilter, TaskFilter, DEFAULT_PAGE, MAX_PAGE};
+use baton_core::{Instant, TaskStatus};
 use http::StatusCode;
+use serde::Deserialize;
 use serde_json::json;
 
 const STATUSES: [TaskStatus; 6] = [
@@ -49,10 +52,11 @@ fn parse_query(query: Option<&str>) -> Result<ListQuery, ApiError> {
         let name = name.as_str();
         if !matches!(
             name,
-            "status" | "agent" | "thread" | "q" | "limit" | "cursor"
+            "status" | "agent" | "thread" | "q" | "feedback" | "since" | "limit" | "cursor"
         ) {
             return Err(ApiError::bad_request(format!(
-                "unknown query parameter `{}` (known: status, agent, thread, q, limit, cursor)",
+                "unknown query parameter `{}` (known: status, agent, thread, q, feedback, \
+                 since, limit, cursor)",
                 shown(name)
             )));
         }
@@ -87,6 +91,25 @@ fn parse_query(query: Option<&str>) -> Result<ListQuery, ApiError> {
                     )));
                 }
                 q.filter.text = Some(text.to_owned());
+            }
+            "feedback" => {
+                q.filter.feedback = Some(FeedbackFilter::parse(value).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "`feedback` must be up, down or any, not `{}`",
+                        shown(value)
+                    ))
+                })?);
+            }
+            "since" => {
+                let at = Instant::deserialize(serde_json::Value::from(value.as_str())).map_err(
+                    |_| {
+                        ApiError::bad_request(format!(
+                            "`since` must be an RFC 3339 instant (2026-11-01T00:00:00Z), not `{}`",
+                            shown(value)
+                        ))
+                    },
+                )?;
+                q.filter.since = Some(at);
             }
             "limit" => {
                 q.limit = value
@@ -169,5 +192,15 @@ mod tests {
         assert_eq!(q.filter.text.as_deref(), Some("Deploy billing"));
         assert!(refused("q=%20%20").contains("`q`"));
         assert!(refused(&format!("q={}", "x".repeat(201))).contains("`q`"));
+        let q = parse_query(Some("feedback=down&since=2026-11-01T00%3A00%3A00Z")).unwrap();
+        assert_eq!(q.filter.feedback, Some(FeedbackFilter::Down));
+        assert_eq!(
+            q.filter.since.map(|i| i.to_string()).as_deref(),
+            Some("2026-11-01T00:00:00.000Z")
+        );
+        assert!(refused("feedback=yes").contains("`feedback` must be up, down or any"));
+        for bad in ["since=30d", "since=yesterday", "since=2026-13-01T00:00:00Z"] {
+            assert!(refused(bad).contains("`since`"), "{bad}");
+        }
     }
 }

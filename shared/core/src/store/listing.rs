@@ -13,6 +13,7 @@ use super::error::StoreError;
 use crate::clock::Instant;
 use crate::ids::TaskId;
 use crate::table::{shard_of, ListingEntry, ListingKey, Table};
+use crate::task::feedback::{self, Rating};
 use crate::task::{Task, TaskStatus};
 use base64::Engine;
 use std::sync::Arc;
@@ -88,14 +89,56 @@ pub struct TaskFilter {
     /// applied to the listing's pages ([`MAX_EXAMINED`] entries at most
     /// per page), never by a scan.
     pub text: Option<String>,
+    /// What the votes on the task's answer say ([`feedback::verdict`]).
+    pub feedback: Option<FeedbackFilter>,
+    /// Only tasks created at or after this instant. The listing is sorted
+    /// by creation, so it ends at the first older entry: no task is read
+    /// for it and no page goes past it.
+    pub since: Option<Instant>,
+}
+
+/// Which rated tasks a listing keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeedbackFilter {
+    /// The majority voted thumbs-up.
+    Up,
+    /// The majority voted thumbs-down, or the votes are tied.
+    Down,
+    /// Any vote at all.
+    Any,
+}
+
+impl FeedbackFilter {
+    /// `up`, `down` or `any`, as `GET /tasks?feedback=` and `baton eval
+    /// export --feedback` name them.
+    pub fn parse(name: &str) -> Option<FeedbackFilter> {
+        match name {
+            "up" => Some(FeedbackFilter::Up),
+            "down" => Some(FeedbackFilter::Down),
+            "any" => Some(FeedbackFilter::Any),
+            _ => None,
+        }
+    }
+
+    fn keeps(self, task: &Task) -> bool {
+        match (self, feedback::verdict(&task.feedback)) {
+            (_, None) => false,
+            (FeedbackFilter::Any, Some(_)) => true,
+            (FeedbackFilter::Up, Some(r)) => r == Rating::Positive,
+            (FeedbackFilter::Down, Some(r)) => r == Rating::Negative,
+        }
+    }
 }
 
 impl TaskFilter {
+    /// Whether every task read is kept (`since` is applied to the index
+    /// entries, before any task is read).
     fn is_empty(&self) -> bool {
         self.status.is_none()
             && self.agent.is_none()
             && self.thread.is_none()
             && self.text.is_none()
+            && self.feedback.is_none()
     }
 
     fn matches_text(task: &Task, text: &str) -> bool {
@@ -118,6 +161,7 @@ impl TaskFilter {
                 .text
                 .as_deref()
                 .is_none_or(|t| Self::matches_text(task, t))
+            && self.feedback.is_none_or(|f| f.keeps(task))
     }
 }
 
@@ -165,7 +209,18 @@ pub(crate) async fn page(
         } else {
             FILTERED_BATCH.max(want + 1)
         };
-        let (entries, shard_full) = merged_entries(table, position.as_deref(), batch).await?;
+        let (mut entries, mut shard_full) =
+            merged_entries(table, position.as_deref(), batch).await?;
+        if let Some(since) = filter.since {
+            // Newest first: the listing ends at the first older entry.
+            if let Some(cut) = entries
+                .iter()
+                .position(|e| created_ms(&e.sort) < since.millis())
+            {
+                entries.truncate(cut);
+                shard_full = false;
+            }
+        }
         // Unfiltered, only the tasks shown are read.
         let fetch = if filter.is_empty() { want } else { batch }.min(entries.len());
         let keys: Vec<_> = entries[..fetch].iter().map(|e| e.key.clone()).collect();
@@ -201,6 +256,14 @@ pub(crate) async fn page(
             });
         }
     }
+}
+
+/// The creation instant (ms) of a listing sort key (`{ms:013}#{id}`); a
+/// key that is not one sorts as the oldest.
+fn created_ms(sort: &str) -> i64 {
+    sort.split_once('#')
+        .and_then(|(ms, _)| ms.parse().ok())
+        .unwrap_or(i64::MIN)
 }
 
 /// The first `batch` entries below `before` over all shards, newest first,

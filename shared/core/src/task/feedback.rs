@@ -102,6 +102,25 @@ fn is_older(a: Option<&str>, b: Option<&str>) -> bool {
     }
 }
 
+/// What the votes on a task say together: the majority's rating, a tie
+/// counting as [`Rating::Negative`] (as many people found fault as
+/// approved: not an answer to hold up as a reference); `None` without
+/// votes. `GET /tasks?feedback=` and `baton eval export` both decide by it.
+pub fn verdict(votes: &[Feedback]) -> Option<Rating> {
+    if votes.is_empty() {
+        return None;
+    }
+    let up = votes
+        .iter()
+        .filter(|f| f.rating == Rating::Positive)
+        .count();
+    Some(if up * 2 > votes.len() {
+        Rating::Positive
+    } else {
+        Rating::Negative
+    })
+}
+
 /// The `feedback` of the task status JSON.
 pub fn status_json(t: &Task) -> serde_json::Value {
     crate::task::record::feedback_json(&t.feedback)
@@ -130,6 +149,23 @@ mod tests {
         t.status = TaskStatus::Succeeded;
         t.result = Some("the answer".into());
         t
+    }
+
+    #[test]
+    fn the_majority_decides_and_a_tie_is_a_thumbs_down() {
+        let v = |rating| Feedback {
+            user: "U".into(),
+            rating,
+            at: Instant(0),
+            action_ts: None,
+        };
+        let (up, down) = (Rating::Positive, Rating::Negative);
+        assert_eq!(verdict(&[]), None);
+        assert_eq!(verdict(&[v(up)]), Some(up));
+        assert_eq!(verdict(&[v(down)]), Some(down));
+        assert_eq!(verdict(&[v(up), v(down), v(up)]), Some(up));
+        assert_eq!(verdict(&[v(down), v(up), v(down)]), Some(down));
+        assert_eq!(verdict(&[v(up), v(down)]), Some(down));
     }
 
     #[test]
