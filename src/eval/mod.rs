@@ -45,9 +45,9 @@ pub(crate) struct RunArgs {
     /// Run every case on this model too, side by side with --model.
     #[arg(long)]
     compare: Option<String>,
-    /// A running deployment's API to run on, instead of a local stack
-    /// started for the run.
-    #[arg(long)]
+    /// A running deployment's API (or a `baton dev`) to run on, instead
+    /// of a local stack started for the run. Needed by --replay.
+    #[arg(long, env = "BATON_URL")]
     url: Option<String>,
     /// The deployment's bearer token (with --url); as for `baton task`.
     #[arg(long, env = "BATON_API_TOKEN", hide_env_values = true)]
@@ -88,6 +88,12 @@ enum UsageError {
     Cases(#[from] case::CaseError),
     #[error("--replay: case {0} has no task_id")]
     NoTaskId(String),
+    #[error(
+        "--replay forks the tasks the cases came from, which are in the deployment (or the \
+         `baton dev`) that ran them, not in a stack started for the run: give its --url \
+         (BATON_URL), e.g. --url http://127.0.0.1:3000 for a local `baton dev`"
+    )]
+    ReplayWithoutUrl,
     #[error("--compare names the model already run (`{0}`)")]
     SameModel(String),
 }
@@ -144,6 +150,9 @@ fn columns(args: &RunArgs) -> Result<Vec<Column>, UsageError> {
 
 async fn run(args: RunArgs) -> anyhow::Result<bool> {
     let cases = case::load(&args.cases).map_err(UsageError::from)?;
+    if args.replay && args.url.is_none() {
+        return Err(UsageError::ReplayWithoutUrl.into());
+    }
     if args.replay {
         if let Some(c) = cases.iter().find(|c| c.case.task_id.is_none()) {
             return Err(UsageError::NoTaskId(c.id.clone()).into());
@@ -318,11 +327,22 @@ mod tests {
         let path = dir.path().join("c.jsonl");
         std::fs::write(&path, "{\"id\": \"a\", \"input\": \"x\", \"task_id\": \"t\"}\n{\"id\": \"b\", \"input\": \"y\"}\n").unwrap();
         let p = path.to_string_lossy().into_owned();
-        let e = run(parse(&["run", &p, "--replay"]).unwrap())
-            .await
-            .unwrap_err();
+        // Nothing listens there: the case is refused before any request.
+        let args = ["run", &p, "--replay", "--url", "http://127.0.0.1:9"];
+        let e = run(parse(&args).unwrap()).await.unwrap_err();
         assert_eq!(e.to_string(), "--replay: case b has no task_id");
-        let code = main(EvalCommand::Run(parse(&["run", &p, "--replay"]).unwrap())).await;
+        let code = main(EvalCommand::Run(parse(&args).unwrap())).await;
         assert_eq!(code, ExitCode::from(2));
+    }
+
+    #[tokio::test]
+    async fn a_replay_needs_the_deployment_holding_the_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        std::fs::write(&path, "{\"input\": \"x\", \"task_id\": \"t\"}\n").unwrap();
+        let mut args = parse(&["run", &path.to_string_lossy(), "--replay"]).unwrap();
+        args.url = None;
+        let e = run(args).await.unwrap_err();
+        assert!(e.to_string().contains("--url"), "{e}");
     }
 }
