@@ -56,6 +56,7 @@ mod metrics;
 mod otel_export;
 mod pinned_model;
 mod request_guards;
+mod roles;
 mod routes;
 mod schedule_limits;
 mod send_file;
