@@ -395,4 +395,35 @@ mod tests {
         let (status, _) = click(&r, "U_REQ", "approve", "garbage").await;
         assert_eq!(status, 400);
     }
+
+    #[tokio::test]
+    async fn a_role_among_the_approvers_may_click() {
+        let (mut r, id) = rig().await;
+        let mut agent = AgentConfig::new("default", "scripted");
+        agent.approval.approvers = vec!["oncall".into()];
+        r.ingest.agents = Agents::new(agent, Vec::new());
+        let roles = baton_settings::RoleTable::new(vec![baton_settings::RoleDecl {
+            name: "oncall".into(),
+            users: vec!["U_ONCALL".into()],
+            ..Default::default()
+        }]);
+        r.ingest = r
+            .ingest
+            .with_roles(std::sync::Arc::new(baton_settings::RoleLookup::new(
+                roles, None,
+            )));
+        let value = format!("{id}:{APPROVAL}");
+        // Not in the role: ignored, nothing decided.
+        let (status, v) = click(&r, "U_STRANGER", "approve", &value).await;
+        assert_eq!(status, 200);
+        assert!(v["ignored"].is_string(), "{v}");
+        assert_eq!(decision(&r, &id).await, None);
+        // In the role: decided.
+        let (status, v) = click(&r, "U_ONCALL", "approve", &value).await;
+        assert_eq!((status, &v), (200, &json!({"ok": true})));
+        assert_eq!(
+            decision(&r, &id).await,
+            Some((Verdict::Approved, Some("U_ONCALL".into())))
+        );
+    }
 }
