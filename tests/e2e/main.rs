@@ -58,6 +58,7 @@ mod metrics;
 mod otel_export;
 mod pinned_model;
 mod request_guards;
+mod roles;
 mod routes;
 mod schedule_limits;
 mod send_file;

@@ -95,12 +95,14 @@ impl Ingest {
         Ok(task)
     }
 
-    /// A Slack Approve / Deny click by `user` on a button carrying `value`.
-    /// Only the requester and the agent's configured approvers may decide;
-    /// anyone else's click changes nothing.
+    /// A Slack Approve / Deny click by `user` of workspace `team` on a
+    /// button carrying `value`. Only the requester and the agent's
+    /// configured approvers (by id, or by role) may decide; anyone else's
+    /// click changes nothing.
     /// `task` is the task the value names, as the click's check read it.
     pub(crate) async fn slack_decision(
         &self,
+        team: &str,
         user: &str,
         value: &str,
         approve: bool,
@@ -114,7 +116,13 @@ impl Ingest {
             .filter(|t| t.id == id)
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
         let rules = &self.agents.resolve(&task.agent).approval;
-        if !rules.may_decide(user, approval::requester(&task)) {
+        let requester = approval::requester(&task);
+        // Roles are looked up only when they can matter: the requester and
+        // approvers named by id need none.
+        let may = rules.may_decide(user, requester, &[])
+            || (rules.names_roles()
+                && rules.may_decide(user, requester, &self.roles_of(team, user).await));
+        if !may {
             tracing::info!(task_id = %id, user, "approval click by someone who may not decide; ignored");
             return Ok(json(
                 StatusCode::OK,
@@ -386,5 +394,36 @@ mod tests {
 
         let (status, _) = click(&r, "U_REQ", "approve", "garbage").await;
         assert_eq!(status, 400);
+    }
+
+    #[tokio::test]
+    async fn a_role_among_the_approvers_may_click() {
+        let (mut r, id) = rig().await;
+        let mut agent = AgentConfig::new("default", "scripted");
+        agent.approval.approvers = vec!["oncall".into()];
+        r.ingest.agents = Agents::new(agent, Vec::new());
+        let roles = baton_settings::RoleTable::new(vec![baton_settings::RoleDecl {
+            name: "oncall".into(),
+            users: vec!["U_ONCALL".into()],
+            ..Default::default()
+        }]);
+        r.ingest = r
+            .ingest
+            .with_roles(std::sync::Arc::new(baton_settings::RoleLookup::new(
+                roles, None,
+            )));
+        let value = format!("{id}:{APPROVAL}");
+        // Not in the role: ignored, nothing decided.
+        let (status, v) = click(&r, "U_STRANGER", "approve", &value).await;
+        assert_eq!(status, 200);
+        assert!(v["ignored"].is_string(), "{v}");
+        assert_eq!(decision(&r, &id).await, None);
+        // In the role: decided.
+        let (status, v) = click(&r, "U_ONCALL", "approve", &value).await;
+        assert_eq!((status, &v), (200, &json!({"ok": true})));
+        assert_eq!(
+            decision(&r, &id).await,
+            Some((Verdict::Approved, Some("U_ONCALL".into())))
+        );
     }
 }
