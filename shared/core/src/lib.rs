@@ -43,7 +43,8 @@ pub mod wake;
 pub use ports::{blob, llm, metric, notice, people, queue, reply, thread, tool, trace, upload};
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    approval, attachment, feedback, fork, judgment, lease, question, recap, sent_file, transcript,
+    always, approval, attachment, feedback, fork, judgment, lease, question, recap, sent_file,
+    transcript,
 };
 
 pub use blob::{BlobError, BlobStore};

@@ -10,6 +10,7 @@
 //! way, so none is lost to a race with the wait being recorded.
 
 use crate::reply::{PostKey, ReplyError};
+use crate::task::always::AlwaysRule;
 use crate::{
     Approval, Decision, EntryKind, Instant, Origin, PostedMessage, Task, TaskStatus, ToolCall,
     Verdict, WaitingFor,
@@ -128,6 +129,7 @@ pub fn decide(
         verdict,
         by: by.map(str::to_owned),
         at: now,
+        rule: None,
     });
     let detail = format!(
         "approval {approval_id} ({}) {}{}",
@@ -143,6 +145,27 @@ pub fn decide(
         }],
         lifted,
     ))
+}
+
+/// Decides a new approval by a rule of the task's conversation ("Always in
+/// this thread"): approved in the name of the rule's author, the rule
+/// named, so the record says why no one was asked. The entry to append.
+pub fn decide_by_rule(a: &mut Approval, rule: &AlwaysRule, now: Instant) -> EntryKind {
+    let described = rule.describe();
+    let detail = format!(
+        "approval {} ({}) approved without asking: {described}",
+        a.approval_id, a.summary
+    );
+    a.decision = Some(Decision {
+        verdict: Verdict::Approved,
+        by: Some(rule.by.clone()),
+        at: now,
+        rule: Some(described),
+    });
+    EntryKind::Status {
+        status: TaskStatus::Running,
+        detail,
+    }
 }
 
 /// A waiting task whose named approval is decided becomes runnable again.
@@ -265,6 +288,7 @@ mod tests {
             expires_at: Instant(expires_at),
             message: None,
             decision: None,
+            always: None,
         });
         t
     }
@@ -380,6 +404,41 @@ mod tests {
         assert_eq!(t.waiting_for, None);
         let refusal = refusal(t.approval("ap-1-call_1").unwrap()).unwrap();
         assert!(refusal.contains("denied"), "{refusal}");
+    }
+
+    #[test]
+    fn a_rule_decides_and_is_named() {
+        let mut t = task_with_approval(10_000);
+        let rule = AlwaysRule {
+            allowed: crate::task::always::Allowed::Http {
+                method: "POST".into(),
+                host: "example.com".into(),
+            },
+            by: "U_BOSS".into(),
+            at: Instant(1),
+        };
+        let entry = decide_by_rule(&mut t.approvals[0], &rule, Instant(5));
+        let d = t.approvals[0].decision.as_ref().unwrap();
+        assert_eq!(d.verdict, Verdict::Approved);
+        assert_eq!(d.by.as_deref(), Some("U_BOSS"));
+        assert_eq!(
+            d.rule.as_deref(),
+            Some("always in this thread: http_request POST example.com, by U_BOSS")
+        );
+        let EntryKind::Status { detail, .. } = entry else {
+            panic!("{entry:?}")
+        };
+        assert!(
+            detail.contains("approved without asking: always in this thread"),
+            "{detail}"
+        );
+        assert_eq!(refusal(&t.approvals[0]), None);
+        let shown = t.status_json();
+        assert_eq!(shown["approvals"][0]["decision"], "approved", "{shown}");
+        assert_eq!(
+            shown["approvals"][0]["rule"],
+            "always in this thread: http_request POST example.com, by U_BOSS"
+        );
     }
 
     #[test]
