@@ -114,7 +114,17 @@ impl Ingest {
         let task = self
             .update_task(id, |t| {
                 refused = None;
-                match approval::decide(t, approval_id, verdict, Some(by), Instant::now()) {
+                let now = Instant::now();
+                // The task's other calls of the kind, waiting beside this
+                // one, are decided by the new rule first, so this decision
+                // lifts the wait whichever of them it is on.
+                let mut by_rule = match kept {
+                    Some(rule) if !t.status.is_terminal() => {
+                        approval::decide_matching(t, rule, approval_id, now)
+                    }
+                    _ => Vec::new(),
+                };
+                match approval::decide(t, approval_id, verdict, Some(by), now) {
                     Ok((mut entries, _)) => {
                         if let Some(rule) = kept {
                             entries.push(EntryKind::Status {
@@ -125,6 +135,7 @@ impl Ingest {
                                 ),
                             });
                         }
+                        entries.append(&mut by_rule);
                         Some(entries)
                     }
                     Err(e) => {

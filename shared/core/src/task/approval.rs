@@ -168,6 +168,30 @@ pub fn decide_by_rule(a: &mut Approval, rule: &AlwaysRule, now: Instant) -> Entr
     }
 }
 
+/// Decides by `rule` every undecided approval of `t` but `except` that the
+/// rule allows (one just kept also covers the calls already waiting beside
+/// the one clicked). The entries to append.
+pub fn decide_matching(
+    t: &mut Task,
+    rule: &AlwaysRule,
+    except: &str,
+    now: Instant,
+) -> Vec<EntryKind> {
+    let status = t.status;
+    t.approvals
+        .iter_mut()
+        .filter(|a| {
+            a.decision.is_none()
+                && a.approval_id != except
+                && a.always.as_ref() == Some(&rule.allowed)
+        })
+        .map(|a| match decide_by_rule(a, rule, now) {
+            EntryKind::Status { detail, .. } => EntryKind::Status { status, detail },
+            other => other,
+        })
+        .collect()
+}
+
 /// A waiting task whose named approval is decided becomes runnable again.
 fn lift_if_decided(t: &mut Task) -> bool {
     let Some(WaitingFor::Approval { approval_id, .. }) = &t.waiting_for else {
@@ -439,6 +463,36 @@ mod tests {
             shown["approvals"][0]["rule"],
             "always in this thread: http_request POST example.com, by U_BOSS"
         );
+    }
+
+    #[test]
+    fn a_new_rule_decides_the_other_waiting_calls_it_allows() {
+        let mut t = task_with_approval(10_000);
+        let allowed = crate::task::always::Allowed::Http {
+            method: "POST".into(),
+            host: "example.com".into(),
+        };
+        t.approvals[0].always = Some(allowed.clone());
+        let mut same = t.approvals[0].clone();
+        same.approval_id = "ap-1-call_2".into();
+        let mut other = same.clone();
+        other.approval_id = "ap-1-call_3".into();
+        other.always = None;
+        t.approvals.push(same);
+        t.approvals.push(other);
+        let rule = AlwaysRule {
+            allowed,
+            by: "U1".into(),
+            at: Instant(1),
+        };
+        let entries = decide_matching(&mut t, &rule, "ap-1-call_1", Instant(5));
+        assert_eq!(entries.len(), 1);
+        assert!(
+            t.approvals[0].decision.is_none(),
+            "the clicked one is the person's"
+        );
+        assert!(t.approvals[1].decision.as_ref().unwrap().rule.is_some());
+        assert!(t.approvals[2].decision.is_none(), "another kind still asks");
     }
 
     #[test]
