@@ -25,6 +25,7 @@ mod check;
 mod judgment;
 mod mcp;
 mod prompts;
+mod roles;
 mod routes;
 mod schema;
 mod slack;
@@ -223,6 +224,7 @@ impl AgentsSource {
             declared_tools: Vec::new(),
             mcp_servers: Vec::new(),
             declared_modules: Vec::new(),
+            declared_roles: Vec::new(),
             base_dir: &self.base_dir,
         };
         let result = checker.resolve(spec, base);
