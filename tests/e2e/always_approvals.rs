@@ -16,11 +16,15 @@ const CHANNEL: &str = "C1";
 const THREAD_A: &str = "1700000300.000100";
 const THREAD_B: &str = "1700000400.000100";
 
-/// Every GET waits for approval; U_BOSS may approve besides the requester.
+/// Every GET waits for approval; U0BOSS1 may approve besides the requester.
+/// The same GET repeated is what this tests, not a loop to stop.
 const AGENTS: &str = r#"
+[agents.default.limits]
+max_identical_calls = 20
+
 [agents.default.approval]
 require = ["http_request:GET"]
-approvers = ["U_BOSS"]
+approvers = ["U0BOSS1"]
 "#;
 
 fn mention(event_id: &str, user: &str, ts: &str, thread_ts: Option<&str>, text: &str) -> Vec<u8> {
@@ -44,20 +48,15 @@ async fn send(app: &TestApp, body: &[u8]) -> Value {
     r.json().await.unwrap()
 }
 
-/// The scripted model's input: GET `first`, then GET `then` if given.
-fn gets(server: &MockServer, first: &str, then: Option<&str>) -> String {
-    let url = |p: &str| format!("http://{}/{p}", server.address());
-    let mut input = format!(
-        r#"#tool=http_request #args={{"method":"GET","url":"{}"}}"#,
-        url(first)
-    );
-    if let Some(then) = then {
-        input.push_str(&format!(
-            r#" #then_args={{"method":"GET","url":"{}"}}"#,
-            url(then)
-        ));
-    }
-    input
+/// The scripted model's input: GET `path` on `server`, `times` turns in a
+/// row. The model reads its script from the conversation's first message
+/// and counts the turns of the whole conversation (each earlier task adds
+/// one): so the Nth task of a thread starts at turn N.
+fn gets(server: &MockServer, path: &str, times: u32) -> String {
+    format!(
+        r#"#tool=http_request #args={{"method":"GET","url":"http://{}/{path}"}} #repeat={times}"#,
+        server.address()
+    )
 }
 
 /// The task running on thread `ts` other than `not`, once there is one.
@@ -171,10 +170,10 @@ async fn always_in_this_thread(backend: Backend) {
     .await;
     let host = server.address().ip().to_string();
 
-    // Thread A: U1 asks for two GETs of the same host; the first waits.
+    // Thread A: U1's task GETs the same URL three times; the first waits.
     send(
         &app,
-        &mention("Ev1", "U1", THREAD_A, None, &gets(&server, "a", Some("b"))),
+        &mention("Ev1", "U1", THREAD_A, None, &gets(&server, "a", 3)),
     )
     .await;
     let first = task_on(&app, THREAD_A, None).await;
@@ -196,19 +195,21 @@ async fn always_in_this_thread(backend: Backend) {
     assert!(paths(&server).await.is_empty(), "nothing ran");
 
     // U1 chooses "Always in this thread": the first GET runs, and the
-    // second, to the same host, runs without asking.
+    // next ones, to the same host, run without asking.
     let v = click(&app, "U1", "always", &first, &approval).await;
     assert_eq!(v, json!({"ok": true}));
     let t = app.wait_done(&first, LONG).await;
     assert_eq!(t["status"], "succeeded", "{t}\nlog:\n{}", app.log());
-    assert_eq!(paths(&server).await, ["/a", "/b"]);
+    assert_eq!(paths(&server).await, ["/a", "/a", "/a"], "{t}");
     let approvals = t["approvals"].as_array().unwrap();
-    assert_eq!(approvals.len(), 2, "{t}");
+    assert_eq!(approvals.len(), 3, "{t}");
     assert_eq!(approvals[0]["by"], "U1", "{t}");
     assert!(approvals[0].get("rule").is_none(), "a person decided: {t}");
     let rule = format!("always in this thread: http_request GET {host}, by U1");
-    assert_eq!(approvals[1]["decision"], "approved", "{t}");
-    assert_eq!(approvals[1]["rule"], json!(rule), "{t}");
+    for later in &approvals[1..] {
+        assert_eq!(later["decision"], "approved", "{t}");
+        assert_eq!(later["rule"], json!(rule), "{t}");
+    }
     // Only the first was asked in Slack.
     let asked = app
         .slack
@@ -240,29 +241,25 @@ async fn always_in_this_thread(backend: Backend) {
     // Another thread asks again for the same kind of call.
     send(
         &app,
-        &mention("Ev3", "U1", THREAD_B, None, &gets(&server, "c", None)),
+        &mention("Ev3", "U1", THREAD_B, None, &gets(&server, "a", 1)),
     )
     .await;
     let other = task_on(&app, THREAD_B, None).await;
     awaited_approval(&app, &other).await;
-    assert_eq!(paths(&server).await, ["/a", "/b"], "thread B waits");
+    assert_eq!(paths(&server).await.len(), 3, "thread B waits");
 
-    // A later task in thread A runs unasked...
+    // A later task in thread A (its turns 2 and 3) runs unasked...
     send(
         &app,
-        &mention(
-            "Ev4",
-            "U1",
-            "1700000302.000100",
-            Some(THREAD_A),
-            &gets(&server, "d", None),
-        ),
+        &mention("Ev4", "U1", "1700000302.000100", Some(THREAD_A), "again"),
     )
     .await;
     let later = task_on(&app, THREAD_A, Some(&first)).await;
     let t = app.wait_done(&later, LONG).await;
     assert_eq!(t["status"], "succeeded", "{t}\nlog:\n{}", app.log());
     assert_eq!(t["approvals"][0]["rule"], json!(rule), "{t}");
+    let ran = paths(&server).await.len();
+    assert!(ran > 3, "{ran}");
 
     // ...until `forget approvals`: then it asks again.
     send(
@@ -287,16 +284,13 @@ async fn always_in_this_thread(backend: Backend) {
             "U1",
             "1700000304.000100",
             Some(THREAD_A),
-            &gets(&server, "e", None),
+            "once more",
         ),
     )
     .await;
     let last = task_on(&app, THREAD_A, Some(&later)).await;
     awaited_approval(&app, &last).await;
-    assert!(
-        !paths(&server).await.contains(&"/e".to_owned()),
-        "asked, not run"
-    );
+    assert_eq!(paths(&server).await.len(), ran, "asked, not run");
 }
 
 mod embedded {
