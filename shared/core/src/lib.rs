@@ -45,7 +45,8 @@ pub use ports::{
 };
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    approval, attachment, feedback, fork, judgment, lease, question, recap, sent_file, transcript,
+    always, approval, attachment, feedback, fork, judgment, lease, question, recap, sent_file,
+    transcript,
 };
 
 pub use blob::{BlobError, BlobStore};

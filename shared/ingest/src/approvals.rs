@@ -1,16 +1,20 @@
 //! Decisions on approvals: `POST /tasks/{id}/approvals/{approval_id}` and
-//! the Approve / Deny buttons of Slack.
+//! the Approve / Deny / "Always in this thread" buttons of Slack.
 //!
 //! A decision is a conditional update of the task
 //! ([`baton_core::approval::decide`]); when it ends the task's wait, a
 //! wake follows. It is recorded even when the task does not wait yet, so a
 //! fast click is never lost to the worker still recording the wait.
+//! "Always" also keeps a rule on the task's conversation
+//! ([`baton_core::always`]), written before the decision so the task,
+//! once woken, finds it for its next call of the kind.
 
 use crate::response::{json, json_body, Answer, ApiError};
 use crate::tasks::parse_id;
 use crate::Ingest;
+use baton_core::always::{self, AlwaysRule};
 use baton_core::approval::{self, DecideError};
-use baton_core::{Instant, Task, TaskId, Verdict, Wake};
+use baton_core::{EntryKind, Instant, Task, TaskId, TaskStatus, Verdict, Wake};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
@@ -21,6 +25,27 @@ use std::time::Duration;
 #[serde(deny_unknown_fields)]
 struct DecisionBody {
     approve: bool,
+    /// Also allow the call's kind for the rest of the task's conversation.
+    #[serde(default)]
+    always: bool,
+}
+
+/// What a person chose on an approval request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Choice {
+    Approve,
+    Deny,
+    /// Approve, and allow the call's kind for the rest of the conversation.
+    Always,
+}
+
+impl Choice {
+    fn verdict(self) -> Verdict {
+        match self {
+            Choice::Approve | Choice::Always => Verdict::Approved,
+            Choice::Deny => Verdict::Denied,
+        }
+    }
 }
 
 /// Longest approval id accepted (they are `ap-STEP-CALLID`).
@@ -37,39 +62,82 @@ impl Ingest {
         let id = parse_id(id)?;
         check_approval_id(approval_id)?;
         let decision: DecisionBody = json_body(headers, body)?;
-        let verdict = if decision.approve {
-            Verdict::Approved
+        let choice = match (decision.approve, decision.always) {
+            (true, false) => Choice::Approve,
+            (false, false) => Choice::Deny,
+            (true, true) => Choice::Always,
+            (false, true) => {
+                return Err(ApiError::bad_request(
+                    "`always` goes with `approve: true`: a denial keeps no rule",
+                ))
+            }
+        };
+        let by = baton_core::task::API_DECIDER;
+        let kept = if choice == Choice::Always {
+            let task = self
+                .store
+                .get(&id)
+                .await
+                .map_err(ApiError::unavailable)?
+                .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
+            self.keep_always(&task, approval_id, by).await?
         } else {
-            Verdict::Denied
+            None
         };
         let task = self
-            .decide(&id, approval_id, verdict, baton_core::task::API_DECIDER)
+            .decide(&id, approval_id, choice.verdict(), by, kept.as_ref())
             .await?;
-        Ok(json(
-            StatusCode::ACCEPTED,
-            &json!({
-                "task_id": task.id,
-                "approval_id": approval_id,
-                "decision": if decision.approve { "approved" } else { "denied" },
-                "status": task.status.as_str(),
-            }),
-        ))
+        let mut answer = json!({
+            "task_id": task.id,
+            "approval_id": approval_id,
+            "decision": if decision.approve { "approved" } else { "denied" },
+            "status": task.status.as_str(),
+        });
+        if let Some(rule) = &kept {
+            answer["always"] = json!(rule.describe());
+        }
+        Ok(json(StatusCode::ACCEPTED, &answer))
     }
 
     /// Records `verdict` by `by`, waking the task if that ends its wait.
+    /// `kept`: the always-rule this decision also kept, said in the task's
+    /// events.
     pub(crate) async fn decide(
         &self,
         id: &TaskId,
         approval_id: &str,
         verdict: Verdict,
         by: &str,
+        kept: Option<&AlwaysRule>,
     ) -> Result<Task, ApiError> {
         let mut refused = None;
         let task = self
             .update_task(id, |t| {
                 refused = None;
-                match approval::decide(t, approval_id, verdict, Some(by), Instant::now()) {
-                    Ok((entries, _)) => Some(entries),
+                let now = Instant::now();
+                // The task's other calls of the kind, waiting beside this
+                // one, are decided by the new rule first, so this decision
+                // lifts the wait whichever of them it is on.
+                let mut by_rule = match kept {
+                    Some(rule) if !t.status.is_terminal() => {
+                        approval::decide_matching(t, rule, approval_id, now)
+                    }
+                    _ => Vec::new(),
+                };
+                match approval::decide(t, approval_id, verdict, Some(by), now) {
+                    Ok((mut entries, _)) => {
+                        if let Some(rule) = kept {
+                            entries.push(EntryKind::Status {
+                                status: t.status,
+                                detail: format!(
+                                    "rule kept on the conversation: {}",
+                                    rule.describe()
+                                ),
+                            });
+                        }
+                        entries.append(&mut by_rule);
+                        Some(entries)
+                    }
                     Err(e) => {
                         refused = Some(e);
                         None
@@ -82,7 +150,7 @@ impl Ingest {
         }
         // Also after a repeated decision: the first one's wake may be the
         // one that failed to send.
-        if task.status == baton_core::TaskStatus::Queued && task.lease.is_free() {
+        if task.status == TaskStatus::Queued && task.lease.is_free() {
             self.queue
                 .send(&Wake::new(id.clone(), "approval").to_body(), Duration::ZERO)
                 .await
@@ -95,8 +163,59 @@ impl Ingest {
         Ok(task)
     }
 
-    /// A Slack Approve / Deny click by `user` of workspace `team` on a
-    /// button carrying `value`. Only the requester and the agent's
+    /// Keeps the rule "Always in this thread" on approval `approval_id` of
+    /// `task` would keep, chosen by `by`. `None` when the approval is
+    /// decided already or the task ended (the decision that follows is
+    /// refused, and no rule is kept); a 404 for an unknown approval; a 409
+    /// when the request offers no rule (a task without a conversation, or
+    /// a call with nothing to match later calls by).
+    async fn keep_always(
+        &self,
+        task: &Task,
+        approval_id: &str,
+        by: &str,
+    ) -> Result<Option<AlwaysRule>, ApiError> {
+        let Some(a) = task.approval(approval_id) else {
+            return Err(ApiError::not_found(format!(
+                "task {} has no approval `{approval_id}`",
+                task.id
+            )));
+        };
+        if task.status.is_terminal() || a.decision.is_some() {
+            return Ok(None);
+        }
+        let no_rule = || {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "approval `{approval_id}` offers no \"always in this thread\": its task has no \
+                     conversation (an HTTP task without `thread`), or the call names nothing a \
+                     later call could be matched by; approve it alone"
+                ),
+            )
+        };
+        let (Some(key), Some(allowed)) = (task.thread.as_deref(), a.always.clone()) else {
+            return Err(no_rule());
+        };
+        let rule = AlwaysRule {
+            allowed,
+            by: by.to_owned(),
+            at: Instant::now(),
+        };
+        let kept = self
+            .store
+            .change_always(key, |rules| always::add(rules, rule.clone()))
+            .await
+            .map_err(|e| ApiError::unavailable_on(Some(key), e))?;
+        if kept.is_none() {
+            return Err(no_rule());
+        }
+        tracing::info!(task_id = %task.id, approval_id, by, rule = %rule.describe(), "always-rule kept");
+        Ok(Some(rule))
+    }
+
+    /// A Slack Approve / Deny / Always click by `user` of workspace `team`
+    /// on a button carrying `value`. Only the requester and the agent's
     /// configured approvers (by id, or by role) may decide; anyone else's
     /// click changes nothing.
     /// `task` is the task the value names, as the click's check read it.
@@ -105,7 +224,7 @@ impl Ingest {
         team: &str,
         user: &str,
         value: &str,
-        approve: bool,
+        choice: Choice,
         task: Option<baton_core::Task>,
     ) -> Answer {
         let (task_id, approval_id) = baton_slack::approvals::parse_button_value(value)
@@ -129,12 +248,25 @@ impl Ingest {
                 &json!({"ok": true, "ignored": "only the requester or a configured approver may decide"}),
             ));
         }
-        let verdict = if approve {
-            Verdict::Approved
+        let kept = if choice == Choice::Always {
+            match self.keep_always(&task, approval_id, user).await {
+                Ok(kept) => kept,
+                // A click on a button Baton did not offer: nothing changes.
+                Err(e) if e.status == StatusCode::CONFLICT => {
+                    return Ok(json(
+                        StatusCode::OK,
+                        &json!({"ok": true, "ignored": e.message}),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
         } else {
-            Verdict::Denied
+            None
         };
-        match self.decide(&id, approval_id, verdict, user).await {
+        match self
+            .decide(&id, approval_id, choice.verdict(), user, kept.as_ref())
+            .await
+        {
             Ok(_) => Ok(json(StatusCode::OK, &json!({"ok": true}))),
             // A second click, or a click after the task ended: Slack only
             // needs its 200.
@@ -236,6 +368,7 @@ mod tests {
             expires_at: baton_core::Instant::now() + Duration::from_secs(3600),
             message: None,
             decision: None,
+            always: None,
         });
         store
             .create(&t, vec![EntryKind::UserMessage { text: "x".into() }], None)
@@ -425,5 +558,78 @@ mod tests {
             decision(&r, &id).await,
             Some((Verdict::Approved, Some("U_ONCALL".into())))
         );
+    }
+
+    #[tokio::test]
+    async fn always_keeps_a_rule_only_for_who_may_decide_and_where_offered() {
+        use baton_core::always::Allowed;
+        let (r, id) = rig().await;
+        let value = format!("{id}:{APPROVAL}");
+        let path = format!("/tasks/{id}/approvals/{APPROVAL}");
+        let json_ct = "application/json";
+        // No conversation: the button is not offered; a forged click, and
+        // the HTTP form, change nothing.
+        let (status, v) = click(&r, "U_REQ", "always", &value).await;
+        assert_eq!(status, 200);
+        assert!(v["ignored"].as_str().unwrap().contains("offers no"), "{v}");
+        let (status, v) = post(&r, &path, json_ct, br#"{"approve": true, "always": true}"#).await;
+        assert_eq!(status, 409, "{v}");
+        let (status, v) = post(&r, &path, json_ct, br#"{"approve": false, "always": true}"#).await;
+        assert_eq!(status, 400, "{v}");
+        assert_eq!(decision(&r, &id).await, None);
+        assert_eq!(wakes(&r).await, 0);
+
+        // The task in a conversation, its request offering the rule.
+        const KEY: &str = "slack:T1:C1:1.0";
+        let thread = baton_core::store::Thread {
+            key: KEY.into(),
+            active_task: Some(id.clone()),
+            recap: Default::default(),
+            seen_ts: None,
+            always: Vec::new(),
+            version: 0,
+        };
+        assert!(r.store.put_thread(&thread).await.unwrap());
+        r.store
+            .update(&id, None, |t| {
+                t.thread = Some(KEY.into());
+                t.approvals[0].always = Some(Allowed::Http {
+                    method: "POST".into(),
+                    host: "example.com".into(),
+                });
+                Ok(Some(Vec::new()))
+            })
+            .await
+            .unwrap();
+        let rules = || async { r.store.thread(KEY).await.unwrap().unwrap().always };
+
+        // Someone who may not decide: the same refusal as Approve, no rule.
+        let (status, v) = click(&r, "U_STRANGER", "always", &value).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            v["ignored"],
+            "only the requester or a configured approver may decide"
+        );
+        assert!(rules().await.is_empty());
+        assert_eq!(decision(&r, &id).await, None);
+
+        // An approver: approved, and the rule kept on the conversation.
+        let (status, v) = click(&r, "U_BOSS", "always", &value).await;
+        assert_eq!((status, &v), (200, &json!({"ok": true})));
+        assert_eq!(
+            decision(&r, &id).await,
+            Some((Verdict::Approved, Some("U_BOSS".into())))
+        );
+        let kept = rules().await;
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(
+            kept[0].describe(),
+            "always in this thread: http_request POST example.com, by U_BOSS"
+        );
+        assert_eq!(wakes(&r).await, 1);
+        // A second click keeps no second rule.
+        let (_, v) = click(&r, "U_REQ", "always", &value).await;
+        assert!(v["ignored"].is_string(), "{v}");
+        assert_eq!(rules().await.len(), 1);
     }
 }

@@ -1,5 +1,5 @@
 //! Words Baton answers itself, with no model call and no task: `help`,
-//! `status`, `tasks`, `cancel` and `model`, sent as a message to Baton (a
+//! `status`, `tasks`, `cancel`, `model` and `forget approvals`, sent as a message to Baton (a
 //! mention, or a direct message) or as the slash command `/baton WORD`.
 //!
 //! One [`Command`] enum, one short module per word: to add a word, add a
@@ -10,6 +10,7 @@
 //! ([`crate::slash`]).
 
 mod cancel;
+mod forget;
 mod help;
 mod model;
 mod status;
@@ -27,6 +28,7 @@ pub(crate) enum Command {
     Tasks,
     Cancel,
     Model,
+    ForgetApprovals,
 }
 
 impl Command {
@@ -37,6 +39,7 @@ impl Command {
         Command::Tasks,
         Command::Cancel,
         Command::Model,
+        Command::ForgetApprovals,
     ];
 
     /// The word that asks for it.
@@ -47,6 +50,7 @@ impl Command {
             Command::Tasks => "tasks",
             Command::Cancel => "cancel",
             Command::Model => "model",
+            Command::ForgetApprovals => "forget approvals",
         }
     }
 
@@ -58,6 +62,9 @@ impl Command {
             Command::Tasks => "your running and waiting tasks",
             Command::Cancel => "stops this thread's task (its requester, an approver or an admin)",
             Command::Model => "the agent and model that answer here",
+            Command::ForgetApprovals => {
+                "removes this thread's *Always in this thread* approvals: those calls ask again"
+            }
         }
     }
 
@@ -124,6 +131,7 @@ impl Ingest {
             Command::Tasks => tasks::answer(self, ctx).await,
             Command::Cancel => cancel::answer(self, ctx).await,
             Command::Model => Ok(model::answer(self, ctx)),
+            Command::ForgetApprovals => forget::answer(self, ctx).await,
         }
     }
 
@@ -168,6 +176,10 @@ mod tests {
         assert_eq!(Command::parse("tasks"), Some(Command::Tasks));
         assert_eq!(Command::parse("Cancel!"), Some(Command::Cancel));
         assert_eq!(Command::parse("model."), Some(Command::Model));
+        assert_eq!(
+            Command::parse("Forget approvals."),
+            Some(Command::ForgetApprovals)
+        );
         for other in [
             "",
             "help me",
@@ -175,6 +187,8 @@ mod tests {
             "stop",
             "models",
             "status of X",
+            "forget",
+            "forget approvals please",
         ] {
             assert_eq!(Command::parse(other), None, "{other}");
         }

@@ -266,16 +266,17 @@ impl Ingest {
                 Ok(json(StatusCode::OK, &json!({"ok": true})))
             }
             baton_slack::feedback::FEEDBACK_ACTION => self.slack_feedback(&action).await,
-            action_id @ (approval::APPROVE_ACTION | approval::DENY_ACTION) => {
+            action_id @ (approval::APPROVE_ACTION
+            | approval::DENY_ACTION
+            | approval::ALWAYS_ACTION) => {
                 let value = action.value.as_deref().unwrap_or_default();
-                self.slack_decision(
-                    &action.team_id,
-                    &action.user_id,
-                    value,
-                    action_id == approval::APPROVE_ACTION,
-                    task,
-                )
-                .await
+                let choice = match action_id {
+                    approval::APPROVE_ACTION => crate::approvals::Choice::Approve,
+                    approval::DENY_ACTION => crate::approvals::Choice::Deny,
+                    _ => crate::approvals::Choice::Always,
+                };
+                self.slack_decision(&action.team_id, &action.user_id, value, choice, task)
+                    .await
             }
             other => {
                 tracing::info!(action_id = %other, "unsupported Slack action ignored");
@@ -304,7 +305,7 @@ impl Ingest {
             baton_slack::feedback::FEEDBACK_ACTION => {
                 baton_slack::feedback::parse_button_value(value).map(|(_, task)| task)
             }
-            approval::APPROVE_ACTION | approval::DENY_ACTION => {
+            approval::APPROVE_ACTION | approval::DENY_ACTION | approval::ALWAYS_ACTION => {
                 approval::parse_button_value(value).map(|(task, _)| task)
             }
             _ => None,

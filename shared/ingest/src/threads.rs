@@ -583,6 +583,7 @@ impl Ingest {
                 active_task: None,
                 recap: Default::default(),
                 seen_ts: None,
+                always: Vec::new(),
                 version: 0,
             });
             thread.active_task = Some(id.clone());
@@ -673,6 +674,7 @@ mod tests {
             active_task: None,
             recap: Default::default(),
             seen_ts: Some("5.0".into()),
+            always: Vec::new(),
             version: 1,
         };
         let mid = slack("C1", "1.0", "9.0");

@@ -1,14 +1,19 @@
-//! Approval requests in Slack: a message with Approve / Deny buttons in the
-//! task's thread, replaced by the decision once taken.
+//! Approval requests in Slack: a message with Approve / Deny buttons (and
+//! "Always in this thread" where the task has a conversation to keep the
+//! rule on) in the task's thread, replaced by the decision once taken.
 
 use async_trait::async_trait;
 use baton_core::approval::{requester, ApprovalPrompts};
 use baton_core::{Approval, Origin, PostKey, PostedMessage, ReplyError, Task, Verdict};
 use serde_json::{json, Value};
 
-/// Slack `action_id`s of the two buttons.
+/// Slack `action_id`s of the buttons.
 pub const APPROVE_ACTION: &str = "approve";
 pub const DENY_ACTION: &str = "deny";
+/// Approves the call and allows its kind for the rest of the conversation.
+pub const ALWAYS_ACTION: &str = "always";
+/// The third button's label (a contract of issue #26).
+pub const ALWAYS_LABEL: &str = "Always in this thread";
 
 /// The summary as it may appear in a Slack message: mrkdwn-escaped and
 /// without backticks, inside a code span.
@@ -51,17 +56,24 @@ fn request_text(task: &Task, a: &Approval) -> String {
     )
 }
 
-/// Blocks of the request message: the text and the two buttons.
+/// Blocks of the request message: the text and the buttons — Approve,
+/// Deny, and "Always in this thread" when the request offers it (the task
+/// has a conversation, [`Approval::always`]).
 pub fn request_blocks(task: &Task, a: &Approval) -> Value {
     let value = button_value(task, a);
+    let mut buttons = vec![
+        json!({"type": "button", "action_id": APPROVE_ACTION, "style": "primary",
+               "text": {"type": "plain_text", "text": "Approve"}, "value": value}),
+        json!({"type": "button", "action_id": DENY_ACTION, "style": "danger",
+               "text": {"type": "plain_text", "text": "Deny"}, "value": value}),
+    ];
+    if a.always.is_some() && task.thread.is_some() {
+        buttons.push(json!({"type": "button", "action_id": ALWAYS_ACTION,
+            "text": {"type": "plain_text", "text": ALWAYS_LABEL}, "value": value}));
+    }
     json!([
         {"type": "section", "text": {"type": "mrkdwn", "text": request_text(task, a)}},
-        {"type": "actions", "block_id": format!("approval:{}", a.approval_id), "elements": [
-            {"type": "button", "action_id": APPROVE_ACTION, "style": "primary",
-             "text": {"type": "plain_text", "text": "Approve"}, "value": value},
-            {"type": "button", "action_id": DENY_ACTION, "style": "danger",
-             "text": {"type": "plain_text", "text": "Deny"}, "value": value},
-        ]}
+        {"type": "actions", "block_id": format!("approval:{}", a.approval_id), "elements": buttons}
     ])
 }
 
@@ -198,6 +210,7 @@ mod tests {
             expires_at: baton_core::Instant(expires_at),
             message: None,
             decision: None,
+            always: None,
         });
         t
     }
@@ -230,12 +243,39 @@ mod tests {
     }
 
     #[test]
+    fn always_is_offered_only_where_a_rule_can_be_kept() {
+        let labels = |t: &Task| -> Vec<String> {
+            request_blocks(t, &t.approvals[0])[1]["elements"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["text"]["text"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let mut t = task_with_approval(10_000);
+        assert_eq!(labels(&t), ["Approve", "Deny"]);
+        t.approvals[0].always = Some(baton_core::always::Allowed::Http {
+            method: "POST".into(),
+            host: "example.com".into(),
+        });
+        // No conversation: no rule to keep, no button.
+        assert_eq!(labels(&t), ["Approve", "Deny"]);
+        t.thread = Some("slack:T1:C1:1.0".into());
+        assert_eq!(labels(&t), ["Approve", "Deny", "Always in this thread"]);
+        let blocks = request_blocks(&t, &t.approvals[0]);
+        let always = &blocks[1]["elements"][2];
+        assert_eq!(always["action_id"], ALWAYS_ACTION);
+        assert_eq!(always["value"], blocks[1]["elements"][0]["value"]);
+    }
+
+    #[test]
     fn an_expired_decision_says_so() {
         let mut t = task_with_approval(10_000);
         t.approvals[0].decision = Some(baton_core::Decision {
             verdict: Verdict::Expired,
             by: None,
             at: baton_core::Instant(10_000),
+            rule: None,
         });
         assert!(decided_text(&t.approvals[0]).contains("Expired"));
     }

@@ -216,6 +216,7 @@ mod tests {
             active_task: None,
             recap,
             seen_ts: None,
+            always: Vec::new(),
             version: 0,
         };
         assert!(store.put_thread(&thread).await.unwrap());

@@ -839,7 +839,9 @@ mod tests {
                     verdict,
                     by: Some("U1".into()),
                     at: baton_core::Instant(0),
+                    rule: None,
                 }),
+                always: None,
             }];
             let plan = w.plan(vec![(write.clone(), false)]);
             assert_eq!(plan.decided.len(), 1, "the message is updated");

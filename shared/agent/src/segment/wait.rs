@@ -8,6 +8,7 @@ use super::{start_waiting, Segment, SegmentEnd, Step};
 use crate::delegation;
 use crate::error::WorkerError;
 use crate::progress;
+use baton_core::always::{self, AlwaysRule};
 use baton_core::approval::{self, approval_id};
 use baton_core::{
     Approval, Child, Created, EntryKind, Instant, TaskId, TaskStatus, ToolCall, ToolOutput,
@@ -39,22 +40,41 @@ impl Segment<'_> {
                 expires_at,
                 message: None,
                 decision: None,
+                always: self
+                    .task
+                    .thread
+                    .as_ref()
+                    .and_then(|_| always::Allowed::of(call)),
             })
             .collect();
         if !new.is_empty() {
+            // A kind of call someone allowed for the rest of the conversation
+            // is decided by that rule, not asked again.
+            let rules = self.always_rules().await;
+            let by_rule: Vec<Option<&AlwaysRule>> = calls
+                .iter()
+                .zip(&ids)
+                .filter(|(_, id)| self.task.approval(id).is_none())
+                .map(|(call, _)| always::matching(&rules, call))
+                .collect();
             self.commit(|t| {
                 let mut entries = Vec::new();
-                for a in &new {
-                    if t.approval(&a.approval_id).is_none() {
-                        t.approvals.push(a.clone());
-                        entries.push(EntryKind::Status {
+                for (a, rule) in new.iter().zip(&by_rule) {
+                    if t.approval(&a.approval_id).is_some() {
+                        continue;
+                    }
+                    let mut a = a.clone();
+                    entries.push(match rule {
+                        Some(rule) => approval::decide_by_rule(&mut a, rule, now),
+                        None => EntryKind::Status {
                             status: TaskStatus::Running,
                             detail: format!(
                                 "approval {} requested: {} (expires {})",
                                 a.approval_id, a.summary, a.expires_at
                             ),
-                        });
-                    }
+                        },
+                    });
+                    t.approvals.push(a);
                 }
                 Some(entries)
             })
@@ -98,6 +118,23 @@ impl Segment<'_> {
             .progress(&self.task, progress::WAITING_FOR_APPROVAL)
             .await;
         Ok(Some(SegmentEnd::Waiting))
+    }
+
+    /// The always-rules of the task's conversation; none for a task
+    /// without one, or when it cannot be read (then the call is asked for,
+    /// as without a rule).
+    async fn always_rules(&self) -> Vec<AlwaysRule> {
+        let Some(key) = self.task.thread.as_deref() else {
+            return Vec::new();
+        };
+        match self.deps.store.thread(key).await {
+            Ok(thread) => thread.map(|t| t.always).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(task_id = %self.task.id, error = %e,
+                    "could not read the conversation's always-rules; asking");
+                Vec::new()
+            }
+        }
     }
 
     /// Shows the approvals `ids` not shown yet (Slack buttons), recording

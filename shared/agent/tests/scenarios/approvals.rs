@@ -393,3 +393,93 @@ async fn rules_cover_the_built_in_waits_too() {
         other => panic!("expected an approval wait, got {other:?}"),
     }
 }
+
+/// A task of conversation `key` asking to deploy, woken.
+async fn submit_in(r: &Harness, key: &str) -> TaskId {
+    let mut t = Task::new(
+        TaskId::generate(),
+        "default",
+        support::slack_origin("U_REQ"),
+        None,
+        baton_core::Limits::default(),
+        baton_core::now_ms(),
+    );
+    t.thread = Some(key.into());
+    r.store
+        .create(
+            &t,
+            vec![EntryKind::UserMessage { text: INPUT.into() }],
+            None,
+        )
+        .await
+        .unwrap();
+    wake(r, &t.id).await;
+    t.id
+}
+
+#[tokio::test]
+async fn a_rule_of_the_conversation_decides_unasked_and_only_there() {
+    use baton_core::always::{Allowed, AlwaysRule};
+    let (r, deploys) = rig().await;
+    let rule = AlwaysRule {
+        allowed: Allowed::Tool {
+            tool: "deploy".into(),
+        },
+        by: "U_BOSS".into(),
+        at: baton_core::Instant(0),
+    };
+    let thread = |key: &str, always: Vec<AlwaysRule>| baton_core::store::Thread {
+        key: key.into(),
+        active_task: None,
+        recap: Default::default(),
+        seen_ts: None,
+        always,
+        version: 0,
+    };
+    assert!(r
+        .store
+        .put_thread(&thread("slack:T1:C1:1.0", vec![rule]))
+        .await
+        .unwrap());
+    assert!(r
+        .store
+        .put_thread(&thread("slack:T1:C1:2.0", Vec::new()))
+        .await
+        .unwrap());
+
+    let id = submit_in(&r, "slack:T1:C1:1.0").await;
+    drain(&r).await;
+    let t = task(&r, &id).await;
+    assert_eq!(t.status, TaskStatus::Succeeded, "{t:?}");
+    assert_eq!(deploys.load(Ordering::SeqCst), 1);
+    let d = t.approvals[0].decision.clone().expect("decided");
+    assert_eq!(d.verdict, Verdict::Approved);
+    assert_eq!(d.by.as_deref(), Some("U_BOSS"));
+    assert_eq!(
+        d.rule.as_deref(),
+        Some("always in this thread: deploy, by U_BOSS")
+    );
+    assert!(r.slack.posted().iter().all(
+        |p| p.blocks.is_none() || !p.blocks.as_ref().unwrap().to_string().contains("approval:")
+    ));
+
+    // Another conversation asks, with the third button offered.
+    let other = submit_in(&r, "slack:T1:C1:2.0").await;
+    drain(&r).await;
+    let t = task(&r, &other).await;
+    assert_eq!(t.status, TaskStatus::Waiting, "{t:?}");
+    assert_eq!(deploys.load(Ordering::SeqCst), 1);
+    let asked = r.slack.posted();
+    let request = asked
+        .iter()
+        .find_map(|p| {
+            p.blocks
+                .clone()
+                .filter(|b| b.to_string().contains("approval:"))
+        })
+        .expect("a request");
+    assert_eq!(
+        request[1]["elements"][2]["action_id"],
+        baton_slack::approvals::ALWAYS_ACTION
+    );
+}

@@ -271,6 +271,7 @@ mod tests {
             active_task: None,
             recap: Default::default(),
             seen_ts: None,
+            always: Vec::new(),
             version: 0,
         };
         assert!(store.put_thread(&thread).await.unwrap());

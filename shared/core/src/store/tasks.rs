@@ -87,6 +87,10 @@ pub struct Thread {
     /// that joins the thread later reads only what came after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_ts: Option<String>,
+    /// Kinds of calls people allowed for the rest of the conversation
+    /// ("Always in this thread"): they run without asking.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub always: Vec<crate::task::always::AlwaysRule>,
     #[serde(skip)]
     pub version: u64,
 }
@@ -626,6 +630,29 @@ impl TaskStore {
         Ok(Some(thread))
     }
 
+    /// Changes conversation `key`'s always-rules with `change` (re-applied
+    /// when the conversation changed meanwhile; `false` from it: nothing to
+    /// write). The rules after, or `None` when there is no such
+    /// conversation.
+    pub async fn change_always<F>(
+        &self,
+        key: &str,
+        mut change: F,
+    ) -> Result<Option<Vec<crate::task::always::AlwaysRule>>, StoreError>
+    where
+        F: FnMut(&mut Vec<crate::task::always::AlwaysRule>) -> bool,
+    {
+        for _ in 0..10 {
+            let Some(mut thread) = self.thread(key).await? else {
+                return Ok(None);
+            };
+            if !change(&mut thread.always) || self.put_thread(&thread).await? {
+                return Ok(Some(thread.always));
+            }
+        }
+        Err(TableError::Contention.into())
+    }
+
     /// Writes a thread if it is unchanged since it was read (version 0: new).
     pub async fn put_thread(&self, thread: &Thread) -> Result<bool, StoreError> {
         let item = Item {
@@ -673,6 +700,53 @@ mod tests {
             Limits::default(),
             Instant::now(),
         )
+    }
+
+    #[tokio::test]
+    async fn always_rules_are_kept_on_the_conversation_and_forgotten() {
+        use crate::task::always::{add, Allowed, AlwaysRule};
+        let (store, _) = store();
+        let rule = AlwaysRule {
+            allowed: Allowed::Tool {
+                tool: "deploy".into(),
+            },
+            by: "U1".into(),
+            at: Instant(0),
+        };
+        // No conversation: nothing to keep a rule on.
+        let none = store
+            .change_always("slack:T1:C1:1.0", |r| add(r, rule.clone()))
+            .await
+            .unwrap();
+        assert_eq!(none, None);
+        let thread = Thread {
+            key: "slack:T1:C1:1.0".into(),
+            active_task: None,
+            recap: Default::default(),
+            seen_ts: None,
+            always: Vec::new(),
+            version: 0,
+        };
+        assert!(store.put_thread(&thread).await.unwrap());
+        let kept = store
+            .change_always(&thread.key, |r| add(r, rule.clone()))
+            .await
+            .unwrap();
+        assert_eq!(kept, Some(vec![rule.clone()]));
+        let read = store.thread(&thread.key).await.unwrap().unwrap();
+        assert_eq!(read.always, vec![rule]);
+        let forgotten = store
+            .change_always(&thread.key, |r| !std::mem::take(r).is_empty())
+            .await
+            .unwrap();
+        assert_eq!(forgotten, Some(Vec::new()));
+        assert!(store
+            .thread(&thread.key)
+            .await
+            .unwrap()
+            .unwrap()
+            .always
+            .is_empty());
     }
 
     #[tokio::test]

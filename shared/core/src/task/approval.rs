@@ -10,6 +10,7 @@
 //! way, so none is lost to a race with the wait being recorded.
 
 use crate::reply::{PostKey, ReplyError};
+use crate::task::always::AlwaysRule;
 use crate::{
     Approval, Decision, EntryKind, Instant, Origin, PostedMessage, Task, TaskStatus, ToolCall,
     Verdict, WaitingFor,
@@ -128,6 +129,7 @@ pub fn decide(
         verdict,
         by: by.map(str::to_owned),
         at: now,
+        rule: None,
     });
     let detail = format!(
         "approval {approval_id} ({}) {}{}",
@@ -143,6 +145,51 @@ pub fn decide(
         }],
         lifted,
     ))
+}
+
+/// Decides a new approval by a rule of the task's conversation ("Always in
+/// this thread"): approved in the name of the rule's author, the rule
+/// named, so the record says why no one was asked. The entry to append.
+pub fn decide_by_rule(a: &mut Approval, rule: &AlwaysRule, now: Instant) -> EntryKind {
+    let described = rule.describe();
+    let detail = format!(
+        "approval {} ({}) approved without asking: {described}",
+        a.approval_id, a.summary
+    );
+    a.decision = Some(Decision {
+        verdict: Verdict::Approved,
+        by: Some(rule.by.clone()),
+        at: now,
+        rule: Some(described),
+    });
+    EntryKind::Status {
+        status: TaskStatus::Running,
+        detail,
+    }
+}
+
+/// Decides by `rule` every undecided approval of `t` but `except` that the
+/// rule allows (one just kept also covers the calls already waiting beside
+/// the one clicked). The entries to append.
+pub fn decide_matching(
+    t: &mut Task,
+    rule: &AlwaysRule,
+    except: &str,
+    now: Instant,
+) -> Vec<EntryKind> {
+    let status = t.status;
+    t.approvals
+        .iter_mut()
+        .filter(|a| {
+            a.decision.is_none()
+                && a.approval_id != except
+                && a.always.as_ref() == Some(&rule.allowed)
+        })
+        .map(|a| match decide_by_rule(a, rule, now) {
+            EntryKind::Status { detail, .. } => EntryKind::Status { status, detail },
+            other => other,
+        })
+        .collect()
 }
 
 /// A waiting task whose named approval is decided becomes runnable again.
@@ -265,6 +312,7 @@ mod tests {
             expires_at: Instant(expires_at),
             message: None,
             decision: None,
+            always: None,
         });
         t
     }
@@ -380,6 +428,71 @@ mod tests {
         assert_eq!(t.waiting_for, None);
         let refusal = refusal(t.approval("ap-1-call_1").unwrap()).unwrap();
         assert!(refusal.contains("denied"), "{refusal}");
+    }
+
+    #[test]
+    fn a_rule_decides_and_is_named() {
+        let mut t = task_with_approval(10_000);
+        let rule = AlwaysRule {
+            allowed: crate::task::always::Allowed::Http {
+                method: "POST".into(),
+                host: "example.com".into(),
+            },
+            by: "U_BOSS".into(),
+            at: Instant(1),
+        };
+        let entry = decide_by_rule(&mut t.approvals[0], &rule, Instant(5));
+        let d = t.approvals[0].decision.as_ref().unwrap();
+        assert_eq!(d.verdict, Verdict::Approved);
+        assert_eq!(d.by.as_deref(), Some("U_BOSS"));
+        assert_eq!(
+            d.rule.as_deref(),
+            Some("always in this thread: http_request POST example.com, by U_BOSS")
+        );
+        let EntryKind::Status { detail, .. } = entry else {
+            panic!("{entry:?}")
+        };
+        assert!(
+            detail.contains("approved without asking: always in this thread"),
+            "{detail}"
+        );
+        assert_eq!(refusal(&t.approvals[0]), None);
+        let shown = t.status_json();
+        assert_eq!(shown["approvals"][0]["decision"], "approved", "{shown}");
+        assert_eq!(
+            shown["approvals"][0]["rule"],
+            "always in this thread: http_request POST example.com, by U_BOSS"
+        );
+    }
+
+    #[test]
+    fn a_new_rule_decides_the_other_waiting_calls_it_allows() {
+        let mut t = task_with_approval(10_000);
+        let allowed = crate::task::always::Allowed::Http {
+            method: "POST".into(),
+            host: "example.com".into(),
+        };
+        t.approvals[0].always = Some(allowed.clone());
+        let mut same = t.approvals[0].clone();
+        same.approval_id = "ap-1-call_2".into();
+        let mut other = same.clone();
+        other.approval_id = "ap-1-call_3".into();
+        other.always = None;
+        t.approvals.push(same);
+        t.approvals.push(other);
+        let rule = AlwaysRule {
+            allowed,
+            by: "U1".into(),
+            at: Instant(1),
+        };
+        let entries = decide_matching(&mut t, &rule, "ap-1-call_1", Instant(5));
+        assert_eq!(entries.len(), 1);
+        assert!(
+            t.approvals[0].decision.is_none(),
+            "the clicked one is the person's"
+        );
+        assert!(t.approvals[1].decision.as_ref().unwrap().rule.is_some());
+        assert!(t.approvals[2].decision.is_none(), "another kind still asks");
     }
 
     #[test]

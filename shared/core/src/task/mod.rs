@@ -15,6 +15,7 @@
 //! | `judgment` | the agent's decisions about its own work: tiers, plans, supervision, verdicts |
 //! | `fork` | a new task from a step of another: what of its transcript is copied |
 
+pub mod always;
 pub mod approval;
 pub mod attachment;
 pub mod feedback;

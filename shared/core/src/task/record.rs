@@ -169,6 +169,29 @@ pub enum Verdict {
     Expired,
 }
 
+/// The task's approvals as its status shows them: what was asked and how
+/// it was decided, by whom, and by which rule when no one was asked.
+fn approvals_json(approvals: &[Approval]) -> serde_json::Value {
+    approvals
+        .iter()
+        .map(|a| {
+            let mut v = serde_json::json!({
+                "approval_id": a.approval_id,
+                "tool": a.tool,
+                "summary": a.summary,
+            });
+            if let Some(d) = &a.decision {
+                v["decision"] = serde_json::json!(d.verdict);
+                v["by"] = serde_json::json!(d.by);
+                if let Some(rule) = &d.rule {
+                    v["rule"] = serde_json::json!(rule);
+                }
+            }
+            v
+        })
+        .collect()
+}
+
 /// [`Decision::by`] for a decision made through the HTTP API.
 pub const API_DECIDER: &str = "api";
 
@@ -181,6 +204,10 @@ pub struct Decision {
     pub by: Option<String>,
     #[serde(with = "crate::clock::as_millis")]
     pub at: Instant,
+    /// The conversation's rule that decided it, when no one was asked
+    /// ([`crate::task::always::AlwaysRule::describe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// A posted chat message (to update once the approval is decided).
@@ -211,6 +238,11 @@ pub struct Approval {
     pub message: Option<PostedMessage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// What "Always in this thread" on this request would allow for the
+    /// rest of the conversation; `None`: not offered (a task without a
+    /// conversation, or a call with nothing to match later calls by).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always: Option<crate::task::always::Allowed>,
 }
 
 /// A task started by a parent's `delegate` call.
@@ -832,6 +864,9 @@ impl Task {
         }
         if !self.tools.is_live() {
             v["tools"] = serde_json::json!(self.tools.as_str());
+        }
+        if !self.approvals.is_empty() {
+            v["approvals"] = approvals_json(&self.approvals);
         }
         if !self.children.is_empty() {
             v["children"] = serde_json::json!(self

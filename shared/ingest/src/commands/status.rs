@@ -3,16 +3,51 @@
 use super::{Context, NOTHING_RUNS, NO_THREAD};
 use crate::response::ApiError;
 use crate::Ingest;
+use baton_core::always::AlwaysRule;
 use baton_core::{Task, TaskStatus, WaitingFor};
 
 pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, ApiError> {
     if ctx.conversation.is_none() {
         return Ok(NO_THREAD.to_owned());
     }
-    Ok(match ingest.thread_task(ctx).await? {
+    let mut out = match ingest.thread_task(ctx).await? {
         Some((_, task)) => describe(&task),
         None => NOTHING_RUNS.to_owned(),
-    })
+    };
+    if let Some(key) = ctx.conversation.as_deref() {
+        let rules = ingest
+            .store
+            .thread(key)
+            .await
+            .map_err(|e| ApiError::unavailable_on(Some(key), e))?
+            .map(|t| t.always)
+            .unwrap_or_default();
+        if !rules.is_empty() {
+            out.push_str(&format!(
+                "\nAlways allowed in this thread: {} (`forget approvals` removes them).",
+                rule_list(&rules)
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Always-rules in words: `http_request GET api.example.com` (by <@U1>), …
+pub(super) fn rule_list(rules: &[AlwaysRule]) -> String {
+    rules
+        .iter()
+        .map(|r| {
+            let by = match r.by.as_str() {
+                baton_core::task::API_DECIDER => "the API".to_owned(),
+                user => format!("<@{}>", one_line(user)),
+            };
+            format!(
+                "`{}` (by {by})",
+                one_line(&r.allowed.to_string()).replace('`', "'")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One line on a task: its id, agent, state, steps and what it waits for.
@@ -70,6 +105,32 @@ pub(super) fn one_line(text: &str) -> String {
 mod tests {
     use super::*;
     use baton_core::{Limits, Origin, TaskId};
+
+    #[test]
+    fn rules_are_listed_with_who_chose_them() {
+        use baton_core::always::Allowed;
+        let rules = [
+            AlwaysRule {
+                allowed: Allowed::Http {
+                    method: "GET".into(),
+                    host: "api.example.com".into(),
+                },
+                by: "U1".into(),
+                at: baton_core::Instant(0),
+            },
+            AlwaysRule {
+                allowed: Allowed::Tool {
+                    tool: "deploy".into(),
+                },
+                by: "api".into(),
+                at: baton_core::Instant(0),
+            },
+        ];
+        assert_eq!(
+            rule_list(&rules),
+            "`http_request GET api.example.com` (by <@U1>), `deploy` (by the API)"
+        );
+    }
 
     #[test]
     fn a_task_is_described_with_what_it_waits_for() {
