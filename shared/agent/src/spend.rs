@@ -186,6 +186,7 @@ mod tests {
             BudgetSettings {
                 workspace_monthly_tokens: Some(1000),
                 user_monthly_tokens: Some(300),
+                ..Default::default()
             },
         )
         .unwrap();
@@ -221,6 +222,7 @@ mod tests {
             BudgetSettings {
                 workspace_monthly_tokens: Some(100),
                 user_monthly_tokens: Some(10),
+                ..Default::default()
             },
         )
         .unwrap();
@@ -251,6 +253,7 @@ mod tests {
             BudgetSettings {
                 workspace_monthly_tokens: None,
                 user_monthly_tokens: Some(10),
+                ..Default::default()
             },
         )
         .unwrap();
