@@ -66,7 +66,7 @@ pub use reply::{
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
-    Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits, Origin, ParentLink,
+    Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits, Origin, ParentLink,
     PostedMessage, Task, TaskStatus, ToolMode, UnreadThread, Verdict, WaitingFor,
 };
 pub use thread::{EarlierMessage, HistoryError, ThreadHistory};

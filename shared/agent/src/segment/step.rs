@@ -120,7 +120,7 @@ impl Segment<'_> {
     pub(super) async fn count_monthly(&self, usage: Usage) {
         if let Some(budgets) = &self.deps.budgets {
             if let Err(e) = budgets
-                .record(&self.task, usage, baton_core::Instant::now())
+                .record(&self.task, &[], usage, baton_core::Instant::now())
                 .await
             {
                 tracing::warn!(error = %e, "could not count tokens in the monthly budgets");
