@@ -32,6 +32,7 @@ mod attachments;
 mod common;
 mod runtime_api;
 
+mod capacity;
 mod cli;
 mod commands;
 mod configuration;
