@@ -33,6 +33,8 @@ pub(crate) struct Deps {
     pub(crate) schedules: Option<ScheduleService>,
     /// Display names of the people in a conversation (Slack `users.info`).
     pub(crate) people: Option<Arc<dyn baton_core::People>>,
+    /// Which roles a person has (`[roles.NAME]`, Slack user groups).
+    pub(crate) roles: Arc<dyn baton_core::Roles>,
     /// A chat thread's earlier messages (Slack `conversations.replies`),
     /// for a task that joins a thread.
     pub(crate) threads: Option<Arc<dyn baton_core::ThreadHistory>>,

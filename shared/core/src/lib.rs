@@ -40,7 +40,9 @@ pub mod wake;
 
 // The paths of before the grouping (`baton_core::question`, ...), which
 // the rest of the workspace uses.
-pub use ports::{blob, llm, metric, notice, people, queue, reply, thread, tool, trace, upload};
+pub use ports::{
+    blob, llm, metric, notice, people, queue, reply, roles, thread, tool, trace, upload,
+};
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
     approval, attachment, feedback, fork, judgment, lease, question, recap, sent_file, transcript,
@@ -63,6 +65,7 @@ pub use reply::{
     AnswerStream, Appended, NoReplies, PostKey, ReplyError, ReplySink, StreamedMessage, TaskPhase,
     ToolCallShown, ToolCallState,
 };
+pub use roles::{NoRoles, Person, RoleName, Roles, UsergroupMembers};
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{

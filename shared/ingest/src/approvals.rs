@@ -95,12 +95,14 @@ impl Ingest {
         Ok(task)
     }
 
-    /// A Slack Approve / Deny click by `user` on a button carrying `value`.
-    /// Only the requester and the agent's configured approvers may decide;
-    /// anyone else's click changes nothing.
+    /// A Slack Approve / Deny click by `user` of workspace `team` on a
+    /// button carrying `value`. Only the requester and the agent's
+    /// configured approvers (by id, or by role) may decide; anyone else's
+    /// click changes nothing.
     /// `task` is the task the value names, as the click's check read it.
     pub(crate) async fn slack_decision(
         &self,
+        team: &str,
         user: &str,
         value: &str,
         approve: bool,
@@ -114,7 +116,13 @@ impl Ingest {
             .filter(|t| t.id == id)
             .ok_or_else(|| ApiError::not_found(format!("no task {id}")))?;
         let rules = &self.agents.resolve(&task.agent).approval;
-        if !rules.may_decide(user, approval::requester(&task)) {
+        let requester = approval::requester(&task);
+        // Roles are looked up only when they can matter: the requester and
+        // approvers named by id need none.
+        let may = rules.may_decide(user, requester, &[])
+            || (rules.names_roles()
+                && rules.may_decide(user, requester, &self.roles_of(team, user).await));
+        if !may {
             tracing::info!(task_id = %id, user, "approval click by someone who may not decide; ignored");
             return Ok(json(
                 StatusCode::OK,

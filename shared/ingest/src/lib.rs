@@ -68,8 +68,12 @@ pub struct Ingest {
     /// New tasks one person may start per hour
     /// ([`Ingest::with_tasks_per_hour`]); unlimited without it.
     rate: Option<rate::TaskRate>,
-    /// Slack user ids who may stop any task ([`Ingest::with_admins`]).
+    /// Slack user ids and role names of those who may stop any task
+    /// ([`Ingest::with_admins`]).
     admins: Arc<[String]>,
+    /// Which roles a person has ([`Ingest::with_roles`]); without it,
+    /// none.
+    roles: Arc<dyn baton_core::Roles>,
     /// Where a refused Slack user is told why ([`Ingest::with_notices`]);
     /// without it the refusal is only logged.
     notices: Option<Arc<dyn baton_core::Notices>>,
@@ -108,6 +112,7 @@ impl Ingest {
             routes: baton_settings::Routes::default(),
             rate: None,
             admins: Arc::from(Vec::new()),
+            roles: Arc::new(baton_core::NoRoles),
             notices: None,
             max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
             metrics: Arc::new(baton_core::NoMetrics),
@@ -149,11 +154,18 @@ impl Ingest {
         self
     }
 
-    /// The deployment's admins (`BATON_ADMINS`, Slack user ids): besides a
-    /// task's requester and its agent's approvers, they may stop any task
-    /// from Slack.
+    /// The deployment's admins (`BATON_ADMINS`, Slack user ids and role
+    /// names): besides a task's requester and its agent's approvers, they
+    /// may stop any task from Slack.
     pub fn with_admins(mut self, admins: Vec<String>) -> Self {
         self.admins = Arc::from(admins);
+        self
+    }
+
+    /// Looks up people's roles with `roles`: a role named among an agent's
+    /// approvers or the admins stands for its people.
+    pub fn with_roles(mut self, roles: Arc<dyn baton_core::Roles>) -> Self {
+        self.roles = roles;
         self
     }
 

@@ -257,7 +257,10 @@ impl Ingest {
                 let id = parse_id(action.value.as_deref().unwrap_or_default())?;
                 // The same rule as a `stop` in the thread; an unknown task
                 // is the 404 of `cancel_task` below.
-                if let Some(task) = task.filter(|t| !self.may_stop(Some(&action.user_id), t)) {
+                let roles = self.roles_of(&action.team_id, &action.user_id).await;
+                if let Some(task) =
+                    task.filter(|t| !self.may_stop(Some(&action.user_id), &roles, t))
+                {
                     self.refuse_stop(
                         &task,
                         &action.user_id,
@@ -282,6 +285,7 @@ impl Ingest {
             action_id @ (approval::APPROVE_ACTION | approval::DENY_ACTION) => {
                 let value = action.value.as_deref().unwrap_or_default();
                 self.slack_decision(
+                    &action.team_id,
                     &action.user_id,
                     value,
                     action_id == approval::APPROVE_ACTION,

@@ -10,18 +10,36 @@
 //! `POST /tasks/{id}/cancel`, may stop any task.
 
 use crate::Ingest;
-use baton_core::{approval, Origin, Task};
+use baton_core::{approval, Origin, Person, RoleName, Task};
 
 impl Ingest {
-    /// Whether `user` may stop `task`: any HTTP caller (`None`, who holds
-    /// the API token), else its requester, an approver of its agent, or an
-    /// admin of the deployment.
-    pub(crate) fn may_stop(&self, user: Option<&str>, task: &Task) -> bool {
+    /// Whether `user`, who has `roles`, may stop `task`: any HTTP caller
+    /// (`None`, who holds the API token), else its requester, an approver
+    /// of its agent, or an admin of the deployment (by id or by role).
+    pub(crate) fn may_stop(&self, user: Option<&str>, roles: &[RoleName], task: &Task) -> bool {
         let Some(user) = user else {
             return true;
         };
         let rules = &self.agents.resolve(&task.agent).approval;
-        rules.may_decide(user, approval::requester(task)) || self.admins.iter().any(|a| a == user)
+        rules.may_decide(user, approval::requester(task), roles)
+            || self.admins.iter().any(|a| a == user || roles.contains(a))
+    }
+
+    /// The roles of Slack user `user` of workspace `team` (none for an
+    /// HTTP caller, `user` empty).
+    pub(crate) async fn roles_of(&self, team: &str, user: &str) -> Vec<RoleName> {
+        if user.is_empty() {
+            return Vec::new();
+        }
+        self.roles.of(&Person::slack(team, user)).await
+    }
+
+    /// The roles of the Slack user a message came from, if it did.
+    pub(crate) async fn roles_of_origin(&self, origin: &Origin) -> Vec<RoleName> {
+        match origin {
+            Origin::Slack { team_id, user, .. } => self.roles_of(team_id, user).await,
+            Origin::Http => Vec::new(),
+        }
     }
 
     /// A `stop` in `task`'s thread that [`Ingest::may_stop`] refused: tells
@@ -201,6 +219,37 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
+    async fn roles_among_the_approvers_or_the_admins_may_stop() {
+        let mut s = setup();
+        let mut agent = AgentConfig::new("default", "scripted");
+        agent.approval.approvers = vec!["oncall".into()];
+        s.ingest.agents = Agents::new(agent, Vec::new());
+        let role = |name: &str, user: &str| baton_settings::RoleDecl {
+            name: name.into(),
+            users: vec![user.into()],
+            ..Default::default()
+        };
+        let table = baton_settings::RoleTable::new(vec![role("oncall", "U5"), role("ops", "U6")]);
+        s.ingest = s
+            .ingest
+            .with_admins(vec!["ops".into()])
+            .with_roles(Arc::new(baton_settings::RoleLookup::new(table, None)));
+        let id = started(&s).await;
+        let task = s.store.get(&id).await.unwrap().unwrap();
+        for (user, may) in [("U5", true), ("U6", true), ("U2", false)] {
+            let roles = s.ingest.roles_of("T1", user).await;
+            assert_eq!(s.ingest.may_stop(Some(user), &roles, &task), may, "{user}");
+        }
+        // A role alone is no permission: without it, U5 may not.
+        assert!(!s.ingest.may_stop(Some("U5"), &[], &task));
+        // The stop word in the thread, from the role's member, is taken.
+        let stop = from_slack("U5", "1700000000.000300", "stop");
+        let out = s.ingest.submit_screened(stop).await.unwrap();
+        assert_eq!(out, Submitted::CancelRequested(id.clone()));
+        assert!(s.store.get(&id).await.unwrap().unwrap().cancel_requested);
+    }
+
+    #[tokio::test]
     async fn only_the_requester_an_approver_or_an_admin_may_stop() {
         let s = setup();
         let id = started(&s).await;
@@ -212,13 +261,13 @@ pub(crate) mod tests {
             (Some("U2"), false),
             (None, true),
         ] {
-            assert_eq!(s.ingest.may_stop(user, &task), may, "{user:?}");
+            assert_eq!(s.ingest.may_stop(user, &[], &task), may, "{user:?}");
         }
         // A task nobody in Slack asked for: approvers and admins only.
         let mut http = task.clone();
         http.origin = Origin::Http;
-        assert!(!s.ingest.may_stop(Some("U1"), &http));
-        assert!(s.ingest.may_stop(Some("U9"), &http));
+        assert!(!s.ingest.may_stop(Some("U1"), &[], &http));
+        assert!(s.ingest.may_stop(Some("U9"), &[], &http));
         assert_eq!(
             super::refusal(&http),
             "Only an approver or an admin can stop this task."

@@ -339,6 +339,12 @@ impl Ingest {
         let stop = is_stop_word(&s.text);
         let text = s.text.clone();
         let author = slack_user(&s.origin);
+        // Read before the update: a stop's permission may rest on a role.
+        let roles = if stop {
+            self.roles_of_origin(&s.origin).await
+        } else {
+            Vec::new()
+        };
         // Files go with the message: the task takes them after it (Slack's
         // are downloaded by the worker; those sent over HTTP wait in the
         // blob store, too large for the task record).
@@ -365,7 +371,7 @@ impl Ingest {
                 if stop {
                     // Not allowed: the task is not written and the dedupe
                     // key not claimed, so nothing of this message counts.
-                    if !self.may_stop(author, t) {
+                    if !self.may_stop(author, &roles, t) {
                         refused = true;
                         return Ok(None);
                     }

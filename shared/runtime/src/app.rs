@@ -122,6 +122,7 @@ impl AppBuilder {
         tools.extend(self.tools);
         let mut approval_prompts: Option<Arc<dyn baton_core::approval::ApprovalPrompts>> = None;
         let mut people: Option<Arc<dyn baton_core::People>> = None;
+        let mut roles: Option<Arc<dyn baton_core::Roles>> = None;
         let mut threads: Option<Arc<dyn baton_core::ThreadHistory>> = None;
         let mut files: Option<Arc<dyn baton_core::attachment::FileSource>> = None;
         let mut send_file =
@@ -156,6 +157,7 @@ impl AppBuilder {
                 people = Some(Arc::new(baton_slack::people::SlackPeople::new(
                     client.clone(),
                 )));
+                roles = Some(crate::builder::roles_lookup(&settings, Some(&client)));
                 threads = Some(Arc::new(baton_slack::thread::SlackThreads::new(
                     client.clone(),
                 )));
@@ -202,6 +204,8 @@ impl AppBuilder {
         if let Some(people) = people {
             worker = worker.with_people(people);
         }
+        worker = worker
+            .with_roles(roles.unwrap_or_else(|| crate::builder::roles_lookup(&settings, None)));
         if let Some(threads) = threads {
             worker = worker.with_thread_history(threads);
         }

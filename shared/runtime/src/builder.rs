@@ -208,6 +208,40 @@ fn valid_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// The roles lookup over the agents file's `[roles]`: Slack user groups'
+/// members come from `client` (the worker's), else from a client built at
+/// the first lookup, when the bot token is known.
+pub(crate) fn roles_lookup(
+    settings: &Settings,
+    client: Option<&baton_slack::web::SlackClient>,
+) -> Arc<dyn baton_core::Roles> {
+    let table = settings.deployment.roles.clone();
+    if table.is_empty() {
+        return Arc::new(baton_core::NoRoles);
+    }
+    let members: Option<Arc<dyn baton_core::UsergroupMembers>> = if !table.has_usergroups() {
+        None
+    } else if let Some(client) = client {
+        Some(Arc::new(baton_slack::usergroups::SlackUsergroups::new(
+            client.clone(),
+        )))
+    } else {
+        settings
+            .slack
+            .as_ref()
+            .and_then(|s| Some((s, s.bot_token.clone()?)))
+            .map(|(s, token)| -> Arc<dyn baton_core::UsergroupMembers> {
+                Arc::new(baton_slack::usergroups::SlackUsergroups::lazy(
+                    &s.api_url, token,
+                ))
+            })
+    };
+    if members.is_none() && table.has_usergroups() {
+        tracing::warn!("roles list Slack user groups but SLACK_BOT_TOKEN is not set: the groups give nobody their role");
+    }
+    Arc::new(baton_settings::RoleLookup::new(table, members))
+}
+
 /// The one place the ingest handler is built, for `AppBuilder::build`
 /// and [`AppBuilder::ingest_only`].
 pub(crate) fn ingest_handler(
@@ -232,6 +266,7 @@ pub(crate) fn ingest_handler(
     .with_routes(settings.deployment.routes.clone())
     .with_tasks_per_hour(settings.deployment.limits.tasks_per_hour)
     .with_admins(settings.admins.clone())
+    .with_roles(roles_lookup(settings, None))
     .with_max_file_bytes(settings.max_file_bytes)
     .with_metrics(settings.metrics.sink("ingest", MetricsMode::Off));
     // Tells a Slack user their `stop` was refused; the client is built at

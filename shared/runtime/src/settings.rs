@@ -120,7 +120,8 @@ pub struct Settings {
     pub deployment: GlobalSettings,
     /// `BATON_SCHEDULE_ADMINS`: schedule owners who may delete any schedule.
     pub schedule_admins: Vec<String>,
-    /// `BATON_ADMINS`: Slack user ids who may stop any task from Slack
+    /// `BATON_ADMINS`: Slack user ids, and role names (`[roles.NAME]`), of
+    /// the people who may stop any task from Slack
     /// (besides its requester and its agent's approvers). Not schedule
     /// admins: those are owners with their workspace (`slack:TEAM:USER`).
     pub admins: Vec<String>,
@@ -350,10 +351,17 @@ impl Settings {
         let admins = var("BATON_ADMINS")
             .map(|v| comma_list(&v))
             .unwrap_or_default();
-        if let Some(bad) = admins.iter().find(|a| !is_slack_user_id(a)) {
+        // A role name stands for its people, once declared (`[roles.NAME]`).
+        if let Some(bad) = admins
+            .iter()
+            .find(|a| !is_slack_user_id(a) && !loaded.settings.roles.contains(a))
+        {
             return Err(invalid(
                 "BATON_ADMINS",
-                format!("`{bad}` is not a Slack user id (like U0123ABCD)"),
+                format!(
+                    "`{bad}` is neither a Slack user id (like U0123ABCD) nor a role of the \
+                     agents file (declare it with `[roles.{bad}]`)"
+                ),
             ));
         }
         let aws = AwsResources {
@@ -575,6 +583,26 @@ mod tests {
             assert!(err.to_string().starts_with("BATON_ADMINS"), "{err}");
             assert!(err.to_string().contains(bad), "{err}");
         }
+        // A role name, once the agents file declares it.
+        if env_has(&["BATON_AGENTS_FILE", "BATON_AGENTS_TOML"]) {
+            return;
+        }
+        let with_file = |admins: &str| {
+            Settings::load(&HashMap::from([
+                ("BATON_ADMINS".to_owned(), admins.to_owned()),
+                (
+                    "BATON_AGENTS_TOML".to_owned(),
+                    "[roles.oncall]\nusergroups = [\"S0614TZR7\"]\n".to_owned(),
+                ),
+            ]))
+        };
+        let s = with_file("oncall,U0123ABCD").unwrap();
+        assert_eq!(s.admins, ["oncall", "U0123ABCD"]);
+        let err = with_file("oncall,ops").unwrap_err().to_string();
+        assert!(
+            err.starts_with("BATON_ADMINS") && err.contains("`ops`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -97,7 +97,8 @@ pub struct ApprovalRules {
     /// but GET or HEAD). `Some`: a call matching any of these rules waits,
     /// and no other does (`Some(vec![])` turns approvals off).
     pub require: Option<Vec<ApprovalRule>>,
-    /// Slack user ids who may decide besides the requester.
+    /// Who may decide besides the requester: Slack user ids, and names of
+    /// roles (`[roles.NAME]`) whose people may.
     pub approvers: Vec<String>,
     /// An undecided approval counts as denied after this long.
     pub expires_after: Duration,
@@ -129,9 +130,25 @@ impl ApprovalRules {
         }
     }
 
-    /// Whether `user` may approve or deny a call the task of `requester`
-    /// (its Slack user, if it has one) asked for.
-    pub fn may_decide(&self, user: &str, requester: Option<&str>) -> bool {
-        requester == Some(user) || self.approvers.iter().any(|a| a == user)
+    /// Whether `user`, who has `roles`, may approve or deny a call the
+    /// task of `requester` (its Slack user, if it has one) asked for.
+    pub fn may_decide(&self, user: &str, requester: Option<&str>, roles: &[String]) -> bool {
+        requester == Some(user) || self.is_approver(user, roles)
+    }
+
+    /// Whether `user`, who has `roles`, is one of the `approvers`, by id or
+    /// by role.
+    pub fn is_approver(&self, user: &str, roles: &[String]) -> bool {
+        self.approvers
+            .iter()
+            .any(|a| a == user || roles.contains(a))
+    }
+
+    /// Whether any approver is a role: only then is a person's role worth
+    /// looking up.
+    pub fn names_roles(&self) -> bool {
+        self.approvers
+            .iter()
+            .any(|a| crate::roles::valid_role_name(a))
     }
 }

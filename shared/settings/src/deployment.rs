@@ -109,6 +109,8 @@ pub struct GlobalSettings {
     pub schedules: ScheduleSettings,
     /// The `[[routes]]`: which agent serves Slack messages where.
     pub routes: Routes,
+    /// The `[roles.NAME]` tables.
+    pub roles: crate::roles::RoleTable,
 }
 
 /// What a loaded configuration yields.

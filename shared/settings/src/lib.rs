@@ -17,6 +17,7 @@ pub mod http_tool;
 pub mod judgment;
 pub mod mcp;
 pub mod price;
+pub mod roles;
 pub mod route;
 pub mod slack;
 
@@ -33,5 +34,6 @@ pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
 pub use judgment::{Cadence, PlanMode, PromptModule, RouterMode, Supervision, Tier, Tiers};
 pub use mcp::McpServerDecl;
 pub use price::{ModelPrice, ModelPrices};
+pub use roles::{RoleDecl, RoleLookup, RoleTable};
 pub use route::{Route, RouteChannel, Routes};
 pub use slack::{AgentSlack, SuggestedPrompt};

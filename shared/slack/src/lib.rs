@@ -87,6 +87,7 @@ pub mod testing;
 pub mod thread;
 mod tool_calls;
 pub mod uploads;
+pub mod usergroups;
 pub mod web;
 
 pub use approvals::SlackApprovals;

@@ -83,6 +83,8 @@ struct Inner {
     refused: HashMap<String, String>,
     /// Display names `users.info` answers, by user id.
     people: HashMap<String, String>,
+    /// Members `usergroups.users.list` answers, by user group id.
+    usergroups: HashMap<String, Vec<String>>,
     /// Files served at `/files/{name}` ([`FakeSlack::add_file`]).
     files: HashMap<String, Vec<u8>>,
     /// Downloads of each file, by name.
@@ -261,6 +263,15 @@ impl FakeSlack {
             .insert(user.to_owned(), name.to_owned());
     }
 
+    /// Makes `usergroups.users.list` answer `members` for `group` (others:
+    /// `no_such_subteam`).
+    pub fn set_usergroup(&self, group: &str, members: &[&str]) {
+        self.shared.lock().usergroups.insert(
+            group.to_owned(),
+            members.iter().map(|m| (*m).to_owned()).collect(),
+        );
+    }
+
     pub fn fail_next(&self, method: &str, error: &str) {
         self.inject(method, Injected::Error(error.to_string()));
     }
@@ -336,6 +347,7 @@ fn refusal(method: &str, code: &str) -> Response {
         | "agents.sessions.setStatus" => "chat:write",
         "assistant.threads.setSuggestedPrompts" | "assistant.threads.setTitle" => "assistant:write",
         "reactions.add" | "reactions.remove" => "reactions:write",
+        "usergroups.users.list" => "usergroups:read",
         "chat.delete" => "chat:write",
         _ => "unknown",
     };
@@ -395,6 +407,7 @@ async fn handle(
         "conversations.replies"
             | "conversations.history"
             | "users.info"
+            | "usergroups.users.list"
             | "files.getUploadURLExternal"
             | "files.info"
     );
@@ -567,6 +580,15 @@ fn answer(shared: &Shared, method: &str, body: &Value) -> Response {
                 )
                 .into_response(),
                 None => slack_error("user_not_found"),
+            }
+        }
+        "usergroups.users.list" => {
+            let group = str_field("usergroup").unwrap_or_default();
+            let members = shared.lock().usergroups.get(&group).cloned();
+            shared.lock().calls.push((method.clone(), body.clone()));
+            match members {
+                Some(users) => Json(json!({"ok": true, "users": users})).into_response(),
+                None => slack_error("no_such_subteam"),
             }
         }
         "auth.test" => {

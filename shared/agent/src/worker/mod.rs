@@ -75,6 +75,7 @@ impl Worker {
                 schedules: None,
                 approvals: None,
                 people: None,
+                roles: Arc::new(baton_core::NoRoles),
                 threads: None,
                 budgets: None,
                 capacity: None,
@@ -148,6 +149,18 @@ impl Worker {
     pub fn with_people(mut self, people: Arc<dyn baton_core::People>) -> Self {
         self.deps.people = Some(people);
         self
+    }
+
+    /// Looks up people's roles (`[roles.NAME]` of the agents file) with
+    /// `roles`; without it nobody has a role.
+    pub fn with_roles(mut self, roles: Arc<dyn baton_core::Roles>) -> Self {
+        self.deps.roles = roles;
+        self
+    }
+
+    /// The roles lookup decisions about people use.
+    pub fn roles(&self) -> &Arc<dyn baton_core::Roles> {
+        &self.deps.roles
     }
 
     /// Reads the earlier messages of a thread a task joins.

@@ -13,6 +13,7 @@
 //! | `reply` | `ReplySink`: answers and progress posted to a chat |
 //! | `notice` | `Notices`: ephemeral notes to one person |
 //! | `people` | `People`: display names |
+//! | `roles` | `Roles`: who has which roles; `UsergroupMembers` |
 //! | `thread` | `ThreadHistory`: a chat thread's earlier messages |
 //! | `trace` | `SpanExport`, with the spans a task records |
 //! | `metric` | `Metrics`, and what is measured |
@@ -27,6 +28,7 @@ pub mod notice;
 pub mod people;
 pub mod queue;
 pub mod reply;
+pub mod roles;
 pub mod thread;
 pub mod tool;
 pub mod trace;

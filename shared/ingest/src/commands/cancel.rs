@@ -16,7 +16,8 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
     };
     // Refused here, before anything is written, so the answer is the one
     // note the sender gets (`steer` checks again inside the update).
-    if !ingest.may_stop(Some(&ctx.user), &task) {
+    let roles = ingest.roles_of(&ctx.team_id, &ctx.user).await;
+    if !ingest.may_stop(Some(&ctx.user), &roles, &task) {
         tracing::info!(task_id = %task.id, user = %ctx.user, "cancel by someone who may not stop the task; refused");
         return Ok(crate::stopping::refusal(&task));
     }

@@ -55,6 +55,8 @@ pub(super) struct Checker<'a> {
     pub(super) mcp_servers: Vec<String>,
     /// Names of the file's `[modules]` (an agent's `modules`).
     pub(super) declared_modules: Vec<String>,
+    /// Names of the file's `[roles]` (in `approvers`).
+    pub(super) declared_roles: Vec<String>,
     pub(super) base_dir: &'a Path,
 }
 
@@ -279,10 +281,10 @@ impl Checker<'_> {
             }
         }
         for (i, u) in a.approvers.iter().flatten().enumerate() {
-            if !valid_slack_user_id(u) {
+            if !valid_slack_user_id(u) && !self.declared_roles.contains(u) {
                 self.add(
                     format!("{at}.approvers[{i}]"),
-                    format!("`{u}` is not a Slack user id (like U024BE7LH)"),
+                    super::roles::not_an_approver(u),
                 );
             }
         }
@@ -389,6 +391,8 @@ impl Checker<'_> {
         self.declared_tools = file.http_tools.keys().cloned().collect();
         self.mcp_servers = file.mcp.keys().cloned().collect();
         self.declared_modules = file.modules.keys().cloned().collect();
+        self.declared_roles = file.roles.keys().cloned().collect();
+        let roles = self.check_roles(&file.roles);
         let http_tools = self.check_http_tools(&file.http_tools);
         let mcp_servers = self.check_mcp_servers(&file.mcp);
         let modules = self.check_modules(&file.modules);
@@ -483,6 +487,7 @@ impl Checker<'_> {
                 }
             },
             routes,
+            roles,
         };
         let mut default = default;
         let mut others: Vec<AgentConfig> = agents.into_values().map(|(_, a)| a).collect();

@@ -26,6 +26,7 @@ mod check;
 mod judgment;
 mod mcp;
 mod prompts;
+mod roles;
 mod routes;
 mod schema;
 mod slack;
@@ -224,6 +225,7 @@ impl AgentsSource {
             declared_tools: Vec::new(),
             mcp_servers: Vec::new(),
             declared_modules: Vec::new(),
+            declared_roles: Vec::new(),
             base_dir: &self.base_dir,
         };
         let result = checker.resolve(spec, base);

@@ -48,6 +48,9 @@ pub(super) struct FileSpec {
     /// Prompt modules the router may choose, by name.
     #[serde(default)]
     pub(super) modules: BTreeMap<String, super::judgment::ModuleSpec>,
+    /// Roles, by name (docs/policies.md).
+    #[serde(default)]
+    pub(super) roles: BTreeMap<String, super::roles::RoleSpec>,
 }
 
 /// `[mcp.NAME]`: an MCP server over streamable HTTP whose tools agents may

@@ -645,11 +645,39 @@ fn value_mistakes_name_the_field() {
         ),
         (
             "[agents.r.approval]\napprovers = [\"alice\"]\n",
-            "agents.r.approval.approvers[0]: `alice` is not a Slack user id",
+            "agents.r.approval.approvers[0]: `alice` is neither a Slack user id (like U024BE7LH) nor a declared role (declare it with `[roles.alice]`)",
         ),
         (
             "[agents.r.approval]\napprovers = [\"C0123ABCD\"]\n",
-            "agents.r.approval.approvers[0]: `C0123ABCD` is not a Slack user id",
+            "agents.r.approval.approvers[0]: `C0123ABCD` is neither a Slack user id",
+        ),
+        (
+            "[roles.Ops]\nusers = [\"U024BE7LH\"]\n",
+            "roles.Ops: role names are lower-case letters, digits, `-` and `_`",
+        ),
+        (
+            "[roles.u024be7lh]\nusers = [\"U024BE7LH\"]\n",
+            "roles.u024be7lh: `u024be7lh` reads like a Slack user id",
+        ),
+        (
+            "[roles.ops]\n",
+            "roles.ops: lists nobody: give `users`, `usergroups` or `tokens`",
+        ),
+        (
+            "[roles.ops]\nusers = [\"alice\"]\n",
+            "roles.ops.users[0]: `alice` is not a Slack user id",
+        ),
+        (
+            "[roles.ops]\nusergroups = [\"U0123\"]\n",
+            "roles.ops.usergroups[0]: `U0123` is not a Slack user group id",
+        ),
+        (
+            "[roles.ops]\ntokens = [\"ci\"]\n",
+            "roles.ops.tokens[0]: unknown API token `ci`",
+        ),
+        (
+            "[roles.ops]\nusers = [\"U024BE7LH\"]\nteam = \"T1\"\n",
+            "unknown field `team`",
         ),
         (
             "[agents.r.context]\nwindow_tokens = 0\n",
@@ -879,14 +907,20 @@ fn default_approval_rules() {
         );
     }
     let rules = ApprovalRules::default();
-    assert!(rules.may_decide("U1", Some("U1")));
-    assert!(!rules.may_decide("U2", Some("U1")));
-    assert!(!rules.may_decide("U2", None));
+    assert!(rules.may_decide("U1", Some("U1"), &[]));
+    assert!(!rules.may_decide("U2", Some("U1"), &[]));
+    assert!(!rules.may_decide("U2", None, &[]));
     let rules = ApprovalRules {
-        approvers: vec!["U2".into()],
+        approvers: vec!["U2".into(), "oncall".into()],
         ..rules
     };
-    assert!(rules.may_decide("U2", Some("U1")));
+    assert!(rules.may_decide("U2", Some("U1"), &[]));
+    assert!(rules.names_roles());
+    // A role named among the approvers lets its people decide; another
+    // role does not.
+    assert!(rules.may_decide("U3", Some("U1"), &["oncall".into()]));
+    assert!(!rules.may_decide("U3", Some("U1"), &["sales".into()]));
+    assert!(!rules.may_decide("U3", None, &[]));
 }
 
 #[test]
@@ -1082,3 +1116,33 @@ fn every_toml_block_in_the_tools_doc_loads() {
 }
 
 mod judgment;
+
+#[test]
+fn roles_are_declared_and_may_be_named_as_approvers() {
+    let c = load(
+        "[roles.oncall]\nusergroups = [\"S0614TZR7\"]\nusers = [\"U0G9QF9C6\"]\n\
+         [roles.ci]\ntokens = [\"default\"]\n\
+         [defaults.approval]\napprovers = [\"oncall\", \"U024BE7LH\"]\n\
+         [agents.r.approval]\napprovers = [\"ci\"]\n",
+    )
+    .unwrap();
+    let roles = &c.settings.roles;
+    assert!(roles.contains("oncall") && roles.contains("ci") && !roles.contains("ops"));
+    let oncall = roles.iter().find(|r| r.name == "oncall").unwrap();
+    assert_eq!(oncall.usergroups, ["S0614TZR7"]);
+    assert_eq!(oncall.users, ["U0G9QF9C6"]);
+    assert_eq!(
+        roles.static_roles(&baton_core::Person::api_default()),
+        ["ci"]
+    );
+    assert_eq!(
+        c.agents.resolve("default").approval.approvers,
+        ["oncall", "U024BE7LH"]
+    );
+    assert_eq!(c.agents.resolve("r").approval.approvers, ["ci"]);
+    // A role not declared is refused, named.
+    assert_err(
+        "[defaults.approval]\napprovers = [\"oncall\"]\n",
+        "defaults.approval.approvers[0]: `oncall` is neither a Slack user id",
+    );
+}
