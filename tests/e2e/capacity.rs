@@ -2,7 +2,8 @@
 //! on both backends: with `per_user = 3` a person's fourth task waits in
 //! the queue (`queued`, `waiting_for.kind == "capacity"`) while three run,
 //! and starts when one ends, none lost; a person's own monthly token
-//! budget lets them past the default per-user budget.
+//! budget, or their role's, lets them past the default per-user budget;
+//! over `tasks_per_hour` a new task is refused with a 429 saying why.
 
 use crate::common::{Backend, Options, TestApp};
 use serde_json::{json, Value};
@@ -124,21 +125,31 @@ async fn a_persons_fourth_task_waits_for_one_of_three_to_end(backend: Backend) {
 async fn a_persons_own_budget_beats_the_default(backend: Backend) {
     // The default per-user budget is one token: spent by anyone's first
     // call. U1's own budget is large.
+    // U03HEAVY1's role has a large one too.
     let agents = "[budgets]\nuser_monthly_tokens = 1\n\n\
-                  [budgets.users.U1]\nmonthly_tokens = 10000000\n";
+                  [budgets.users.U1]\nmonthly_tokens = 10000000\n\n\
+                  [budgets.roles.heavy]\nmonthly_tokens = 10000000\n\n\
+                  [roles.heavy]\nusers = [\"U03HEAVY1\"]\n";
     let app = TestApp::spawn(Options {
         backend,
         extra_env: vec![("BATON_AGENTS_TOML".into(), agents.into())],
         ..Options::default()
     })
     .await;
-    for (user, n) in [("U1", 1), ("U2", 2), ("U1", 3), ("U2", 4)] {
+    for (user, n) in [
+        ("U1", 1),
+        ("U2", 2),
+        ("U03HEAVY1", 3),
+        ("U1", 4),
+        ("U2", 5),
+        ("U03HEAVY1", 6),
+    ] {
         let ts = format!("17000003{n:02}.000100");
         let id = mention(&app, user, &ts, &format!("hello-{n}")).await;
         let done = app.wait_done(&id, LONG).await;
-        if user == "U1" {
+        if user != "U2" {
             assert_eq!(done["status"], "succeeded", "{user} #{n}: {done}");
-        } else if n == 4 {
+        } else if n == 5 {
             // U2's first task spent the default budget (checked before
             // each call, so that one ran).
             assert_eq!(done["status"], "failed", "{user} #{n}: {done}");
@@ -151,7 +162,39 @@ async fn a_persons_own_budget_beats_the_default(backend: Backend) {
     }
 }
 
+async fn over_the_hourly_rate_a_new_task_is_refused_with_a_message(backend: Backend) {
+    let agents = "[limits]\ntasks_per_hour = 2\n";
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_AGENTS_TOML".into(), agents.into())],
+        ..Options::default()
+    })
+    .await;
+    for i in 0..2 {
+        let id = app.submit_ok(&format!("hello-{i}")).await;
+        app.wait_done(&id, LONG).await;
+    }
+    let (_, before) = app.get("/tasks").await;
+    let r = app.submit("one-too-many", None).await;
+    assert_eq!(r.status().as_u16(), 429);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains(
+            "The HTTP API has started 2 tasks this hour, the limit (`limits.tasks_per_hour`)"
+        ),
+        "{body}"
+    );
+    // Nothing was created.
+    let (_, after) = app.get("/tasks").await;
+    assert_eq!(
+        before["tasks"].as_array().map(Vec::len),
+        after["tasks"].as_array().map(Vec::len),
+        "{after}"
+    );
+}
+
 on_both_backends!(
     a_persons_fourth_task_waits_for_one_of_three_to_end,
-    a_persons_own_budget_beats_the_default
+    a_persons_own_budget_beats_the_default,
+    over_the_hourly_rate_a_new_task_is_refused_with_a_message
 );

@@ -32,8 +32,8 @@
 
 use baton_core::table::shard_of;
 use baton_core::{
-    CapacityScope, Condition, Item, Key, Origin, Table, TableError, Task, TaskId, TaskStore,
-    Wake, WorkQueue, Write,
+    CapacityScope, Condition, Item, Key, Origin, Table, TableError, Task, TaskId, TaskStore, Wake,
+    WorkQueue, Write,
 };
 use baton_settings::ConcurrencySettings;
 use serde::{Deserialize, Serialize};
@@ -231,7 +231,11 @@ impl Capacity {
                         listing: None,
                     };
                     let condition = version.map_or(Condition::NotExists, Condition::VersionIs);
-                    match self.table.transact(vec![Write::Put { item, condition }]).await {
+                    match self
+                        .table
+                        .transact(vec![Write::Put { item, condition }])
+                        .await
+                    {
                         Ok(()) => {
                             self.leave_line(&line, in_line).await?;
                             return Ok(true);
@@ -409,10 +413,7 @@ impl Capacity {
             let Some(item) = &items[k] else { continue };
             let holder = holder_of(item).and_then(|h| TaskId::parse(&h).ok());
             let ended = match holder {
-                Some(h) => store
-                    .get(&h)
-                    .await?
-                    .is_none_or(|t| t.status.is_terminal()),
+                Some(h) => store.get(&h).await?.is_none_or(|t| t.status.is_terminal()),
                 None => true,
             };
             if ended {
@@ -445,7 +446,9 @@ fn slot_key(scope: &str, k: u32) -> Key {
 }
 
 fn slot_keys(capped: &Capped) -> Vec<Key> {
-    (0..capped.limit).map(|k| slot_key(&capped.key, k)).collect()
+    (0..capped.limit)
+        .map(|k| slot_key(&capped.key, k))
+        .collect()
 }
 
 fn line_pk(scope: &str) -> String {

@@ -56,9 +56,9 @@ impl WorkerError {
             WorkerError::LeaseLost => false,
             WorkerError::Store(e) => store_error_is_transient(e),
             WorkerError::Budgets(LedgerError::Corrupt(_)) => false,
-            WorkerError::Capacity(crate::capacity::CapacityError::Table(TableError::Corrupt(_))) => {
-                false
-            }
+            WorkerError::Capacity(crate::capacity::CapacityError::Table(TableError::Corrupt(
+                _,
+            ))) => false,
             WorkerError::Capacity(crate::capacity::CapacityError::Store(e)) => {
                 store_error_is_transient(e)
             }

@@ -44,10 +44,18 @@ impl MonthlyBudgets {
     /// Budgets over the task table. `None` when `settings` sets none, so
     /// there is nothing to count or check.
     pub fn new(table: Arc<dyn Table>, settings: BudgetSettings) -> Option<Self> {
-        (settings.workspace_monthly_tokens.is_some() || settings.has_person_budgets()).then(|| MonthlyBudgets {
+        (settings.workspace_monthly_tokens.is_some() || settings.has_person_budgets()).then(|| {
+            MonthlyBudgets {
                 ledger: UsageLedger::new(table),
                 settings,
-            })
+            }
+        })
+    }
+
+    /// Whether a person's budget depends on their roles
+    /// (`[budgets.roles.NAME]`), so they must be looked up.
+    pub fn needs_roles(&self) -> bool {
+        !self.settings.roles.is_empty()
     }
 
     /// The ledger the budgets read (for reports and tests).
@@ -297,7 +305,9 @@ mod tests {
             let oncall = oncall.clone();
             async move {
                 let roles: &[String] = if user == "UONCALL" { &oncall } else { &[] };
-                b.exhausted(&task(slack("T1", user)), roles, NOV).await.unwrap()
+                b.exhausted(&task(slack("T1", user)), roles, NOV)
+                    .await
+                    .unwrap()
             }
         };
         assert_eq!(over("UBIG").await, None, "own 1,000 over the default 100");

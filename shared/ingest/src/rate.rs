@@ -90,7 +90,11 @@ impl TaskRate {
                 expires_at: Some(now_ms / 1000 + KEEP_SECS),
                 listing: None,
             };
-            match self.table.transact(vec![Write::Put { item, condition }]).await {
+            match self
+                .table
+                .transact(vec![Write::Put { item, condition }])
+                .await
+            {
                 Ok(()) => return Ok(()),
                 Err(TableError::ConditionFailed { .. } | TableError::Contention) => continue,
                 Err(e) => return Err(e),

@@ -191,9 +191,11 @@ impl Ingest {
             .ok_or_else(|| ApiError::bad_request(format!("unknown agent `{}`", s.agent)))?;
         let now = Instant::now();
         if let Some(rate) = &self.rate {
-            if let Some(refusal) = rate.refusal(&s.origin, now.0).await.map_err(|e| {
-                ApiError::unavailable_on(conversation, e)
-            })? {
+            if let Some(refusal) = rate
+                .refusal(&s.origin, now.0)
+                .await
+                .map_err(|e| ApiError::unavailable_on(conversation, e))?
+            {
                 return Err(ApiError::new(http::StatusCode::TOO_MANY_REQUESTS, refusal));
             }
         }

@@ -43,7 +43,10 @@ impl Rig {
     }
 
     async fn admit(&self, t: &Task) -> Admission {
-        self.capacity.admit(&self.store, &self.queue, t).await.unwrap()
+        self.capacity
+            .admit(&self.store, &self.queue, t)
+            .await
+            .unwrap()
     }
 
     async fn end(&self, t: &Task) {

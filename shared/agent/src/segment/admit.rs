@@ -29,7 +29,10 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<Gate, WorkerError> 
     if task.holds_capacity || task.status != TaskStatus::Queued || ending {
         return Ok(Gate::Open);
     }
-    match capacity.admit(&deps.store, deps.queue.as_ref(), task).await? {
+    match capacity
+        .admit(&deps.store, deps.queue.as_ref(), task)
+        .await?
+    {
         Admission::Start => Ok(Gate::Admitted),
         Admission::Wait { scope, limit } => {
             let waiting_for = WaitingFor::Capacity { scope, limit };

@@ -48,8 +48,8 @@ mod tools;
 mod trace;
 mod wait;
 
-pub use budget::SegmentBudget;
 pub(crate) use admit::release as release_capacity;
+pub use budget::SegmentBudget;
 
 use crate::context_cache::ContextCache;
 use crate::deps::Deps;
@@ -307,7 +307,8 @@ impl<'d> Segment<'d> {
         let Some(budgets) = &self.deps.budgets else {
             return Ok(None);
         };
-        match budgets.exhausted(&self.task, &[], Instant::now()).await {
+        let roles = self.budget_roles().await;
+        match budgets.exhausted(&self.task, &roles, Instant::now()).await {
             Ok(over) => Ok(over.map(Limit::Monthly)),
             // A counter that cannot be read will not heal by retrying: go
             // on uncounted rather than fail every task.
@@ -316,6 +317,21 @@ impl<'d> Segment<'d> {
                 Ok(None)
             }
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The roles of the person the task serves, when a budget depends on
+    /// them (`[budgets.roles.NAME]`); none otherwise, without a lookup.
+    pub(super) async fn budget_roles(&self) -> Vec<String> {
+        let needed = self.deps.budgets.as_ref().is_some_and(|b| b.needs_roles());
+        match self.task.serving() {
+            baton_core::Origin::Slack { team_id, user, .. } if needed => {
+                self.deps
+                    .roles
+                    .of(&baton_core::Person::slack(team_id, user))
+                    .await
+            }
+            _ => Vec::new(),
         }
     }
 

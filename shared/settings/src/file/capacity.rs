@@ -84,6 +84,11 @@ impl Checker<'_> {
                     &at,
                     "role names are lower-case letters, digits, `-` and `_`",
                 );
+            } else if !self.declared_roles.contains(role) {
+                self.add(
+                    &at,
+                    format!("no role `{role}`: declare it in `[roles.{role}]`"),
+                );
             }
             if let Some(tokens) = self.budget_tokens(&at, spec) {
                 out.roles.insert(role.clone(), tokens);
@@ -97,11 +102,7 @@ impl Checker<'_> {
         ] {
             self.at_least(format!("limits.concurrency.{key}"), value, 1);
         }
-        self.at_least(
-            "limits.tasks_per_hour".to_owned(),
-            limits.tasks_per_hour,
-            1,
-        );
+        self.at_least("limits.tasks_per_hour".to_owned(), limits.tasks_per_hour, 1);
         let settings = LimitSettings {
             concurrency: ConcurrencySettings {
                 per_user: c.per_user,
@@ -116,7 +117,10 @@ impl Checker<'_> {
     fn budget_tokens(&mut self, at: &str, spec: &PersonBudgetSpec) -> Option<u64> {
         match spec.monthly_tokens {
             None => {
-                self.add(format!("{at}.monthly_tokens"), "missing: the budget to apply");
+                self.add(
+                    format!("{at}.monthly_tokens"),
+                    "missing: the budget to apply",
+                );
                 None
             }
             Some(0) => {
@@ -146,6 +150,8 @@ mod tests {
              [budgets.users.U1ALICE]\nmonthly_tokens = 5000\n\
              [budgets.roles.oncall]\nmonthly_tokens = 3000\n\
              [budgets.roles.sre]\nmonthly_tokens = 4000\n\
+             [roles.oncall]\nusers = [\"U1ONCALL\"]\n\
+             [roles.sre]\nusers = [\"U1SRE\"]\n\
              [limits]\ntasks_per_hour = 30\n\
              [limits.concurrency]\nper_user = 3\nper_team = 20\n",
         )
@@ -153,9 +159,18 @@ mod tests {
         let b = &cfg.settings.budgets;
         let roles = |r: &[&str]| r.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // Own beats roles; the largest role; else the default.
-        assert_eq!(b.person_monthly_tokens("U1ALICE", &roles(&["oncall"])), Some(5000));
-        assert_eq!(b.person_monthly_tokens("UBOB", &roles(&["oncall", "sre"])), Some(4000));
-        assert_eq!(b.person_monthly_tokens("UBOB", &roles(&["other"])), Some(1000));
+        assert_eq!(
+            b.person_monthly_tokens("U1ALICE", &roles(&["oncall"])),
+            Some(5000)
+        );
+        assert_eq!(
+            b.person_monthly_tokens("UBOB", &roles(&["oncall", "sre"])),
+            Some(4000)
+        );
+        assert_eq!(
+            b.person_monthly_tokens("UBOB", &roles(&["other"])),
+            Some(1000)
+        );
         let l = &cfg.settings.limits;
         assert_eq!(l.tasks_per_hour, Some(30));
         assert_eq!(l.concurrency.per_user, Some(3));
@@ -168,14 +183,28 @@ mod tests {
         let e = load(
             "[budgets.users.alice]\nmonthly_tokens = 5\n\
              [budgets.roles.Oncall]\nmonthly_tokens = 0\n\
+             [budgets.roles.ghosts]\nmonthly_tokens = 10\n\
              [limits.concurrency]\nper_user = 0\n",
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("budgets.users.alice: not a Slack user id"), "{e}");
+        assert!(
+            e.contains("budgets.users.alice: not a Slack user id"),
+            "{e}"
+        );
         assert!(e.contains("budgets.roles.Oncall: role names are"), "{e}");
-        assert!(e.contains("budgets.roles.Oncall.monthly_tokens: must be at least 1"), "{e}");
-        assert!(e.contains("limits.concurrency.per_user: must be at least 1"), "{e}");
+        assert!(
+            e.contains("budgets.roles.Oncall.monthly_tokens: must be at least 1"),
+            "{e}"
+        );
+        assert!(
+            e.contains("limits.concurrency.per_user: must be at least 1"),
+            "{e}"
+        );
+        assert!(
+            e.contains("budgets.roles.ghosts: no role `ghosts`: declare it in `[roles.ghosts]`"),
+            "{e}"
+        );
     }
 
     #[test]
