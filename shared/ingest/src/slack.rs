@@ -432,6 +432,14 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
     }
 }
 
+/// The thread a Slack message belongs to (its own `ts` when it starts one).
+fn slack_thread_ts(origin: &Origin) -> Option<String> {
+    match origin {
+        Origin::Slack { thread_ts, .. } => Some(thread_ts.clone()),
+        Origin::Http => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Ingest, SlackIngest};
@@ -605,13 +613,5 @@ mod tests {
             );
             assert_eq!(batches[0].spans[0].attributes["source"], "slack");
         }
-    }
-}
-
-/// The thread a Slack message belongs to (its own `ts` when it starts one).
-fn slack_thread_ts(origin: &Origin) -> Option<String> {
-    match origin {
-        Origin::Slack { thread_ts, .. } => Some(thread_ts.clone()),
-        Origin::Http => None,
     }
 }
