@@ -320,6 +320,7 @@ pub(crate) async fn run(stack: Stack, load: Load) -> anyhow::Result<Report> {
         .with_budgets(BudgetSettings {
             workspace_monthly_tokens: Some(u64::MAX / 4),
             user_monthly_tokens: None,
+            ..Default::default()
         }),
     );
     let token = baton_ingest::ApiToken::parse(TOKEN).map_err(|e| anyhow::anyhow!("{e}"))?;

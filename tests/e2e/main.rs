@@ -33,6 +33,7 @@ mod attachments;
 mod common;
 mod runtime_api;
 
+mod capacity;
 mod cli;
 mod commands;
 mod configuration;

@@ -43,6 +43,8 @@ pub(crate) struct Deps {
     pub(crate) approvals: Option<Arc<dyn ApprovalPrompts>>,
     /// Monthly token budgets per workspace and user, when set.
     pub(crate) budgets: Option<MonthlyBudgets>,
+    /// The concurrency caps (`[limits.concurrency]`), when set.
+    pub(crate) capacity: Option<crate::capacity::Capacity>,
     /// Where the files a Slack message carried are downloaded from.
     pub(crate) files: Option<Arc<dyn baton_core::attachment::FileSource>>,
     /// The largest file given to the model (`BATON_MAX_FILE_BYTES`).

@@ -26,6 +26,8 @@ pub enum WorkerError {
     Schedule(#[from] ScheduleError),
     #[error("monthly budgets: {0}")]
     Budgets(#[from] LedgerError),
+    #[error(transparent)]
+    Capacity(#[from] crate::capacity::CapacityError),
 }
 
 impl WorkerError {
@@ -40,6 +42,7 @@ impl WorkerError {
             WorkerError::Reply(_) => "a message to the user could not be delivered",
             WorkerError::Scheduler(_) | WorkerError::Schedule(_) => "the scheduler was unavailable",
             WorkerError::Budgets(_) => "the usage counters could not be read",
+            WorkerError::Capacity(_) => "the concurrency slots could not be read",
         }
     }
 
@@ -53,6 +56,12 @@ impl WorkerError {
             WorkerError::LeaseLost => false,
             WorkerError::Store(e) => store_error_is_transient(e),
             WorkerError::Budgets(LedgerError::Corrupt(_)) => false,
+            WorkerError::Capacity(crate::capacity::CapacityError::Table(TableError::Corrupt(
+                _,
+            ))) => false,
+            WorkerError::Capacity(crate::capacity::CapacityError::Store(e)) => {
+                store_error_is_transient(e)
+            }
             WorkerError::Schedule(ScheduleError::Corrupt(_))
             | WorkerError::Scheduler(SchedulerError::Invalid(_))
             | WorkerError::Schedule(ScheduleError::Scheduler(SchedulerError::Invalid(_))) => false,
@@ -60,7 +69,8 @@ impl WorkerError {
             | WorkerError::Reply(_)
             | WorkerError::Scheduler(_)
             | WorkerError::Schedule(_)
-            | WorkerError::Budgets(_) => true,
+            | WorkerError::Budgets(_)
+            | WorkerError::Capacity(_) => true,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! step may not fit the time left, release the lease, send the next wake,
 //! then acknowledge.
 
+pub mod capacity;
 pub mod compaction;
 pub mod context;
 pub mod context_cache;

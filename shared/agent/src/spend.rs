@@ -44,11 +44,18 @@ impl MonthlyBudgets {
     /// Budgets over the task table. `None` when `settings` sets none, so
     /// there is nothing to count or check.
     pub fn new(table: Arc<dyn Table>, settings: BudgetSettings) -> Option<Self> {
-        (settings.workspace_monthly_tokens.is_some() || settings.user_monthly_tokens.is_some())
-            .then(|| MonthlyBudgets {
+        (settings.workspace_monthly_tokens.is_some() || settings.has_person_budgets()).then(|| {
+            MonthlyBudgets {
                 ledger: UsageLedger::new(table),
                 settings,
-            })
+            }
+        })
+    }
+
+    /// Whether a person's budget depends on their roles
+    /// (`[budgets.roles.NAME]`), so they must be looked up.
+    pub fn needs_roles(&self) -> bool {
+        !self.settings.roles.is_empty()
     }
 
     /// The ledger the budgets read (for reports and tests).
@@ -56,7 +63,10 @@ impl MonthlyBudgets {
         &self.ledger
     }
 
-    fn scopes(&self, origin: &Origin) -> Vec<Scoped> {
+    /// The budgets that apply to `origin`, whose person has `roles`: the
+    /// person's is their own override, else their roles' largest, else
+    /// the default per-user budget.
+    fn scopes(&self, origin: &Origin, roles: &[String]) -> Vec<Scoped> {
         let mut out = Vec::with_capacity(2);
         if let Some(limit) = self.settings.workspace_monthly_tokens {
             let scope = UsageScope::workspace_of(origin);
@@ -71,10 +81,11 @@ impl MonthlyBudgets {
                 whose,
             });
         }
-        if let (Some(limit), Some(scope)) = (
-            self.settings.user_monthly_tokens,
-            UsageScope::user_of(origin),
-        ) {
+        let person = match origin {
+            Origin::Slack { user, .. } => self.settings.person_monthly_tokens(user, roles),
+            Origin::Http => None,
+        };
+        if let (Some(limit), Some(scope)) = (person, UsageScope::user_of(origin)) {
             out.push(Scoped {
                 scope,
                 limit,
@@ -90,10 +101,11 @@ impl MonthlyBudgets {
     pub async fn exhausted(
         &self,
         task: &Task,
+        roles: &[String],
         now: Instant,
     ) -> Result<Option<String>, LedgerError> {
         let month = Month::of(now);
-        let scoped = self.scopes(&task.serving());
+        let scoped = self.scopes(&task.serving(), roles);
         let scopes: Vec<UsageScope> = scoped.iter().map(|s| s.scope.clone()).collect();
         let used = self.ledger.usage_of(&scopes, month).await?;
         for (s, used) in scoped.into_iter().zip(used) {
@@ -122,9 +134,15 @@ impl MonthlyBudgets {
     /// the month of `now`. Call it once per call that returned (a call
     /// repeated after a crash was billed twice, and counts twice); retries
     /// inside are idempotent.
-    pub async fn record(&self, task: &Task, usage: Usage, now: Instant) -> Result<(), LedgerError> {
+    pub async fn record(
+        &self,
+        task: &Task,
+        roles: &[String],
+        usage: Usage,
+        now: Instant,
+    ) -> Result<(), LedgerError> {
         let scopes: Vec<UsageScope> = self
-            .scopes(&task.serving())
+            .scopes(&task.serving(), roles)
             .into_iter()
             .map(|s| s.scope)
             .collect();
@@ -186,6 +204,7 @@ mod tests {
             BudgetSettings {
                 workspace_monthly_tokens: Some(1000),
                 user_monthly_tokens: Some(300),
+                ..Default::default()
             },
         )
         .unwrap();
@@ -193,24 +212,24 @@ mod tests {
         let bob = task(slack("T1", "UBOB"));
         let other_team = task(slack("T2", "UALICE"));
 
-        b.record(&alice, usage(200, 99), NOV).await.unwrap();
-        assert_eq!(b.exhausted(&alice, NOV).await.unwrap(), None);
-        b.record(&alice, usage(0, 1), NOV).await.unwrap();
+        b.record(&alice, &[], usage(200, 99), NOV).await.unwrap();
+        assert_eq!(b.exhausted(&alice, &[], NOV).await.unwrap(), None);
+        b.record(&alice, &[], usage(0, 1), NOV).await.unwrap();
         assert_eq!(
-            b.exhausted(&alice, NOV).await.unwrap().as_deref(),
+            b.exhausted(&alice, &[], NOV).await.unwrap().as_deref(),
             Some("you have used your monthly budget of 300 tokens; it resets on 2026-12-01")
         );
         // Bob shares the workspace, not the user budget.
-        assert_eq!(b.exhausted(&bob, NOV).await.unwrap(), None);
-        b.record(&bob, usage(700, 0), NOV).await.unwrap();
+        assert_eq!(b.exhausted(&bob, &[], NOV).await.unwrap(), None);
+        b.record(&bob, &[], usage(700, 0), NOV).await.unwrap();
         assert_eq!(
-            b.exhausted(&bob, NOV).await.unwrap().as_deref(),
+            b.exhausted(&bob, &[], NOV).await.unwrap().as_deref(),
             Some("this workspace has used its monthly budget of 1,000 tokens; it resets on 2026-12-01")
         );
         // Another workspace, and the next month, start from zero.
-        assert_eq!(b.exhausted(&other_team, NOV).await.unwrap(), None);
-        assert_eq!(b.exhausted(&alice, DEC).await.unwrap(), None);
-        assert_eq!(b.exhausted(&bob, DEC).await.unwrap(), None);
+        assert_eq!(b.exhausted(&other_team, &[], NOV).await.unwrap(), None);
+        assert_eq!(b.exhausted(&alice, &[], DEC).await.unwrap(), None);
+        assert_eq!(b.exhausted(&bob, &[], DEC).await.unwrap(), None);
     }
 
     #[tokio::test]
@@ -221,20 +240,21 @@ mod tests {
             BudgetSettings {
                 workspace_monthly_tokens: Some(100),
                 user_monthly_tokens: Some(10),
+                ..Default::default()
             },
         )
         .unwrap();
         let one = task(Origin::Http);
         let two = task(Origin::Http);
-        b.record(&one, usage(50, 0), NOV).await.unwrap();
+        b.record(&one, &[], usage(50, 0), NOV).await.unwrap();
         assert_eq!(
-            b.exhausted(&two, NOV).await.unwrap(),
+            b.exhausted(&two, &[], NOV).await.unwrap(),
             None,
             "user budget not applied"
         );
-        b.record(&two, usage(50, 0), NOV).await.unwrap();
+        b.record(&two, &[], usage(50, 0), NOV).await.unwrap();
         assert_eq!(
-            b.exhausted(&one, NOV).await.unwrap().as_deref(),
+            b.exhausted(&one, &[], NOV).await.unwrap().as_deref(),
             Some("the HTTP API has used its monthly budget of 100 tokens; it resets on 2026-12-01")
         );
         // Only the API's counter (its shards), no user's.
@@ -251,14 +271,51 @@ mod tests {
             BudgetSettings {
                 workspace_monthly_tokens: None,
                 user_monthly_tokens: Some(10),
+                ..Default::default()
             },
         )
         .unwrap();
-        b.record(&task(slack("T1", "U1")), usage(5, 5), NOV)
+        b.record(&task(slack("T1", "U1")), &[], usage(5, 5), NOV)
             .await
             .unwrap();
         let keys: Vec<String> = table.keys().into_iter().map(|k| k.pk).collect();
         assert_eq!(keys.len(), 1);
         assert!(keys[0].starts_with("USAGE#user:T1:U1#"), "{keys:?}");
+    }
+
+    #[tokio::test]
+    async fn a_persons_own_budget_beats_their_roles_and_the_default() {
+        let table = Arc::new(MemoryTable::default());
+        let mut settings = BudgetSettings {
+            user_monthly_tokens: Some(100),
+            ..Default::default()
+        };
+        settings.users.insert("UBIG".into(), 1_000);
+        settings.users.insert("USMALL".into(), 10);
+        settings.roles.insert("oncall".into(), 500);
+        let b = MonthlyBudgets::new(table, settings).unwrap();
+        let oncall = ["oncall".to_owned()];
+        for user in ["UBIG", "USMALL", "UONCALL", "UPLAIN"] {
+            let t = task(slack("T1", user));
+            let roles: &[String] = if user == "UONCALL" { &oncall } else { &[] };
+            b.record(&t, roles, usage(200, 0), NOV).await.unwrap();
+        }
+        let over = |user: &'static str| {
+            let b = b.clone();
+            let oncall = oncall.clone();
+            async move {
+                let roles: &[String] = if user == "UONCALL" { &oncall } else { &[] };
+                b.exhausted(&task(slack("T1", user)), roles, NOV)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(over("UBIG").await, None, "own 1,000 over the default 100");
+        assert_eq!(
+            over("USMALL").await.as_deref(),
+            Some("you have used your monthly budget of 10 tokens; it resets on 2026-12-01")
+        );
+        assert_eq!(over("UONCALL").await, None, "the role's 500");
+        assert!(over("UPLAIN").await.is_some(), "the default 100");
     }
 }

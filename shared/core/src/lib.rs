@@ -70,8 +70,9 @@ pub use roles::{NoRoles, Person, RoleName, Roles, UsergroupMembers};
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
-    Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits, Origin, ParentLink,
-    PostedMessage, Task, TaskStatus, ToolMode, UnreadThread, Verdict, WaitingFor,
+    Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits,
+    Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread, Verdict,
+    WaitingFor,
 };
 pub use thread::{EarlierMessage, HistoryError, ThreadHistory};
 pub use tool::{

@@ -12,6 +12,7 @@ mod commands;
 mod console;
 mod fork;
 mod listing;
+mod rate;
 mod requesters;
 mod response;
 mod routes;
@@ -64,6 +65,9 @@ pub struct Ingest {
     /// Which agent serves a Slack message ([`Ingest::with_routes`]);
     /// without routes, `default`.
     routes: baton_settings::Routes,
+    /// New tasks one person may start per hour
+    /// ([`Ingest::with_tasks_per_hour`]); unlimited without it.
+    rate: Option<rate::TaskRate>,
     /// Slack user ids and role names of those who may stop any task
     /// ([`Ingest::with_admins`]).
     admins: Arc<[String]>,
@@ -106,6 +110,7 @@ impl Ingest {
             schedules: None,
             input_guard: baton_settings::InputGuardMode::Off,
             routes: baton_settings::Routes::default(),
+            rate: None,
             admins: Arc::from(Vec::new()),
             roles: Arc::new(baton_core::NoRoles),
             notices: None,
@@ -181,6 +186,13 @@ impl Ingest {
     /// to `default`. `POST /tasks` names its agent itself.
     pub fn with_routes(mut self, routes: baton_settings::Routes) -> Self {
         self.routes = routes;
+        self
+    }
+
+    /// Refuses a person's new task once they started `per_hour` in the
+    /// current hour (`[limits] tasks_per_hour`; the HTTP API is one).
+    pub fn with_tasks_per_hour(mut self, per_hour: Option<u32>) -> Self {
+        self.rate = per_hour.map(|n| rate::TaskRate::new(self.store.table().clone(), n));
         self
     }
 

@@ -121,7 +121,23 @@ impl Ingest {
                 &json!({"ok": true, "conversation": "reset"}),
             ));
         }
-        let submitted = self.submit_screened(submission).await?;
+        let origin = submission.origin.clone();
+        let thread_ts = slack_thread_ts(&origin);
+        let submitted = match self.submit_screened(submission).await {
+            Err(e) if e.status == StatusCode::TOO_MANY_REQUESTS => {
+                // Over the hourly rate: told in the thread, answered 200
+                // so Slack does not retry; nothing was created.
+                if let Origin::Slack { channel, user, .. } = &origin {
+                    self.tell(channel, user, thread_ts.as_deref(), &e.message)
+                        .await;
+                }
+                return Ok(json(
+                    StatusCode::OK,
+                    &json!({"ok": true, "ignored": "tasks_per_hour"}),
+                ));
+            }
+            other => other?,
+        };
         if let Submitted::StopRefused(_) = submitted {
             // Answered 200 all the same, so Slack does not retry.
             return Ok(json(
@@ -414,6 +430,14 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
         origin,
         message_ts,
         model: None,
+    }
+}
+
+/// The thread a Slack message belongs to (its own `ts` when it starts one).
+fn slack_thread_ts(origin: &Origin) -> Option<String> {
+    match origin {
+        Origin::Slack { thread_ts, .. } => Some(thread_ts.clone()),
+        Origin::Http => None,
     }
 }
 

@@ -190,6 +190,15 @@ impl Ingest {
             .get(&s.agent)
             .ok_or_else(|| ApiError::bad_request(format!("unknown agent `{}`", s.agent)))?;
         let now = Instant::now();
+        if let Some(rate) = &self.rate {
+            if let Some(refusal) = rate
+                .refusal(&s.origin, now.0)
+                .await
+                .map_err(|e| ApiError::unavailable_on(conversation, e))?
+            {
+                return Err(ApiError::new(http::StatusCode::TOO_MANY_REQUESTS, refusal));
+            }
+        }
         let limits = agent.task_limits(now);
         let task = Task::new(
             TaskId::generate(),
@@ -231,6 +240,12 @@ impl Ingest {
                 });
             }
         };
+        if let Some(rate) = &self.rate {
+            // Counted once: a retried request found its task above.
+            if let Err(e) = rate.count(&task.origin, now.0).await {
+                tracing::warn!(task_id = %id, error = %e, "could not count the task against the hourly rate");
+            }
+        }
         // Once per task: a retried request finds its dedupe key.
         self.metrics.emit(
             &baton_core::metric::Measurement::for_agent(&task.agent)

@@ -195,6 +195,7 @@ impl AppBuilder {
         );
         worker = worker
             .with_budgets(settings.deployment.budgets.clone())
+            .with_concurrency(settings.deployment.limits.concurrency)
             .with_input_guard(settings.deployment.guard.input_guard)
             .with_metrics(settings.metrics.sink("worker", MetricsMode::Off));
         if let Some(prompts) = approval_prompts {

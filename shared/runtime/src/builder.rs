@@ -264,6 +264,7 @@ pub(crate) fn ingest_handler(
     )
     .with_input_guard(settings.deployment.guard.input_guard)
     .with_routes(settings.deployment.routes.clone())
+    .with_tasks_per_hour(settings.deployment.limits.tasks_per_hour)
     .with_admins(settings.admins.clone())
     .with_roles(roles_lookup(settings, None))
     .with_max_file_bytes(settings.max_file_bytes)

@@ -7,6 +7,7 @@ use crate::http_tool::HttpToolDecl;
 use crate::mcp::McpServerDecl;
 use crate::route::Routes;
 use baton_core::input_guard::InputGuardMode;
+use std::collections::BTreeMap;
 
 /// The `[guard]` table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,6 +20,60 @@ pub struct GuardSettings {
 pub struct BudgetSettings {
     pub workspace_monthly_tokens: Option<u64>,
     pub user_monthly_tokens: Option<u64>,
+    /// `[budgets.users.U123] monthly_tokens`: one person's own budget, in
+    /// place of `user_monthly_tokens` (and of any role's), by Slack user id.
+    pub users: BTreeMap<String, u64>,
+    /// `[budgets.roles.NAME] monthly_tokens`: the budget of a role's
+    /// people; with several roles, the largest applies.
+    pub roles: BTreeMap<String, u64>,
+}
+
+impl BudgetSettings {
+    /// Whether any per-person budget is set (default, role or own).
+    pub fn has_person_budgets(&self) -> bool {
+        self.user_monthly_tokens.is_some() || !self.users.is_empty() || !self.roles.is_empty()
+    }
+
+    /// The monthly token budget of `user`, who has `roles`: their own
+    /// override, else the largest of their roles' budgets, else
+    /// `user_monthly_tokens`; `None` is unlimited.
+    pub fn person_monthly_tokens(&self, user: &str, roles: &[String]) -> Option<u64> {
+        if let Some(own) = self.users.get(user) {
+            return Some(*own);
+        }
+        roles
+            .iter()
+            .filter_map(|r| self.roles.get(r).copied())
+            .max()
+            .or(self.user_monthly_tokens)
+    }
+}
+
+/// The `[limits]` table of the deployment: how many tasks run at once
+/// (`[limits.concurrency]`) and how many one person may start in an hour.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LimitSettings {
+    pub concurrency: ConcurrencySettings,
+    /// Tasks one person may start per clock hour (UTC); `None` is
+    /// unlimited.
+    pub tasks_per_hour: Option<u32>,
+}
+
+/// `[limits.concurrency]`: tasks running at once, per person, per Slack
+/// workspace (the HTTP API counts as one, `api`) and per agent; `None` is
+/// unlimited.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConcurrencySettings {
+    pub per_user: Option<u32>,
+    pub per_team: Option<u32>,
+    pub per_agent: Option<u32>,
+}
+
+impl ConcurrencySettings {
+    /// Whether any cap is set.
+    pub fn any(&self) -> bool {
+        self.per_user.is_some() || self.per_team.is_some() || self.per_agent.is_some()
+    }
 }
 
 /// The `[schedules]` table: what people may schedule through the agent
@@ -50,6 +105,7 @@ impl Default for ScheduleSettings {
 pub struct GlobalSettings {
     pub guard: GuardSettings,
     pub budgets: BudgetSettings,
+    pub limits: LimitSettings,
     pub schedules: ScheduleSettings,
     /// The `[[routes]]`: which agent serves Slack messages where.
     pub routes: Routes,

@@ -109,6 +109,9 @@ impl Segment<'_> {
             self.stream = Default::default();
         }
         self.events.emit(&self.task, Event::Ended(status));
+        if self.task.status.is_terminal() && self.task.parent.is_none() {
+            super::admit::release(self.deps, &self.task).await;
+        }
         if self.task.status.is_terminal() {
             // After the answer was delivered and the end committed: a
             // summary call here delays nobody.

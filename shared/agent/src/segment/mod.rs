@@ -23,6 +23,7 @@
 //! | [`trace`] | the segment's spans, written when it ends |
 //! | [`budget`] | the segment's time |
 
+mod admit;
 mod ask;
 mod budget;
 mod end;
@@ -47,6 +48,7 @@ mod tools;
 mod trace;
 mod wait;
 
+pub(crate) use admit::release as release_capacity;
 pub use budget::SegmentBudget;
 
 use crate::context_cache::ContextCache;
@@ -117,13 +119,28 @@ impl<'d> Segment<'d> {
             return Ok(SegmentEnd::Dropped("unknown task"));
         };
         let segment_start = Instant::now();
+        let admitted = match admit::gate(deps, &task).await? {
+            admit::Gate::Held => return Ok(SegmentEnd::Waiting),
+            admit::Gate::Admitted => true,
+            admit::Gate::Open => false,
+        };
         let ttl = deps.settings.lease_ttl;
+        let fresh = if admitted { None } else { Some(task) };
         let (task, _) = deps
             .store
-            .update(id, Some(task), |t| {
-                Ok(acquire(t, &owner, Instant::now(), ttl))
+            .update(id, fresh, |t| {
+                let mut entries = acquire(t, &owner, Instant::now(), ttl);
+                if admitted && t.lease.is_held_by(&owner) && !t.holds_capacity {
+                    t.holds_capacity = true;
+                    entries.get_or_insert_with(Vec::new);
+                }
+                Ok(entries)
             })
             .await?;
+        if admitted && task.status.is_terminal() {
+            // Ended meanwhile (cancelled): the slots just taken go back.
+            admit::release(deps, &task).await;
+        }
         if let Some(until) = pending_wake(&task) {
             // Woken early (a duplicate, or a 15-minute hop): wait on.
             crate::timer::arm(deps.queue.as_ref(), deps.scheduler(), &task.id, until).await?;
@@ -290,7 +307,8 @@ impl<'d> Segment<'d> {
         let Some(budgets) = &self.deps.budgets else {
             return Ok(None);
         };
-        match budgets.exhausted(&self.task, Instant::now()).await {
+        let roles = self.budget_roles().await;
+        match budgets.exhausted(&self.task, &roles, Instant::now()).await {
             Ok(over) => Ok(over.map(Limit::Monthly)),
             // A counter that cannot be read will not heal by retrying: go
             // on uncounted rather than fail every task.
@@ -299,6 +317,21 @@ impl<'d> Segment<'d> {
                 Ok(None)
             }
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The roles of the person the task serves, when a budget depends on
+    /// them (`[budgets.roles.NAME]`); none otherwise, without a lookup.
+    pub(super) async fn budget_roles(&self) -> Vec<String> {
+        let needed = self.deps.budgets.as_ref().is_some_and(|b| b.needs_roles());
+        match self.task.serving() {
+            baton_core::Origin::Slack { team_id, user, .. } if needed => {
+                self.deps
+                    .roles
+                    .of(&baton_core::Person::slack(team_id, user))
+                    .await
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -346,6 +379,10 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     if !t.lease.take(owner, now, ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
+    if matches!(t.waiting_for, Some(WaitingFor::Capacity { .. })) {
+        // Admitted, or running only to end (cancelled, out of time).
+        t.waiting_for = None;
+    }
     t.status = TaskStatus::Running;
     t.segments += 1;
     entries.push(EntryKind::Status {
@@ -385,7 +422,7 @@ fn pending_wake(t: &Task) -> Option<Instant> {
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
         Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
-        None => None,
+        Some(WaitingFor::Capacity { .. }) | None => None,
     };
     at.filter(|u| *u > Instant::now())
 }

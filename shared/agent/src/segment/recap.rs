@@ -67,7 +67,11 @@ impl Segment<'_> {
             return false;
         };
         let now = baton_core::Instant::now();
-        matches!(budgets.exhausted(&self.task, now).await, Ok(Some(_)))
+        let roles = self.budget_roles().await;
+        matches!(
+            budgets.exhausted(&self.task, &roles, now).await,
+            Ok(Some(_))
+        )
     }
 
     /// Adds a call made after the task ended to its usage and cost. The

@@ -78,6 +78,7 @@ impl Worker {
                 roles: Arc::new(baton_core::NoRoles),
                 threads: None,
                 budgets: None,
+                capacity: None,
                 files: None,
                 max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
                 input_guard: InputGuardMode::default(),
@@ -105,6 +106,13 @@ impl Worker {
     /// over the task table.
     pub fn with_budgets(mut self, settings: BudgetSettings) -> Self {
         self.deps.budgets = MonthlyBudgets::new(self.deps.store.table().clone(), settings);
+        self
+    }
+
+    /// Holds tasks over the concurrency caps (`[limits.concurrency]` of the
+    /// agents file) in the queue until a slot frees.
+    pub fn with_concurrency(mut self, caps: baton_settings::ConcurrencySettings) -> Self {
+        self.deps.capacity = crate::capacity::Capacity::new(self.deps.store.table().clone(), caps);
         self
     }
 

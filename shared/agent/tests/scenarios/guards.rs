@@ -126,6 +126,7 @@ async fn the_monthly_user_budget_stops_the_next_task_of_that_user_only() {
     let budgets = BudgetSettings {
         workspace_monthly_tokens: None,
         user_monthly_tokens: Some(3_000),
+        ..Default::default()
     };
     let (r, _llm) = rig(agent, model(1, vec![]), budgets).await;
     // 2 steps of 2,000 tokens: over the user's 3,000 by the end.

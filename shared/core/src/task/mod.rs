@@ -29,7 +29,7 @@ pub mod sent_file;
 pub mod transcript;
 
 pub use record::{
-    attributed, author_of, Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom,
-    Invariant, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread,
-    Verdict, WaitingFor, API_DECIDER, SLACK_THREAD_PREFIX,
+    attributed, author_of, Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision,
+    ForkedFrom, Invariant, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode,
+    UnreadThread, Verdict, WaitingFor, API_DECIDER, SLACK_THREAD_PREFIX,
 };

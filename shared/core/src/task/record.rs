@@ -122,12 +122,46 @@ pub enum WaitingFor {
     Timer {
         until: crate::clock::Instant,
     },
+    /// `[limits.concurrency]`: the task is `queued` and has not started:
+    /// `scope` has `limit` tasks running; it starts when one of them ends
+    /// (in order of arrival). Only a `queued` task waits for this.
+    Capacity {
+        scope: CapacityScope,
+        limit: u32,
+    },
     /// `ask_user`: the requester's next message answers `question`.
     Reply {
         question: String,
         /// Unanswered by then, the agent goes on without it.
         expires_at: crate::clock::Instant,
     },
+}
+
+/// Whose running tasks a concurrency cap counts (`[limits.concurrency]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityScope {
+    /// One person (`per_user`): the task's Slack user, or a schedule's
+    /// creator.
+    User,
+    /// One Slack workspace (`per_team`).
+    Team,
+    /// The HTTP API's tasks, which have no person: one workspace-like
+    /// scope under `per_team`.
+    Api,
+    /// One agent (`per_agent`).
+    Agent,
+}
+
+impl CapacityScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacityScope::User => "user",
+            CapacityScope::Team => "team",
+            CapacityScope::Api => "api",
+            CapacityScope::Agent => "agent",
+        }
+    }
 }
 
 /// Per-task budgets. They are state: a loop cannot outlive them across any
@@ -390,6 +424,10 @@ pub struct Task {
     /// Set on a child task: whom to report to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
+    /// The task holds its slots under `[limits.concurrency]` (taken when
+    /// it first started, given back when it ends).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub holds_capacity: bool,
     /// Files the input carried that are still to be downloaded (Slack's):
     /// the first segment fetches them into the transcript and clears this
     /// in the same commit.
@@ -647,7 +685,14 @@ impl Task {
             (TaskStatus::Waiting, Some(_)) if !self.lease.is_free() => {
                 Err(Invariant::WaitingWithLease)
             }
+            (TaskStatus::Waiting, Some(WaitingFor::Capacity { .. })) => {
+                Err(Invariant::NotWaitingButWaitingFor("waiting"))
+            }
             (TaskStatus::Waiting, Some(_)) => Ok(()),
+            // Waiting for a slot is being queued: no worker holds it.
+            (TaskStatus::Queued, Some(WaitingFor::Capacity { .. })) if self.lease.is_free() => {
+                Ok(())
+            }
             (status, Some(_)) => Err(Invariant::NotWaitingButWaitingFor(status.as_str())),
             (TaskStatus::Running, None) if self.lease.is_free() => {
                 Err(Invariant::RunningWithoutLease)
@@ -740,6 +785,7 @@ impl Task {
             carried: 0,
             questions: Vec::new(),
             parent: None,
+            holds_capacity: false,
             pending_files: Vec::new(),
             feedback: Vec::new(),
             answer_stream: None,

@@ -84,6 +84,15 @@ fn waiting_for(w: &WaitingFor) -> String {
         }
         WaitingFor::Children { pending } => format!("{pending} sub-task(s) to finish"),
         WaitingFor::Timer { until } => format!("its timer, until {until}"),
+        WaitingFor::Capacity { scope, limit } => {
+            let whose = match scope {
+                baton_core::CapacityScope::User => "this person",
+                baton_core::CapacityScope::Team => "this workspace",
+                baton_core::CapacityScope::Api => "the HTTP API",
+                baton_core::CapacityScope::Agent => "this agent",
+            };
+            format!("a free slot ({whose} has {limit} tasks running, its limit)")
+        }
         WaitingFor::Reply { question, .. } => {
             format!("its requester's answer to: {}", one_line(question))
         }

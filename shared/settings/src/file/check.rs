@@ -418,6 +418,7 @@ impl Checker<'_> {
             file.budgets.user_monthly_tokens,
             1,
         );
+        let (person_budgets, limits) = self.check_capacity(&file.budgets, &file.limits);
 
         self.at_least(
             "schedules.max_per_user".to_owned(),
@@ -469,7 +470,10 @@ impl Checker<'_> {
             budgets: BudgetSettings {
                 workspace_monthly_tokens: file.budgets.workspace_monthly_tokens,
                 user_monthly_tokens: file.budgets.user_monthly_tokens,
+                users: person_budgets.users,
+                roles: person_budgets.roles,
             },
+            limits,
             schedules: {
                 let d = ScheduleSettings::default();
                 ScheduleSettings {

@@ -21,6 +21,7 @@
 //! problems are reported together.
 
 mod build;
+mod capacity;
 mod check;
 mod judgment;
 mod mcp;

@@ -23,6 +23,10 @@ pub(super) struct FileSpec {
     pub(super) guard: GuardSpec,
     #[serde(default)]
     pub(super) budgets: BudgetSpec,
+    /// Deployment-wide limits on tasks: how many run at once, how many a
+    /// person may start in an hour.
+    #[serde(default)]
+    pub(super) limits: super::capacity::DeploymentLimitsSpec,
     /// What people may schedule through the agent.
     #[serde(default)]
     pub(super) schedules: SchedulesSpec,
@@ -170,6 +174,12 @@ pub(super) struct GuardSpec {
 pub(super) struct BudgetSpec {
     pub(super) workspace_monthly_tokens: Option<u64>,
     pub(super) user_monthly_tokens: Option<u64>,
+    /// `[budgets.users.U123]`: one person's own budget, over any role's.
+    #[serde(default)]
+    pub(super) users: BTreeMap<String, super::capacity::PersonBudgetSpec>,
+    /// `[budgets.roles.NAME]`: the budget of the people of a role.
+    #[serde(default)]
+    pub(super) roles: BTreeMap<String, super::capacity::PersonBudgetSpec>,
 }
 
 /// `[schedules]`: how many schedules people may make through the agent,
