@@ -85,3 +85,65 @@ pub(crate) async fn release(deps: &Deps, task: &Task) {
         tracing::warn!(task_id = %task.id, error = %e, "could not give back the task's concurrency slots; the next task to look takes them over");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::{calls, roomy, says, Harness};
+    use super::super::{SegmentBudget, SegmentEnd};
+    use baton_core::{CapacityScope, TaskStatus, WaitingFor};
+    use baton_settings::ConcurrencySettings;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_task_over_the_cap_stays_queued_until_the_holder_ends() {
+        let mut h = Harness::new(|_| {});
+        // HTTP tasks share the `api` scope, capped by `per_team`.
+        h.worker = h.worker.with_concurrency(ConcurrencySettings {
+            per_team: Some(1),
+            ..Default::default()
+        });
+        h.llm
+            .then(calls(&["a"]))
+            .then(says("first"))
+            .then(says("second"));
+        let first = h.task("one").await;
+        let second = h.task("two").await;
+        // The first hands over between segments, still holding its slot.
+        assert_eq!(
+            h.run(&first, SegmentBudget::new(Duration::ZERO)).await,
+            SegmentEnd::HandedOver
+        );
+        assert!(h.get(&first).await.holds_capacity);
+        assert_eq!(h.run(&second, roomy()).await, SegmentEnd::Waiting);
+        let held = h.get(&second).await;
+        assert_eq!(held.status, TaskStatus::Queued);
+        assert!(held.lease.is_free());
+        assert_eq!(
+            held.waiting_for,
+            Some(WaitingFor::Capacity {
+                scope: CapacityScope::Api,
+                limit: 1
+            })
+        );
+        assert_eq!(h.llm.calls(), 1, "the held task made no call");
+        let woken_before = h.queue.sent().len();
+        assert_eq!(
+            h.run(&first, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        let sent = h.queue.sent();
+        assert!(
+            sent[woken_before..]
+                .iter()
+                .any(|(body, _)| body.contains(second.as_str())),
+            "the held task is woken: {sent:?}"
+        );
+        assert_eq!(
+            h.run(&second, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        let done = h.get(&second).await;
+        assert!(done.waiting_for.is_none());
+        assert_eq!(h.replies.answers(), ["first", "second"]);
+    }
+}
