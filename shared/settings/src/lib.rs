@@ -25,7 +25,7 @@ pub use approval::{ApprovalRule, ApprovalRules};
 pub use baton_core::input_guard::InputGuardMode;
 pub use context::{ContextSettings, Escalation};
 pub use deployment::{
-    AgentsConfig, BudgetSettings, GlobalSettings, GuardSettings, ScheduleSettings,
+    AgentsConfig, BudgetSettings, GlobalSettings, GuardSettings, PolicySource, ScheduleSettings,
 };
 pub use file::{AgentsSource, ConfigFileError, Problem};
 pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};
