@@ -216,6 +216,9 @@ impl<'d> Segment<'d> {
     /// The loop: asks [`next::next`] what to do, does it, and asks again
     /// until the segment ends.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
+        if let Some(reason) = self.start_refused() {
+            return self.end(TaskStatus::Failed, None, Some(reason)).await;
+        }
         self.take_listing().await?;
         // A front end that keeps the plan in memory (Slack's stream) may be
         // another process than the last segment's: shown again.
@@ -234,6 +237,20 @@ impl<'d> Segment<'d> {
                 return Ok(end);
             }
         }
+    }
+
+    /// Why the policies refuse this task's start (docs/policies.md),
+    /// asked once: before its first model call.
+    fn start_refused(&self) -> Option<String> {
+        let policies = self.deps.policies.as_deref()?;
+        let started = self
+            .transcript
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }));
+        if started {
+            return None;
+        }
+        crate::policy::start_refusal(policies, &self.task, Instant::now())
     }
 
     /// Carries out one action; `Some` when the segment ends with it.
