@@ -55,7 +55,7 @@ async fn a_forbid_refuses_exactly_the_p0_issues(backend: Backend) {
     let app = spawn(backend, agents_file(&tracker.url, NO_P0)).await;
 
     let p0 = app
-        .submit_ok(r#"#tool=tracker__create_issue #args={"title":"Site down","priority":"P0"}"#)
+        .submit_ok(r#"#tool=tracker__create_issue #args={"title":"Site-down","priority":"P0"}"#)
         .await;
     let task = app.wait_done(&p0, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());

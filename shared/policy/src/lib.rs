@@ -11,7 +11,7 @@ mod request;
 pub use check::{Known, PolicyError};
 pub use request::{Action, Origin, Principal, Request};
 
-use cedar_policy::{Authorizer, Decision, Entities, PolicyId, PolicySet, Schema};
+use cedar_policy::{Authorizer, Decision, PolicyId, PolicySet, Schema};
 use std::str::FromStr;
 
 /// Baton's Cedar schema: the entity types, actions and contexts a policy
@@ -54,9 +54,6 @@ impl Verdict {
 pub struct Policies {
     set: PolicySet,
     authorizer: Authorizer,
-    /// The action entities, from the schema (an action has no parents
-    /// here, but the store must know it).
-    actions: Entities,
     known: Known,
 }
 
@@ -77,14 +74,9 @@ impl Policies {
         let schema = schema();
         check::validate(origin, text, &set, &schema)?;
         check::names(origin, &set, &known)?;
-        let actions = schema.action_entities().map_err(|e| PolicyError {
-            origin: origin.to_owned(),
-            message: format!("Baton's schema has no usable actions: {e}"),
-        })?;
         Ok(Policies {
             set,
             authorizer: Authorizer::new(),
-            actions,
             known,
         })
     }
@@ -109,7 +101,7 @@ impl Policies {
     /// The decision for `request`. A policy whose condition cannot be
     /// evaluated (an attribute the call does not have) does not apply.
     pub fn decide(&self, request: &Request<'_>) -> Verdict {
-        let (req, entities) = match request.to_cedar(&self.known, &self.actions) {
+        let (req, entities) = match request.to_cedar(&self.known) {
             Ok(r) => r,
             // Only an argument record Cedar cannot hold gets here (the
             // ids are plain strings): refuse rather than guess.

@@ -58,13 +58,10 @@ pub struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// The Cedar request and the entities it needs (the principal with its
-    /// roles as parents, the actions).
-    pub(crate) fn to_cedar(
-        &self,
-        known: &Known,
-        actions: &Entities,
-    ) -> Result<(CedarRequest, Entities), String> {
+    /// The Cedar request and the entities it needs: the principal with its
+    /// roles as parents. The actions have no parents, so they need none
+    /// (copying the schema's action entities cost most of a decision).
+    pub(crate) fn to_cedar(&self, known: &Known) -> Result<(CedarRequest, Entities), String> {
         let (principal, parents) = match self.principal {
             Principal::User { team, user, roles } => {
                 (uid("User", &format!("{team}/{user}")), roles)
@@ -116,10 +113,7 @@ impl Request<'_> {
         let context = Context::from_pairs(context).map_err(|e| e.to_string())?;
         let request = CedarRequest::new(principal, uid("Action", action), resource, context, None)
             .map_err(|e| e.to_string())?;
-        let entities = actions
-            .clone()
-            .add_entities(entities, None)
-            .map_err(|e| e.to_string())?;
+        let entities = Entities::from_entities(entities, None).map_err(|e| e.to_string())?;
         Ok((request, entities))
     }
 }
