@@ -101,7 +101,7 @@ impl Policies {
     /// The decision for `request`. A policy whose condition cannot be
     /// evaluated (an attribute the call does not have) does not apply.
     pub fn decide(&self, request: &Request<'_>) -> Verdict {
-        let (req, entities) = match request.to_cedar(&self.known) {
+        let (req, entities) = match request.cedar(&self.known) {
             Ok(r) => r,
             // Only an argument record Cedar cannot hold gets here (the
             // ids are plain strings): refuse rather than guess.

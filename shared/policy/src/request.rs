@@ -61,7 +61,7 @@ impl Request<'_> {
     /// The Cedar request and the entities it needs: the principal with its
     /// roles as parents. The actions have no parents, so they need none
     /// (copying the schema's action entities cost most of a decision).
-    pub(crate) fn to_cedar(&self, known: &Known) -> Result<(CedarRequest, Entities), String> {
+    pub(crate) fn cedar(&self, known: &Known) -> Result<(CedarRequest, Entities), String> {
         let (principal, parents) = match self.principal {
             Principal::User { team, user, roles } => {
                 (uid("User", &format!("{team}/{user}")), roles)
