@@ -29,6 +29,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // OpenTelemetry export: spans in, OTLP out; the worker and the ingest
     // reach it only through core's `SpanExport` port (the runtime wires it).
     ("baton-otel", &["baton-core"]),
+    // Cedar tool policies: plain strings in, a verdict out; the worker
+    // side (agent, runtime's `worker` feature) asks, the ingest never.
+    ("baton-policy", &[]),
     // The ingest handler verifies, dedupes and enqueues: it never runs the
     // loop, so the agent, its tools and the LLM providers stay out of it.
     (
@@ -48,6 +51,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-settings",
             "baton-schedule",
             "baton-tools",
+            "baton-policy",
         ],
     ),
     (
@@ -64,6 +68,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-ingest",
             "baton-agent",
             "baton-otel",
+            "baton-policy",
         ],
     ),
     ("ingest", &["baton-runtime", "baton-ingest", "baton-core"]),
@@ -140,6 +145,10 @@ const NOT_IN_INGEST: &[&str] = &[
     "baton-embedded",
     "rmcp",
     "jsonschema",
+    // Policies are decided in the worker; the Cedar engine would weigh on
+    // the ingest's binary size and cold start.
+    "baton-policy",
+    "cedar-policy",
 ];
 
 /// The normal dependencies `package` resolves to on Lambda's platforms,

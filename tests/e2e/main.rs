@@ -59,6 +59,7 @@ mod memory_scope;
 mod metrics;
 mod otel_export;
 mod pinned_model;
+mod policies;
 mod request_guards;
 mod roles;
 mod routes;

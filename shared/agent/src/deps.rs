@@ -55,6 +55,9 @@ pub(crate) struct Deps {
     pub(crate) span_export: Option<Arc<dyn baton_core::SpanExport>>,
     /// Where task counts, model calls and tool errors are measured.
     pub(crate) metrics: Arc<dyn Metrics>,
+    /// The agents file's Cedar policies (`[policy]`), asked before every
+    /// tool call and task start; without them today's rules alone apply.
+    pub(crate) policies: Option<Arc<baton_policy::Policies>>,
     pub(crate) settings: WorkerSettings,
 }
 

@@ -21,6 +21,7 @@ mod deps;
 mod error;
 pub mod judgment;
 pub mod model_choice;
+mod policy;
 pub mod progress;
 pub mod question;
 pub mod reaper;

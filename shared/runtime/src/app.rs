@@ -219,6 +219,9 @@ impl AppBuilder {
         if let Some(servers) = settings.mcp_servers()? {
             worker = worker.with_remote_tools(Arc::new(servers));
         }
+        if let Some(policies) = &settings.agent_loop.policies {
+            worker = worker.with_policies(policies.clone());
+        }
         // One exporter for both handlers (`baton dev` runs them together).
         let export = crate::telemetry::span_export(&settings)?;
         if let Some(export) = &export {

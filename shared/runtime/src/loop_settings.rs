@@ -30,6 +30,9 @@ pub struct LoopSettings {
     /// The agents file's `[mcp]` servers, their `${NAME}` references
     /// resolved (values held as secrets); connected to by the worker.
     pub mcp_server_defs: Vec<McpServerDef>,
+    /// The agents file's `[policy]`, parsed and checked against Baton's
+    /// Cedar schema and the deployment's tools and agents.
+    pub policies: Option<Arc<baton_policy::Policies>>,
 }
 
 impl LoopSettings {
@@ -39,6 +42,7 @@ impl LoopSettings {
         src: &Source<'_>,
         loaded: &AgentsConfig,
         origin: &str,
+        known_tools: &[&str],
     ) -> Result<Self, SettingsError> {
         let http_allow = match src.var("BATON_HTTP_ALLOW") {
             None => AllowList::default(),
@@ -56,11 +60,18 @@ impl LoopSettings {
         let heartbeat_repeat_window = src
             .num::<u64>("BATON_HEARTBEAT_REPEAT_WINDOW_SECS")?
             .map_or(baton_agent::DEFAULT_REPEAT_WINDOW, Duration::from_secs);
+        let policies = load_policies(loaded, known_tools).map_err(|e| {
+            in_file(vec![Problem {
+                path: "policy".to_owned(),
+                message: e.to_string(),
+            }])
+        })?;
         Ok(LoopSettings {
             http_allow,
             heartbeat_repeat_window,
             http_tool_defs,
             mcp_server_defs,
+            policies,
         })
     }
 
@@ -70,6 +81,24 @@ impl LoopSettings {
         let servers = self.mcp_server_defs.iter().flat_map(|d| d.secrets.iter());
         tools.chain(servers)
     }
+}
+
+/// The `[policy]` set, checked: an invalid one refuses start-up, naming
+/// the policy (docs/policies.md).
+fn load_policies(
+    loaded: &AgentsConfig,
+    known_tools: &[&str],
+) -> Result<Option<Arc<baton_policy::Policies>>, baton_policy::PolicyError> {
+    let Some(source) = &loaded.policy else {
+        return Ok(None);
+    };
+    let known = baton_policy::Known {
+        tools: known_tools.iter().map(|t| (*t).to_owned()).collect(),
+        http_tools: loaded.http_tools.iter().map(|d| d.name.clone()).collect(),
+        mcp_servers: loaded.mcp_servers.iter().map(|d| d.name.clone()).collect(),
+        agents: loaded.agents.names().map(str::to_owned).collect(),
+    };
+    baton_policy::Policies::load(&source.origin, &source.text, known).map(|p| Some(Arc::new(p)))
 }
 
 impl Settings {

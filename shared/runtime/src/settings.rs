@@ -343,7 +343,7 @@ impl Settings {
             None => (AgentsConfig::from_base(base), String::new()),
         };
         #[cfg(feature = "worker")]
-        let agent_loop = LoopSettings::load(&src, &loaded, &origin)?;
+        let agent_loop = LoopSettings::load(&src, &loaded, &origin, &known_tools)?;
         let declared_tools = loaded.http_tools.iter().map(|d| d.name.clone()).collect();
         let schedule_admins = var("BATON_SCHEDULE_ADMINS")
             .map(|v| comma_list(&v))

@@ -123,6 +123,17 @@ pub struct AgentsConfig {
     /// The file's `[mcp]` servers, by name, `${NAME}` references
     /// unresolved.
     pub mcp_servers: Vec<McpServerDecl>,
+    /// The `[policy]` set's text, not yet parsed: Cedar is the worker's
+    /// (the ingest links no policy engine).
+    pub policy: Option<PolicySource>,
+}
+
+/// A Cedar policy set as the agents file gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicySource {
+    /// Where it came from, for errors: the file's path, or `policy.text`.
+    pub origin: String,
+    pub text: String,
 }
 
 impl AgentsConfig {
@@ -133,6 +144,7 @@ impl AgentsConfig {
             settings: GlobalSettings::default(),
             http_tools: Vec::new(),
             mcp_servers: Vec::new(),
+            policy: None,
         }
     }
 }

@@ -27,7 +27,7 @@ pub use baton_core::input_guard::InputGuardMode;
 pub use context::{ContextSettings, Escalation};
 pub use deployment::{
     AgentsConfig, BudgetSettings, ConcurrencySettings, GlobalSettings, GuardSettings,
-    LimitSettings, ScheduleSettings,
+    LimitSettings, PolicySource, ScheduleSettings,
 };
 pub use file::{AgentsSource, ConfigFileError, Problem};
 pub use http_tool::{parse_template, HttpToolDecl, TemplatePart};

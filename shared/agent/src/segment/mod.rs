@@ -104,6 +104,10 @@ pub(crate) struct Segment<'d> {
     /// A recorded fork's source calls, read once per segment; `None` for
     /// a task whose tools run.
     recorded: Option<recorded::Recorded>,
+    /// The roles of the person the task serves, read at the segment's start
+    /// and when someone else is served: their principal's parents in the
+    /// Cedar policies.
+    roles: Vec<String>,
 }
 
 impl<'d> Segment<'d> {
@@ -183,7 +187,9 @@ impl<'d> Segment<'d> {
             compaction_failed: false,
             stream: Default::default(),
             recorded,
+            roles: Vec::new(),
         };
+        segment.look_up_roles().await;
         segment.show_processing().await;
         let result = segment.steps().await;
         segment.show_end(&result).await;
@@ -233,6 +239,9 @@ impl<'d> Segment<'d> {
     /// The loop: asks [`next::next`] what to do, does it, and asks again
     /// until the segment ends.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
+        if let Some(reason) = self.start_refused() {
+            return self.end(TaskStatus::Failed, None, Some(reason)).await;
+        }
         self.take_listing().await?;
         // A front end that keeps the plan in memory (Slack's stream) may be
         // another process than the last segment's: shown again.
@@ -251,6 +260,20 @@ impl<'d> Segment<'d> {
                 return Ok(end);
             }
         }
+    }
+
+    /// Why the policies refuse this task's start (docs/policies.md),
+    /// asked once: before its first model call.
+    fn start_refused(&self) -> Option<String> {
+        let policies = self.deps.policies.as_deref()?;
+        let started = self
+            .transcript
+            .iter()
+            .any(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }));
+        if started {
+            return None;
+        }
+        crate::policy::start_refusal(policies, &self.task, &self.roles, Instant::now())
     }
 
     /// Carries out one action; `Some` when the segment ends with it.
@@ -335,11 +358,30 @@ impl<'d> Segment<'d> {
         }
     }
 
+    /// Reads the roles of the person the task serves, for the policies
+    /// (none without policies: no lookup).
+    async fn look_up_roles(&mut self) {
+        if self.deps.policies.is_some() {
+            let person = crate::policy::served(&self.task);
+            self.roles = self.deps.roles.of(&person).await;
+        }
+    }
+
     /// Moves messages that arrived while the task ran into the transcript.
     async fn take_inbox(&mut self) -> Result<(), WorkerError> {
         if self.task.inbox.is_empty() {
             return Ok(());
         }
+        let speaker = self.task.speaker.clone();
+        let taken = self.take_messages().await;
+        if taken.is_ok() && self.task.speaker != speaker {
+            // Someone else is served now: their roles count.
+            self.look_up_roles().await;
+        }
+        taken
+    }
+
+    async fn take_messages(&mut self) -> Result<(), WorkerError> {
         self.commit(|t| {
             let msgs = std::mem::take(&mut t.inbox);
             // The latest message is the one answered next: whose it is

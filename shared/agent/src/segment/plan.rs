@@ -29,6 +29,11 @@ pub(super) struct Turn<'a> {
     /// A recorded fork's source calls: every call is answered from them,
     /// none runs ([`super::recorded`]).
     pub(super) recorded: Option<&'a Recorded>,
+    /// The agents file's Cedar policies, when it has some.
+    pub(super) policies: Option<&'a baton_policy::Policies>,
+    /// The roles of the person the task serves: their principal's parents
+    /// in the policies.
+    pub(super) roles: &'a [String],
 }
 
 /// Why a call is answered without being run.
@@ -53,6 +58,9 @@ pub(super) enum Refusal {
     Interrupted,
     /// An `http_request` to a host outside the agent's `allow_hosts`.
     HostNotAllowed(String),
+    /// A Cedar policy forbids it, or none permits it: the text names the
+    /// policy (docs/policies.md).
+    Policy(String),
 }
 
 impl Refusal {
@@ -70,7 +78,8 @@ impl Refusal {
             ),
             Refusal::NotApproved(text)
             | Refusal::BadDelegation(text)
-            | Refusal::HostNotAllowed(text) => text.clone(),
+            | Refusal::HostNotAllowed(text)
+            | Refusal::Policy(text) => text.clone(),
             Refusal::TooManyDelegations => format!(
                 "refused: at most {MAX_CHILDREN_PER_STEP} delegate calls per turn; wait for these results, then delegate more"
             ),
@@ -276,6 +285,18 @@ fn decide(
             return Decision::Refuse(Refusal::HostNotAllowed(allowed.refusal(host)));
         }
     }
+    // The policies, before anything else may allow it: a forbid (or no
+    // permit) refuses; a permit with `@approval("required")` asks.
+    let by_policy = turn
+        .policies
+        .map(|p| crate::policy::call(p, turn.task, turn.roles, call, turn.now));
+    if let Some(text) = by_policy
+        .as_ref()
+        .and_then(|v| v.refusal(&format!("`{}`", call.name)))
+    {
+        return Decision::Refuse(Refusal::Policy(text));
+    }
+    let policy_asks = matches!(by_policy, Some(baton_policy::Verdict::Approval { .. }));
     // Human approval, for whatever tool the rules name (`sleep` and
     // `delegate` included), and a new host once untrusted text is read.
     let declared = tool
@@ -286,6 +307,7 @@ fn decide(
             egress::holds_untrusted_output(turn.transcript) && !egress::seen(turn.transcript, h)
         });
     if new_host
+        || policy_asks
         || agent
             .approval
             .requires_approval(&call.name, &call.arguments, declared)
@@ -432,6 +454,7 @@ mod tests {
         task: Task,
         transcript: Vec<Entry>,
         recorded: Option<Recorded>,
+        policies: Option<baton_policy::Policies>,
     }
 
     impl World {
@@ -455,6 +478,7 @@ mod tests {
                 task,
                 transcript: Vec::new(),
                 recorded: None,
+                policies: None,
             }
         }
 
@@ -494,6 +518,8 @@ mod tests {
                 step: self.step().max(1),
                 now: baton_core::Instant(0),
                 recorded: self.recorded.as_ref(),
+                policies: self.policies.as_ref(),
+                roles: &[],
             };
             plan(&turn, pending)
         }
@@ -531,6 +557,37 @@ mod tests {
                 Decision::Ask => "ask".into(),
             })
             .collect()
+    }
+
+    #[test]
+    fn the_policies_refuse_naming_the_policy_or_ask_before_the_rules() {
+        let mut w = World::new(|_| {});
+        let known = baton_policy::Known {
+            tools: ["fake", "sleep"].map(str::to_owned).into(),
+            agents: ["default"].map(str::to_owned).into(),
+            ..Default::default()
+        };
+        let text = r#"
+            @id("fake-reads") permit(principal, action, resource == Baton::Tool::"fake");
+            @id("no-big-writes") forbid(principal, action, resource == Baton::Tool::"fake")
+            when { context.args has size && context.args.size > 10 };
+            @id("sleep-asks") @approval("required")
+            permit(principal == Baton::Api::"default", action, resource == Baton::Tool::"sleep");
+        "#;
+        w.policies = Some(baton_policy::Policies::load("p", text, known).expect("loads"));
+        let got = w.decide(&[
+            call("1", "fake", json!({})),
+            call("2", "fake", json!({"size": 11})),
+            call("3", "sleep", json!({"seconds": 60})),
+            call("4", "delegate", json!({"agent": "helper", "input": "x"})),
+        ]);
+        assert_eq!(got[0], "run");
+        assert!(
+            got[1].starts_with("refuse: ") && got[1].contains("`no-big-writes`"),
+            "{got:?}"
+        );
+        assert_eq!(got[2], "approval", "the permit asks: {got:?}");
+        assert!(got[3].contains("no policy permits `delegate`"), "{got:?}");
     }
 
     #[test]

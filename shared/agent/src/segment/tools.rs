@@ -71,6 +71,8 @@ impl Segment<'_> {
             step,
             now: baton_core::Instant::now(),
             recorded: self.recorded.as_ref(),
+            policies: self.deps.policies.as_deref(),
+            roles: &self.roles,
         }
     }
 

@@ -17,6 +17,23 @@ use baton_core::{
 use std::time::Duration;
 
 impl Segment<'_> {
+    /// What the approver reads about `call`: with the policy that asks
+    /// for approval named, when one does (docs/policies.md).
+    fn approval_summary(&self, call: &ToolCall, now: Instant) -> String {
+        let summary = approval::summary(call);
+        let asking = self
+            .deps
+            .policies
+            .as_deref()
+            .map(|p| crate::policy::call(p, &self.task, &self.roles, call, now));
+        match asking {
+            Some(baton_policy::Verdict::Approval { policy }) => {
+                format!("{summary} (policy `{policy}` asks for approval)")
+            }
+            _ => summary,
+        }
+    }
+
     /// Calls that need a human decision: record the approvals (so a decision
     /// can arrive at any time from now on), show them, then wait with no
     /// worker running — unless every one was decided meanwhile.
@@ -35,7 +52,7 @@ impl Segment<'_> {
                 step,
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
-                summary: approval::summary(call),
+                summary: self.approval_summary(call, now),
                 requested_at: now,
                 expires_at,
                 message: None,

@@ -84,6 +84,7 @@ impl Worker {
                 input_guard: InputGuardMode::default(),
                 span_export: None,
                 metrics: Arc::new(baton_core::NoMetrics),
+                policies: None,
                 settings,
             },
         }
@@ -120,6 +121,13 @@ impl Worker {
     /// deployment's `[guard] input_guard`; default `warn`).
     pub fn with_input_guard(mut self, mode: InputGuardMode) -> Self {
         self.deps.input_guard = mode;
+        self
+    }
+
+    /// Asks `policies` (the agents file's `[policy]`, checked at start-up)
+    /// before every tool call and task start.
+    pub fn with_policies(mut self, policies: Arc<baton_policy::Policies>) -> Self {
+        self.deps.policies = Some(policies);
         self
     }
 

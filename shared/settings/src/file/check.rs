@@ -461,6 +461,7 @@ impl Checker<'_> {
         self.check_delegation(&agents);
         let names: Vec<&str> = agents.keys().map(String::as_str).collect();
         let routes = self.check_routes(&file.routes, &names);
+        let policy = self.read_policy(&file.policy);
 
         let default = agents.remove("default").map(|(_, a)| a).unwrap_or(template);
         let settings = GlobalSettings {
@@ -506,7 +507,40 @@ impl Checker<'_> {
             settings,
             http_tools,
             mcp_servers,
+            policy,
         })
+    }
+
+    /// `[policy]`: one of `file` or `text`, the file read now so a missing
+    /// one is a start-up error like any other.
+    fn read_policy(&mut self, spec: &PolicySpec) -> Option<PolicySource> {
+        match (&spec.file, &spec.text) {
+            (Some(_), Some(_)) => {
+                self.add("policy", "give `file` or `text`, not both");
+                None
+            }
+            (Some(file), None) => {
+                let path = self.base_dir.join(file);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => Some(PolicySource {
+                        origin: path.display().to_string(),
+                        text,
+                    }),
+                    Err(e) => {
+                        self.add(
+                            "policy.file",
+                            format!("cannot read {}: {e}", path.display()),
+                        );
+                        None
+                    }
+                }
+            }
+            (None, Some(text)) => Some(PolicySource {
+                origin: "policy.text".to_owned(),
+                text: text.clone(),
+            }),
+            (None, None) => None,
+        }
     }
 
     /// The `[http_tools]` tables: names, methods, URLs, headers, the

@@ -51,6 +51,18 @@ pub(super) struct FileSpec {
     /// Roles, by name (docs/policies.md).
     #[serde(default)]
     pub(super) roles: BTreeMap<String, super::roles::RoleSpec>,
+    /// The Cedar tool policies (docs/policies.md).
+    #[serde(default)]
+    pub(super) policy: PolicySpec,
+}
+
+/// `[policy]`: a Cedar policy set, in a file (relative to the agents
+/// file) or inline; checked and evaluated by the worker side only.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PolicySpec {
+    pub(super) file: Option<String>,
+    pub(super) text: Option<String>,
 }
 
 /// `[mcp.NAME]`: an MCP server over streamable HTTP whose tools agents may
