@@ -5,24 +5,11 @@
 //! says so without showing it; the API takes the bearer scheme in any case.
 
 use crate::common::{Backend, Options, TestApp, TOKEN};
-use std::process::Command;
 
 /// `baton ARGS…` with only `env` set: (success, stdout, stderr).
 async fn baton(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-    cmd.args(args).env_clear();
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .expect("join")
-        .expect("run baton");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, out, err) = crate::common::run_cli(args, None, env).await;
+    (code == 0, out, err)
 }
 
 async fn the_cli_prints_each_thing_once(backend: Backend) {

@@ -10,7 +10,6 @@ use crate::common::{Backend, Options, TestApp, TOKEN};
 use baton_llm::mock::MockLlmServer;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 /// The six cases; the first, third, fourth and sixth pass.
 const CASES: &str = r##"{"id": "contains", "input": "#reply=The answer is 42.", "expect": {"contains": ["ANSWER is 42"]}}
@@ -22,28 +21,14 @@ const CASES: &str = r##"{"id": "contains", "input": "#reply=The answer is 42.", 
 {"id": "judged", "input": "#reply=Paris. #grade={\"score\": 0.9, \"reason\": \"names the capital\"}", "expect": {"judge": "The answer names Paris."}}
 "##;
 
-/// `baton eval run ARGS…` in `dir` with only `env` set: (exit code,
-/// stdout, stderr).
+/// `baton eval run ARGS…` in `dir` with only `env` (and `PATH`) set:
+/// (exit code, stdout, stderr).
 async fn eval(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-    cmd.arg("eval")
-        .arg("run")
-        .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .expect("join")
-        .expect("run baton");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let all: Vec<&str> = ["eval", "run"].iter().chain(args).copied().collect();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut vars = vec![("PATH", path.as_str())];
+    vars.extend_from_slice(env);
+    crate::common::run_cli(&all, Some(dir), &vars).await
 }
 
 fn report(dir: &Path) -> Value {

@@ -5,30 +5,12 @@
 //! exports a chosen task; a garbage `--since` is refused; the exported
 //! cases replay with `baton eval run --replay`.
 
-use crate::common::{Backend, Options, TestApp, TOKEN};
+use crate::common::{Backend, Options, TestApp};
 use crate::slack_surfaces::{click, feedback_click, mention, send, task_on, CHANNEL};
 use serde_json::Value;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(60);
-
-/// `baton ARGS… --url URL --token TOKEN`: (success, stdout, stderr).
-async fn baton(app: &TestApp, args: &[&str]) -> (bool, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-    cmd.args(args)
-        .args(["--url", &app.url, "--token", TOKEN])
-        .env_clear();
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .expect("join")
-        .expect("run baton");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// The cases of an export's stdout, by id.
 fn cases(out: &str) -> Vec<Value> {
@@ -101,7 +83,7 @@ async fn rated_answers_become_cases(backend: Backend) {
     vote(&app, "U2", &tie_answer, "positive", "1700002002.000100").await;
     vote(&app, "U3", &tie_answer, "negative", "1700002002.000200").await;
 
-    let (ok, out, err) = baton(&app, &["eval", "export", "--feedback", "up"]).await;
+    let (ok, out, err) = app.cli(&["eval", "export", "--feedback", "up"]).await;
     assert!(ok, "{err}");
     let got = cases(&out);
     assert_eq!(got.len(), 1, "{out}");
@@ -123,11 +105,9 @@ async fn rated_answers_become_cases(backend: Backend) {
     assert!(err.contains("exported 1 case"), "{err}");
 
     // Down: the rejected answer and the tie, each to do better than.
-    let (ok, out, err) = baton(
-        &app,
-        &["eval", "export", "--feedback", "down", "--since", "1h"],
-    )
-    .await;
+    let (ok, out, err) = app
+        .cli(&["eval", "export", "--feedback", "down", "--since", "1h"])
+        .await;
     assert!(ok, "{err}");
     let got = cases(&out);
     let mut ids: Vec<&str> = got.iter().filter_map(|c| c["task_id"].as_str()).collect();
@@ -154,7 +134,7 @@ async fn rated_answers_become_cases(backend: Backend) {
         &["eval", "export", "--feedback", "any"][..],
         &["eval", "export"][..],
     ] {
-        let (ok, out, err) = baton(&app, args).await;
+        let (ok, out, err) = app.cli(args).await;
         assert!(ok, "{err}");
         let ids: Vec<String> = cases(&out)
             .iter()
@@ -169,7 +149,7 @@ async fn rated_answers_become_cases(backend: Backend) {
 
     // The exported cases replay: each a recorded fork of its task from
     // step 0, graded by the (scripted) judge against its reference.
-    let (ok, out, err) = baton(&app, &["eval", "export"]).await;
+    let (ok, out, err) = app.cli(&["eval", "export"]).await;
     assert!(ok, "{err}");
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("cases.jsonl");
@@ -177,9 +157,8 @@ async fn rated_answers_become_cases(backend: Backend) {
     let file = file.to_string_lossy().into_owned();
     let reports = dir.path().to_string_lossy().into_owned();
     let posts_before = app.slack.posted().len();
-    let (ok, ran, err) = baton(
-        &app,
-        &[
+    let (ok, ran, err) = app
+        .cli(&[
             "eval",
             "run",
             &file,
@@ -188,9 +167,8 @@ async fn rated_answers_become_cases(backend: Backend) {
             "1",
             "--out",
             &reports,
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(ok, "{ran}\n{err}\nlog:\n{}", app.log());
     let report: Value = serde_json::from_slice(
         &std::fs::read(dir.path().join("eval-report.json")).expect("eval-report.json"),
@@ -211,11 +189,9 @@ async fn rated_answers_become_cases(backend: Backend) {
     // --feedback, next to the rated ones, once each.
     let http = app.submit_ok("#reply=Chosen answer.").await;
     assert_eq!(app.wait_done(&http, LONG).await["status"], "succeeded");
-    let (ok, out, err) = baton(
-        &app,
-        &["eval", "export", "--task", &unrated, "--task", &http],
-    )
-    .await;
+    let (ok, out, err) = app
+        .cli(&["eval", "export", "--task", &unrated, "--task", &http])
+        .await;
     assert!(ok, "{err}");
     let got = cases(&out);
     assert_eq!(got.len(), 2, "{out}");
@@ -229,25 +205,25 @@ async fn rated_answers_become_cases(backend: Backend) {
         .as_str()
         .unwrap_or_default()
         .contains("thumbs-up"));
-    let (ok, out, err) = baton(
-        &app,
-        &["eval", "export", "--feedback", "up", "--task", &up, &http],
-    )
-    .await;
+    let (ok, out, err) = app
+        .cli(&["eval", "export", "--feedback", "up", "--task", &up, &http])
+        .await;
     assert!(ok, "{err}");
     assert_eq!(cases(&out).len(), 2, "{out}");
 
     // Refused: a garbage --since (before any request), an unknown task.
     for bad in ["30", "yesterday", "-1d", "0d"] {
         let since = format!("--since={bad}");
-        let (ok, out, err) = baton(&app, &["eval", "export", &since]).await;
+        let (ok, out, err) = app.cli(&["eval", "export", &since]).await;
         assert!(!ok && out.is_empty(), "{bad}: {out}");
         assert!(err.contains("--since"), "{bad}: {err}");
     }
-    let (ok, out, err) = baton(&app, &["eval", "export", "--feedback", "sideways"]).await;
+    let (ok, out, err) = app.cli(&["eval", "export", "--feedback", "sideways"]).await;
     assert!(!ok && out.is_empty() && err.contains("--feedback"), "{err}");
     let missing = "0193aaaa-aaaa-7aaa-8aaa-aaaaaaaaaaaa";
-    let (ok, out, err) = baton(&app, &["eval", "export", "--task", &up, "--task", missing]).await;
+    let (ok, out, err) = app
+        .cli(&["eval", "export", "--task", &up, "--task", missing])
+        .await;
     assert!(!ok, "{out}");
     assert!(out.is_empty(), "nothing printed on an error: {out}");
     assert!(

@@ -3,28 +3,10 @@
 //! both ways and recorded when asked, and a bad step is refused with the
 //! API's message and exit code 1.
 
-use crate::common::{Backend, Options, TestApp, TOKEN};
-use std::process::Command;
+use crate::common::{Backend, Options, TestApp};
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(60);
-
-/// `baton ARGS… --url URL --token TOKEN`: (success, stdout, stderr).
-async fn baton(app: &TestApp, args: &[&str]) -> (bool, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-    cmd.args(args)
-        .args(["--url", &app.url, "--token", TOKEN])
-        .env_clear();
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .expect("join")
-        .expect("run baton");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 async fn the_cli_forks_a_task_from_a_step(backend: Backend) {
     let app = TestApp::spawn(Options {
@@ -37,9 +19,8 @@ async fn the_cli_forks_a_task_from_a_step(backend: Backend) {
     assert_eq!(done["status"], "succeeded", "{done}\nlog:\n{}", app.log());
 
     // Recorded, waited for: the id, then the answer, on stdout.
-    let (ok, out, err) = baton(
-        &app,
-        &[
+    let (ok, out, err) = app
+        .cli(&[
             "task",
             "fork",
             &source,
@@ -47,9 +28,8 @@ async fn the_cli_forks_a_task_from_a_step(backend: Backend) {
             "1",
             "--recorded",
             "--wait",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(ok, "{err}\nlog:\n{}", app.log());
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "the id and the answer: {out:?}");
@@ -72,9 +52,8 @@ async fn the_cli_forks_a_task_from_a_step(backend: Backend) {
     assert_eq!(forks, serde_json::json!([fork]));
 
     // Live with another input, not waited for: the id alone.
-    let (ok, out, err) = baton(
-        &app,
-        &[
+    let (ok, out, err) = app
+        .cli(&[
             "task",
             "fork",
             &source,
@@ -82,9 +61,8 @@ async fn the_cli_forks_a_task_from_a_step(backend: Backend) {
             "0",
             "--input",
             "#reply=Other.",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(ok, "{err}");
     let live = out.trim();
     assert_eq!(out.lines().count(), 1, "{out:?}");
@@ -94,7 +72,9 @@ async fn the_cli_forks_a_task_from_a_step(backend: Backend) {
     assert!(status.get("tools").is_none_or(|t| t == "live"), "{status}");
 
     // A step beyond the task's: refused, named, nothing printed.
-    let (ok, out, err) = baton(&app, &["task", "fork", &source, "--from-step", "99"]).await;
+    let (ok, out, err) = app
+        .cli(&["task", "fork", &source, "--from-step", "99"])
+        .await;
     assert!(!ok && out.is_empty(), "{out}");
     assert!(err.contains("HTTP 400") && err.contains("99"), "{err}");
     assert_eq!(

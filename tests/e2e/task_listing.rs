@@ -13,25 +13,6 @@ const RETENTION_DAYS: i64 = 7;
 
 const AGENTS: &str = "[agents.default]\n\n[agents.ops]\nsystem_prompt = \"You run operations.\"\n";
 
-/// `baton ARGS…` against the app: (success, stdout, stderr).
-async fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_baton"));
-    cmd.args(args)
-        .arg("--url")
-        .arg(&app.url)
-        .env_clear()
-        .env("BATON_API_TOKEN", TOKEN);
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .expect("join")
-        .expect("run baton");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 async fn submit(app: &TestApp, body: Value) -> String {
     let r = app
         .http
@@ -249,12 +230,14 @@ async fn listing_filters_pages_and_the_cli(backend: Backend) {
     assert_eq!(r.status(), 405);
 
     // The CLI: the same listing, as JSON and as a table.
-    let (ok, out, err) = cli(&app, &["task", "list", "--all", "--limit", "2", "--json"]).await;
+    let (ok, out, err) = app
+        .cli(&["task", "list", "--all", "--limit", "2", "--json"])
+        .await;
     assert!(ok, "{err}");
     let listed: Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(ids(listed["tasks"].as_array().unwrap()), ids(&one_page));
     assert!(listed["next_cursor"].is_null());
-    let (ok, out, err) = cli(&app, &["task", "list", "--agent", "ops"]).await;
+    let (ok, out, err) = app.cli(&["task", "list", "--agent", "ops"]).await;
     assert!(ok, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert!(
@@ -263,11 +246,11 @@ async fn listing_filters_pages_and_the_cli(backend: Backend) {
     );
     assert_eq!(lines.len(), 1 + ops.len(), "{out}");
     assert!(lines[1].starts_with(&want_ops[0]) && lines[1].contains("succeeded"));
-    let (ok, out, err) = cli(&app, &["task", "list", "--limit", "3"]).await;
+    let (ok, out, err) = app.cli(&["task", "list", "--limit", "3"]).await;
     assert!(ok, "{err}");
     assert_eq!(out.lines().count(), 4, "{out}");
     assert!(err.contains("--cursor"), "a hint to go on: {err}");
-    let (ok, _, err) = cli(&app, &["task", "list", "--status", "done"]).await;
+    let (ok, _, err) = app.cli(&["task", "list", "--status", "done"]).await;
     assert!(!ok);
     assert!(
         err.contains("HTTP 400") && err.contains("`status`"),
@@ -275,19 +258,19 @@ async fn listing_filters_pages_and_the_cli(backend: Backend) {
     );
 
     // Approve and deny from the CLI.
-    let (ok, _, err) = cli(&app, &["approve", &to_approve, "ap-9-nope"]).await;
+    let (ok, _, err) = app.cli(&["approve", &to_approve, "ap-9-nope"]).await;
     assert!(!ok);
     assert!(
         err.contains(&format!("task {to_approve} has no approval ap-9-nope")),
         "{err}"
     );
-    let (ok, out, err) = cli(&app, &["approve", &to_approve, &approve_id]).await;
+    let (ok, out, err) = app.cli(&["approve", &to_approve, &approve_id]).await;
     assert!(ok, "{err}");
     assert!(
         out.starts_with(&format!("approved {approve_id} of task {to_approve}")),
         "{out}"
     );
-    let (ok, out, err) = cli(&app, &["deny", &to_deny, &deny_id]).await;
+    let (ok, out, err) = app.cli(&["deny", &to_deny, &deny_id]).await;
     assert!(ok, "{err}");
     assert!(out.starts_with("denied "), "{out}");
     let approved = app.wait_done(&to_approve, LONG).await;
@@ -302,14 +285,13 @@ async fn listing_filters_pages_and_the_cli(backend: Backend) {
         1,
         "only the approved call was made"
     );
-    let (ok, _, err) = cli(&app, &["deny", &to_approve, &approve_id]).await;
+    let (ok, _, err) = app.cli(&["deny", &to_approve, &approve_id]).await;
     assert!(!ok);
     assert!(err.contains("not decided again"), "{err}");
 
     // Schedules from the CLI.
-    let (ok, out, err) = cli(
-        &app,
-        &[
+    let (ok, out, err) = app
+        .cli(&[
             "schedule",
             "create",
             "--rate",
@@ -318,41 +300,38 @@ async fn listing_filters_pages_and_the_cli(backend: Backend) {
             "hourly check",
             "--agent",
             "ops",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(ok, "{err}");
     let schedule_id = out.split_whitespace().next().unwrap().to_owned();
     assert!(out.contains("(next: "), "{out}");
-    let (ok, out, err) = cli(&app, &["schedule", "list"]).await;
+    let (ok, out, err) = app.cli(&["schedule", "list"]).await;
     assert!(ok, "{err}");
     assert!(
         out.lines()
             .any(|l| l.starts_with(&schedule_id) && l.contains("rate(1 hour)")),
         "{out}"
     );
-    let (ok, out, _) = cli(&app, &["schedule", "list", "--json"]).await;
+    let (ok, out, _) = app.cli(&["schedule", "list", "--json"]).await;
     assert!(ok);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["schedules"][0]["agent"], "ops");
-    let (ok, _, err) = cli(
-        &app,
-        &[
+    let (ok, _, err) = app
+        .cli(&[
             "schedule",
             "create",
             "--cron",
             "0 9 * * * *",
             "--input",
             "x",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(!ok, "a cron with both days given is refused");
     assert!(err.contains("HTTP 400"), "{err}");
-    let (ok, out, err) = cli(&app, &["schedule", "delete", &schedule_id]).await;
+    let (ok, out, err) = app.cli(&["schedule", "delete", &schedule_id]).await;
     assert!(ok, "{err}");
     assert_eq!(out.trim(), format!("deleted {schedule_id}"));
-    let (ok, out, _) = cli(&app, &["schedule", "list"]).await;
+    let (ok, out, _) = app.cli(&["schedule", "list"]).await;
     assert!(ok);
     assert_eq!(out.trim(), "no schedules");
 

@@ -15,6 +15,29 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// Runs the `baton` binary with `args` (in `dir`, when given) and only
+/// `env` set: (exit code, stdout, stderr).
+pub(crate) async fn run_cli(
+    args: &[&str],
+    dir: Option<&Path>,
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+    cmd.args(args).env_clear().envs(env.iter().copied());
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("join")
+        .expect("run baton");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 pub(crate) const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 
 /// Which adapters `baton dev` runs on.
@@ -290,6 +313,15 @@ impl TestApp {
             .expect("POST");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `baton ARGS… --url URL --token TOKEN` against the app, with no
+    /// other environment: (success, stdout, stderr).
+    pub(crate) async fn cli(&self, args: &[&str]) -> (bool, String, String) {
+        let mut all = args.to_vec();
+        all.extend(["--url", &self.url, "--token", TOKEN]);
+        let (code, out, err) = run_cli(&all, None, &[]).await;
+        (code == 0, out, err)
     }
 
     pub(crate) async fn task(&self, id: &str) -> Value {
