@@ -85,18 +85,10 @@ impl AllowedHosts {
     }
 }
 
-/// The host of an `http(s)` URL, lower case; `None` for anything else.
-pub fn host_of(url: &str) -> Option<String> {
-    let parsed = url::Url::parse(url.trim()).ok()?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return None;
-    }
-    parsed.host_str().map(|h| {
-        h.trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase()
-    })
-}
+// Kept in its own module, which depends on nothing of the crate, so the
+// task record (its always-rules) can name hosts without depending on
+// egress, which depends on the task record.
+pub use crate::host::host_of;
 
 /// Built-in tools whose results are Baton's own or the person's, not text
 /// from outside: they do not make the context untrusted.

@@ -28,6 +28,7 @@
 
 pub mod clock;
 pub mod egress;
+pub mod host;
 pub mod ids;
 pub mod input_guard;
 pub mod ports;

@@ -48,7 +48,7 @@ impl Allowed {
         let host = args
             .get("url")
             .and_then(Value::as_str)
-            .and_then(crate::egress::host_of)?;
+            .and_then(crate::host::host_of)?;
         let method = args
             .get("method")
             .and_then(Value::as_str)
