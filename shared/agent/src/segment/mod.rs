@@ -104,9 +104,10 @@ pub(crate) struct Segment<'d> {
     /// A recorded fork's source calls, read once per segment; `None` for
     /// a task whose tools run.
     recorded: Option<recorded::Recorded>,
-    /// The roles of the person the task serves, read at the segment's start
-    /// and when someone else is served: their principal's parents in the
-    /// Cedar policies.
+    /// The roles of the person the task serves ([`Segment::look_up_roles`]),
+    /// read at the segment's start and when someone else is served: their
+    /// principal's parents in the Cedar policies, and what their monthly
+    /// budget follows.
     roles: Vec<String>,
 }
 
@@ -330,8 +331,10 @@ impl<'d> Segment<'d> {
         let Some(budgets) = &self.deps.budgets else {
             return Ok(None);
         };
-        let roles = self.budget_roles().await;
-        match budgets.exhausted(&self.task, &roles, Instant::now()).await {
+        match budgets
+            .exhausted(&self.task, &self.roles, Instant::now())
+            .await
+        {
             Ok(over) => Ok(over.map(Limit::Monthly)),
             // A counter that cannot be read will not heal by retrying: go
             // on uncounted rather than fail every task.
@@ -343,25 +346,12 @@ impl<'d> Segment<'d> {
         }
     }
 
-    /// The roles of the person the task serves, when a budget depends on
-    /// them (`[budgets.roles.NAME]`); none otherwise, without a lookup.
-    pub(super) async fn budget_roles(&self) -> Vec<String> {
-        let needed = self.deps.budgets.as_ref().is_some_and(|b| b.needs_roles());
-        match self.task.serving() {
-            baton_core::Origin::Slack { team_id, user, .. } if needed => {
-                self.deps
-                    .roles
-                    .of(&baton_core::Person::slack(team_id, user))
-                    .await
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// Reads the roles of the person the task serves, for the policies
-    /// (none without policies: no lookup).
+    /// Reads the roles of the person the task serves, when something
+    /// decides by them: the policies, or a role's monthly budget
+    /// (`[budgets.roles.NAME]`); none, without a lookup, otherwise.
     async fn look_up_roles(&mut self) {
-        if self.deps.policies.is_some() {
+        let budgets = self.deps.budgets.as_ref().is_some_and(|b| b.needs_roles());
+        if self.deps.policies.is_some() || budgets {
             let person = crate::policy::served(&self.task);
             self.roles = self.deps.roles.of(&person).await;
         }

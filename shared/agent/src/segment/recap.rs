@@ -67,9 +67,8 @@ impl Segment<'_> {
             return false;
         };
         let now = baton_core::Instant::now();
-        let roles = self.budget_roles().await;
         matches!(
-            budgets.exhausted(&self.task, &roles, now).await,
+            budgets.exhausted(&self.task, &self.roles, now).await,
             Ok(Some(_))
         )
     }

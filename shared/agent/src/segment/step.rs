@@ -119,9 +119,8 @@ impl Segment<'_> {
     /// paid for twice.
     pub(super) async fn count_monthly(&self, usage: Usage) {
         if let Some(budgets) = &self.deps.budgets {
-            let roles = self.budget_roles().await;
             if let Err(e) = budgets
-                .record(&self.task, &roles, usage, baton_core::Instant::now())
+                .record(&self.task, &self.roles, usage, baton_core::Instant::now())
                 .await
             {
                 tracing::warn!(error = %e, "could not count tokens in the monthly budgets");
