@@ -13,6 +13,7 @@ mod commands;
 mod console;
 mod fork;
 mod listing;
+mod mcp_server;
 mod rate;
 mod requesters;
 mod response;

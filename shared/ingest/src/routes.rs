@@ -32,6 +32,7 @@ enum Handler {
     ListSchedules,
     GetSchedule,
     DeleteSchedule,
+    Mcp,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -105,6 +106,9 @@ static ROUTES: &[Route] = &[
         true,
         Handler::DeleteSchedule,
     ),
+    // The MCP server checks the bearer itself: its 401 says
+    // `WWW-Authenticate: Bearer`, as MCP clients expect.
+    route(Method::POST, "/mcp", false, Handler::Mcp),
 ];
 
 /// The `{…}` segments of `segments` if they fit `pattern`.
@@ -225,6 +229,13 @@ pub(crate) async fn route_request(
         Handler::ListSchedules => ingest.list_schedules().await.map(full),
         Handler::GetSchedule => ingest.get_schedule(cap(0)).await.map(full),
         Handler::DeleteSchedule => ingest.delete_schedule(cap(0)).await.map(full),
+        Handler::Mcp => {
+            let mut request = Request::new(body.clone());
+            *request.method_mut() = parts.method.clone();
+            *request.uri_mut() = parts.uri.clone();
+            *request.headers_mut() = parts.headers.clone();
+            ingest.mcp(request, delivery).await
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The task routes: submit, status, cancel, events, trace.
 
 use crate::response::{json, json_body, Answer, ApiError};
-use crate::threads::{request_cancel, Submission, Submitted};
+use crate::threads::{request_cancel, Accepted, Submission, Submitted};
 use crate::Ingest;
 use baton_core::{
     attachment, EntryKind, Instant, Origin, Span, StoreError, TaskId, TaskStatus, Wake,
@@ -19,17 +19,30 @@ const MAX_EVENTS: usize = 500;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SubmitBody {
-    input: String,
+pub(crate) struct SubmitBody {
+    pub input: String,
     #[serde(default)]
-    thread: Option<String>,
+    pub thread: Option<String>,
     #[serde(default)]
-    agent: Option<String>,
+    pub agent: Option<String>,
     #[serde(default)]
     attachments: Vec<AttachmentBody>,
     /// The model every step asks instead of the agent's.
     #[serde(default)]
-    model: Option<String>,
+    pub model: Option<String>,
+}
+
+impl SubmitBody {
+    /// A task's input for `agent`, in `thread` when given, with no files.
+    pub(crate) fn new(input: String, agent: &str, thread: Option<String>) -> Self {
+        SubmitBody {
+            input,
+            thread,
+            agent: Some(agent.to_owned()),
+            attachments: Vec::new(),
+            model: None,
+        }
+    }
 }
 
 /// A file given with the input: `{"name", "media_type", "data_base64"}`.
@@ -164,6 +177,42 @@ pub(crate) fn parse_id(raw: &str) -> Result<TaskId, ApiError> {
 impl Ingest {
     pub(crate) async fn submit_task(&self, headers: &HeaderMap, body: &Bytes) -> Answer {
         let req: SubmitBody = json_body(headers, body)?;
+        let idempotency_key = match headers.get("idempotency-key") {
+            None => None,
+            Some(v) => {
+                let k = v
+                    .to_str()
+                    .map_err(|_| ApiError::bad_request("Idempotency-Key must be ASCII"))?;
+                valid_key(k, "Idempotency-Key")?;
+                Some(k.to_owned())
+            }
+        };
+        let (accepted, refused) = self.submit_http(req, idempotency_key).await?;
+        let mut body = json!({
+            "task_id": accepted.outcome.task_id(),
+            "status": accepted.status.as_str()
+        });
+        match accepted.outcome {
+            Submitted::Steered(_) => body["delivered_to_running_task"] = json!(true),
+            Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
+            Submitted::Replied(_) => body["answered_question"] = json!(true),
+            _ => {}
+        }
+        if !refused.is_empty() {
+            body["attachments_refused"] = json!(refused);
+        }
+        Ok(json(StatusCode::ACCEPTED, &body))
+    }
+
+    /// An HTTP-API task from `req` (`POST /tasks`, and the MCP surface's
+    /// tool calls): checks it, then accepts it as the API's requester, with
+    /// the input guard, rate limits, capacity and idempotency of every
+    /// HTTP task. Answers what was done and the files refused.
+    pub(crate) async fn submit_http(
+        &self,
+        req: SubmitBody,
+        idempotency_key: Option<String>,
+    ) -> Result<(Accepted, Vec<serde_json::Value>), ApiError> {
         if req.input.trim().is_empty() {
             return Err(ApiError::bad_request("`input` must not be empty"));
         }
@@ -185,23 +234,13 @@ impl Ingest {
         }
         let fingerprint = fingerprint(&req);
         let (attachments, refused) = attachment_entries(req.attachments, self.max_file_bytes)?;
-        let idempotency_key = match headers.get("idempotency-key") {
-            None => None,
-            Some(v) => {
-                let k = v
-                    .to_str()
-                    .map_err(|_| ApiError::bad_request("Idempotency-Key must be ASCII"))?;
-                valid_key(k, "Idempotency-Key")?;
-                Some(format!("http:{k}"))
-            }
-        };
         let accepted = self
             .accept(Submission {
                 text: req.input,
                 agent: req.agent.unwrap_or_else(|| "default".to_owned()),
                 origin: Origin::Http,
                 thread: req.thread.map(|t| format!("http:{t}")),
-                dedupe_key: idempotency_key,
+                dedupe_key: idempotency_key.map(|k| format!("http:{k}")),
                 fingerprint: Some(fingerprint),
                 attachments,
                 files: Vec::new(),
@@ -209,20 +248,7 @@ impl Ingest {
                 model: req.model,
             })
             .await?;
-        let mut body = json!({
-            "task_id": accepted.outcome.task_id(),
-            "status": accepted.status.as_str()
-        });
-        match accepted.outcome {
-            Submitted::Steered(_) => body["delivered_to_running_task"] = json!(true),
-            Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
-            Submitted::Replied(_) => body["answered_question"] = json!(true),
-            _ => {}
-        }
-        if !refused.is_empty() {
-            body["attachments_refused"] = json!(refused);
-        }
-        Ok(json(StatusCode::ACCEPTED, &body))
+        Ok((accepted, refused))
     }
 
     pub(crate) async fn get_task(&self, id: &str) -> Answer {
