@@ -1,0 +1,263 @@
+//! What an MCP client is told of a Baton task: the tool result (the
+//! answer, or where the task stands and how to go on), the tasks
+//! extension's view of it, and the status texts progress carries.
+
+use baton_core::{EntryKind, Task, TaskStatus, WaitingFor};
+use rmcp::model::{
+    CallToolResult, ContentBlock, DetailedTask, Task as McpTask, TaskPayload,
+    TaskStatus as McpStatus,
+};
+use serde_json::{json, Value};
+
+/// How often a client of the tasks extension is asked to poll, in ms.
+pub(crate) const POLL_INTERVAL_MS: u64 = 2_000;
+
+/// Whether a task waits on a person (an approval, a reply): waiting on
+/// the tool call for it would only hang the client.
+pub(crate) fn awaits_someone(task: &Task) -> bool {
+    matches!(
+        task.waiting_for,
+        Some(WaitingFor::Approval { .. } | WaitingFor::Reply { .. })
+    )
+}
+
+/// What the task waits for and how to go on, in words: for an approval,
+/// the route that decides it.
+pub(crate) fn awaited(task: &Task) -> Option<String> {
+    let id = &task.id;
+    Some(match task.waiting_for.as_ref()? {
+        WaitingFor::Approval {
+            approval_id,
+            tool,
+            summary,
+        } => format!(
+            "waiting for approval of `{tool}` ({summary}): approve with \
+             POST /tasks/{id}/approvals/{approval_id} {{\"approve\": true}} \
+             (or deny with {{\"approve\": false}}), with the API's bearer token"
+        ),
+        WaitingFor::Reply { question, .. } => format!(
+            "waiting for a reply to its question: {question} (answer by calling \
+             the agent again with the same `thread`)"
+        ),
+        WaitingFor::Children { pending } => {
+            format!("waiting for {pending} delegated task(s) to finish")
+        }
+        WaitingFor::Timer { until } => format!("waiting until {until}"),
+        WaitingFor::Capacity { limit, .. } => {
+            format!("queued: {limit} task(s) of its kind are running")
+        }
+        // A kind this version does not describe yet is still named.
+        #[allow(unreachable_patterns)]
+        other => format!(
+            "waiting for {}",
+            serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v["kind"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| "something".to_owned())
+        ),
+    })
+}
+
+/// The status text of a task as it stands: its status and what it waits
+/// for.
+pub(crate) fn status_text(task: &Task) -> String {
+    match awaited(task) {
+        Some(w) => w,
+        None => task.status.as_str().to_owned(),
+    }
+}
+
+/// The status text an event adds (a tool being called, a status change),
+/// if it says something a client would show.
+pub(crate) fn event_text(kind: &EntryKind) -> Option<String> {
+    match kind {
+        EntryKind::AssistantMessage { tool_calls, .. } if !tool_calls.is_empty() => {
+            let names: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
+            Some(format!("calling {}", names.join(", ")))
+        }
+        EntryKind::Status { status, detail } if !status.is_terminal() => {
+            Some(if detail.is_empty() {
+                status.as_str().to_owned()
+            } else {
+                format!("{}: {detail}", status.as_str())
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The machine-readable part of a result: `task_id`, `status`, and
+/// `answer`, `error`, `waiting_for` and `awaiting` when they say something.
+pub(crate) fn structured(task: &Task) -> Value {
+    let mut v = json!({"task_id": task.id, "status": task.status.as_str()});
+    if let Some(thread) = task.shown_thread() {
+        v["thread"] = json!(thread);
+    }
+    if let Some(r) = task.result.as_ref().filter(|_| task.status.is_terminal()) {
+        v["answer"] = json!(r);
+    }
+    if let Some(e) = &task.error {
+        v["error"] = json!(e);
+    }
+    if let Some(w) = &task.waiting_for {
+        v["waiting_for"] = json!(w);
+    }
+    if let Some(a) = awaited(task) {
+        v["awaiting"] = json!(a);
+    }
+    v
+}
+
+/// The tool result for a task: the answer when it succeeded, a tool error
+/// when it failed or was cancelled, and otherwise where it stands with how
+/// to get the answer later (`get_task`).
+pub(crate) fn tool_result(task: &Task) -> CallToolResult {
+    let text = match task.status {
+        TaskStatus::Succeeded => task.result.clone().unwrap_or_default(),
+        TaskStatus::Failed => format!(
+            "task {} failed: {}",
+            task.id,
+            task.error.as_deref().unwrap_or("no reason given")
+        ),
+        TaskStatus::Cancelled => format!("task {} was cancelled", task.id),
+        _ => format!(
+            "task {} is {}; call `get_task` with {{\"task_id\": \"{}\"}} for its answer",
+            task.id,
+            status_text(task),
+            task.id
+        ),
+    };
+    let mut result = if matches!(task.status, TaskStatus::Failed | TaskStatus::Cancelled) {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = Some(structured(task));
+    result
+}
+
+/// The task as the tasks extension shows it: `working` (with what it waits
+/// for as its status message) until it ends, then `completed` with the
+/// tool result (a failed task is a completed call whose result is an
+/// error, as the extension has it), or `cancelled`.
+pub(crate) fn detailed(task: &Task) -> DetailedTask {
+    let base = McpTask::new(
+        task.id.to_string(),
+        McpStatus::Working,
+        task.created_at.to_string(),
+        task.updated_at.to_string(),
+    )
+    .with_poll_interval_ms(POLL_INTERVAL_MS)
+    .with_status_message(status_text(task));
+    let payload = match task.status {
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        TaskStatus::Succeeded | TaskStatus::Failed => {
+            let result = serde_json::to_value(tool_result(task))
+                .ok()
+                .and_then(|v| v.as_object().cloned())
+                .unwrap_or_default();
+            TaskPayload::Completed { result }
+        }
+        _ => TaskPayload::Working,
+    };
+    DetailedTask::new(base, payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_core::{Limits, Origin, TaskId};
+
+    fn task(status: TaskStatus) -> Task {
+        let mut t = Task::new(
+            TaskId::generate(),
+            "helper",
+            Origin::Http,
+            Some("http:t1".into()),
+            Limits::default(),
+            0,
+        );
+        t.status = status;
+        t
+    }
+
+    fn text(r: &CallToolResult) -> String {
+        serde_json::to_value(r).unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn an_answered_task_gives_its_answer_and_a_failed_one_an_error() {
+        let mut t = task(TaskStatus::Succeeded);
+        t.result = Some("42".into());
+        let r = tool_result(&t);
+        assert_eq!((text(&r), r.is_error), ("42".into(), Some(false)));
+        let s = r.structured_content.unwrap();
+        assert_eq!(
+            (s["answer"].as_str(), s["thread"].as_str()),
+            (Some("42"), Some("t1"))
+        );
+
+        let mut t = task(TaskStatus::Failed);
+        t.error = Some("model unavailable".into());
+        let r = tool_result(&t);
+        assert_eq!(r.is_error, Some(true));
+        assert!(text(&r).contains("model unavailable"), "{}", text(&r));
+        assert!(matches!(
+            detailed(&t).payload,
+            TaskPayload::Completed { .. }
+        ));
+        assert!(matches!(
+            detailed(&task(TaskStatus::Cancelled)).payload,
+            TaskPayload::Cancelled
+        ));
+    }
+
+    #[test]
+    fn a_task_awaiting_approval_says_what_and_how_to_approve() {
+        let mut t = task(TaskStatus::Waiting);
+        t.waiting_for = Some(WaitingFor::Approval {
+            approval_id: "ap1".into(),
+            tool: "http_request".into(),
+            summary: "GET http://x/".into(),
+        });
+        assert!(awaits_someone(&t));
+        let r = tool_result(&t);
+        let said = text(&r);
+        assert_eq!(r.is_error, Some(false));
+        assert!(
+            said.contains(&format!("POST /tasks/{}/approvals/ap1", t.id)),
+            "{said}"
+        );
+        assert!(said.contains("get_task"), "{said}");
+        let s = r.structured_content.unwrap();
+        assert_eq!(s["waiting_for"]["kind"], "approval");
+        assert!(s.get("answer").is_none());
+        let d = detailed(&t);
+        assert_eq!(d.status(), McpStatus::Working);
+        assert!(d.task.status_message.unwrap().contains("approvals/ap1"));
+    }
+
+    #[test]
+    fn a_running_task_is_not_awaiting_anyone_and_its_events_say_what_it_does() {
+        let t = task(TaskStatus::Running);
+        assert!(!awaits_someone(&t));
+        assert_eq!(status_text(&t), "running");
+        let call = EntryKind::AssistantMessage {
+            step: 1,
+            text: String::new(),
+            tool_calls: vec![baton_core::ToolCall {
+                id: "c1".into(),
+                name: "http_request".into(),
+                arguments: json!({}),
+            }],
+            usage: Default::default(),
+            model: "m".into(),
+        };
+        assert_eq!(event_text(&call).as_deref(), Some("calling http_request"));
+        let answer = EntryKind::UserMessage { text: "hi".into() };
+        assert_eq!(event_text(&answer), None);
+    }
+}
