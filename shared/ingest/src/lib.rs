@@ -8,6 +8,7 @@
 
 mod approvals;
 mod auth;
+mod body;
 mod commands;
 mod console;
 mod fork;
@@ -27,6 +28,7 @@ mod threads;
 mod trace;
 
 pub use auth::ApiToken;
+pub use body::{Body, Delivery};
 pub use response::ApiError;
 
 use baton_core::{TaskStore, WorkQueue};
@@ -203,13 +205,27 @@ impl Ingest {
         self
     }
 
-    /// Answers one request.
-    #[tracing::instrument(skip_all, fields(method = %request.method(), path = %request.uri().path()))]
+    /// Answers one request for a caller that can only send a whole body
+    /// (API Gateway's buffered integration): a streamed answer is
+    /// collected, and ends within [`Delivery::BUFFERED`]'s limit.
     pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
-        let response = match trace::timed(self, routes::route_request(self, request)).await {
-            Ok(r) => r,
-            Err(e) => e.into_response(),
-        };
+        let (parts, body) = self.serve(request, Delivery::BUFFERED).await.into_parts();
+        http::Response::from_parts(parts, body.collect().await)
+    }
+
+    /// Answers one request; a streaming route's body comes as a
+    /// [`Body::Stream`] when `delivery` can stream it.
+    #[tracing::instrument(skip_all, fields(method = %request.method(), path = %request.uri().path()))]
+    pub async fn serve(
+        &self,
+        request: http::Request<Bytes>,
+        delivery: Delivery,
+    ) -> http::Response<Body> {
+        let response =
+            match trace::timed(self, routes::route_request(self, request, delivery)).await {
+                Ok(r) => r,
+                Err(e) => body::full(e.into_response()),
+            };
         tracing::info!(status = response.status().as_u16(), "answered");
         response
     }

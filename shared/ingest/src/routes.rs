@@ -3,7 +3,8 @@
 //! honest 404.
 
 use crate::auth::check_bearer;
-use crate::response::{json, Answer, ApiError};
+use crate::body::{full, Body, Delivery};
+use crate::response::{json, ApiError};
 use crate::{Ingest, MAX_BODY_BYTES, MAX_TASK_BODY_BYTES};
 use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, StatusCode};
@@ -143,7 +144,14 @@ fn find<'a>(method: &Method, segments: &[&'a str]) -> Found<'a> {
     Found::OtherMethods(allowed)
 }
 
-pub(crate) async fn route_request(ingest: &Ingest, request: Request<Bytes>) -> Answer {
+/// A route's answer, whole or streamed.
+pub(crate) type Reply = Result<http::Response<Body>, ApiError>;
+
+pub(crate) async fn route_request(
+    ingest: &Ingest,
+    request: Request<Bytes>,
+    delivery: Delivery,
+) -> Reply {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().trim_end_matches('/');
     let segments: Vec<&str> = path.split('/').skip(1).collect();
@@ -163,7 +171,7 @@ pub(crate) async fn route_request(ingest: &Ingest, request: Request<Bytes>) -> A
             if let Ok(v) = HeaderValue::from_str(&list.join(", ")) {
                 answer.headers_mut().insert(header::ALLOW, v);
             }
-            return Ok(answer);
+            return Ok(full(answer));
         }
         Found::OtherMethods(_) => {
             return Err(ApiError::not_found(format!(
@@ -190,26 +198,33 @@ pub(crate) async fn route_request(ingest: &Ingest, request: Request<Bytes>) -> A
         check_bearer(ingest.api_token.as_ref(), headers)?;
     }
     let cap = |i: usize| caps.get(i).copied().unwrap_or_default();
+    // Only streaming routes use it; the others answer whole.
+    let _ = delivery;
     match route.handler {
-        Handler::Healthz => Ok(json(StatusCode::OK, &json!({"ok": true}))),
-        Handler::Console => crate::console::serve(None, parts.uri.path(), headers),
-        Handler::ConsoleFile => crate::console::serve(Some(cap(0)), parts.uri.path(), headers),
-        Handler::SlackEvents => ingest.slack_events(headers, &body).await,
-        Handler::SlackInteractivity => ingest.slack_interactivity(headers, &body).await,
-        Handler::SlackCommands => ingest.slack_command(headers, &body).await,
-        Handler::SubmitTask => ingest.submit_task(headers, &body).await,
-        Handler::ListTasks => ingest.list_tasks(query).await,
-        Handler::GetTask => ingest.get_task(cap(0)).await,
-        Handler::CancelTask => ingest.cancel_task(cap(0)).await,
-        Handler::ForkTask => ingest.fork_task(cap(0), headers, &body).await,
-        Handler::TaskEvents => ingest.task_events(cap(0), query).await,
-        Handler::TaskTrace => ingest.task_trace(cap(0)).await,
-        Handler::TaskFile => ingest.task_file(cap(0), cap(1)).await,
-        Handler::DecideApproval => ingest.decide_approval(cap(0), cap(1), headers, &body).await,
-        Handler::CreateSchedule => ingest.create_schedule(headers, &body).await,
-        Handler::ListSchedules => ingest.list_schedules().await,
-        Handler::GetSchedule => ingest.get_schedule(cap(0)).await,
-        Handler::DeleteSchedule => ingest.delete_schedule(cap(0)).await,
+        Handler::Healthz => Ok(json(StatusCode::OK, &json!({"ok": true}))).map(full),
+        Handler::Console => crate::console::serve(None, parts.uri.path(), headers).map(full),
+        Handler::ConsoleFile => {
+            crate::console::serve(Some(cap(0)), parts.uri.path(), headers).map(full)
+        }
+        Handler::SlackEvents => ingest.slack_events(headers, &body).await.map(full),
+        Handler::SlackInteractivity => ingest.slack_interactivity(headers, &body).await.map(full),
+        Handler::SlackCommands => ingest.slack_command(headers, &body).await.map(full),
+        Handler::SubmitTask => ingest.submit_task(headers, &body).await.map(full),
+        Handler::ListTasks => ingest.list_tasks(query).await.map(full),
+        Handler::GetTask => ingest.get_task(cap(0)).await.map(full),
+        Handler::CancelTask => ingest.cancel_task(cap(0)).await.map(full),
+        Handler::ForkTask => ingest.fork_task(cap(0), headers, &body).await.map(full),
+        Handler::TaskEvents => ingest.task_events(cap(0), query).await.map(full),
+        Handler::TaskTrace => ingest.task_trace(cap(0)).await.map(full),
+        Handler::TaskFile => ingest.task_file(cap(0), cap(1)).await.map(full),
+        Handler::DecideApproval => ingest
+            .decide_approval(cap(0), cap(1), headers, &body)
+            .await
+            .map(full),
+        Handler::CreateSchedule => ingest.create_schedule(headers, &body).await.map(full),
+        Handler::ListSchedules => ingest.list_schedules().await.map(full),
+        Handler::GetSchedule => ingest.get_schedule(cap(0)).await.map(full),
+        Handler::DeleteSchedule => ingest.delete_schedule(cap(0)).await.map(full),
     }
 }
 

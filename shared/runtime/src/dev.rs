@@ -160,7 +160,8 @@ impl AppBuilder {
 }
 
 /// Hands one HTTP request to the ingest handler, the way API Gateway hands
-/// it to the Lambda: the body in full, then the handler.
+/// it to the Lambda: the body in full, then the handler; a streamed answer
+/// goes out as it is made.
 async fn serve_one(
     ingest: baton_ingest::Ingest,
     req: axum::extract::Request,
@@ -180,9 +181,23 @@ async fn serve_one(
             return r.into_response().map(axum::body::Body::from);
         }
     };
-    let response = ingest.handle(http::Request::from_parts(parts, bytes)).await;
-    response.map(axum::body::Body::from)
+    let request = http::Request::from_parts(parts, bytes);
+    let response = ingest
+        .serve(request, baton_ingest::Delivery::streaming(DEV_STREAM_LIMIT))
+        .await;
+    response.map(|body| match body {
+        baton_ingest::Body::Full(b) => axum::body::Body::from(b),
+        baton_ingest::Body::Stream(s) => {
+            use futures::StreamExt;
+            axum::body::Body::from_stream(s.map(Ok::<_, std::convert::Infallible>))
+        }
+    })
 }
+
+/// How long one streamed answer stays open on the dev server: no
+/// function timeout to stay under, but a client that never hangs up
+/// should not hold its stream for ever (it reconnects, and resumes).
+const DEV_STREAM_LIMIT: Duration = Duration::from_secs(60 * 60);
 
 /// The event source mapping, played locally: receive wakes, run a segment
 /// for each (at most `slots` at once), and act on the disposition.

@@ -78,6 +78,41 @@ pub struct AgentConfig {
     /// Whether an answer is judged before it is delivered
     /// (`quality_gate`).
     pub quality_gate: bool,
+    /// Where else it can be called from (`expose`): an MCP tool at `/mcp`,
+    /// an A2A agent (docs/integrations.md). None by default.
+    pub expose: Exposure,
+}
+
+/// A surface an agent may be exposed on (`expose = ["mcp", "a2a"]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Surface {
+    /// A tool of Baton's MCP server, `/mcp`.
+    Mcp,
+    /// An A2A agent with its agent card.
+    A2a,
+}
+
+/// The surfaces an agent is exposed on, beyond Slack and `POST /tasks`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exposure(Vec<Surface>);
+
+impl Exposure {
+    pub fn new(surfaces: impl IntoIterator<Item = Surface>) -> Self {
+        let mut v: Vec<Surface> = surfaces.into_iter().collect();
+        v.sort();
+        v.dedup();
+        Exposure(v)
+    }
+    pub fn contains(&self, surface: Surface) -> bool {
+        self.0.contains(&surface)
+    }
+    pub fn mcp(&self) -> bool {
+        self.contains(Surface::Mcp)
+    }
+    pub fn a2a(&self) -> bool {
+        self.contains(Surface::A2a)
+    }
 }
 
 /// How long an `ask_user` question waits when the agent does not say.
@@ -127,6 +162,7 @@ impl AgentConfig {
             plan: PlanMode::default(),
             supervision: Supervision::default(),
             quality_gate: true,
+            expose: Exposure::default(),
         }
     }
 

@@ -21,7 +21,7 @@ pub mod roles;
 pub mod route;
 pub mod slack;
 
-pub use agent::{AgentConfig, Agents, DEFAULT_SYSTEM_PROMPT};
+pub use agent::{AgentConfig, Agents, Exposure, Surface, DEFAULT_SYSTEM_PROMPT};
 pub use approval::{ApprovalRule, ApprovalRules};
 pub use baton_core::input_guard::InputGuardMode;
 pub use context::{ContextSettings, Escalation};

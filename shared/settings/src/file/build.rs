@@ -45,6 +45,9 @@ pub(super) fn build(
     if let Some(v) = spec.stream {
         a.stream = v;
     }
+    if let Some(v) = &spec.expose {
+        a.expose = crate::agent::Exposure::new(v.iter().copied());
+    }
     if let Some(v) = spec.max_tool_result_chars {
         a.max_tool_result_chars = v;
     }

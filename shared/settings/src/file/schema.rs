@@ -119,6 +119,7 @@ pub(super) struct AgentSpec {
     pub(super) plan: Option<crate::judgment::PlanMode>,
     pub(super) supervise: Option<super::judgment::SuperviseSpec>,
     pub(super) quality_gate: Option<bool>,
+    pub(super) expose: Option<Vec<crate::agent::Surface>>,
 }
 
 /// `[agents.NAME.http_request]`: where the agent's `http_request` may go.

@@ -1146,3 +1146,16 @@ fn roles_are_declared_and_may_be_named_as_approvers() {
         "defaults.approval.approvers[0]: `oncall` is neither a Slack user id",
     );
 }
+
+#[test]
+fn expose_names_the_surfaces_and_refuses_others() {
+    let c = load(
+        "[agents.default]\nexpose = [\"a2a\", \"mcp\", \"mcp\"]\n[agents.quiet]\nmodel = \"m\"\n",
+    )
+    .expect("loads");
+    let exposed = &c.agents.get("default").expect("default").expose;
+    assert!(exposed.mcp() && exposed.a2a());
+    let quiet = &c.agents.get("quiet").expect("quiet").expose;
+    assert!(!quiet.mcp() && !quiet.a2a(), "not exposed unless asked");
+    assert_err("[agents.default]\nexpose = [\"smtp\"]\n", "expose");
+}
