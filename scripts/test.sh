@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check of Baton: installs what the tests need (a moto server,
-# cfn-lint and the Python MCP SDK in .venv; the reference MCP server
+# cfn-lint, the Python MCP SDK and the A2A SDK in .venv; the reference MCP server
 # server-everything in .mcp-servers; Chromium and chromedriver for the
 # console's browser test), lints the SAM template, checks
 # formatting and clippy (warnings are errors), then runs the Rust test suite.
@@ -29,6 +29,13 @@ if [ ! -f "$mcp_servers/node_modules/@modelcontextprotocol/server-everything/dis
   mkdir -p "$mcp_servers"
   npm install --prefix "$mcp_servers" --no-audit --no-fund --loglevel=error \
     @modelcontextprotocol/server-everything@2026.8.31
+fi
+
+# The A2A client the e2e tests of Baton as an A2A agent run
+# (tests/fixtures/a2a/client.py): the official A2A Python SDK.
+if ! "$venv/bin/python" -c 'import a2a.client, httpx' 2>/dev/null; then
+  echo "== installing a2a-sdk (the A2A Python SDK) into $venv"
+  "$venv/bin/pip" install --quiet 'a2a-sdk>=1.3,<2' httpx
 fi
 
 # The web console's test (tests/e2e/console.rs) drives Debian's headless

@@ -6,6 +6,7 @@
 //! verified; a refused request gets a 4xx with `{"error": "..."}` and
 //! changes nothing.
 
+mod a2a;
 mod approvals;
 mod auth;
 mod body;

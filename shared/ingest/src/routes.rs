@@ -33,6 +33,9 @@ enum Handler {
     GetSchedule,
     DeleteSchedule,
     Mcp,
+    A2aDefaultCard,
+    A2aAgentCard,
+    A2aRpc,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -109,6 +112,20 @@ static ROUTES: &[Route] = &[
     // The MCP server checks the bearer itself: its 401 says
     // `WWW-Authenticate: Bearer`, as MCP clients expect.
     route(Method::POST, "/mcp", false, Handler::Mcp),
+    // A2A (docs/integrations.md#a2a-clients): the cards are public.
+    route(
+        Method::GET,
+        "/.well-known/agent-card.json",
+        false,
+        Handler::A2aDefaultCard,
+    ),
+    route(
+        Method::GET,
+        "/a2a/{agent}/.well-known/agent-card.json",
+        false,
+        Handler::A2aAgentCard,
+    ),
+    route(Method::POST, "/a2a/{agent}", true, Handler::A2aRpc),
 ];
 
 /// The `{…}` segments of `segments` if they fit `pattern`.
@@ -185,7 +202,8 @@ pub(crate) async fn route_request(
         }
     };
     // Tasks may come with files; every other route takes small bodies.
-    let limit = if route.handler == Handler::SubmitTask {
+    // An A2A message may carry files as a task does.
+    let limit = if matches!(route.handler, Handler::SubmitTask | Handler::A2aRpc) {
         MAX_TASK_BODY_BYTES
     } else {
         MAX_BODY_BYTES
@@ -236,6 +254,9 @@ pub(crate) async fn route_request(
             *request.headers_mut() = parts.headers.clone();
             ingest.mcp(request, delivery).await
         }
+        Handler::A2aDefaultCard => ingest.a2a_card("default", headers).map(full),
+        Handler::A2aAgentCard => ingest.a2a_card(cap(0), headers).map(full),
+        Handler::A2aRpc => ingest.a2a_rpc(cap(0), headers, &body, delivery).await,
     }
 }
 
@@ -283,7 +304,8 @@ mod tests {
                 .replace("{id}", "x")
                 .replace("{approval}", "y")
                 .replace("{file}", "z")
-                .replace("{name}", "n");
+                .replace("{name}", "n")
+                .replace("{agent}", "a");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),
