@@ -2,6 +2,7 @@
 //! schedule …`: a client of the HTTP API.
 
 mod approval;
+mod event_stream;
 mod listing;
 mod schedule;
 
@@ -28,6 +29,10 @@ pub(crate) struct ApiArgs {
     /// .baton), `api-token`. Prefer the variable: a flag shows in `ps`.
     #[arg(long, global = true, env = "BATON_API_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Where to open a task's live event stream, when not at --url: a
+    /// deployed stack's `StreamUrl` (its streaming function URL).
+    #[arg(long, global = true, env = "BATON_STREAM_URL")]
+    stream_url: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -147,11 +152,22 @@ pub(crate) struct Api {
     http: reqwest::Client,
     base: String,
     token: String,
+    /// Base URL of `GET /tasks/{id}/stream` (`--stream-url`, else `base`).
+    stream_base: String,
 }
 
 impl Api {
     pub(crate) fn new(args: &ApiArgs) -> anyhow::Result<Self> {
-        Api::at(&args.url, token(args.token.as_deref())?)
+        let mut api = Api::at(&args.url, token(args.token.as_deref())?)?;
+        if let Some(url) = args
+            .stream_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            api.stream_base = url.trim_end_matches('/').to_owned();
+        }
+        Ok(api)
     }
 
     /// A client of the API at `base` with `token`.
@@ -159,9 +175,11 @@ impl Api {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()?;
+        let base = base.trim_end_matches('/').to_owned();
         Ok(Api {
             http,
-            base: base.trim_end_matches('/').to_owned(),
+            stream_base: base.clone(),
+            base,
             token,
         })
     }
@@ -173,6 +191,7 @@ impl Api {
             http: reqwest::Client::new(),
             base: base.trim_end_matches('/').to_owned(),
             token: "test-token".to_owned(),
+            stream_base: base.trim_end_matches('/').to_owned(),
         }
     }
 
@@ -318,32 +337,58 @@ enum Follow {
 }
 
 /// Prints events as they come, until the task ends; then its result, once.
+/// Through the task's live event stream, else (an older server, a proxy
+/// that buffers) by polling its events.
 async fn follow(api: &Api, id: &str, how: Follow) -> anyhow::Result<()> {
     let mut after: Option<u64> = None;
+    let mut print = |e: &Value| print_event(e, how);
+    let ended = match api.stream_events(id, &mut after, &mut print).await {
+        event_stream::Streamed::Ended(end) => end,
+        event_stream::Streamed::Unavailable => poll_until_ended(api, id, &mut after, how).await?,
+    };
+    let status = ended["status"].as_str().unwrap_or("?");
+    let result = ended["result"].as_str().filter(|r| !r.is_empty());
+    match (status, how) {
+        ("succeeded", Follow::Events) => println!("\n{}", result.unwrap_or("")),
+        ("succeeded", Follow::Answer) => println!("{}", result.unwrap_or("")),
+        _ => {
+            // A task stopped by a limit still has its closing summary.
+            if let Some(r) = result {
+                println!("{r}");
+            }
+            anyhow::bail!("task {status}: {}", ended["error"].as_str().unwrap_or(""))
+        }
+    }
+    Ok(())
+}
+
+/// Polls the task's events after `after` until it ends; the ended task.
+async fn poll_until_ended(
+    api: &Api,
+    id: &str,
+    after: &mut Option<u64>,
+    how: Follow,
+) -> anyhow::Result<Value> {
     loop {
-        print_new_events(api, id, &mut after, how).await?;
+        print_new_events(api, id, after, how).await?;
         let task = api
             .call(reqwest::Method::GET, &format!("/tasks/{id}"), None, None)
             .await?;
         let status = task["status"].as_str().unwrap_or("?");
         if matches!(status, "succeeded" | "failed" | "cancelled") {
             // One more read so no event written just before the end is missed.
-            print_new_events(api, id, &mut after, how).await?;
-            let result = task["result"].as_str().filter(|r| !r.is_empty());
-            match (status, how) {
-                ("succeeded", Follow::Events) => println!("\n{}", result.unwrap_or("")),
-                ("succeeded", Follow::Answer) => println!("{}", result.unwrap_or("")),
-                _ => {
-                    // A task stopped by a limit still has its closing summary.
-                    if let Some(r) = result {
-                        println!("{r}");
-                    }
-                    anyhow::bail!("task {status}: {}", task["error"].as_str().unwrap_or(""))
-                }
-            }
-            return Ok(());
+            print_new_events(api, id, after, how).await?;
+            return Ok(task);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn print_event(e: &Value, how: Follow) {
+    match (how, describe_event(e, how)) {
+        (_, None) => {}
+        (Follow::Events, Some(line)) => println!("{line}"),
+        (Follow::Answer, Some(line)) => eprintln!("{line}"),
     }
 }
 
@@ -370,11 +415,7 @@ async fn print_new_events(
         }
         for e in &page {
             *after = e["seq"].as_u64().or(*after);
-            match (how, describe_event(e, how)) {
-                (_, None) => {}
-                (Follow::Events, Some(line)) => println!("{line}"),
-                (Follow::Answer, Some(line)) => eprintln!("{line}"),
-            }
+            print_event(e, how);
         }
     }
 }

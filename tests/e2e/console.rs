@@ -196,6 +196,24 @@ async fn the_console_in_a_headless_browser() {
         )
         .await;
     assert_eq!(deltas, json!([0, false]), "{authors:?}");
+    // The events came by the task's live stream, each shown once.
+    assert!(
+        app.log().contains(&format!("/tasks/{id}/stream")),
+        "the console did not open the stream"
+    );
+    let shown = b
+        .exec(
+            "return document.querySelectorAll('#conversation .entry').length",
+            json!([]),
+        )
+        .await;
+    let listed = app
+        .events(&id)
+        .await
+        .iter()
+        .filter(|e| e["type"] != "answer_delta")
+        .count();
+    assert_eq!(shown, json!(listed), "{authors:?}");
     let bars = b
         .wait_until(
             "the waterfall's bars",

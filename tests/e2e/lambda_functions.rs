@@ -27,16 +27,16 @@ const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 const INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// moto with a bootstrapped stack, and clients to look inside it.
-struct Stack {
+pub(crate) struct Stack {
     moto: MotoServer,
     env: Environment,
     dlq_arn: String,
     queue: SqsQueue,
-    store: TaskStore,
+    pub(crate) store: TaskStore,
 }
 
 impl Stack {
-    async fn start(name: &str) -> Stack {
+    pub(crate) async fn start(name: &str) -> Stack {
         let moto = tokio::task::spawn_blocking(MotoServer::start)
             .await
             .expect("moto start task")
@@ -74,7 +74,7 @@ impl Stack {
     }
 
     /// The function's own environment, as the SAM template would set it.
-    fn vars(&self, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    pub(crate) fn vars(&self, extra: &[(&str, &str)]) -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> = vec![
             ("AWS_ENDPOINT_URL".into(), self.moto.endpoint()),
             ("BATON_TABLE".into(), self.env.table.clone()),
@@ -146,7 +146,7 @@ fn now_secs() -> i64 {
 /// An API Gateway HTTP API (payload 2.0) event, shaped like
 /// `events/apigw_http_post_tasks.json`. `base64` sends the body the way API
 /// Gateway sends non-text content types.
-fn apigw(
+pub(crate) fn apigw(
     method: &str,
     path: &str,
     headers: &[(&str, String)],
@@ -191,7 +191,7 @@ fn apigw(
 }
 
 /// The status and JSON body of an API Gateway (payload 2.0) response.
-fn http(outcome: &Outcome) -> (u16, Value) {
+pub(crate) fn http(outcome: &Outcome) -> (u16, Value) {
     let r = outcome.json_response().expect("the function answered");
     let status = r["statusCode"]
         .as_u64()
@@ -214,7 +214,7 @@ fn http(outcome: &Outcome) -> (u16, Value) {
     (status, body)
 }
 
-fn bearer() -> (&'static str, String) {
+pub(crate) fn bearer() -> (&'static str, String) {
     ("authorization", format!("Bearer {API_TOKEN}"))
 }
 
@@ -276,7 +276,11 @@ async fn invoke(api: &RuntimeApi, f: &FunctionProcess, event: &Value) -> Outcome
     }
 }
 
-fn spawn(exe: &std::path::Path, api: &RuntimeApi, vars: &[(String, String)]) -> FunctionProcess {
+pub(crate) fn spawn(
+    exe: &std::path::Path,
+    api: &RuntimeApi,
+    vars: &[(String, String)],
+) -> FunctionProcess {
     FunctionProcess::spawn(exe, &api.address(), vars).expect("spawn the function binary")
 }
 

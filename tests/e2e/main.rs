@@ -43,6 +43,7 @@ mod conversations;
 mod egress;
 mod evals;
 mod evals_export;
+mod event_stream;
 mod first_hour;
 mod fork_cli;
 mod forks;

@@ -480,22 +480,31 @@
     let actionsKey = '';
     let spansKey = '';
     let looksAfterEnd = 0;
+    // Each event once, in order, whichever of the stream and the polling
+    // brought it.
+    const show = (e) => {
+      if (!e || typeof e.seq !== 'number' || (after != null && e.seq <= after)) return;
+      after = e.seq;
+      // A streamed answer shows as one entry that grows while it is
+      // written, and gives way to the answer once it is committed.
+      if (e.type === 'answer_delta') writing.delta(e);
+      else {
+        if (e.type === 'assistant_message') writing.done(e.step);
+        conversation.append(eventItem(e));
+      }
+    };
+    // Events come by the live stream while it works; the refresh below
+    // still reads the summary, actions and waterfall, and reads the
+    // events itself only while the stream is down.
+    const live = { on: false };
+    const myGeneration = generation;
     const refresh = every(TASK_REFRESH_MS, async (current) => {
       const task = await api('GET', path);
-      for (;;) {
+      while (!live.on) {
         const page = await api('GET', path + '/events' + (after == null ? '' : '?after=' + after));
         if (!current()) return false;
         const events = (page && page.events) || [];
-        for (const e of events) {
-          // A streamed answer shows as one entry that grows while it is
-          // written, and gives way to the answer once it is committed.
-          if (e.type === 'answer_delta') writing.delta(e);
-          else {
-            if (e.type === 'assistant_message') writing.done(e.step);
-            conversation.append(eventItem(e));
-          }
-        }
-        if (events.length) after = events[events.length - 1].seq;
+        for (const e of events) show(e);
         if (events.length < 500) break;
       }
       const trace = await api('GET', path + '/trace');
@@ -539,6 +548,102 @@
       updated('The task ' + task.status + '. Updated ' + clock(new Date()) + '.');
       return again;
     });
+    followStream(path, () => after, show, live, () => myGeneration === generation, () => refresh());
+  }
+
+  // The task's live event stream (GET /tasks/{id}/stream, Server-Sent
+  // Events) read with fetch, since EventSource cannot send the token.
+  // Each event goes to show(); a stream the server closed (its time limit)
+  // is reopened after the last event seen (Last-Event-ID). While it works
+  // live.on is true; when it cannot be had (an older server, a proxy that
+  // buffers, a failure) it is false and the page polls the events instead.
+  async function followStream(path, lastSeq, show, live, current, refresh) {
+    if (typeof ReadableStream === 'undefined' || typeof TextDecoder === 'undefined') return;
+    let failures = 0;
+    while (current() && failures < 3) {
+      const token = sessionStorage.getItem(TOKEN_KEY);
+      if (!token) return;
+      const headers = { Authorization: 'Bearer ' + token, Accept: 'text/event-stream' };
+      if (lastSeq() != null) headers['Last-Event-ID'] = String(lastSeq());
+      let r;
+      try {
+        r = await fetch(API_BASE + path + '/stream', { headers, cache: 'no-store', credentials: 'omit', redirect: 'error' });
+      } catch (_) {
+        r = null;
+      }
+      if (!r || !r.ok || !r.body) {
+        live.on = false;
+        failures += 1;
+        await new Promise((done) => setTimeout(done, 1000 * failures));
+        continue;
+      }
+      failures = 0;
+      live.on = true;
+      const ended = await readEvents(r.body, current, (name, data) => {
+        let value = null;
+        try {
+          value = JSON.parse(data);
+        } catch (_) {
+          return;
+        }
+        if (name === 'end') return;
+        show(value);
+        // A status change also changes the summary and the actions.
+        if (name === 'status') refresh();
+      });
+      if (ended) {
+        live.on = false;
+        refresh();
+        return;
+      }
+    }
+    live.on = false;
+  }
+
+  // Reads Server-Sent Events from a fetch body and calls onEvent(name,
+  // data) for each; true once an `end` event came.
+  async function readEvents(body, current, onEvent) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let name = 'message';
+    let data = [];
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return false;
+        if (!current()) {
+          reader.cancel();
+          return false;
+        }
+        buffer += decoder.decode(value, { stream: true });
+        let nl;
+        while ((nl = buffer.indexOf('\n')) >= 0) {
+          const line = buffer.slice(0, nl).replace(/\r$/, '');
+          buffer = buffer.slice(nl + 1);
+          if (line === '') {
+            if (data.length) {
+              const ended = name === 'end';
+              onEvent(name, data.join('\n'));
+              if (ended) {
+                reader.cancel();
+                return true;
+              }
+            }
+            name = 'message';
+            data = [];
+          } else if (line.startsWith('event:')) {
+            name = line.slice(6).trim();
+          } else if (line.startsWith('data:')) {
+            data.push(line.slice(5).replace(/^ /, ''));
+          }
+          // id:, retry: and comments need nothing: show() keeps the last
+          // seq and the heartbeat only keeps the connection open.
+        }
+      }
+    } catch (_) {
+      return false;
+    }
   }
 
   function renderSummary(dl, t) {

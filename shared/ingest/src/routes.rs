@@ -25,6 +25,7 @@ enum Handler {
     CancelTask,
     ForkTask,
     TaskEvents,
+    TaskStream,
     TaskTrace,
     TaskFile,
     DecideApproval,
@@ -87,6 +88,7 @@ static ROUTES: &[Route] = &[
     ),
     route(Method::POST, "/tasks/{id}/fork", true, Handler::ForkTask),
     route(Method::GET, "/tasks/{id}/events", true, Handler::TaskEvents),
+    route(Method::GET, "/tasks/{id}/stream", true, Handler::TaskStream),
     route(Method::GET, "/tasks/{id}/trace", true, Handler::TaskTrace),
     route(
         Method::GET,
@@ -220,8 +222,6 @@ pub(crate) async fn route_request(
         check_bearer(ingest.api_token.as_ref(), headers)?;
     }
     let cap = |i: usize| caps.get(i).copied().unwrap_or_default();
-    // Only streaming routes use it; the others answer whole.
-    let _ = delivery;
     match route.handler {
         Handler::Healthz => Ok(json(StatusCode::OK, &json!({"ok": true}))).map(full),
         Handler::Console => crate::console::serve(None, parts.uri.path(), headers).map(full),
@@ -237,6 +237,7 @@ pub(crate) async fn route_request(
         Handler::CancelTask => ingest.cancel_task(cap(0)).await.map(full),
         Handler::ForkTask => ingest.fork_task(cap(0), headers, &body).await.map(full),
         Handler::TaskEvents => ingest.task_events(cap(0), query).await.map(full),
+        Handler::TaskStream => ingest.task_stream(cap(0), headers, query, delivery).await,
         Handler::TaskTrace => ingest.task_trace(cap(0)).await.map(full),
         Handler::TaskFile => ingest.task_file(cap(0), cap(1)).await.map(full),
         Handler::DecideApproval => ingest

@@ -4,7 +4,7 @@ use crate::response::{json, json_body, Answer, ApiError};
 use crate::threads::{request_cancel, Accepted, Submission, Submitted};
 use crate::Ingest;
 use baton_core::{
-    attachment, EntryKind, Instant, Origin, Span, StoreError, TaskId, TaskStatus, Wake,
+    attachment, Entry, EntryKind, Instant, Origin, Span, StoreError, TaskId, TaskStatus, Wake,
 };
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
@@ -347,22 +347,7 @@ impl Ingest {
             .entries(&id, after, MAX_EVENTS)
             .await
             .map_err(ApiError::unavailable)?;
-        let events: Vec<serde_json::Value> = entries
-            .iter()
-            .map(|e| {
-                let mut v = serde_json::to_value(e).unwrap_or_default();
-                v["at"] = json!(e.at.to_string());
-                // A file's name, type and size, not its content.
-                if let Some(o) = v
-                    .as_object_mut()
-                    .filter(|_| e.kind.type_name() == "attachment")
-                {
-                    o.remove("text");
-                    o.remove("data_base64");
-                }
-                v
-            })
-            .collect();
+        let events: Vec<serde_json::Value> = entries.iter().map(event_json).collect();
         Ok(json(
             StatusCode::OK,
             &json!({"task_id": id, "events": events}),
@@ -413,4 +398,20 @@ impl Ingest {
             &json!({"task_id": id, "spans": spans}),
         ))
     }
+}
+
+/// An event as the API gives it (`GET /tasks/{id}/events`, the stream):
+/// its time in RFC 3339, and of a file its name, type and size, not its
+/// content.
+pub(crate) fn event_json(e: &Entry) -> serde_json::Value {
+    let mut v = serde_json::to_value(e).unwrap_or_default();
+    v["at"] = json!(e.at.to_string());
+    if let Some(o) = v
+        .as_object_mut()
+        .filter(|_| e.kind.type_name() == "attachment")
+    {
+        o.remove("text");
+        o.remove("data_base64");
+    }
+    v
 }

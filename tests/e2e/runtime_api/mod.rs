@@ -14,6 +14,12 @@
 //!   `InvalidRequestID` and is recorded as a protocol violation;
 //! * `POST /2018-06-01/runtime/init/error` records an initialisation error.
 //!
+//! A response posted with `Lambda-Runtime-Function-Response-Mode:
+//! streaming` (what `lambda_http::run_with_streaming_response` sends: a
+//! chunked body of the HTTP prelude JSON, 8 NUL bytes, then the response
+//! body) is an [`Outcome::Streamed`] as soon as its prelude arrived, its
+//! body readable chunk by chunk while the function still writes it.
+//!
 //! ```ignore
 //! let api = RuntimeApi::start().await;
 //! // spawn the binary with AWS_LAMBDA_RUNTIME_API=api.address()
@@ -53,6 +59,9 @@ struct Invocation {
 /// How an invocation ended, as the function reported it.
 #[derive(Clone, Debug)]
 pub(crate) enum Outcome {
+    /// A streamed response (response mode `streaming`), from when its
+    /// prelude arrived.
+    Streamed(Streamed),
     /// `POST .../response`: the handler's result.
     Response {
         /// The raw body the runtime posted.
@@ -87,6 +96,7 @@ impl Outcome {
                 "invocation failed ({error_type:?}): {}",
                 String::from_utf8_lossy(body)
             )),
+            Outcome::Streamed(s) => Err(format!("the response was streamed: {}", s.prelude)),
         }
     }
 
@@ -94,7 +104,40 @@ impl Outcome {
     pub(crate) fn at(&self) -> Instant {
         match self {
             Outcome::Response { at, .. } | Outcome::Error { at, .. } => *at,
+            Outcome::Streamed(s) => s.at,
         }
+    }
+}
+
+/// Where a streamed response's prelude ends.
+const PRELUDE_END: &[u8] = &[0; 8];
+
+/// A streamed response: the HTTP prelude lambda_http wrote
+/// (`{"statusCode", "headers", "cookies"}`) and the body after it, as it
+/// comes.
+#[derive(Clone)]
+pub(crate) struct Streamed {
+    pub prelude: serde_json::Value,
+    /// When the prelude arrived.
+    pub at: Instant,
+    body: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Bytes>>>,
+}
+
+impl std::fmt::Debug for Streamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Streamed({})", self.prelude)
+    }
+}
+
+impl Streamed {
+    /// The next piece of the body; `None` once the function ended it or
+    /// after `timeout` without one.
+    pub(crate) async fn next_chunk(&self, timeout: Duration) -> Option<Bytes> {
+        let mut body = self.body.lock().await;
+        tokio::time::timeout(timeout, body.recv())
+            .await
+            .ok()
+            .flatten()
     }
 }
 
@@ -361,15 +404,83 @@ async fn next(State(shared): State<Arc<Shared>>) -> Response {
 async fn response(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: axum::body::Body,
 ) -> Response {
     let Some(tx) = lock(&shared.waiting).remove(&id) else {
         return invalid_request_id(&shared, "response", &id);
+    };
+    let streaming = headers
+        .get("lambda-runtime-function-response-mode")
+        .is_some_and(|v| v == "streaming");
+    if streaming {
+        return streamed_response(&shared, &id, tx, body).await;
+    }
+    let body = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
     };
     let _ = tx.send(Outcome::Response {
         body: body.to_vec(),
         at: Instant::now(),
     });
+    (StatusCode::ACCEPTED, r#"{"status":"OK"}"#).into_response()
+}
+
+/// Reads a streamed response as it comes: the prelude up to its 8 NUL
+/// bytes makes the outcome, every later byte goes to its body. Answers
+/// once the function ended the body, as Lambda does.
+async fn streamed_response(
+    shared: &Shared,
+    id: &str,
+    tx: oneshot::Sender<Outcome>,
+    body: axum::body::Body,
+) -> Response {
+    use futures::StreamExt;
+    let mut data = body.into_data_stream();
+    let mut head: Vec<u8> = Vec::new();
+    let mut tx = Some(tx);
+    let (chunks, rx) = mpsc::unbounded_channel();
+    let mut rx = Some(rx);
+    while let Some(chunk) = data.next().await {
+        let Ok(chunk) = chunk else { break };
+        if tx.is_none() {
+            let _ = chunks.send(chunk);
+            continue;
+        }
+        head.extend_from_slice(&chunk);
+        let Some(end) = head
+            .windows(PRELUDE_END.len())
+            .position(|w| w == PRELUDE_END)
+        else {
+            continue;
+        };
+        let prelude = match serde_json::from_slice(&head[..end]) {
+            Ok(v) => v,
+            Err(e) => {
+                lock(&shared.violations).push(format!("streamed response {id}: bad prelude: {e}"));
+                serde_json::Value::Null
+            }
+        };
+        let rest = Bytes::copy_from_slice(&head[end + PRELUDE_END.len()..]);
+        if !rest.is_empty() {
+            let _ = chunks.send(rest);
+        }
+        if let (Some(tx), Some(rx)) = (tx.take(), rx.take()) {
+            let _ = tx.send(Outcome::Streamed(Streamed {
+                prelude,
+                at: Instant::now(),
+                body: Arc::new(tokio::sync::Mutex::new(rx)),
+            }));
+        }
+    }
+    if let Some(tx) = tx {
+        lock(&shared.violations).push(format!("streamed response {id} without a prelude"));
+        let _ = tx.send(Outcome::Response {
+            body: head,
+            at: Instant::now(),
+        });
+    }
     (StatusCode::ACCEPTED, r#"{"status":"OK"}"#).into_response()
 }
 
