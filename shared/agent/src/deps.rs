@@ -41,7 +41,7 @@ pub(crate) struct Deps {
     /// Where approval requests are shown; without it HTTP clients decide
     /// through the approvals route.
     pub(crate) approvals: Option<Arc<dyn ApprovalPrompts>>,
-    /// Monthly token budgets per workspace and user, when set.
+    /// Monthly token and cost budgets per workspace and user, when set.
     pub(crate) budgets: Option<MonthlyBudgets>,
     /// The concurrency caps (`[limits.concurrency]`), when set.
     pub(crate) capacity: Option<crate::capacity::Capacity>,

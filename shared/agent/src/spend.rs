@@ -1,5 +1,5 @@
-//! The monthly token budgets per workspace and per user (`[budgets]`),
-//! counted in the usage ledger.
+//! The monthly token and cost budgets per workspace and per user
+//! (`[budgets]`), counted in the usage ledger.
 //!
 //! Checked before every LLM call; a task that has used one up ends with a
 //! message saying which. A check happens before a call and the call may
@@ -7,33 +7,63 @@
 //! running at the same time.
 
 use baton_core::{
-    Instant, LedgerError, Month, Origin, Table, Task, Usage, UsageLedger, UsageScope,
+    Instant, LedgerError, Month, Origin, Spend, Table, Task, Usage, UsageLedger, UsageScope,
 };
-use baton_settings::price::thousands;
+use baton_settings::price::{thousands, usd};
 use baton_settings::BudgetSettings;
 use std::sync::Arc;
 
-/// The monthly token budgets of `[budgets]`, enforced over the
+/// The monthly token and cost budgets of `[budgets]`, enforced over the
 /// [`UsageLedger`].
 ///
 /// A Slack task counts against its workspace (team) and its user; a task
 /// made through the HTTP API counts against one shared workspace, `api`
 /// (the bearer token is one client), and has no user. Counters are only
-/// kept for the budgets that are set, so a budget set in the middle of a
-/// month starts counting then.
+/// kept for the scopes some budget is set for, so a budget set in the
+/// middle of a month starts counting then. A call's tokens and its cost
+/// are one increment of the same counters.
 #[derive(Clone)]
 pub struct MonthlyBudgets {
     ledger: UsageLedger,
     settings: BudgetSettings,
 }
 
-/// Which counter, its limit, and how to name its owner to the user.
+/// Which counter, what it measures, its limit, and how to name its owner
+/// to the user.
 struct Scoped {
     scope: UsageScope,
+    measure: Measure,
     limit: u64,
     whose: Whose,
 }
 
+/// What a budget limits.
+#[derive(Clone, Copy)]
+enum Measure {
+    Tokens,
+    /// In micro-dollars.
+    Cost,
+}
+
+impl Measure {
+    fn used(self, spend: &Spend) -> u64 {
+        match self {
+            Measure::Tokens => spend.usage.total(),
+            Measure::Cost => spend.cost_micros,
+        }
+    }
+
+    /// `5,000,000 tokens`, `$50.00`.
+    fn amount(self, limit: u64) -> String {
+        match self {
+            Measure::Tokens => format!("{} tokens", thousands(limit)),
+            // Exact enough for a message: budgets are whole cents in practice.
+            Measure::Cost => usd(limit as f64 / 1_000_000.0),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
 enum Whose {
     Workspace,
     Api,
@@ -44,18 +74,19 @@ impl MonthlyBudgets {
     /// Budgets over the task table. `None` when `settings` sets none, so
     /// there is nothing to count or check.
     pub fn new(table: Arc<dyn Table>, settings: BudgetSettings) -> Option<Self> {
-        (settings.workspace_monthly_tokens.is_some() || settings.has_person_budgets()).then(|| {
-            MonthlyBudgets {
-                ledger: UsageLedger::new(table),
-                settings,
-            }
+        (settings.workspace_monthly_tokens.is_some()
+            || settings.workspace_monthly_cost_micros.is_some()
+            || settings.has_person_budgets())
+        .then(|| MonthlyBudgets {
+            ledger: UsageLedger::new(table),
+            settings,
         })
     }
 
     /// Whether a person's budget depends on their roles
     /// (`[budgets.roles.NAME]`), so they must be looked up.
     pub fn needs_roles(&self) -> bool {
-        !self.settings.roles.is_empty()
+        self.settings.has_role_budgets()
     }
 
     /// The ledger the budgets read (for reports and tests).
@@ -65,37 +96,59 @@ impl MonthlyBudgets {
 
     /// The budgets that apply to `origin`, whose person has `roles`: the
     /// person's is their own override, else their roles' largest, else
-    /// the default per-user budget.
+    /// the default per-user budget; tokens and cost alike.
     fn scopes(&self, origin: &Origin, roles: &[String]) -> Vec<Scoped> {
-        let mut out = Vec::with_capacity(2);
-        if let Some(limit) = self.settings.workspace_monthly_tokens {
-            let scope = UsageScope::workspace_of(origin);
-            let whose = if scope == UsageScope::Api {
-                Whose::Api
-            } else {
-                Whose::Workspace
-            };
-            out.push(Scoped {
-                scope,
-                limit,
-                whose,
-            });
-        }
-        let person = match origin {
-            Origin::Slack { user, .. } => self.settings.person_monthly_tokens(user, roles),
-            Origin::Http => None,
+        let s = &self.settings;
+        let mut out = Vec::with_capacity(4);
+        let workspace = UsageScope::workspace_of(origin);
+        let whose = if workspace == UsageScope::Api {
+            Whose::Api
+        } else {
+            Whose::Workspace
         };
-        if let (Some(limit), Some(scope)) = (person, UsageScope::user_of(origin)) {
-            out.push(Scoped {
-                scope,
-                limit,
-                whose: Whose::User,
-            });
+        for (measure, limit) in [
+            (Measure::Tokens, s.workspace_monthly_tokens),
+            (Measure::Cost, s.workspace_monthly_cost_micros),
+        ] {
+            if let Some(limit) = limit {
+                out.push(Scoped {
+                    scope: workspace.clone(),
+                    measure,
+                    limit,
+                    whose,
+                });
+            }
+        }
+        if let (Origin::Slack { user, .. }, Some(scope)) = (origin, UsageScope::user_of(origin)) {
+            for (measure, limit) in [
+                (Measure::Tokens, s.person_monthly_tokens(user, roles)),
+                (Measure::Cost, s.person_monthly_cost_micros(user, roles)),
+            ] {
+                if let Some(limit) = limit {
+                    out.push(Scoped {
+                        scope: scope.clone(),
+                        measure,
+                        limit,
+                        whose: Whose::User,
+                    });
+                }
+            }
         }
         out
     }
 
-    /// Whether the task's workspace or user has used up its budget for the
+    /// The counters some budget of `origin` reads, each once.
+    fn counters(&self, origin: &Origin, roles: &[String]) -> Vec<UsageScope> {
+        let mut scopes: Vec<UsageScope> = Vec::with_capacity(2);
+        for s in self.scopes(origin, roles) {
+            if !scopes.contains(&s.scope) {
+                scopes.push(s.scope);
+            }
+        }
+        scopes
+    }
+
+    /// Whether the task's workspace or user has used up a budget for the
     /// month of `now`; the message to end the task with if so. Checked
     /// before each LLM call.
     pub async fn exhausted(
@@ -105,24 +158,24 @@ impl MonthlyBudgets {
         now: Instant,
     ) -> Result<Option<String>, LedgerError> {
         let month = Month::of(now);
-        let scoped = self.scopes(&task.serving(), roles);
-        let scopes: Vec<UsageScope> = scoped.iter().map(|s| s.scope.clone()).collect();
-        let used = self.ledger.usage_of(&scopes, month).await?;
-        for (s, used) in scoped.into_iter().zip(used) {
-            if used.total() >= s.limit {
-                let who = match s.whose {
-                    Whose::Workspace => "this workspace has",
-                    Whose::Api => "the HTTP API has",
-                    Whose::User => "you have",
-                };
-                let its = if matches!(s.whose, Whose::User) {
-                    "your"
-                } else {
-                    "its"
+        let origin = task.serving();
+        let counters = self.counters(&origin, roles);
+        let spent = self.ledger.spend_of(&counters, month).await?;
+        for s in self.scopes(&origin, roles) {
+            let used = counters
+                .iter()
+                .position(|c| *c == s.scope)
+                .and_then(|i| spent.get(i))
+                .map_or(0, |spend| s.measure.used(spend));
+            if used >= s.limit {
+                let (who, its) = match s.whose {
+                    Whose::Workspace => ("this workspace has", "its"),
+                    Whose::Api => ("the HTTP API has", "its"),
+                    Whose::User => ("you have", "your"),
                 };
                 return Ok(Some(format!(
-                    "{who} used {its} monthly budget of {} tokens; it resets on {}",
-                    thousands(s.limit),
+                    "{who} used {its} monthly budget of {}; it resets on {}",
+                    s.measure.amount(s.limit),
                     month.next().first_day()
                 )));
             }
@@ -130,24 +183,24 @@ impl MonthlyBudgets {
         Ok(None)
     }
 
-    /// Counts one LLM call's `usage` for the task's workspace and user in
-    /// the month of `now`. Call it once per call that returned (a call
-    /// repeated after a crash was billed twice, and counts twice); retries
-    /// inside are idempotent.
+    /// Counts one LLM call's `usage` and its estimated cost (`cost_usd`,
+    /// the same estimate as the task's `cost_usd`) for the task's
+    /// workspace and user in the month of `now`, as one increment. Call it
+    /// once per call that returned (a call repeated after a crash was
+    /// billed twice, and counts twice); retries inside are idempotent.
     pub async fn record(
         &self,
         task: &Task,
         roles: &[String],
         usage: Usage,
+        cost_usd: f64,
         now: Instant,
     ) -> Result<(), LedgerError> {
-        let scopes: Vec<UsageScope> = self
-            .scopes(&task.serving(), roles)
-            .into_iter()
-            .map(|s| s.scope)
-            .collect();
+        let scopes = self.counters(&task.serving(), roles);
         let id = uuid::Uuid::new_v4().simple().to_string();
-        self.ledger.add(&scopes, Month::of(now), usage, &id).await
+        self.ledger
+            .add(&scopes, Month::of(now), Spend::new(usage, cost_usd), &id)
+            .await
     }
 }
 
@@ -212,16 +265,16 @@ mod tests {
         let bob = task(slack("T1", "UBOB"));
         let other_team = task(slack("T2", "UALICE"));
 
-        b.record(&alice, &[], usage(200, 99), NOV).await.unwrap();
+        b.record(&alice, &[], usage(200, 99), 0.0, NOV).await.unwrap();
         assert_eq!(b.exhausted(&alice, &[], NOV).await.unwrap(), None);
-        b.record(&alice, &[], usage(0, 1), NOV).await.unwrap();
+        b.record(&alice, &[], usage(0, 1), 0.0, NOV).await.unwrap();
         assert_eq!(
             b.exhausted(&alice, &[], NOV).await.unwrap().as_deref(),
             Some("you have used your monthly budget of 300 tokens; it resets on 2026-12-01")
         );
         // Bob shares the workspace, not the user budget.
         assert_eq!(b.exhausted(&bob, &[], NOV).await.unwrap(), None);
-        b.record(&bob, &[], usage(700, 0), NOV).await.unwrap();
+        b.record(&bob, &[], usage(700, 0), 0.0, NOV).await.unwrap();
         assert_eq!(
             b.exhausted(&bob, &[], NOV).await.unwrap().as_deref(),
             Some("this workspace has used its monthly budget of 1,000 tokens; it resets on 2026-12-01")
@@ -246,13 +299,13 @@ mod tests {
         .unwrap();
         let one = task(Origin::Http);
         let two = task(Origin::Http);
-        b.record(&one, &[], usage(50, 0), NOV).await.unwrap();
+        b.record(&one, &[], usage(50, 0), 0.0, NOV).await.unwrap();
         assert_eq!(
             b.exhausted(&two, &[], NOV).await.unwrap(),
             None,
             "user budget not applied"
         );
-        b.record(&two, &[], usage(50, 0), NOV).await.unwrap();
+        b.record(&two, &[], usage(50, 0), 0.0, NOV).await.unwrap();
         assert_eq!(
             b.exhausted(&one, &[], NOV).await.unwrap().as_deref(),
             Some("the HTTP API has used its monthly budget of 100 tokens; it resets on 2026-12-01")
@@ -275,7 +328,7 @@ mod tests {
             },
         )
         .unwrap();
-        b.record(&task(slack("T1", "U1")), &[], usage(5, 5), NOV)
+        b.record(&task(slack("T1", "U1")), &[], usage(5, 5), 0.0, NOV)
             .await
             .unwrap();
         let keys: Vec<String> = table.keys().into_iter().map(|k| k.pk).collect();
@@ -298,7 +351,7 @@ mod tests {
         for user in ["UBIG", "USMALL", "UONCALL", "UPLAIN"] {
             let t = task(slack("T1", user));
             let roles: &[String] = if user == "UONCALL" { &oncall } else { &[] };
-            b.record(&t, roles, usage(200, 0), NOV).await.unwrap();
+            b.record(&t, roles, usage(200, 0), 0.0, NOV).await.unwrap();
         }
         let over = |user: &'static str| {
             let b = b.clone();
@@ -317,5 +370,84 @@ mod tests {
         );
         assert_eq!(over("UONCALL").await, None, "the role's 500");
         assert!(over("UPLAIN").await.is_some(), "the default 100");
+    }
+
+    #[tokio::test]
+    async fn cost_budgets_per_workspace_and_person() {
+        let table = Arc::new(MemoryTable::default());
+        let mut settings = BudgetSettings {
+            workspace_monthly_cost_micros: Some(50_000_000),
+            user_monthly_cost_micros: Some(1_000_000),
+            // A token budget beside them: counted in the same increments.
+            workspace_monthly_tokens: Some(1_000_000),
+            ..Default::default()
+        };
+        settings.users_cost_micros.insert("URICH".into(), 10_000_000);
+        settings.roles_cost_micros.insert("oncall".into(), 3_000_000);
+        let b = MonthlyBudgets::new(table, settings).unwrap();
+        assert!(b.needs_roles());
+        let oncall = ["oncall".to_owned()];
+        let plain = task(slack("T1", "UPLAIN"));
+        let rich = task(slack("T1", "URICH"));
+        let paged = task(slack("T1", "UPAGED"));
+
+        b.record(&plain, &[], usage(10, 10), 0.99, NOV).await.unwrap();
+        assert_eq!(b.exhausted(&plain, &[], NOV).await.unwrap(), None);
+        b.record(&plain, &[], usage(10, 10), 0.01, NOV).await.unwrap();
+        assert_eq!(
+            b.exhausted(&plain, &[], NOV).await.unwrap().as_deref(),
+            Some("you have used your monthly budget of $1.00; it resets on 2026-12-01")
+        );
+        // Their own $10 and the role's $3 are past the default $1.
+        b.record(&rich, &[], usage(10, 10), 2.5, NOV).await.unwrap();
+        b.record(&paged, &oncall, usage(10, 10), 2.5, NOV).await.unwrap();
+        assert_eq!(b.exhausted(&rich, &[], NOV).await.unwrap(), None);
+        assert_eq!(b.exhausted(&paged, &oncall, NOV).await.unwrap(), None);
+        b.record(&paged, &oncall, usage(10, 10), 0.5, NOV).await.unwrap();
+        assert!(b.exhausted(&paged, &oncall, NOV).await.unwrap().is_some());
+        // Without the role, the default applies.
+        assert!(b.exhausted(&paged, &[], NOV).await.unwrap().is_some());
+
+        // The workspace's $50: $6.50 so far.
+        b.record(&rich, &[], usage(10, 10), 43.5, NOV).await.unwrap();
+        assert_eq!(
+            b.exhausted(&rich, &[], NOV).await.unwrap().as_deref(),
+            Some("this workspace has used its monthly budget of $50.00; it resets on 2026-12-01")
+        );
+        // The token budget saw every call, once.
+        let ws = UsageScope::Workspace {
+            team_id: "T1".into(),
+        };
+        let month = Month::of(NOV);
+        assert_eq!(
+            b.ledger().spend(&ws, month).await.unwrap(),
+            Spend {
+                usage: usage(60, 60),
+                cost_micros: 50_000_000
+            }
+        );
+        assert_eq!(b.exhausted(&rich, &[], DEC).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn the_http_api_has_a_cost_budget_and_no_person_one() {
+        let table = Arc::new(MemoryTable::default());
+        let b = MonthlyBudgets::new(
+            table,
+            BudgetSettings {
+                workspace_monthly_cost_micros: Some(2_000_000),
+                user_monthly_cost_micros: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let api = task(Origin::Http);
+        b.record(&api, &[], usage(1, 1), 1.5, NOV).await.unwrap();
+        assert_eq!(b.exhausted(&api, &[], NOV).await.unwrap(), None);
+        b.record(&api, &[], usage(1, 1), 0.5, NOV).await.unwrap();
+        assert_eq!(
+            b.exhausted(&api, &[], NOV).await.unwrap().as_deref(),
+            Some("the HTTP API has used its monthly budget of $2.00; it resets on 2026-12-01")
+        );
     }
 }

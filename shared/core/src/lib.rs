@@ -54,7 +54,7 @@ pub use blob::{BlobError, BlobStore};
 pub use clock::{now_ms, rfc3339, Instant, Millis};
 pub use ids::{IdError, TaskId};
 pub use lease::{Lease, LeaseLost, LeaseSlot};
-pub use ledger::{LedgerError, Month, UsageLedger, UsageScope};
+pub use ledger::{LedgerError, Month, Spend, UsageLedger, UsageScope};
 pub use llm::{
     AttachmentContent, Completion, CompletionRequest, DeltaSink, LlmError, LlmProvider, Message,
     ToolCall, ToolChoice, ToolSpec, Usage,

@@ -15,7 +15,9 @@ pub struct GuardSettings {
     pub input_guard: InputGuardMode,
 }
 
-/// The `[budgets]` table: monthly token budgets; `None` means unlimited.
+/// The `[budgets]` table: monthly token and cost budgets; `None` means
+/// unlimited. Cost budgets are in micro-dollars (US$ 0.000001), the unit
+/// the usage ledger counts in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BudgetSettings {
     pub workspace_monthly_tokens: Option<u64>,
@@ -26,27 +28,86 @@ pub struct BudgetSettings {
     /// `[budgets.roles.NAME] monthly_tokens`: the budget of a role's
     /// people; with several roles, the largest applies.
     pub roles: BTreeMap<String, u64>,
+    /// `budgets.workspace_monthly_cost_usd`, in micro-dollars.
+    pub workspace_monthly_cost_micros: Option<u64>,
+    /// `budgets.user_monthly_cost_usd`, in micro-dollars.
+    pub user_monthly_cost_micros: Option<u64>,
+    /// `[budgets.users.U123] monthly_cost_usd`, in micro-dollars.
+    pub users_cost_micros: BTreeMap<String, u64>,
+    /// `[budgets.roles.NAME] monthly_cost_usd`, in micro-dollars.
+    pub roles_cost_micros: BTreeMap<String, u64>,
 }
 
 impl BudgetSettings {
-    /// Whether any per-person budget is set (default, role or own).
+    /// Whether any per-person budget is set (default, role or own; tokens
+    /// or cost).
     pub fn has_person_budgets(&self) -> bool {
-        self.user_monthly_tokens.is_some() || !self.users.is_empty() || !self.roles.is_empty()
+        self.user_monthly_tokens.is_some()
+            || !self.users.is_empty()
+            || !self.roles.is_empty()
+            || self.has_person_cost_budgets()
+    }
+
+    fn has_person_cost_budgets(&self) -> bool {
+        self.user_monthly_cost_micros.is_some()
+            || !self.users_cost_micros.is_empty()
+            || !self.roles_cost_micros.is_empty()
+    }
+
+    /// Whether any monthly cost budget is set.
+    pub fn has_cost_budgets(&self) -> bool {
+        self.workspace_monthly_cost_micros.is_some() || self.has_person_cost_budgets()
+    }
+
+    /// Whether a person's budget may depend on their roles.
+    pub fn has_role_budgets(&self) -> bool {
+        !self.roles.is_empty() || !self.roles_cost_micros.is_empty()
     }
 
     /// The monthly token budget of `user`, who has `roles`: their own
     /// override, else the largest of their roles' budgets, else
     /// `user_monthly_tokens`; `None` is unlimited.
     pub fn person_monthly_tokens(&self, user: &str, roles: &[String]) -> Option<u64> {
-        if let Some(own) = self.users.get(user) {
-            return Some(*own);
-        }
-        roles
-            .iter()
-            .filter_map(|r| self.roles.get(r).copied())
-            .max()
-            .or(self.user_monthly_tokens)
+        person_budget(
+            &self.users,
+            &self.roles,
+            self.user_monthly_tokens,
+            user,
+            roles,
+        )
     }
+
+    /// The monthly cost budget of `user` in micro-dollars, by the same
+    /// precedence as [`Self::person_monthly_tokens`], over the cost keys
+    /// only (a person's own entry that sets only tokens leaves their cost
+    /// budget to their roles and the default).
+    pub fn person_monthly_cost_micros(&self, user: &str, roles: &[String]) -> Option<u64> {
+        person_budget(
+            &self.users_cost_micros,
+            &self.roles_cost_micros,
+            self.user_monthly_cost_micros,
+            user,
+            roles,
+        )
+    }
+}
+
+/// A person's own budget, else their roles' largest, else the default.
+fn person_budget(
+    users: &BTreeMap<String, u64>,
+    by_role: &BTreeMap<String, u64>,
+    default: Option<u64>,
+    user: &str,
+    roles: &[String],
+) -> Option<u64> {
+    if let Some(own) = users.get(user) {
+        return Some(*own);
+    }
+    roles
+        .iter()
+        .filter_map(|r| by_role.get(r).copied())
+        .max()
+        .or(default)
 }
 
 /// The `[limits]` table of the deployment: how many tasks run at once

@@ -48,8 +48,8 @@ impl Segment<'_> {
             spent,
         };
         self.events.emit(&self.task, judged);
-        if let Some((usage, _)) = spent {
-            self.count_monthly(usage).await;
+        if let Some((usage, cost)) = spent {
+            self.count_monthly(usage, cost).await;
         }
         (answer, spent)
     }

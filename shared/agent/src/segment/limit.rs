@@ -31,7 +31,7 @@ pub(super) enum Limit {
     Tokens(u64),
     /// The per-task cost budget; the message says how much of it.
     Cost(String),
-    /// A monthly token budget; the message says whose.
+    /// A monthly token or cost budget; the message says whose.
     Monthly(String),
     /// The model kept asking for the same call after being told.
     Loop {
@@ -170,7 +170,7 @@ impl Segment<'_> {
             cost,
         };
         self.events.emit(&self.task, summarised);
-        self.count_monthly(usage).await;
+        self.count_monthly(usage, cost).await;
         self.commit(|t| {
             t.usage.add(usage);
             t.cost_usd += cost;

@@ -50,7 +50,7 @@ impl Segment<'_> {
             };
             self.events.emit(&self.task, summarised);
             if let Some((usage, c)) = spent {
-                self.count_monthly(usage).await;
+                self.count_monthly(usage, c).await;
                 total.add(usage);
                 cost += c;
             }

@@ -101,7 +101,7 @@ impl Segment<'_> {
         };
         self.events.emit(&self.task, compacted);
         if let (Some((entry, usage)), Some(cost)) = (spent, cost) {
-            self.count_monthly(usage).await;
+            self.count_monthly(usage, cost).await;
             self.commit(|t| {
                 t.usage.add(usage);
                 t.cost_usd += cost;
@@ -112,18 +112,24 @@ impl Segment<'_> {
         Ok(outcome)
     }
 
-    /// Counts a model call's tokens in the monthly budgets, once it has
-    /// returned (before the checkpoint: a crash in between counts a call
-    /// that is made again, never one that goes uncounted). A failed count
-    /// is logged, not fatal: the month is undercounted rather than the call
-    /// paid for twice.
-    pub(super) async fn count_monthly(&self, usage: Usage) {
+    /// Counts a model call's tokens and estimated cost in the monthly
+    /// budgets, once it has returned (before the checkpoint: a crash in
+    /// between counts a call that is made again, never one that goes
+    /// uncounted). A failed count is logged, not fatal: the month is
+    /// undercounted rather than the call paid for twice.
+    pub(super) async fn count_monthly(&self, usage: Usage, cost_usd: f64) {
         if let Some(budgets) = &self.deps.budgets {
             if let Err(e) = budgets
-                .record(&self.task, &self.roles, usage, baton_core::Instant::now())
+                .record(
+                    &self.task,
+                    &self.roles,
+                    usage,
+                    cost_usd,
+                    baton_core::Instant::now(),
+                )
                 .await
             {
-                tracing::warn!(error = %e, "could not count tokens in the monthly budgets");
+                tracing::warn!(error = %e, "could not count a model call in the monthly budgets");
             }
         }
     }
@@ -317,7 +323,7 @@ impl Segment<'_> {
                     cost,
                 };
                 self.events.emit(&self.task, answered);
-                self.count_monthly(usage).await;
+                self.count_monthly(usage, cost).await;
                 Ok(Called::Answered(answer))
             }
             Err(failed) => {

@@ -103,7 +103,7 @@ impl Worker {
         self
     }
 
-    /// Enforces the monthly token budgets (`[budgets]` of the agents file)
+    /// Enforces the monthly token and cost budgets (`[budgets]` of the agents file)
     /// over the task table.
     pub fn with_budgets(mut self, settings: BudgetSettings) -> Self {
         self.deps.budgets = MonthlyBudgets::new(self.deps.store.table().clone(), settings);

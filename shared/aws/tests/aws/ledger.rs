@@ -1,10 +1,11 @@
 //! The monthly usage ledger (`baton_core::ledger`) over DynamoDB (moto):
 //! counters per scope and month, idempotent increments, and concurrent
-//! increments that conflict and retry without losing any.
+//! increments that conflict and retry without losing any; cost counted
+//! beside tokens.
 
 use baton_aws::testing::MotoServer;
 use baton_aws::{DynamoTable, ResourceNames};
-use baton_core::{Instant, Key, Month, Table, Usage, UsageLedger, UsageScope};
+use baton_core::{Instant, Key, Month, Spend, Table, Usage, UsageLedger, UsageScope};
 use std::sync::Arc;
 
 /// 2026-11-18T11:06:40Z.
@@ -103,4 +104,48 @@ async fn concurrent_increments_conflict_retry_and_all_count() {
     }
     assert_eq!(ledger.usage(&ws, nov).await.unwrap(), usage(120, 12));
     assert_eq!(ledger.usage(&user, nov).await.unwrap(), usage(120, 12));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cost_counts_beside_tokens_over_dynamodb() {
+    let (_moto, table) = setup("ledger3").await;
+    let ledger = UsageLedger::new(table);
+    let user = UsageScope::User {
+        team_id: "T1".into(),
+        user: "U1".into(),
+    };
+    let nov = Month::of(NOV);
+    // Concurrent calls of one person spread over the shards; one of them
+    // is retried under its id and counted once.
+    let runs: Vec<_> = (0..8)
+        .map(|i| {
+            let ledger = ledger.clone();
+            let user = user.clone();
+            tokio::spawn(async move {
+                let call = Spend::new(usage(10, 1), 0.125);
+                ledger
+                    .add(std::slice::from_ref(&user), nov, call, &format!("call-{i}"))
+                    .await
+            })
+        })
+        .collect();
+    for r in runs {
+        r.await.unwrap().unwrap();
+    }
+    ledger
+        .add(
+            std::slice::from_ref(&user),
+            nov,
+            Spend::new(usage(10, 1), 0.125),
+            "call-0",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger.spend(&user, nov).await.unwrap(),
+        Spend {
+            usage: usage(80, 8),
+            cost_micros: 1_000_000
+        }
+    );
 }

@@ -1,12 +1,12 @@
-//! Monthly usage counters: tokens used per Slack workspace and per user in
-//! each calendar month (UTC), kept in the task table over the [`Table`]
-//! port so both backends share the logic.
+//! Monthly usage counters: tokens used, and their estimated cost, per Slack
+//! workspace and per user in each calendar month (UTC), kept in the task
+//! table over the [`Table`] port so both backends share the logic.
 //!
 //! Item layout:
 //!
 //! | item | pk | sk | data |
 //! | --- | --- | --- | --- |
-//! | workspace month | `USAGE#team:{team_id}#{shard}` | `M#{yyyy-mm}` | `{input_tokens, output_tokens, recent}` |
+//! | workspace month | `USAGE#team:{team_id}#{shard}` | `M#{yyyy-mm}` | `{input_tokens, output_tokens, cost_micros, recent}` |
 //! | user month | `USAGE#user:{team_id}:{user}#{shard}` | `M#{yyyy-mm}` | same |
 //! | HTTP API month | `USAGE#api#{shard}` | `M#{yyyy-mm}` | same |
 //!
@@ -22,7 +22,9 @@
 //! written in one transaction. Each increment carries an id (one per LLM
 //! call), and an item remembers the last [`RECENT_IDS`] ids it counted, so
 //! an increment retried after an ambiguous failure (an SDK retry of a write
-//! that had in fact applied) is not counted twice. Items expire a little
+//! that had in fact applied) is not counted twice. A call's tokens and its
+//! cost (integer micro-dollars, so sums are exact) are one increment under
+//! one id, counted together or not at all. Items expire a little
 //! over a year after their month began.
 
 use crate::clock::Instant;
@@ -161,12 +163,52 @@ pub enum LedgerError {
     Corrupt(String),
 }
 
+/// What one LLM call, or a month of them, spent: tokens, and their
+/// estimated cost in micro-dollars (US$ 0.000001; zero for an unpriced
+/// model).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spend {
+    pub usage: Usage,
+    pub cost_micros: u64,
+}
+
+impl Spend {
+    /// `usage` costing `cost_usd` dollars (rounded to the micro-dollar; a
+    /// negative or non-finite estimate counts as nothing).
+    pub fn new(usage: Usage, cost_usd: f64) -> Spend {
+        let micros = (cost_usd * 1_000_000.0).round();
+        let cost_micros = if micros.is_finite() && micros > 0.0 {
+            // Saturates at u64::MAX: far past any budget.
+            micros as u64
+        } else {
+            0
+        };
+        Spend { usage, cost_micros }
+    }
+
+    fn is_nothing(&self) -> bool {
+        self.usage.total() == 0 && self.cost_micros == 0
+    }
+}
+
+impl From<Usage> for Spend {
+    fn from(usage: Usage) -> Spend {
+        Spend {
+            usage,
+            cost_micros: 0,
+        }
+    }
+}
+
 #[derive(Default, Serialize, Deserialize)]
 struct Counter {
     #[serde(default)]
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    /// Absent in items written before cost was counted: zero.
+    #[serde(default)]
+    cost_micros: u64,
     /// Ids of the latest increments, oldest first.
     #[serde(default)]
     recent: Vec<String>,
@@ -228,6 +270,30 @@ impl UsageLedger {
         scopes: &[UsageScope],
         month: Month,
     ) -> Result<Vec<Usage>, LedgerError> {
+        Ok(self
+            .spend_of(scopes, month)
+            .await?
+            .into_iter()
+            .map(|s| s.usage)
+            .collect())
+    }
+
+    /// What `scope` has spent in `month`: tokens and cost.
+    pub async fn spend(&self, scope: &UsageScope, month: Month) -> Result<Spend, LedgerError> {
+        Ok(self
+            .spend_of(std::slice::from_ref(scope), month)
+            .await?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// What each of `scopes` has spent in `month`, in order, read in one
+    /// batch (one request on DynamoDB).
+    pub async fn spend_of(
+        &self,
+        scopes: &[UsageScope],
+        month: Month,
+    ) -> Result<Vec<Spend>, LedgerError> {
         let per_scope = USAGE_SHARDS as usize + 1;
         let keys: Vec<Key> = scopes
             .iter()
@@ -236,32 +302,37 @@ impl UsageLedger {
         let items = self.table.get_many(&keys).await?;
         let mut out = Vec::with_capacity(scopes.len());
         for chunk in items.chunks(per_scope) {
-            let mut usage = Usage::default();
+            let mut spend = Spend::default();
             for item in chunk.iter().flatten() {
                 let c = Self::parse(item)?;
+                let usage = &mut spend.usage;
                 usage.input_tokens = usage.input_tokens.saturating_add(c.input_tokens);
                 usage.output_tokens = usage.output_tokens.saturating_add(c.output_tokens);
+                spend.cost_micros = spend.cost_micros.saturating_add(c.cost_micros);
             }
-            out.push(usage);
+            out.push(spend);
         }
         Ok(out)
     }
 
-    /// Adds `usage` to the counters of every scope in `scopes` for `month`,
-    /// all or none. `id` names this increment: an increment whose id a
-    /// counter has already counted is not counted again there, so the call
-    /// may be retried safely.
+    /// Adds `spend` (a [`Usage`], or a [`Spend`] with its cost) to the
+    /// counters of every scope in `scopes` for `month`, all or none. `id`
+    /// names this increment: an increment whose id a counter has already
+    /// counted is not counted again there, so the call may be retried
+    /// safely.
     pub async fn add(
         &self,
         scopes: &[UsageScope],
         month: Month,
-        usage: Usage,
+        spend: impl Into<Spend>,
         id: &str,
     ) -> Result<(), LedgerError> {
+        let spend: Spend = spend.into();
+        let usage = spend.usage;
         let mut keys: Vec<Key> = scopes.iter().map(|s| Self::key(s, month, id)).collect();
         keys.sort();
         keys.dedup();
-        if keys.is_empty() || usage.total() == 0 {
+        if keys.is_empty() || spend.is_nothing() {
             return Ok(());
         }
         let expires_at = Some(month.start_secs() + KEEP_SECS);
@@ -285,6 +356,7 @@ impl UsageLedger {
                 }
                 counter.input_tokens = counter.input_tokens.saturating_add(usage.input_tokens);
                 counter.output_tokens = counter.output_tokens.saturating_add(usage.output_tokens);
+                counter.cost_micros = counter.cost_micros.saturating_add(spend.cost_micros);
                 counter.recent.push(id.to_owned());
                 let excess = counter.recent.len().saturating_sub(RECENT_IDS);
                 counter.recent.drain(..excess);
@@ -420,6 +492,69 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn cost_is_counted_with_the_tokens_once_per_id() {
+        let table = Arc::new(MemoryTable::default());
+        let ledger = UsageLedger::new(table.clone());
+        let ws = UsageScope::workspace_of(&slack());
+        let user = UsageScope::user_of(&slack()).unwrap();
+        let nov = Month::of(Instant(1_795_000_000_000));
+        let call = Spend::new(usage(1000, 100), 0.0045);
+        assert_eq!(call.cost_micros, 4_500);
+        ledger
+            .add(&[ws.clone(), user.clone()], nov, call, "a")
+            .await
+            .unwrap();
+        // Retried under the same id: neither tokens nor cost again.
+        ledger
+            .add(&[ws.clone(), user.clone()], nov, call, "a")
+            .await
+            .unwrap();
+        // Cost alone (no tokens reported) still counts.
+        ledger
+            .add(
+                std::slice::from_ref(&ws),
+                nov,
+                Spend::new(Usage::default(), 0.25),
+                "b",
+            )
+            .await
+            .unwrap();
+        // A plain usage counts no cost.
+        ledger
+            .add(std::slice::from_ref(&user), nov, usage(1, 1), "c")
+            .await
+            .unwrap();
+        assert_eq!(
+            ledger.spend(&ws, nov).await.unwrap(),
+            Spend {
+                usage: usage(1000, 100),
+                cost_micros: 254_500
+            }
+        );
+        assert_eq!(
+            ledger.spend(&user, nov).await.unwrap(),
+            Spend {
+                usage: usage(1001, 101),
+                cost_micros: 4_500
+            }
+        );
+        assert_eq!(
+            ledger.spend(&ws, nov.next()).await.unwrap(),
+            Spend::default()
+        );
+    }
+
+    #[test]
+    fn cost_estimates_round_to_the_micro_dollar_and_never_go_negative() {
+        assert_eq!(Spend::new(Usage::default(), 0.000_000_4).cost_micros, 0);
+        assert_eq!(Spend::new(Usage::default(), 0.000_000_6).cost_micros, 1);
+        assert_eq!(Spend::new(Usage::default(), 50.0).cost_micros, 50_000_000);
+        assert_eq!(Spend::new(Usage::default(), -1.0).cost_micros, 0);
+        assert_eq!(Spend::new(Usage::default(), f64::NAN).cost_micros, 0);
+        assert_eq!(Spend::new(Usage::default(), f64::INFINITY).cost_micros, 0);
+    }
+
+    #[tokio::test]
     async fn increments_spread_over_shards_and_sums_include_the_unsharded_item() {
         let table = Arc::new(MemoryTable::default());
         let ledger = UsageLedger::new(table.clone());
@@ -448,6 +583,11 @@ mod tests {
         assert_eq!(
             ledger.usage(&UsageScope::Api, nov).await.unwrap(),
             usage(564, 114)
+        );
+        // Items written before cost was counted hold none.
+        assert_eq!(
+            ledger.spend(&UsageScope::Api, nov).await.unwrap().cost_micros,
+            0
         );
         let shards = table
             .keys()

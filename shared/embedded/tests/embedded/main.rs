@@ -4,6 +4,7 @@
 
 mod blob;
 mod crash;
+mod ledger;
 mod listing;
 mod queue;
 mod retention;

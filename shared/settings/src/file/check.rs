@@ -459,6 +459,10 @@ impl Checker<'_> {
             agents.insert(name.clone(), (at, agent));
         }
         self.check_delegation(&agents);
+        self.check_cost_priced(
+            person_budgets.first_cost_key.as_deref(),
+            agents.iter().map(|(name, (_, a))| (name.as_str(), a)),
+        );
         let names: Vec<&str> = agents.keys().map(String::as_str).collect();
         let routes = self.check_routes(&file.routes, &names);
         let policy = self.read_policy(&file.policy);
@@ -473,6 +477,10 @@ impl Checker<'_> {
                 user_monthly_tokens: file.budgets.user_monthly_tokens,
                 users: person_budgets.users,
                 roles: person_budgets.roles,
+                workspace_monthly_cost_micros: person_budgets.workspace_cost_micros,
+                user_monthly_cost_micros: person_budgets.user_cost_micros,
+                users_cost_micros: person_budgets.users_cost_micros,
+                roles_cost_micros: person_budgets.roles_cost_micros,
             },
             limits,
             schedules: {

@@ -187,6 +187,10 @@ pub(super) struct GuardSpec {
 pub(super) struct BudgetSpec {
     pub(super) workspace_monthly_tokens: Option<u64>,
     pub(super) user_monthly_tokens: Option<u64>,
+    /// US dollars per workspace (the HTTP API: `api`) per month.
+    pub(super) workspace_monthly_cost_usd: Option<f64>,
+    /// US dollars per Slack user per month.
+    pub(super) user_monthly_cost_usd: Option<f64>,
     /// `[budgets.users.U123]`: one person's own budget, over any role's.
     #[serde(default)]
     pub(super) users: BTreeMap<String, super::capacity::PersonBudgetSpec>,
