@@ -55,6 +55,7 @@ mod layers;
 mod local_stack;
 mod long_conversations;
 mod loop_recovery;
+mod mcp_server;
 mod mcp_tools;
 mod memory_scope;
 mod metrics;

@@ -84,8 +84,7 @@ async fn post(f: &Fixture, body: &Value, token: Option<&str>, wait: Duration) ->
     let message = text
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
-        .filter(|d| !d.trim().is_empty())
-        .last()
+        .rfind(|d| !d.trim().is_empty())
         .map(str::to_owned)
         .unwrap_or(text.clone());
     (
