@@ -27,6 +27,7 @@ macro_rules! on_both_backends {
     };
 }
 
+mod a2a;
 mod always_approvals;
 mod ask_user;
 mod attachments;
