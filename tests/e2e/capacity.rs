@@ -174,7 +174,8 @@ async fn a_persons_own_budget_beats_the_default(backend: Backend) {
 async fn a_persons_own_cost_budget_beats_the_default(backend: Backend) {
     // A dollar a token: any call spends far past the default $0.01 per
     // person, but not U1's own budget.
-    let agents = "[prices.\"gpt-4o-mini\"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 1000000.0\n\n\
+    let agents =
+        "[prices.\"gpt-4o-mini\"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 1000000.0\n\n\
                   [budgets]\nuser_monthly_cost_usd = 0.01\n\n\
                   [budgets.users.U1]\nmonthly_cost_usd = 1000000000\n";
     let app = TestApp::spawn(Options {
@@ -198,7 +199,10 @@ async fn a_persons_own_cost_budget_beats_the_default(backend: Backend) {
             );
         } else {
             assert_eq!(done["status"], "succeeded", "{user} #{n}: {done}");
-            assert!(done["cost_usd"].as_f64().unwrap_or_default() > 1.0, "{done}");
+            assert!(
+                done["cost_usd"].as_f64().unwrap_or_default() > 1.0,
+                "{done}"
+            );
         }
     }
 }
@@ -261,7 +265,9 @@ async fn over_the_hourly_rate_a_slack_mention_is_refused_in_the_thread(backend: 
         .iter()
         .find(|n| {
             n["text"].as_str().is_some_and(|t| {
-                t.contains("You have started 2 tasks this hour, the limit (`limits.tasks_per_hour`)")
+                t.contains(
+                    "You have started 2 tasks this hour, the limit (`limits.tasks_per_hour`)",
+                )
             })
         })
         .unwrap_or_else(|| panic!("no refusal told: {notes:?}"));
