@@ -2,8 +2,10 @@
 //! on both backends: with `per_user = 3` a person's fourth task waits in
 //! the queue (`queued`, `waiting_for.kind == "capacity"`) while three run,
 //! and starts when one ends, none lost; a person's own monthly token
-//! budget, or their role's, lets them past the default per-user budget;
-//! over `tasks_per_hour` a new task is refused with a 429 saying why.
+//! budget, or their role's, lets them past the default per-user budget,
+//! and so does their own monthly cost budget;
+//! over `tasks_per_hour` a new task is refused with a 429 saying why, and
+//! a Slack mention is told why in its thread, no task made.
 
 use crate::common::{Backend, Options, TestApp};
 use serde_json::{json, Value};
@@ -11,8 +13,9 @@ use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(90);
 
-/// Sends a mention from `user` starting a thread at `ts`; its task id.
-async fn mention(app: &TestApp, user: &str, ts: &str, text: &str) -> String {
+/// Sends a mention from `user` starting a thread at `ts` (Slack-signed);
+/// the response's JSON.
+async fn post_mention(app: &TestApp, user: &str, ts: &str, text: &str) -> Value {
     let body = serde_json::to_vec(&json!({
         "type": "event_callback", "team_id": "T1", "api_app_id": "A1",
         "event_id": format!("Ev{user}{ts}"), "event_time": 1_700_000_000,
@@ -24,6 +27,12 @@ async fn mention(app: &TestApp, user: &str, ts: &str, text: &str) -> String {
         .slack_post("/slack/events", &body, "application/json", &[])
         .await;
     assert_eq!(r.status(), 200);
+    r.json().await.unwrap_or(Value::Null)
+}
+
+/// Sends a mention from `user` starting a thread at `ts`; its task id.
+async fn mention(app: &TestApp, user: &str, ts: &str, text: &str) -> String {
+    post_mention(app, user, ts, text).await;
     let key = format!("slack:T1:C1:{ts}");
     let store = app.store().await;
     let started = std::time::Instant::now();
@@ -162,6 +171,42 @@ async fn a_persons_own_budget_beats_the_default(backend: Backend) {
     }
 }
 
+async fn a_persons_own_cost_budget_beats_the_default(backend: Backend) {
+    // A dollar a token: any call spends far past the default $0.01 per
+    // person, but not U1's own budget.
+    let agents =
+        "[prices.\"gpt-4o-mini\"]\ninput_per_mtok = 1000000.0\noutput_per_mtok = 1000000.0\n\n\
+                  [budgets]\nuser_monthly_cost_usd = 0.01\n\n\
+                  [budgets.users.U1]\nmonthly_cost_usd = 1000000000\n";
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_AGENTS_TOML".into(), agents.into())],
+        ..Options::default()
+    })
+    .await;
+    for (user, n) in [("U1", 1), ("U2", 2), ("U1", 3), ("U2", 4)] {
+        let ts = format!("17000004{n:02}.000100");
+        let id = mention(&app, user, &ts, &format!("hello-{n}")).await;
+        let done = app.wait_done(&id, LONG).await;
+        if user == "U2" && n == 4 {
+            // U2's first task spent past the default (checked before each
+            // call, so that one ran); their second is refused.
+            assert_eq!(done["status"], "failed", "{user} #{n}: {done}");
+            let error = done["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("you have used your monthly budget of $0.01; it resets on "),
+                "{error}"
+            );
+        } else {
+            assert_eq!(done["status"], "succeeded", "{user} #{n}: {done}");
+            assert!(
+                done["cost_usd"].as_f64().unwrap_or_default() > 1.0,
+                "{done}"
+            );
+        }
+    }
+}
+
 async fn over_the_hourly_rate_a_new_task_is_refused_with_a_message(backend: Backend) {
     let agents = "[limits]\ntasks_per_hour = 2\n";
     let app = TestApp::spawn(Options {
@@ -193,8 +238,58 @@ async fn over_the_hourly_rate_a_new_task_is_refused_with_a_message(backend: Back
     );
 }
 
+async fn over_the_hourly_rate_a_slack_mention_is_refused_in_the_thread(backend: Backend) {
+    let agents = "[limits]\ntasks_per_hour = 2\n";
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_AGENTS_TOML".into(), agents.into())],
+        ..Options::default()
+    })
+    .await;
+    for n in 1..=2 {
+        let ts = format!("17000005{n:02}.000100");
+        let id = mention(&app, "U1", &ts, &format!("hello-{n}")).await;
+        app.wait_done(&id, LONG).await;
+    }
+    let ts = "1700000503.000100";
+    let answer = post_mention(&app, "U1", ts, "one-too-many").await;
+    assert_eq!(
+        answer,
+        json!({"ok": true, "ignored": "tasks_per_hour"}),
+        "{}",
+        app.log()
+    );
+    // Told, only them, in the thread they started.
+    let notes = app.slack.calls("chat.postEphemeral");
+    let note = notes
+        .iter()
+        .find(|n| {
+            n["text"].as_str().is_some_and(|t| {
+                t.contains(
+                    "You have started 2 tasks this hour, the limit (`limits.tasks_per_hour`)",
+                )
+            })
+        })
+        .unwrap_or_else(|| panic!("no refusal told: {notes:?}"));
+    assert_eq!(note["user"], "U1", "{note}");
+    assert_eq!(note["channel"], "C1", "{note}");
+    assert_eq!(note["thread_ts"], ts, "{note}");
+    // No task for that thread.
+    let store = app.store().await;
+    let thread = store.thread(&format!("slack:T1:C1:{ts}")).await.unwrap();
+    assert!(
+        thread.and_then(|t| t.active_task).is_none(),
+        "a task was made"
+    );
+    // Another person is not held by U1's rate.
+    let id = mention(&app, "U2", "1700000504.000100", "hello-u2").await;
+    assert_eq!(app.wait_done(&id, LONG).await["status"], "succeeded");
+}
+
 on_both_backends!(
     a_persons_fourth_task_waits_for_one_of_three_to_end,
     a_persons_own_budget_beats_the_default,
-    over_the_hourly_rate_a_new_task_is_refused_with_a_message
+    a_persons_own_cost_budget_beats_the_default,
+    over_the_hourly_rate_a_new_task_is_refused_with_a_message,
+    over_the_hourly_rate_a_slack_mention_is_refused_in_the_thread
 );

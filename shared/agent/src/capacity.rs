@@ -89,6 +89,18 @@ pub struct Capacity {
     caps: ConcurrencySettings,
 }
 
+/// The Slack workspace and user of a schedule owner `slack:TEAM:USER`;
+/// `None` for `api` (or anything else).
+fn slack_person(owner: &str) -> Option<(&str, &str)> {
+    let mut parts = owner.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("slack"), Some(team), Some(user)) if !team.is_empty() && !user.is_empty() => {
+            Some((team, user))
+        }
+        _ => None,
+    }
+}
+
 impl Capacity {
     /// `None` when no cap is set: nothing to take or give back.
     pub fn new(table: Arc<dyn Table>, caps: ConcurrencySettings) -> Option<Self> {
@@ -97,8 +109,9 @@ impl Capacity {
 
     /// The capped scopes of `task`, in the order they are taken. The
     /// person is the task's requester: a schedule's task is its creator's
-    /// (its origin names them), so crons and heartbeats count against the
-    /// person who made them.
+    /// (its origin names them; for one that posts nowhere, an HTTP task,
+    /// the schedule's owner kept on it), so crons and heartbeats count
+    /// against the person who made them.
     pub fn scopes_of(&self, task: &Task) -> Vec<Capped> {
         if task.parent.is_some() {
             return Vec::new();
@@ -111,8 +124,12 @@ impl Capacity {
                 key: format!("agent:{}", task.agent),
             });
         }
-        match &task.origin {
-            Origin::Http => {
+        let person = match &task.origin {
+            Origin::Slack { team_id, user, .. } => Some((team_id.as_str(), user.as_str())),
+            Origin::Http => task.schedule_owner.as_deref().and_then(slack_person),
+        };
+        match person {
+            None => {
                 if let Some(limit) = self.caps.per_team {
                     out.push(Capped {
                         scope: CapacityScope::Api,
@@ -121,7 +138,7 @@ impl Capacity {
                     });
                 }
             }
-            Origin::Slack { team_id, user, .. } => {
+            Some((team_id, user)) => {
                 if let Some(limit) = self.caps.per_team {
                     out.push(Capped {
                         scope: CapacityScope::Team,

@@ -265,7 +265,9 @@ mod tests {
         let bob = task(slack("T1", "UBOB"));
         let other_team = task(slack("T2", "UALICE"));
 
-        b.record(&alice, &[], usage(200, 99), 0.0, NOV).await.unwrap();
+        b.record(&alice, &[], usage(200, 99), 0.0, NOV)
+            .await
+            .unwrap();
         assert_eq!(b.exhausted(&alice, &[], NOV).await.unwrap(), None);
         b.record(&alice, &[], usage(0, 1), 0.0, NOV).await.unwrap();
         assert_eq!(
@@ -382,8 +384,12 @@ mod tests {
             workspace_monthly_tokens: Some(1_000_000),
             ..Default::default()
         };
-        settings.users_cost_micros.insert("URICH".into(), 10_000_000);
-        settings.roles_cost_micros.insert("oncall".into(), 3_000_000);
+        settings
+            .users_cost_micros
+            .insert("URICH".into(), 10_000_000);
+        settings
+            .roles_cost_micros
+            .insert("oncall".into(), 3_000_000);
         let b = MonthlyBudgets::new(table, settings).unwrap();
         assert!(b.needs_roles());
         let oncall = ["oncall".to_owned()];
@@ -391,25 +397,35 @@ mod tests {
         let rich = task(slack("T1", "URICH"));
         let paged = task(slack("T1", "UPAGED"));
 
-        b.record(&plain, &[], usage(10, 10), 0.99, NOV).await.unwrap();
+        b.record(&plain, &[], usage(10, 10), 0.99, NOV)
+            .await
+            .unwrap();
         assert_eq!(b.exhausted(&plain, &[], NOV).await.unwrap(), None);
-        b.record(&plain, &[], usage(10, 10), 0.01, NOV).await.unwrap();
+        b.record(&plain, &[], usage(10, 10), 0.01, NOV)
+            .await
+            .unwrap();
         assert_eq!(
             b.exhausted(&plain, &[], NOV).await.unwrap().as_deref(),
             Some("you have used your monthly budget of $1.00; it resets on 2026-12-01")
         );
         // Their own $10 and the role's $3 are past the default $1.
         b.record(&rich, &[], usage(10, 10), 2.5, NOV).await.unwrap();
-        b.record(&paged, &oncall, usage(10, 10), 2.5, NOV).await.unwrap();
+        b.record(&paged, &oncall, usage(10, 10), 2.5, NOV)
+            .await
+            .unwrap();
         assert_eq!(b.exhausted(&rich, &[], NOV).await.unwrap(), None);
         assert_eq!(b.exhausted(&paged, &oncall, NOV).await.unwrap(), None);
-        b.record(&paged, &oncall, usage(10, 10), 0.5, NOV).await.unwrap();
+        b.record(&paged, &oncall, usage(10, 10), 0.5, NOV)
+            .await
+            .unwrap();
         assert!(b.exhausted(&paged, &oncall, NOV).await.unwrap().is_some());
         // Without the role, the default applies.
         assert!(b.exhausted(&paged, &[], NOV).await.unwrap().is_some());
 
         // The workspace's $50: $6.50 so far.
-        b.record(&rich, &[], usage(10, 10), 43.5, NOV).await.unwrap();
+        b.record(&rich, &[], usage(10, 10), 43.5, NOV)
+            .await
+            .unwrap();
         assert_eq!(
             b.exhausted(&rich, &[], NOV).await.unwrap().as_deref(),
             Some("this workspace has used its monthly budget of $50.00; it resets on 2026-12-01")

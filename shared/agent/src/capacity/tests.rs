@@ -235,3 +235,51 @@ async fn http_tasks_share_the_api_scope_and_children_are_not_counted() {
     });
     assert!(r.capacity.scopes_of(&child).is_empty());
 }
+
+#[tokio::test]
+async fn a_schedule_that_posts_nowhere_counts_against_its_creator() {
+    let r = rig(ConcurrencySettings {
+        per_user: Some(1),
+        per_team: Some(5),
+        per_agent: None,
+    });
+    // The creator's own task holds their one slot.
+    let theirs = r.task(slack("T1", "U1"), 1).await;
+    assert_eq!(r.admit(&theirs).await, Admission::Start);
+    // A firing of their `post_to = "none"` schedule: an HTTP task.
+    let mut fired = Task::new(
+        TaskId::generate(),
+        "default",
+        Origin::Http,
+        None,
+        Limits::default(),
+        Instant(2),
+    );
+    fired.schedule_id = Some("s1".into());
+    fired.schedule_owner = Some("slack:T1:U1".into());
+    r.store.create(&fired, Vec::new(), None).await.unwrap();
+    let keys: Vec<String> = r
+        .capacity
+        .scopes_of(&fired)
+        .into_iter()
+        .map(|c| c.key)
+        .collect();
+    assert_eq!(keys, ["team:T1", "user:T1:U1"]);
+    assert_eq!(
+        r.admit(&fired).await,
+        Admission::Wait {
+            scope: CapacityScope::User,
+            limit: 1
+        }
+    );
+    // A schedule made through the HTTP API is the API's.
+    let mut api = fired.clone();
+    api.schedule_owner = Some("api".into());
+    let keys: Vec<String> = r
+        .capacity
+        .scopes_of(&api)
+        .into_iter()
+        .map(|c| c.key)
+        .collect();
+    assert_eq!(keys, ["api"]);
+}

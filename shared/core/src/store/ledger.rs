@@ -586,7 +586,11 @@ mod tests {
         );
         // Items written before cost was counted hold none.
         assert_eq!(
-            ledger.spend(&UsageScope::Api, nov).await.unwrap().cost_micros,
+            ledger
+                .spend(&UsageScope::Api, nov)
+                .await
+                .unwrap()
+                .cost_micros,
             0
         );
         let shards = table

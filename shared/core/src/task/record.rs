@@ -449,6 +449,11 @@ pub struct Task {
     /// The schedule that started it, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_id: Option<String>,
+    /// That schedule's owner (`slack:TEAM:USER`, or `api`), kept at the
+    /// firing: a firing that posts nowhere is an HTTP task, yet counts
+    /// against its creator's concurrency caps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_owner: Option<String>,
     /// The Slack message (`ts`) that started the task: the reaction saying
     /// it was taken, then how it ended, goes on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -791,6 +796,7 @@ impl Task {
             answer_stream: None,
             summary: None,
             schedule_id: None,
+            schedule_owner: None,
             message_ts: None,
             unread_thread: None,
             model: None,

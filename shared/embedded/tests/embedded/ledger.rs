@@ -62,7 +62,10 @@ async fn tokens_and_cost_per_scope_and_month_over_sqlite() {
         cost_micros: 210_000,
     };
     assert_eq!(
-        ledger.spend_of(&[ws.clone(), user.clone()], nov).await.unwrap(),
+        ledger
+            .spend_of(&[ws.clone(), user.clone()], nov)
+            .await
+            .unwrap(),
         vec![want, want]
     );
     assert_eq!(
