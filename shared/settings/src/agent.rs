@@ -78,6 +78,9 @@ pub struct AgentConfig {
     /// Whether an answer is judged before it is delivered
     /// (`quality_gate`).
     pub quality_gate: bool,
+    /// What a message does to the conversation's running task
+    /// (`on_new_message`).
+    pub on_new_message: crate::OnNewMessage,
 }
 
 /// How long an `ask_user` question waits when the agent does not say.
@@ -127,6 +130,7 @@ impl AgentConfig {
             plan: PlanMode::default(),
             supervision: Supervision::default(),
             quality_gate: true,
+            on_new_message: crate::OnNewMessage::Steer,
         }
     }
 
