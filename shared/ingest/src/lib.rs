@@ -12,6 +12,7 @@ mod commands;
 mod console;
 mod fork;
 mod listing;
+mod new_message;
 mod rate;
 mod requesters;
 mod response;

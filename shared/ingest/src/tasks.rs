@@ -209,6 +209,16 @@ impl Ingest {
                 model: req.model,
             })
             .await?;
+        if let Submitted::Rejected(running) = &accepted.outcome {
+            // `on_new_message = "reject"`: nothing was written.
+            return Ok(json(
+                StatusCode::CONFLICT,
+                &json!({
+                    "error": "a task is running on this thread: send the message again once it has ended (or send `stop`)",
+                    "running_task": running,
+                }),
+            ));
+        }
         let mut body = json!({
             "task_id": accepted.outcome.task_id(),
             "status": accepted.status.as_str()
@@ -217,6 +227,10 @@ impl Ingest {
             Submitted::Steered(_) => body["delivered_to_running_task"] = json!(true),
             Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
             Submitted::Replied(_) => body["answered_question"] = json!(true),
+            Submitted::Queued { behind, .. } => {
+                body["queued_behind"] = json!(behind);
+                body["waiting_for"] = json!({"kind": "turn", "behind": behind});
+            }
             _ => {}
         }
         if !refused.is_empty() {
