@@ -57,6 +57,7 @@ mod loop_recovery;
 mod mcp_tools;
 mod memory_scope;
 mod metrics;
+mod new_messages;
 mod otel_export;
 mod pinned_model;
 mod policies;
