@@ -60,6 +60,7 @@ mod mcp_server;
 mod mcp_tools;
 mod memory_scope;
 mod metrics;
+mod new_messages;
 mod otel_export;
 mod pinned_model;
 mod policies;

@@ -28,6 +28,8 @@ pub enum WorkerError {
     Budgets(#[from] LedgerError),
     #[error(transparent)]
     Capacity(#[from] crate::capacity::CapacityError),
+    #[error(transparent)]
+    Turn(#[from] baton_core::turn::TurnError),
 }
 
 impl WorkerError {
@@ -43,6 +45,7 @@ impl WorkerError {
             WorkerError::Scheduler(_) | WorkerError::Schedule(_) => "the scheduler was unavailable",
             WorkerError::Budgets(_) => "the usage counters could not be read",
             WorkerError::Capacity(_) => "the concurrency slots could not be read",
+            WorkerError::Turn(_) => "the conversation's waiting line could not be read",
         }
     }
 
@@ -62,6 +65,7 @@ impl WorkerError {
             WorkerError::Capacity(crate::capacity::CapacityError::Store(e)) => {
                 store_error_is_transient(e)
             }
+            WorkerError::Turn(baton_core::turn::TurnError::Store(e)) => store_error_is_transient(e),
             WorkerError::Schedule(ScheduleError::Corrupt(_))
             | WorkerError::Scheduler(SchedulerError::Invalid(_))
             | WorkerError::Schedule(ScheduleError::Scheduler(SchedulerError::Invalid(_))) => false,
@@ -70,7 +74,8 @@ impl WorkerError {
             | WorkerError::Scheduler(_)
             | WorkerError::Schedule(_)
             | WorkerError::Budgets(_)
-            | WorkerError::Capacity(_) => true,
+            | WorkerError::Capacity(_)
+            | WorkerError::Turn(_) => true,
         }
     }
 }

@@ -44,9 +44,54 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
             author: None,
             at: task.updated_at,
         });
+    } else if task.status == baton_core::TaskStatus::Cancelled {
+        // Stopped before it answered (a `stop`, or a new message that
+        // interrupted it): the next task sees how far it got.
+        if let Some(text) = interrupted(task, transcript) {
+            turns.push(Turn {
+                speaker: Speaker::Agent,
+                text,
+                author: None,
+                at: task.updated_at,
+            });
+        }
     }
     turns
 }
+
+/// What a task cancelled before its answer had done: what it last wrote
+/// and its tools' results, marked as cut short; `None` when it had done
+/// nothing yet.
+fn interrupted(task: &Task, transcript: &[Entry]) -> Option<String> {
+    let said = transcript
+        .iter()
+        .filter(|e| e.seq >= task.carried)
+        .rev()
+        .find_map(|e| match &e.kind {
+            EntryKind::AssistantMessage { text, .. } if !text.trim().is_empty() => {
+                Some(text.trim().to_owned())
+            }
+            _ => None,
+        });
+    let tools = tool_digest(task, transcript);
+    if said.is_none() && tools.is_empty() {
+        return None;
+    }
+    let mut text = INTERRUPTED.to_owned();
+    if !tools.is_empty() {
+        text.push_str(&format!(
+            " {}{tools}]",
+            baton_core::recap::TOOLS_USED_PREFIX
+        ));
+    }
+    if let Some(said) = said {
+        text.push_str(&format!("\n\nSo far: {said}"));
+    }
+    Some(text)
+}
+
+/// How the turn of a task cancelled before its answer begins.
+pub(crate) const INTERRUPTED: &str = "[Cancelled before it finished.]";
 
 /// How much of each tool result the next task sees.
 const TOOL_RESULT_CHARS: usize = 200;

@@ -587,6 +587,7 @@ mod tests {
             recap: Default::default(),
             seen_ts: None,
             always: Vec::new(),
+            waiting: Vec::new(),
             version: 0,
         };
         assert!(r.store.put_thread(&thread).await.unwrap());

@@ -16,6 +16,7 @@ mod event_stream;
 mod fork;
 mod listing;
 mod mcp_server;
+mod new_message;
 mod rate;
 mod requesters;
 mod response;

@@ -138,6 +138,30 @@ impl Ingest {
             }
             other => other?,
         };
+        if let (
+            Submitted::Rejected(_) | Submitted::Queued { .. },
+            Origin::Slack { channel, user, .. },
+        ) = (&submitted, &origin)
+        {
+            let (note, in_thread) = match &submitted {
+                Submitted::Rejected(_) => (
+                    "I'm still working on the task in this conversation, so I didn't take that message. Send it again once I've answered, or say `stop` to stop the task.",
+                    thread_ts.as_deref(),
+                ),
+                _ => (
+                    "Got it: I'll take that up once I've finished what I'm doing in this conversation.",
+                    thread_ts.as_deref(),
+                ),
+            };
+            self.tell(channel, user, in_thread, note).await;
+            if let Submitted::Rejected(running) = &submitted {
+                tracing::info!(task_id = %running, "Slack message refused: a task runs on its conversation");
+                return Ok(json(
+                    StatusCode::OK,
+                    &json!({"ok": true, "ignored": "task_running"}),
+                ));
+            }
+        }
         if let Submitted::StopRefused(_) = submitted {
             // Answered 200 all the same, so Slack does not retry.
             return Ok(json(

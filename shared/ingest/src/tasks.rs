@@ -148,6 +148,10 @@ fn valid_key(s: &str, what: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Why a message was refused under `on_new_message = "reject"`.
+const REJECTED: &str =
+    "a task is running on this thread: send the message again once it has ended (or send `stop`)";
+
 /// Longest accepted `model`.
 const MAX_MODEL_CHARS: usize = 200;
 
@@ -187,7 +191,17 @@ impl Ingest {
                 Some(k.to_owned())
             }
         };
-        let (accepted, refused) = self.submit_http(req, idempotency_key).await?;
+        let (accepted, refused) = self.accept_http(req, idempotency_key).await?;
+        if let Submitted::Rejected(running) = &accepted.outcome {
+            // `on_new_message = "reject"`: nothing was written.
+            return Ok(json(
+                StatusCode::CONFLICT,
+                &json!({
+                    "error": REJECTED,
+                    "running_task": running,
+                }),
+            ));
+        }
         let mut body = json!({
             "task_id": accepted.outcome.task_id(),
             "status": accepted.status.as_str()
@@ -196,6 +210,10 @@ impl Ingest {
             Submitted::Steered(_) => body["delivered_to_running_task"] = json!(true),
             Submitted::CancelRequested(_) => body["cancel_requested"] = json!(true),
             Submitted::Replied(_) => body["answered_question"] = json!(true),
+            Submitted::Queued { behind, .. } => {
+                body["queued_behind"] = json!(behind);
+                body["waiting_for"] = json!({"kind": "turn", "behind": behind});
+            }
             _ => {}
         }
         if !refused.is_empty() {
@@ -204,11 +222,30 @@ impl Ingest {
         Ok(json(StatusCode::ACCEPTED, &body))
     }
 
-    /// An HTTP-API task from `req` (`POST /tasks`, and the MCP surface's
-    /// tool calls): checks it, then accepts it as the API's requester, with
-    /// the input guard, rate limits, capacity and idempotency of every
-    /// HTTP task. Answers what was done and the files refused.
+    /// An HTTP-API task from `req` for another surface (MCP, A2A): as
+    /// `POST /tasks` accepts it, except that a message refused because a
+    /// task runs on its thread (`on_new_message = "reject"`) is a 409
+    /// error naming that task.
     pub(crate) async fn submit_http(
+        &self,
+        req: SubmitBody,
+        idempotency_key: Option<String>,
+    ) -> Result<(Accepted, Vec<serde_json::Value>), ApiError> {
+        let (accepted, refused) = self.accept_http(req, idempotency_key).await?;
+        if let Submitted::Rejected(running) = &accepted.outcome {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("{REJECTED} (running task: {running})"),
+            ));
+        }
+        Ok((accepted, refused))
+    }
+
+    /// An HTTP-API task from `req`: checks it, then accepts it as the
+    /// API's requester, with the input guard, rate limits, capacity and
+    /// idempotency of every HTTP task. Answers what was done and the
+    /// files refused.
+    async fn accept_http(
         &self,
         req: SubmitBody,
         idempotency_key: Option<String>,

@@ -7,6 +7,7 @@
 //! it; "stop" or "cancel" cancels it. Every path claims the request's dedupe key in the
 //! same write that acts on it, so a retried request acts once.
 
+use crate::new_message::Decision;
 use crate::response::ApiError;
 use crate::Ingest;
 use baton_core::input_guard::{self, GuardOutcome};
@@ -87,6 +88,15 @@ pub(crate) enum Submitted {
     /// "stop" on a thread from someone who may not stop its task
     /// ([`Ingest::may_stop`]): nothing changed, and they were told.
     StopRefused(TaskId),
+    /// `on_new_message = "queue"` or `"interrupt"`: a new task that waits
+    /// its turn behind `behind`, the last task on the conversation.
+    Queued {
+        task: TaskId,
+        behind: TaskId,
+    },
+    /// `on_new_message = "reject"`: nothing changed; the task named runs
+    /// on the conversation.
+    Rejected(TaskId),
 }
 
 impl Submitted {
@@ -97,7 +107,9 @@ impl Submitted {
             | Submitted::Steered(id)
             | Submitted::CancelRequested(id)
             | Submitted::Replied(id)
-            | Submitted::StopRefused(id) => id,
+            | Submitted::StopRefused(id)
+            | Submitted::Rejected(id)
+            | Submitted::Queued { task: id, .. } => id,
         }
     }
 }
@@ -113,7 +125,7 @@ fn is_reset_word(text: &str) -> bool {
     )
 }
 
-fn is_stop_word(text: &str) -> bool {
+pub(crate) fn is_stop_word(text: &str) -> bool {
     matches!(
         text.trim()
             .trim_end_matches(['.', '!'])
@@ -179,11 +191,25 @@ impl Ingest {
             None => None,
         };
         let mut thread = thread;
+        // Set when the message waits its turn (`on_new_message`).
+        let mut queued: Option<(TaskId, Option<TaskId>)> = None;
         if let Some(t) = &thread {
-            if let Some(done) = self.steer(t, &s).await? {
-                return Ok(done);
+            match self.on_new_message(t, &s).await? {
+                Decision::Steer => {
+                    if let Some(done) = self.steer(t, &s).await? {
+                        return Ok(done);
+                    }
+                    thread = self.recorded_thread(t.clone()).await;
+                }
+                Decision::Reject { running } => {
+                    let status = self.status_of(&running).await?;
+                    return Ok(Accepted {
+                        outcome: Submitted::Rejected(running),
+                        status,
+                    });
+                }
+                Decision::Queue { behind, interrupt } => queued = Some((behind, interrupt)),
             }
-            thread = self.recorded_thread(t.clone()).await;
         }
         let agent = self
             .agents
@@ -212,17 +238,22 @@ impl Ingest {
         // its earlier turns, as one entry however long the conversation, so
         // what accepting a message writes does not grow with it.
         let unread = unread_thread(&s, thread.as_ref(), agent.slack.thread_context);
-        let mut first: Vec<EntryKind> = thread.and_then(|t| t.recap.entry()).into_iter().collect();
         let mut task = task;
-        task.carried = first.len() as u64;
         task.pending_files = s.files.clone();
         task.message_ts = s.message_ts.clone();
         task.unread_thread = unread;
         task.model = s.model.clone();
-        first.push(EntryKind::UserMessage {
-            text: s.text.clone(),
-        });
-        first.extend(s.attachments.iter().cloned());
+        let mut first = Vec::new();
+        if let Some((behind, _)) = &queued {
+            self.wait_turn(&mut task, &s, behind).await?;
+        } else {
+            first.extend(thread.and_then(|t| t.recap.entry()));
+            task.carried = first.len() as u64;
+            first.push(EntryKind::UserMessage {
+                text: s.text.clone(),
+            });
+            first.extend(s.attachments.iter().cloned());
+        }
         let created = self
             .store
             .create(&task, first, s.claim())
@@ -231,6 +262,25 @@ impl Ingest {
         let id = match created {
             Created::New(id) => id,
             Created::Duplicate(id) => {
+                if let (Some((_, interrupt)), Some(key)) = (&queued, conversation) {
+                    let first = self
+                        .store
+                        .get(&id)
+                        .await
+                        .map_err(failed)?
+                        .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))?;
+                    if matches!(first.waiting_for, Some(baton_core::WaitingFor::Turn { .. })) {
+                        // The first request may have died before it joined
+                        // the line or interrupted: done again (both once).
+                        // Not once it started: the task running now is
+                        // not the one it was queued behind.
+                        self.join_turns(key, &id, interrupt.as_ref()).await?;
+                    }
+                    return Ok(Accepted {
+                        outcome: Submitted::Duplicate(id),
+                        status: first.status,
+                    });
+                }
                 // The first request may have died before sending the wake
                 // (a duplicate wake is harmless).
                 let status = self.wake_if_queued(&id).await?;
@@ -252,6 +302,15 @@ impl Ingest {
                 .count(baton_core::metric::TASKS_CREATED)
                 .property("task_id", id.to_string()),
         );
+        if let (Some((behind, interrupt)), Some(key)) = (queued, conversation) {
+            // No wake: it is woken when its turn comes.
+            self.join_turns(key, &id, interrupt.as_ref()).await?;
+            self.export_ingest_span(&task, true).await;
+            return Ok(Accepted {
+                outcome: Submitted::Queued { task: id, behind },
+                status: TaskStatus::Queued,
+            });
+        }
         if let Some(thread_key) = &s.thread {
             // The task exists and will be answered: a thread left pointing
             // elsewhere only means the next message starts a task of its own.
@@ -599,6 +658,7 @@ impl Ingest {
                 recap: Default::default(),
                 seen_ts: None,
                 always: Vec::new(),
+                waiting: Vec::new(),
                 version: 0,
             });
             thread.active_task = Some(id.clone());
@@ -647,7 +707,7 @@ fn unread_thread(
 }
 
 /// The Slack user a message came from (`None` over HTTP).
-fn slack_user(origin: &Origin) -> Option<&str> {
+pub(crate) fn slack_user(origin: &Origin) -> Option<&str> {
     match origin {
         Origin::Slack { user, .. } if !user.is_empty() => Some(user.as_str()),
         _ => None,
@@ -690,6 +750,7 @@ mod tests {
             recap: Default::default(),
             seen_ts: Some("5.0".into()),
             always: Vec::new(),
+            waiting: Vec::new(),
             version: 1,
         };
         let mid = slack("C1", "1.0", "9.0");

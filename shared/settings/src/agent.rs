@@ -81,6 +81,9 @@ pub struct AgentConfig {
     /// Where else it can be called from (`expose`): an MCP tool at `/mcp`,
     /// an A2A agent (docs/integrations.md). None by default.
     pub expose: Exposure,
+    /// What a message does to the conversation's running task
+    /// (`on_new_message`).
+    pub on_new_message: crate::OnNewMessage,
 }
 
 /// A surface an agent may be exposed on (`expose = ["mcp", "a2a"]`).
@@ -163,6 +166,7 @@ impl AgentConfig {
             supervision: Supervision::default(),
             quality_gate: true,
             expose: Exposure::default(),
+            on_new_message: crate::OnNewMessage::Steer,
         }
     }
 

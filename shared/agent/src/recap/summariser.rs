@@ -217,6 +217,7 @@ mod tests {
             recap,
             seen_ts: None,
             always: Vec::new(),
+            waiting: Vec::new(),
             version: 0,
         };
         assert!(store.put_thread(&thread).await.unwrap());

@@ -46,10 +46,12 @@ mod stuck;
 mod thread;
 mod tools;
 mod trace;
+mod turn;
 mod wait;
 
 pub(crate) use admit::release as release_capacity;
 pub use budget::SegmentBudget;
+pub(crate) use turn::pass_on as pass_turn;
 
 use crate::context_cache::ContextCache;
 use crate::deps::Deps;
@@ -124,6 +126,11 @@ impl<'d> Segment<'d> {
             return Ok(SegmentEnd::Dropped("unknown task"));
         };
         let segment_start = Instant::now();
+        let task = match turn::gate(deps, &task).await? {
+            turn::TurnGate::Held => return Ok(SegmentEnd::Waiting),
+            turn::TurnGate::Taken(now) => *now,
+            turn::TurnGate::Open => task,
+        };
         let admitted = match admit::gate(deps, &task).await? {
             admit::Gate::Held => return Ok(SegmentEnd::Waiting),
             admit::Gate::Admitted => true,
@@ -282,7 +289,12 @@ impl<'d> Segment<'d> {
         match action {
             Next::LeaseLost => Err(WorkerError::LeaseLost),
             Next::Cancel => {
-                let reason = Some("cancelled on request".to_owned());
+                let reason = Some(match &self.task.interrupted_by {
+                    Some(by) => format!(
+                        "interrupted by a new message in the conversation (task {by} answers it)"
+                    ),
+                    None => "cancelled on request".to_owned(),
+                });
                 self.end(TaskStatus::Cancelled, None, reason)
                     .await
                     .map(Some)
@@ -411,8 +423,12 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     if !t.lease.take(owner, now, ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
-    if matches!(t.waiting_for, Some(WaitingFor::Capacity { .. })) {
-        // Admitted, or running only to end (cancelled, out of time).
+    if matches!(
+        t.waiting_for,
+        Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. })
+    ) {
+        // Admitted (its turn taken), or running only to end (cancelled,
+        // out of time).
         t.waiting_for = None;
     }
     t.status = TaskStatus::Running;
@@ -454,7 +470,7 @@ fn pending_wake(t: &Task) -> Option<Instant> {
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
         Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
-        Some(WaitingFor::Capacity { .. }) | None => None,
+        Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. }) | None => None,
     };
     at.filter(|u| *u > Instant::now())
 }

@@ -16,6 +16,8 @@ impl Segment<'_> {
     /// overflowed. Best effort: nothing here fails the ended task.
     pub(super) async fn remember_conversation(&mut self) {
         crate::recap::record(&self.deps.store, &self.task, &self.transcript).await;
+        // Recorded first: the next task starts with these turns.
+        super::turn::pass_on(self.deps, &self.task).await;
         let Some(key) = self
             .task
             .thread

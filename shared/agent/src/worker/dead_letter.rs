@@ -58,6 +58,7 @@ pub(super) async fn handle(
     }
     if task.status == TaskStatus::Failed {
         crate::segment::release_capacity(deps, &task).await;
+        crate::segment::pass_turn(deps, &task).await;
         let reason = task.error.clone().unwrap_or_default();
         if task.parent.is_some() {
             // The parent waits for this child: it hears of the failure.

@@ -434,6 +434,7 @@ async fn a_rule_of_the_conversation_decides_unasked_and_only_there() {
         recap: Default::default(),
         seen_ts: None,
         always,
+        waiting: Vec::new(),
         version: 0,
     };
     assert!(r

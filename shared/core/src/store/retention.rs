@@ -272,6 +272,7 @@ mod tests {
             recap: Default::default(),
             seen_ts: None,
             always: Vec::new(),
+            waiting: Vec::new(),
             version: 0,
         };
         assert!(store.put_thread(&thread).await.unwrap());

@@ -91,6 +91,10 @@ pub struct Thread {
     /// ("Always in this thread"): they run without asking.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub always: Vec<crate::task::always::AlwaysRule>,
+    /// Tasks waiting their turn on the conversation, in order of arrival
+    /// (`on_new_message = "queue"` or `"interrupt"`, [`crate::turn`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<TaskId>,
     #[serde(skip)]
     pub version: u64,
 }
@@ -725,6 +729,7 @@ mod tests {
             recap: Default::default(),
             seen_ts: None,
             always: Vec::new(),
+            waiting: Vec::new(),
             version: 0,
         };
         assert!(store.put_thread(&thread).await.unwrap());

@@ -27,6 +27,7 @@ pub mod recap;
 pub mod record;
 pub mod sent_file;
 pub mod transcript;
+pub mod turn;
 
 pub use record::{
     attributed, author_of, Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision,

@@ -129,6 +129,14 @@ pub enum WaitingFor {
         scope: CapacityScope,
         limit: u32,
     },
+    /// `on_new_message = "queue"` (or `"interrupt"`): the task is
+    /// `queued` behind `behind`, the conversation's task that was ahead of
+    /// it when its message came; it starts, in order of arrival, once the
+    /// tasks ahead of it on the conversation ended ([`crate::turn`]). Only
+    /// a `queued` task waits for this.
+    Turn {
+        behind: crate::TaskId,
+    },
     /// `ask_user`: the requester's next message answers `question`.
     Reply {
         question: String,
@@ -385,6 +393,11 @@ pub struct Task {
     pub waiting_for: Option<WaitingFor>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancel_requested: bool,
+    /// Set with `cancel_requested` when a new message on the conversation
+    /// interrupted the task (`on_new_message = "interrupt"`): the task
+    /// that message started, which takes the conversation over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<crate::TaskId>,
     /// Messages that arrived for the task while it ran; the loop moves them
     /// into the transcript at the next step boundary.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -690,12 +703,14 @@ impl Task {
             (TaskStatus::Waiting, Some(_)) if !self.lease.is_free() => {
                 Err(Invariant::WaitingWithLease)
             }
-            (TaskStatus::Waiting, Some(WaitingFor::Capacity { .. })) => {
+            (TaskStatus::Waiting, Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. })) => {
                 Err(Invariant::NotWaitingButWaitingFor("waiting"))
             }
             (TaskStatus::Waiting, Some(_)) => Ok(()),
             // Waiting for a slot is being queued: no worker holds it.
-            (TaskStatus::Queued, Some(WaitingFor::Capacity { .. })) if self.lease.is_free() => {
+            (TaskStatus::Queued, Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. }))
+                if self.lease.is_free() =>
+            {
                 Ok(())
             }
             (status, Some(_)) => Err(Invariant::NotWaitingButWaitingFor(status.as_str())),
@@ -780,6 +795,7 @@ impl Task {
             error: None,
             waiting_for: None,
             cancel_requested: false,
+            interrupted_by: None,
             inbox: Vec::new(),
             posting: None,
             last_commit: None,

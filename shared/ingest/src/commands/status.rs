@@ -93,6 +93,9 @@ fn waiting_for(w: &WaitingFor) -> String {
             };
             format!("a free slot ({whose} has {limit} tasks running, its limit)")
         }
+        WaitingFor::Turn { behind } => {
+            format!("its turn: it starts when task {behind} ends")
+        }
         WaitingFor::Reply { question, .. } => {
             format!("its requester's answer to: {}", one_line(question))
         }

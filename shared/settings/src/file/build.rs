@@ -30,6 +30,9 @@ pub(super) fn build(
     if let Some(v) = &spec.fallback_models {
         a.fallback_models = v.clone();
     }
+    if let Some(v) = spec.on_new_message {
+        a.on_new_message = v;
+    }
     if let Some(v) = &spec.system_prompt {
         a.system_prompt = v.clone();
     }

@@ -120,6 +120,7 @@ pub(super) struct AgentSpec {
     pub(super) supervise: Option<super::judgment::SuperviseSpec>,
     pub(super) quality_gate: Option<bool>,
     pub(super) expose: Option<Vec<crate::agent::Surface>>,
+    pub(super) on_new_message: Option<crate::OnNewMessage>,
 }
 
 /// `[agents.NAME.http_request]`: where the agent's `http_request` may go.
