@@ -17,7 +17,7 @@ use crate::{Body, Delivery, Ingest};
 use baton_core::{Task, TaskId, TaskStatus, WaitingFor};
 use baton_settings::AgentConfig;
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -383,25 +383,15 @@ impl Ingest {
         if !asked.attachments.is_empty() {
             body["attachments"] = json!(asked.attachments);
         }
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        let key = HeaderValue::from_str(&format!("a2a-{m}"))
-            .map_err(|_| RpcError::InvalidParams("`messageId` is not a header value".into()))?;
-        headers.insert("idempotency-key", key);
-        let bytes = Bytes::from(body.to_string());
-        let answer = self
-            .submit_task(&headers, &bytes)
+        // The same checks and acceptance as `POST /tasks`; the message id
+        // is the idempotency key, so a resent message is the same task.
+        let req: crate::tasks::SubmitBody = serde_json::from_value(body)
+            .map_err(|e| RpcError::InvalidParams(format!("the message's parts: {e}")))?;
+        let (accepted, _refused) = self
+            .submit_http(req, Some(format!("a2a-{m}")))
             .await
             .map_err(RpcError::from_api)?;
-        let submitted: Value = serde_json::from_slice(answer.body())
-            .map_err(|e| RpcError::Internal(format!("unreadable submission: {e}")))?;
-        let id = submitted["task_id"]
-            .as_str()
-            .and_then(|s| TaskId::parse(s).ok())
-            .ok_or_else(|| RpcError::Internal("the submission named no task".into()))?;
+        let id = accepted.outcome.task_id().clone();
         self.read_task(&id)
             .await?
             .ok_or_else(|| RpcError::TaskNotFound(format!("no task {id}")))
