@@ -20,12 +20,19 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_exposing(true)
+}
+
+/// `helper` exposed over MCP when `mcp`, `shy` over A2A only.
+fn fixture_exposing(mcp: bool) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
     let store = TaskStore::new(b.table.clone(), b.blobs.clone());
     let mut helper = AgentConfig::new("helper", "scripted");
     helper.description = Some("Answers questions about the weather.".into());
-    helper.expose = Exposure::new([Surface::Mcp]);
+    if mcp {
+        helper.expose = Exposure::new([Surface::Mcp]);
+    }
     let mut shy = AgentConfig::new("shy", "scripted");
     shy.expose = Exposure::new([Surface::A2a]);
     let agents = Agents::new(AgentConfig::new("default", "scripted"), vec![helper, shy]);
@@ -314,4 +321,36 @@ fn a_call_waits_within_what_the_caller_allows() {
         wait_for(Delivery::streaming(Duration::from_secs(2))),
         Duration::ZERO
     );
+}
+
+#[tokio::test]
+async fn tasks_cancel_cancels_the_baton_task() {
+    let f = fixture();
+    let v = call(&f, "helper", json!({"input": "weather?"}), true).await;
+    let id = v["result"]["taskId"].as_str().unwrap().to_owned();
+    let cancel = request("tasks/cancel", json!({"taskId": id}), true);
+    let (status, v) = post(&f, &cancel, Some(TOKEN), Duration::ZERO).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(v.get("error").is_none(), "{v}");
+    let task = f
+        .store
+        .get(&TaskId::parse(&id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        task.cancel_requested || task.status == TaskStatus::Cancelled,
+        "{task:?}"
+    );
+}
+
+#[tokio::test]
+async fn with_no_agent_exposed_there_are_no_tools() {
+    let f = fixture_exposing(false);
+    let list = request("tools/list", json!({}), false);
+    let (status, v) = post(&f, &list, Some(TOKEN), Duration::ZERO).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["result"]["tools"], json!([]), "{v}");
+    let v = call(&f, "get_task", json!({"task_id": "x"}), false).await;
+    assert!(v.get("error").is_some(), "{v}");
 }
