@@ -219,7 +219,7 @@ pub(crate) async fn route_request(
     // Only streaming routes use it; the others answer whole.
     let _ = delivery;
     match route.handler {
-        Handler::Healthz => Ok(json(StatusCode::OK, &json!({"ok": true}))).map(full),
+        Handler::Healthz => Ok(full(json(StatusCode::OK, &json!({"ok": true})))),
         Handler::Console => crate::console::serve(None, parts.uri.path(), headers).map(full),
         Handler::ConsoleFile => {
             crate::console::serve(Some(cap(0)), parts.uri.path(), headers).map(full)
