@@ -207,7 +207,7 @@ impl Ingest {
         };
         match self.a2a_call(agent, headers, request, delivery).await {
             Ok(Reply::Result(v)) => Ok(full(&rpc_result(&id, v))),
-            Ok(Reply::Stream(s)) => Ok(stream::response(s)),
+            Ok(Reply::Stream(s)) => Ok(stream::response(*s)),
             Err(e) => Ok(full(&rpc_error(&id, &e))),
         }
     }
@@ -240,12 +240,12 @@ impl Ingest {
             "SendStreamingMessage" => {
                 let p: wire::SendMessageParams = params(request.params)?;
                 let task = self.a2a_send(agent, p.message).await?;
-                Ok(Reply::Stream(stream::TaskEvents::new(
+                Ok(Reply::Stream(Box::new(stream::TaskEvents::new(
                     self.clone(),
                     task,
                     id,
                     delivery.within,
-                )))
+                ))))
             }
             "SubscribeToTask" => {
                 let p: wire::TaskIdParams = params(request.params)?;
@@ -256,12 +256,12 @@ impl Ingest {
                         task.id
                     )));
                 }
-                Ok(Reply::Stream(stream::TaskEvents::new(
+                Ok(Reply::Stream(Box::new(stream::TaskEvents::new(
                     self.clone(),
                     task,
                     id,
                     delivery.within,
-                )))
+                ))))
             }
             "GetTask" => {
                 let p: wire::TaskIdParams = params(request.params)?;
@@ -444,7 +444,7 @@ fn check_version(headers: &HeaderMap) -> Result<(), RpcError> {
 /// What a method answers: one result, or a stream of events.
 enum Reply {
     Result(Value),
-    Stream(stream::TaskEvents),
+    Stream(Box<stream::TaskEvents>),
 }
 
 #[cfg(test)]
