@@ -155,6 +155,28 @@ impl Ingest {
         Ok(())
     }
 
+    /// A request that queued `id` before, sent again: the first may have
+    /// died before it joined the line or interrupted, so both are done
+    /// again (each happens once) — but not once `id` started: the task
+    /// running then is not the one it was queued behind. Its status.
+    pub(crate) async fn queued_again(
+        &self,
+        key: &str,
+        id: &TaskId,
+        interrupt: Option<&TaskId>,
+    ) -> Result<baton_core::TaskStatus, ApiError> {
+        let first = self
+            .store
+            .get(id)
+            .await
+            .map_err(|e| ApiError::unavailable_on(Some(key), e))?
+            .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))?;
+        if matches!(first.waiting_for, Some(baton_core::WaitingFor::Turn { .. })) {
+            self.join_turns(key, id, interrupt).await?;
+        }
+        Ok(first.status)
+    }
+
     /// Asks `running` to cancel at its next safe point because `by` takes
     /// the conversation over; recorded on it. Idempotent.
     async fn interrupt(&self, running: &TaskId, by: &TaskId) -> Result<(), ApiError> {

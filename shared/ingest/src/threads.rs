@@ -263,22 +263,10 @@ impl Ingest {
             Created::New(id) => id,
             Created::Duplicate(id) => {
                 if let (Some((_, interrupt)), Some(key)) = (&queued, conversation) {
-                    let first = self
-                        .store
-                        .get(&id)
-                        .await
-                        .map_err(failed)?
-                        .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))?;
-                    if matches!(first.waiting_for, Some(baton_core::WaitingFor::Turn { .. })) {
-                        // The first request may have died before it joined
-                        // the line or interrupted: done again (both once).
-                        // Not once it started: the task running now is
-                        // not the one it was queued behind.
-                        self.join_turns(key, &id, interrupt.as_ref()).await?;
-                    }
+                    let status = self.queued_again(key, &id, interrupt.as_ref()).await?;
                     return Ok(Accepted {
                         outcome: Submitted::Duplicate(id),
-                        status: first.status,
+                        status,
                     });
                 }
                 // The first request may have died before sending the wake

@@ -243,7 +243,7 @@ mod tests {
         assert!(take_turn(&store, KEY, &b).await.unwrap(), "a repeated wake");
         let thread = store.thread(KEY).await.unwrap().unwrap();
         assert_eq!(thread.active_task.as_ref(), Some(&b));
-        assert_eq!(thread.waiting, [c.clone()]);
+        assert_eq!(thread.waiting, std::slice::from_ref(&c));
         assert!(!take_turn(&store, KEY, &c).await.unwrap());
 
         end(&store, &b).await;

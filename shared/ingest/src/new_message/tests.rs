@@ -97,7 +97,7 @@ async fn queue_makes_a_task_that_waits_its_turn_at_zero_cost_once() {
     assert!(!f.woken(&b), "no wake while the first runs");
     let thread = f.ingest.store.thread(KEY).await.unwrap().unwrap();
     assert_eq!(thread.active_task.as_ref(), Some(&a));
-    assert_eq!(thread.waiting, [b.clone()]);
+    assert_eq!(thread.waiting, std::slice::from_ref(&b));
 
     // Delivered again: the same task, in line once.
     assert_eq!(
