@@ -201,7 +201,7 @@ pub(crate) async fn route_request(
     }
     let cap = |i: usize| caps.get(i).copied().unwrap_or_default();
     match route.handler {
-        Handler::Healthz => Ok(json(StatusCode::OK, &json!({"ok": true}))).map(full),
+        Handler::Healthz => Ok(full(json(StatusCode::OK, &json!({"ok": true})))),
         Handler::Console => crate::console::serve(None, parts.uri.path(), headers).map(full),
         Handler::ConsoleFile => {
             crate::console::serve(Some(cap(0)), parts.uri.path(), headers).map(full)
