@@ -46,7 +46,7 @@ pub use ports::{
 };
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    always, approval, attachment, feedback, fork, judgment, lease, question, recap, sent_file,
+    always, approval, attachment, callback, feedback, fork, judgment, lease, question, recap, sent_file,
     transcript,
 };
 

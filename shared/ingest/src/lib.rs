@@ -8,6 +8,7 @@
 
 mod approvals;
 mod auth;
+mod callbacks;
 mod commands;
 mod console;
 mod fork;

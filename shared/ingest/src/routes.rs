@@ -31,6 +31,7 @@ enum Handler {
     ListSchedules,
     GetSchedule,
     DeleteSchedule,
+    CallBack,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -104,6 +105,8 @@ static ROUTES: &[Route] = &[
         true,
         Handler::DeleteSchedule,
     ),
+    // The token is the capability (`wait_for_callback`): no bearer.
+    route(Method::POST, "/callbacks/{token}", false, Handler::CallBack),
 ];
 
 /// The `{…}` segments of `segments` if they fit `pattern`.
@@ -210,6 +213,7 @@ pub(crate) async fn route_request(ingest: &Ingest, request: Request<Bytes>) -> A
         Handler::ListSchedules => ingest.list_schedules().await,
         Handler::GetSchedule => ingest.get_schedule(cap(0)).await,
         Handler::DeleteSchedule => ingest.delete_schedule(cap(0)).await,
+        Handler::CallBack => ingest.call_back(cap(0), headers, &body).await,
     }
 }
 
@@ -257,7 +261,8 @@ mod tests {
                 .replace("{id}", "x")
                 .replace("{approval}", "y")
                 .replace("{file}", "z")
-                .replace("{name}", "n");
+                .replace("{name}", "n")
+                .replace("{token}", "k");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),

@@ -129,6 +129,13 @@ pub enum WaitingFor {
         scope: CapacityScope,
         limit: u32,
     },
+    /// `wait_for_callback`: the first POST to `url` (once, no bearer)
+    /// resumes the task.
+    Callback {
+        url: String,
+        /// Uncalled by then, the agent goes on without it.
+        expires_at: crate::clock::Instant,
+    },
     /// `ask_user`: the requester's next message answers `question`.
     Reply {
         question: String,
@@ -421,6 +428,9 @@ pub struct Task {
     /// Questions of `ask_user` calls, answered or not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<Question>,
+    /// Callbacks of `wait_for_callback` calls, called or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callbacks: Vec<crate::task::callback::Callback>,
     /// Set on a child task: whom to report to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
@@ -784,6 +794,7 @@ impl Task {
             speaker: None,
             carried: 0,
             questions: Vec::new(),
+            callbacks: Vec::new(),
             parent: None,
             holds_capacity: false,
             pending_files: Vec::new(),
