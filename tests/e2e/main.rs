@@ -30,6 +30,7 @@ macro_rules! on_both_backends {
 mod always_approvals;
 mod ask_user;
 mod attachments;
+mod callbacks;
 mod common;
 mod runtime_api;
 
