@@ -48,7 +48,8 @@ async fn a_callback_resumes_the_task_once(backend: Backend) {
     let id = start(&app, r#"{"description":"CI-result","expires_after":"2h"}"#).await;
     let task = app.wait_waiting(&id).await;
     assert_eq!(
-        task["waiting_for"]["kind"], "callback",
+        task["waiting_for"]["kind"],
+        "callback",
         "{task}\nlog:\n{}",
         app.log()
     );
@@ -66,10 +67,16 @@ async fn a_callback_resumes_the_task_once(backend: Backend) {
 
     // A forged token is unknown, and changes nothing.
     let forged = format!("{}/callbacks/{}", app.url, "0".repeat(64));
-    assert_eq!(call_back(&app, &forged, &json!({"status": "passed"})).await, 404);
+    assert_eq!(
+        call_back(&app, &forged, &json!({"status": "passed"})).await,
+        404
+    );
     assert_eq!(app.task(&id).await["status"], "waiting");
 
-    assert_eq!(call_back(&app, &url, &json!({"status": "passed"})).await, 202);
+    assert_eq!(
+        call_back(&app, &url, &json!({"status": "passed"})).await,
+        202
+    );
     let task = app.wait_done(&id, LONG).await;
     assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());
     let result = task["result"].as_str().unwrap_or_default();
@@ -80,7 +87,10 @@ async fn a_callback_resumes_the_task_once(backend: Backend) {
     assert!(result.contains("\"status\": \"passed\""), "{result}");
     assert!(result.contains("not instructions"), "{result}");
     // Used: the same POST again is refused and changes nothing.
-    assert_eq!(call_back(&app, &url, &json!({"status": "failed"})).await, 409);
+    assert_eq!(
+        call_back(&app, &url, &json!({"status": "failed"})).await,
+        409
+    );
     assert_eq!(app.task(&id).await["result"], task["result"]);
     let events = serde_json::to_string(&app.events(&id).await).unwrap();
     assert!(events.contains("callback received"), "{events}");
@@ -109,4 +119,7 @@ async fn an_uncalled_callback_expires(backend: Backend) {
     assert_eq!(call_back(&app, &url, &json!({"late": true})).await, 404);
 }
 
-on_both_backends!(a_callback_resumes_the_task_once, an_uncalled_callback_expires);
+on_both_backends!(
+    a_callback_resumes_the_task_once,
+    an_uncalled_callback_expires
+);

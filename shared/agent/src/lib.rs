@@ -38,5 +38,6 @@ pub use error::WorkerError;
 pub use reaper::Reaper;
 pub use segment::{SegmentBudget, SegmentEnd};
 pub use worker::{
-    Disposition, HeartbeatReplies, Worker, WorkerSettings, DEFAULT_PUBLIC_URL, DEFAULT_REPEAT_WINDOW,
+    Disposition, HeartbeatReplies, Worker, WorkerSettings, DEFAULT_PUBLIC_URL,
+    DEFAULT_REPEAT_WINDOW,
 };

@@ -46,8 +46,8 @@ pub use ports::{
 };
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    always, approval, attachment, callback, feedback, fork, judgment, lease, question, recap, sent_file,
-    transcript,
+    always, approval, attachment, callback, feedback, fork, judgment, lease, question, recap,
+    sent_file, transcript,
 };
 
 pub use blob::{BlobError, BlobStore};

@@ -66,9 +66,7 @@ impl Ingest {
                 ))
             }
             Err(CallbackError::Refused(Refused::Unknown | Refused::Void))
-            | Err(CallbackError::Store(StoreError::NotFound(_))) => {
-                return Err(no_such_callback())
-            }
+            | Err(CallbackError::Store(StoreError::NotFound(_))) => return Err(no_such_callback()),
             Err(CallbackError::Store(e)) => return Err(ApiError::unavailable(e)),
         };
         tracing::info!(task_id = %task.id, call_id = %record.call_id, "callback received");
@@ -146,8 +144,18 @@ mod tests {
             call_id: "w".into(),
             expires_at,
         };
-        store.record_callback(&hash_token(token), &record).await.unwrap();
-        (Rig { _dir: dir, store, ingest }, t.id)
+        store
+            .record_callback(&hash_token(token), &record)
+            .await
+            .unwrap();
+        (
+            Rig {
+                _dir: dir,
+                store,
+                ingest,
+            },
+            t.id,
+        )
     }
 
     /// A POST without any bearer.
@@ -188,7 +196,10 @@ mod tests {
         // Later POSTs change nothing.
         let again = post(&r, &token('a'), json_ct, b"{}").await;
         assert_eq!(again.0, 409);
-        assert_eq!(r.store.get(&id).await.unwrap().unwrap().version, task.version);
+        assert_eq!(
+            r.store.get(&id).await.unwrap().unwrap().version,
+            task.version
+        );
     }
 
     #[tokio::test]

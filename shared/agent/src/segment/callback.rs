@@ -147,13 +147,22 @@ mod tests {
         assert_eq!(token.len(), 64, "{url}");
         // The lookup item names the task and call; the token is not in it.
         let record = h.store.callback_record(&hash_token(&token)).await.unwrap();
-        assert_eq!(record.map(|r| (r.task_id, r.call_id)), Some((id.clone(), "w".into())));
+        assert_eq!(
+            record.map(|r| (r.task_id, r.call_id)),
+            Some((id.clone(), "w".into()))
+        );
         // A duplicate wake finds nothing to do.
         assert!(matches!(h.run(&id, roomy()).await, SegmentEnd::Dropped(_)));
         let (woken, _) = h
             .store
             .update(&id, None, |t| {
-                Ok(deliver(t, &hash_token(&token), json!({"status": "passed"}), baton_core::Instant::now()).ok())
+                Ok(deliver(
+                    t,
+                    &hash_token(&token),
+                    json!({"status": "passed"}),
+                    baton_core::Instant::now(),
+                )
+                .ok())
             })
             .await
             .unwrap();
@@ -162,16 +171,25 @@ mod tests {
             h.run(&id, roomy()).await,
             SegmentEnd::Finished(TaskStatus::Succeeded)
         );
-        let result = h.transcript(&id).await.into_iter().find_map(|e| match e.kind {
-            EntryKind::ToolResult { call_id, content, .. } if call_id == "w" => Some(content),
-            _ => None,
-        });
+        let result = h
+            .transcript(&id)
+            .await
+            .into_iter()
+            .find_map(|e| match e.kind {
+                EntryKind::ToolResult {
+                    call_id, content, ..
+                } if call_id == "w" => Some(content),
+                _ => None,
+            });
         let result = result.unwrap_or_default();
         assert!(result.contains("\"passed\""), "{result}");
         let task = h.get(&id).await;
         assert_eq!(task.callbacks[0].url, None);
         assert!(
-            task.callbacks[0].delivered.as_ref().is_some_and(|d| d.body.is_none()),
+            task.callbacks[0]
+                .delivered
+                .as_ref()
+                .is_some_and(|d| d.body.is_none()),
             "the body is dropped from the record once in the result"
         );
     }
@@ -179,7 +197,9 @@ mod tests {
     #[tokio::test]
     async fn an_uncalled_callback_tells_the_model_nobody_called() {
         let h = Harness::new(|a| a.tools = None);
-        h.llm.then(wait_call(json!({"description": "CI", "expires_after": "1s"})));
+        h.llm.then(wait_call(
+            json!({"description": "CI", "expires_after": "1s"}),
+        ));
         let id = h.task("wait briefly").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         assert!(!h.queue.sent().is_empty(), "a wake is armed for the expiry");
@@ -188,10 +208,16 @@ mod tests {
             h.run(&id, roomy()).await,
             SegmentEnd::Finished(TaskStatus::Succeeded)
         );
-        let result = h.transcript(&id).await.into_iter().find_map(|e| match e.kind {
-            EntryKind::ToolResult { call_id, content, .. } if call_id == "w" => Some(content),
-            _ => None,
-        });
+        let result = h
+            .transcript(&id)
+            .await
+            .into_iter()
+            .find_map(|e| match e.kind {
+                EntryKind::ToolResult {
+                    call_id, content, ..
+                } if call_id == "w" => Some(content),
+                _ => None,
+            });
         assert!(result.unwrap_or_default().starts_with("no callback"));
     }
 }

@@ -4,9 +4,9 @@
 //! becomes a child task, or is the turn's `sleep`.
 
 use super::recorded::{index_in_step, Recorded};
+use crate::callback::WAIT_FOR_CALLBACK;
 use crate::delegation::{self, DELEGATE, MAX_CHILDREN_PER_STEP};
 use crate::deps::Tools;
-use crate::callback::WAIT_FOR_CALLBACK;
 use crate::question::ASK_USER;
 use crate::timer::SLEEP;
 use baton_core::approval::{approval_id, refusal};

@@ -95,8 +95,14 @@ mod tests {
         };
         assert_eq!(store.callback_record("h1").await.unwrap(), None);
         store.record_callback("h1", &record).await.unwrap();
-        assert_eq!(store.callback_record("h1").await.unwrap(), Some(record.clone()));
-        assert!(store.record_callback("h1", &record).await.is_err(), "a hash is taken once");
+        assert_eq!(
+            store.callback_record("h1").await.unwrap(),
+            Some(record.clone())
+        );
+        assert!(
+            store.record_callback("h1", &record).await.is_err(),
+            "a hash is taken once"
+        );
         assert_eq!(store.callback_record("h2").await.unwrap(), None);
     }
 }
