@@ -10,9 +10,9 @@
 //! says nobody called.
 
 use crate::clock::Instant;
+pub use crate::task::record::{Callback, Delivered};
 use crate::task::{Task, TaskStatus, WaitingFor};
 use crate::transcript::EntryKind;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The tool that waits.
@@ -20,40 +20,6 @@ pub const WAIT_FOR_CALLBACK: &str = "wait_for_callback";
 
 /// The ingest route a token is called on, before the token.
 pub const CALLBACK_PATH: &str = "/callbacks/";
-
-/// One `wait_for_callback` call's callback.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Callback {
-    pub step: u32,
-    pub call_id: String,
-    /// What the model said the callback is for.
-    pub description: String,
-    /// SHA-256 of the token, hex ([`hash_token`]): what the lookup item is
-    /// keyed by.
-    pub token_hash: String,
-    /// The URL while it may be called (`waiting_for.url` shows it);
-    /// dropped once it was, so the token is kept nowhere after.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(with = "crate::clock::as_millis")]
-    pub created_at: Instant,
-    /// Uncalled by then: the call's result says nobody called.
-    #[serde(with = "crate::clock::as_millis")]
-    pub expires_at: Instant,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivered: Option<Delivered>,
-}
-
-/// The POST that called a [`Callback`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Delivered {
-    #[serde(with = "crate::clock::as_millis")]
-    pub at: Instant,
-    /// The JSON body, until the call's result holds it (then dropped, so
-    /// the task record stays small).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<serde_json::Value>,
-}
 
 /// Why a POST to a callback changes nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
