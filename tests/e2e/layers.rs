@@ -143,7 +143,8 @@ const NOT_IN_INGEST: &[&str] = &[
     "baton-llm",
     "baton-tools",
     "baton-embedded",
-    "rmcp",
+    // rmcp's server side serves `/mcp` from the ingest; its client (and
+    // the JSON Schema validation of tool arguments) is the worker's.
     "jsonschema",
     // Policies are decided in the worker; the Cedar engine would weigh on
     // the ingest's binary size and cold start.

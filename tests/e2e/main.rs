@@ -31,6 +31,7 @@ mod a2a;
 mod always_approvals;
 mod ask_user;
 mod attachments;
+mod callbacks;
 mod common;
 mod runtime_api;
 

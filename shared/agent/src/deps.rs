@@ -100,7 +100,13 @@ pub struct WorkerSettings {
     pub retry_delay: Duration,
     /// Longest a single tool call may run.
     pub tool_timeout: Duration,
+    /// Where the deployment's ingest is reached from outside
+    /// (`BATON_PUBLIC_URL`): `wait_for_callback` URLs start with it.
+    pub public_url: String,
 }
+
+/// The public URL when none is set: `baton dev`'s default address.
+pub const DEFAULT_PUBLIC_URL: &str = "http://127.0.0.1:3000";
 
 impl Default for WorkerSettings {
     fn default() -> Self {
@@ -111,6 +117,7 @@ impl Default for WorkerSettings {
             visibility: Duration::from_secs(45),
             retry_delay: Duration::from_secs(5),
             tool_timeout: Duration::from_secs(120),
+            public_url: DEFAULT_PUBLIC_URL.to_owned(),
         }
     }
 }

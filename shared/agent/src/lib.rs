@@ -12,6 +12,7 @@
 //! step may not fit the time left, release the lease, send the next wake,
 //! then acknowledge.
 
+pub mod callback;
 pub mod capacity;
 pub mod compaction;
 pub mod context;
@@ -36,4 +37,7 @@ pub mod worker;
 pub use error::WorkerError;
 pub use reaper::Reaper;
 pub use segment::{SegmentBudget, SegmentEnd};
-pub use worker::{Disposition, HeartbeatReplies, Worker, WorkerSettings, DEFAULT_REPEAT_WINDOW};
+pub use worker::{
+    Disposition, HeartbeatReplies, Worker, WorkerSettings, DEFAULT_PUBLIC_URL,
+    DEFAULT_REPEAT_WINDOW,
+};

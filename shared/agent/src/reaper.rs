@@ -52,6 +52,9 @@ impl Reaper {
             let timer_over = task.status == TaskStatus::Waiting
                 && match &task.waiting_for {
                     Some(baton_core::WaitingFor::Timer { until }) => *until < stale,
+                    Some(baton_core::WaitingFor::Callback { expires_at, .. }) => {
+                        *expires_at < stale
+                    }
                     Some(baton_core::WaitingFor::Approval { .. }) => {
                         baton_core::approval::next_expiry(&task).is_some_and(|at| at < stale)
                     }

@@ -12,6 +12,8 @@ pub const CURRENT_TIME: &str = "current_time";
 pub const SLEEP: &str = "sleep";
 /// `ask_user`: a question for the requester.
 pub const ASK_USER: &str = crate::question::ASK_USER;
+/// `wait_for_callback`: a one-time URL that resumes the task.
+pub const WAIT_FOR_CALLBACK: &str = crate::callback::WAIT_FOR_CALLBACK;
 /// `schedule_create`: a schedule of the requester's.
 pub const SCHEDULE_CREATE: &str = "schedule_create";
 /// `schedule_list`: the requester's schedules.
@@ -37,6 +39,7 @@ pub const BUILT_IN: &[&str] = &[
     CURRENT_TIME,
     SLEEP,
     ASK_USER,
+    WAIT_FOR_CALLBACK,
     SCHEDULE_CREATE,
     SCHEDULE_LIST,
     SCHEDULE_DELETE,

@@ -776,6 +776,8 @@
       case 'children': return 'for ' + count(w.pending) + ' child task(s) to finish.';
       case 'timer': return 'until ' + when(w.until) + '.';
       case 'reply': return 'for an answer to: ' + String(w.question || '') + ' (until ' + when(w.expires_at) + ')';
+      // The URL is a capability: shown, as text, to the console's user only.
+      case 'callback': return 'for a call of its one-time URL ' + String(w.url || '') + ' (until ' + when(w.expires_at) + ')';
       default: return 'for ' + String(w.kind) + '.';
     }
   }

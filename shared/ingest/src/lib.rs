@@ -10,6 +10,7 @@ mod a2a;
 mod approvals;
 mod auth;
 mod body;
+mod callbacks;
 mod commands;
 mod console;
 mod event_stream;

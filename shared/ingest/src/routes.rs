@@ -37,6 +37,7 @@ enum Handler {
     A2aDefaultCard,
     A2aAgentCard,
     A2aRpc,
+    CallBack,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -128,6 +129,8 @@ static ROUTES: &[Route] = &[
         Handler::A2aAgentCard,
     ),
     route(Method::POST, "/a2a/{agent}", true, Handler::A2aRpc),
+    // The token is the capability (`wait_for_callback`): no bearer.
+    route(Method::POST, "/callbacks/{token}", false, Handler::CallBack),
 ];
 
 /// The `{…}` segments of `segments` if they fit `pattern`.
@@ -258,6 +261,7 @@ pub(crate) async fn route_request(
         Handler::A2aDefaultCard => ingest.a2a_card("default", headers).map(full),
         Handler::A2aAgentCard => ingest.a2a_card(cap(0), headers).map(full),
         Handler::A2aRpc => ingest.a2a_rpc(cap(0), headers, &body, delivery).await,
+        Handler::CallBack => ingest.call_back(cap(0), headers, &body).await.map(full),
     }
 }
 
@@ -306,7 +310,8 @@ mod tests {
                 .replace("{approval}", "y")
                 .replace("{file}", "z")
                 .replace("{name}", "n")
-                .replace("{agent}", "a");
+                .replace("{agent}", "a")
+                .replace("{token}", "k");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),

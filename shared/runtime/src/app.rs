@@ -80,8 +80,11 @@ impl AppBuilder {
         self,
         settings: Settings,
         backend: Backend,
-        timing: WorkerSettings,
+        mut timing: WorkerSettings,
     ) -> Result<App, SettingsError> {
+        if let Some(url) = &settings.public_url {
+            timing.public_url = url.clone();
+        }
         let agents = settings.agents();
         settings.require_llm_key()?;
         let llm = build_provider(&settings.llm.config(), RetryPolicy::default()).map_err(|e| {

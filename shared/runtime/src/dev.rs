@@ -117,14 +117,20 @@ impl AppBuilder {
         };
         let budget = settings.segment_budget.unwrap_or(LOCAL_SEGMENT_BUDGET);
         let model = settings.model_summary();
-        let app = self
-            .build(settings, backend, timing)
-            .context("invalid configuration")?;
-
+        // Bound first: callback URLs name the address (unless
+        // `BATON_PUBLIC_URL` says otherwise).
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let addr = listener.local_addr()?;
+        let timing = WorkerSettings {
+            public_url: format!("http://{addr}"),
+            ..timing
+        };
+        let app = self
+            .build(settings, backend, timing)
+            .context("invalid configuration")?;
+
         tracing::info!(%addr, backend = ?args.backend, data_dir = %args.data_dir.display(), "baton dev is up");
         // Before the "listening" line, which ends what the start prints.
         println!("model:   {model}");

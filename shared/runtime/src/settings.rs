@@ -133,6 +133,11 @@ pub struct Settings {
     /// `BATON_MAX_FILE_BYTES`: the largest file given with a task that is
     /// kept for the model (default 10 MB).
     pub max_file_bytes: u64,
+    /// `BATON_PUBLIC_URL`: where the ingest is reached from outside
+    /// (`wait_for_callback` URLs start with it). `baton dev` defaults to
+    /// the address it listens on; elsewhere the default is
+    /// `http://127.0.0.1:3000`.
+    pub public_url: Option<String>,
     /// `BATON_TASK_RETENTION_DAYS`: how long finished tasks, their
     /// transcripts and payloads are kept (default 90; 0 keeps them
     /// forever).
@@ -175,6 +180,31 @@ fn is_slack_user_id(id: &str) -> bool {
         && id
             .chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+/// `BATON_PUBLIC_URL`: an `http(s)://` URL with a host, kept without a
+/// trailing `/`.
+fn public_url(value: Option<String>) -> Result<Option<String>, SettingsError> {
+    const NAME: &str = "BATON_PUBLIC_URL";
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let refuse = || {
+        invalid(
+            NAME,
+            "must be the deployment's public base URL, e.g. https://baton.example.com",
+        )
+    };
+    let url = value.trim().trim_end_matches('/');
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(refuse)?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() || rest.contains(['?', '#', ' ']) {
+        return Err(refuse());
+    }
+    Ok(Some(url.to_owned()))
 }
 
 /// `BATON_TASK_RETENTION_DAYS`: whole days from 0 (forever) to ten years.
@@ -392,11 +422,13 @@ impl Settings {
             .num::<u64>("BATON_MAX_FILE_BYTES")?
             .unwrap_or(baton_core::attachment::DEFAULT_MAX_FILE_BYTES);
         let retention = task_retention(&src)?;
+        let public_url = public_url(var("BATON_PUBLIC_URL"))?;
         let metrics = crate::metrics::MetricsSettings::load(var)?;
         let otlp = baton_otel::OtlpSettings::from_vars(|n| src.var(n))
             .map_err(|e| invalid(e.name, e.message))?;
         Ok(Settings {
             max_file_bytes,
+            public_url,
             retention,
             otlp,
             metrics,
@@ -449,6 +481,22 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_public_url_is_an_http_base_url() {
+        assert_eq!(super::public_url(None).unwrap(), None);
+        assert_eq!(
+            super::public_url(Some(" https://baton.example.com/ ".into())).unwrap(),
+            Some("https://baton.example.com".into())
+        );
+        assert_eq!(
+            super::public_url(Some("http://127.0.0.1:3000/prod".into())).unwrap(),
+            Some("http://127.0.0.1:3000/prod".into())
+        );
+        for bad in ["baton.example.com", "ftp://x", "https://", "https://x/?a=1"] {
+            assert!(super::public_url(Some(bad.into())).is_err(), "{bad}");
+        }
+    }
     use crate::llm_settings::DEFAULT_BEDROCK_MODEL;
 
     /// Values go in as stored secrets, which the process environment

@@ -26,6 +26,7 @@
 mod admit;
 mod ask;
 mod budget;
+mod callback;
 mod end;
 mod events;
 mod files;
@@ -411,7 +412,8 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
     if t.status == TaskStatus::Waiting {
         let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
-        let reply_overdue = baton_core::question::overdue(t, now);
+        let reply_overdue =
+            baton_core::question::overdue(t, now) || baton_core::callback::overdue(t, now);
         if t.cancel_requested || deadline_passed || timer_due(t, now) || reply_overdue {
             // Cancelled or out of time while waiting, or the timer is up:
             // the loop takes it from here.
@@ -470,6 +472,7 @@ fn pending_wake(t: &Task) -> Option<Instant> {
         Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
         Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
+        Some(WaitingFor::Callback { .. }) => baton_core::callback::open(t).map(|c| c.expires_at),
         Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. }) | None => None,
     };
     at.filter(|u| *u > Instant::now())

@@ -4,6 +4,7 @@
 //! becomes a child task, or is the turn's `sleep`.
 
 use super::recorded::{index_in_step, Recorded};
+use crate::callback::WAIT_FOR_CALLBACK;
 use crate::delegation::{self, DELEGATE, MAX_CHILDREN_PER_STEP};
 use crate::deps::Tools;
 use crate::question::ASK_USER;
@@ -114,6 +115,9 @@ pub(super) enum Decision {
     /// An `ask_user` call without its reply yet: the task waits for it
     /// once the other calls are done.
     Ask,
+    /// A `wait_for_callback` call not called back yet: the task waits for
+    /// it once the other calls are done.
+    AwaitCallback,
 }
 
 impl fmt::Debug for Decision {
@@ -130,6 +134,7 @@ impl fmt::Debug for Decision {
             Decision::Delegate => f.write_str("Delegate"),
             Decision::Sleep => f.write_str("Sleep"),
             Decision::Ask => f.write_str("Ask"),
+            Decision::AwaitCallback => f.write_str("AwaitCallback"),
         }
     }
 }
@@ -144,12 +149,14 @@ pub(super) struct TurnPlan {
 }
 
 /// What a turn waits for once its runnable calls are done, at most one
-/// kind, in this order: a human's decision, child tasks, a reply, a timer.
+/// kind, in this order: a human's decision, child tasks, a reply, a
+/// callback, a timer.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Wait {
     Approval(Vec<ToolCall>),
     Children(Vec<ToolCall>),
     Reply(Vec<ToolCall>),
+    Callback(Vec<ToolCall>),
     Timer(ToolCall),
 }
 
@@ -182,6 +189,7 @@ impl TurnPlan {
         };
         let (mut approval, mut children, mut reply, mut timer) =
             (Vec::new(), Vec::new(), Vec::new(), None);
+        let mut callbacks = Vec::new();
         for (call, decision) in self.calls {
             match decision {
                 Decision::Refuse(r) => {
@@ -199,6 +207,7 @@ impl TurnPlan {
                 Decision::AwaitApproval => approval.push(call),
                 Decision::Delegate => children.push(call),
                 Decision::Ask => reply.push(call),
+                Decision::AwaitCallback => callbacks.push(call),
                 Decision::Sleep => timer = Some(call),
             }
         }
@@ -208,6 +217,8 @@ impl TurnPlan {
             Some(Wait::Children(children))
         } else if !reply.is_empty() {
             Some(Wait::Reply(reply))
+        } else if !callbacks.is_empty() {
+            Some(Wait::Callback(callbacks))
         } else {
             timer.map(Wait::Timer)
         };
@@ -274,7 +285,8 @@ fn decide(
     // `tools` holds only what the agent may call (`listing::offered`).
     let tool = turn.tools.get(&call.name).cloned();
     let is_ask = call.name == ASK_USER && agent.allows_tool(ASK_USER);
-    if !is_sleep && !is_delegate && !is_ask && tool.is_none() {
+    let is_callback = call.name == WAIT_FOR_CALLBACK && agent.allows_tool(WAIT_FOR_CALLBACK);
+    if !is_sleep && !is_delegate && !is_ask && !is_callback && tool.is_none() {
         return Decision::Refuse(unknown(turn, &call.name));
     }
     let host = (call.name == HTTP_REQUEST)
@@ -328,6 +340,9 @@ fn decide(
     }
     if is_ask {
         return ask(turn, call);
+    }
+    if is_callback {
+        return await_callback(turn, call);
     }
     if is_delegate {
         if let Some(child) = turn.task.child_for_call(&call.id) {
@@ -391,6 +406,21 @@ fn ask(turn: &Turn<'_>, call: &ToolCall) -> Decision {
     }
     match crate::question::question_of(&call.arguments) {
         Ok(_) => Decision::Ask,
+        Err(e) => Decision::Answer(ToolOutput::error(e)),
+    }
+}
+
+/// A `wait_for_callback` call: the body its URL was called with (or that
+/// nobody called in time) once there is one; else it waits.
+fn await_callback(turn: &Turn<'_>, call: &ToolCall) -> Decision {
+    if let Some(c) = baton_core::callback::callback(turn.task, &call.id) {
+        return match baton_core::callback::result_of(c, turn.now) {
+            Some(text) => Decision::Answer(ToolOutput::ok(text)),
+            None => Decision::AwaitCallback,
+        };
+    }
+    match crate::callback::args_of(&call.arguments) {
+        Ok(_) => Decision::AwaitCallback,
         Err(e) => Decision::Answer(ToolOutput::error(e)),
     }
 }
@@ -555,6 +585,7 @@ mod tests {
                 Decision::Delegate => "delegate".into(),
                 Decision::Sleep => "sleep".into(),
                 Decision::Ask => "ask".into(),
+                Decision::AwaitCallback => "callback".into(),
             })
             .collect()
     }
@@ -648,6 +679,42 @@ mod tests {
             .batch();
         assert_eq!(ids(&batch.started), ["1"]);
         assert!(batch.wait.is_none());
+    }
+
+    #[test]
+    fn wait_for_callback_waits_until_called_or_expired() {
+        use baton_core::callback::{Callback, Delivered};
+        let mut w = World::new(|_| {});
+        let wait = |id: &str| call(id, "wait_for_callback", json!({"description": "CI"}));
+        assert_eq!(w.decide(&[wait("c1")]), ["callback"]);
+        let got = w.decide(&[call("c2", "wait_for_callback", json!({}))]);
+        assert!(got[0].starts_with("answer: invalid arguments"), "{got:?}");
+        let made = |call_id: &str, expires_at: i64, body: Option<serde_json::Value>| Callback {
+            step: 1,
+            call_id: call_id.into(),
+            description: "CI".into(),
+            token_hash: "h".into(),
+            url: None,
+            created_at: baton_core::Instant(-10),
+            expires_at: baton_core::Instant(expires_at),
+            delivered: body.map(|b| Delivered {
+                at: baton_core::Instant(0),
+                body: Some(b),
+            }),
+        };
+        // Made and uncalled: still waits (`now` is 0 in the world).
+        w.task.callbacks = vec![made("c3", 100, None)];
+        assert_eq!(w.decide(&[wait("c3")]), ["callback"]);
+        w.task.callbacks = vec![made("c4", 100, Some(json!({"status": "passed"})))];
+        let got = w.decide(&[wait("c4")]);
+        assert!(got[0].contains("\"passed\""), "{got:?}");
+        w.task.callbacks = vec![made("c5", 0, None)];
+        let got = w.decide(&[wait("c5")]);
+        assert!(got[0].starts_with("answer: no callback"), "{got:?}");
+        // An agent whose `tools` leave it out has no such tool.
+        let mut w = World::new(|a| a.tools = Some(vec!["fake".into()]));
+        let got = w.decide(&[wait("c6")]);
+        assert!(got[0].starts_with("refuse: unknown tool"), "{got:?}");
     }
 
     #[test]

@@ -135,7 +135,8 @@ impl Segment<'_> {
     }
 
     /// The tools this agent may call this step: those the segment offers
-    /// ([`super::listing`]), `sleep`, `ask_user` (not in a sub-agent), and
+    /// ([`super::listing`]), `sleep`, `ask_user` (not in a sub-agent),
+    /// `wait_for_callback`, and
     /// `delegate` when it has agents to delegate to.
     pub(super) fn tool_specs(&self) -> Vec<ToolSpec> {
         let agent = self.agent;
@@ -151,6 +152,11 @@ impl Segment<'_> {
             .chain(
                 (agent.allows_tool(crate::question::ASK_USER) && self.task.parent.is_none())
                     .then(crate::question::ask_user_spec),
+            )
+            .chain(
+                agent
+                    .allows_tool(crate::callback::WAIT_FOR_CALLBACK)
+                    .then(crate::callback::wait_for_callback_spec),
             )
             .chain(crate::delegation::delegate_spec(agent, &self.deps.agents))
             .collect()

@@ -21,6 +21,13 @@ impl Segment<'_> {
     pub(super) async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Step {
         let (max_chars, guard) = (self.agent.max_tool_result_chars, self.deps.input_guard);
         let batch = plan(&self.turn(step), pending).batch();
+        // A callback's body is in its result now: the task record drops it.
+        let called_back: Vec<String> = batch
+            .answered
+            .iter()
+            .filter(|(call, _)| call.name == crate::callback::WAIT_FOR_CALLBACK)
+            .map(|(call, _)| call.id.clone())
+            .collect();
         let mut written: Vec<EntryKind> = batch
             .answered
             .into_iter()
@@ -38,7 +45,12 @@ impl Segment<'_> {
             name: call.name.clone(),
         }));
         if !written.is_empty() {
-            self.commit(|_| Some(written.clone())).await?;
+            self.commit(|t| {
+                let ids: Vec<&str> = called_back.iter().map(String::as_str).collect();
+                baton_core::callback::forget_bodies(t, &ids);
+                Some(written.clone())
+            })
+            .await?;
         }
         // Counted as a unit of the segment's time even when nothing ran.
         let batch_clock = Instant::now();
@@ -56,6 +68,7 @@ impl Segment<'_> {
             Some(Wait::Approval(calls)) => self.wait_for_approval(step, calls).await,
             Some(Wait::Children(calls)) => self.delegate(calls).await,
             Some(Wait::Reply(calls)) => self.wait_for_reply(step, calls).await,
+            Some(Wait::Callback(calls)) => self.wait_for_callback(step, calls).await,
             Some(Wait::Timer(call)) => self.start_timer(step, &call).await,
         }
     }

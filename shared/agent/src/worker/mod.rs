@@ -17,7 +17,7 @@ mod schedule;
 mod wake;
 
 pub(crate) use crate::deps::Deps;
-pub use crate::deps::WorkerSettings;
+pub use crate::deps::{WorkerSettings, DEFAULT_PUBLIC_URL};
 
 use crate::segment::SegmentBudget;
 use crate::spend::MonthlyBudgets;

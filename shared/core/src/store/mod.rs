@@ -10,8 +10,10 @@
 //! | `retention` | when finished tasks and their transcripts expire |
 //! | `memory` | the facts store |
 //! | `ledger` | monthly usage counters |
+//! | `callbacks` | the lookup items of `wait_for_callback` tokens |
 //! | `sent_files` | what is kept of the files tasks send (`send_file`) |
 
+pub mod callbacks;
 pub mod error;
 pub mod ledger;
 pub mod listing;

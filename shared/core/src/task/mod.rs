@@ -8,6 +8,7 @@
 //! | `transcript` | the task's append-only log (`Entry`, `EntryKind`) |
 //! | `approval` | approval ids, decisions, expiry: pure task transitions; the `ApprovalPrompts` port |
 //! | `question` | `ask_user` questions and their replies |
+//! | `callback` | `wait_for_callback` callbacks: tokens, delivery, expiry |
 //! | `feedback` | votes on an answer, one per person |
 //! | `attachment` | files a task's input carried |
 //! | `sent_file` | files a task sends out: safe names, what is kept of them |
@@ -18,6 +19,7 @@
 pub mod always;
 pub mod approval;
 pub mod attachment;
+pub mod callback;
 pub mod feedback;
 pub mod fork;
 pub mod judgment;

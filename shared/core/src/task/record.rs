@@ -137,6 +137,13 @@ pub enum WaitingFor {
     Turn {
         behind: crate::TaskId,
     },
+    /// `wait_for_callback`: the first POST to `url` (once, no bearer)
+    /// resumes the task.
+    Callback {
+        url: String,
+        /// Uncalled by then, the agent goes on without it.
+        expires_at: crate::clock::Instant,
+    },
     /// `ask_user`: the requester's next message answers `question`.
     Reply {
         question: String,
@@ -434,6 +441,9 @@ pub struct Task {
     /// Questions of `ask_user` calls, answered or not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<Question>,
+    /// Callbacks of `wait_for_callback` calls, called or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callbacks: Vec<Callback>,
     /// Set on a child task: whom to report to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
@@ -573,6 +583,40 @@ pub struct Question {
     pub expires_at: Instant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<Reply>,
+}
+
+/// One `wait_for_callback` call's callback.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Callback {
+    pub step: u32,
+    pub call_id: String,
+    /// What the model said the callback is for.
+    pub description: String,
+    /// SHA-256 of the token, hex ([`crate::callback::hash_token`]): what the lookup item is
+    /// keyed by.
+    pub token_hash: String,
+    /// The URL while it may be called (`waiting_for.url` shows it);
+    /// dropped once it was, so the token is kept nowhere after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(with = "crate::clock::as_millis")]
+    pub created_at: Instant,
+    /// Uncalled by then: the call's result says nobody called.
+    #[serde(with = "crate::clock::as_millis")]
+    pub expires_at: Instant,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered: Option<Delivered>,
+}
+
+/// The POST that called a [`Callback`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivered {
+    #[serde(with = "crate::clock::as_millis")]
+    pub at: Instant,
+    /// The JSON body, until the call's result holds it (then dropped, so
+    /// the task record stays small).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
 }
 
 /// What the requester answered (to a [`Question`]).
@@ -805,6 +849,7 @@ impl Task {
             speaker: None,
             carried: 0,
             questions: Vec::new(),
+            callbacks: Vec::new(),
             parent: None,
             holds_capacity: false,
             pending_files: Vec::new(),

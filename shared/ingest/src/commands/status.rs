@@ -99,6 +99,8 @@ fn waiting_for(w: &WaitingFor) -> String {
         WaitingFor::Reply { question, .. } => {
             format!("its requester's answer to: {}", one_line(question))
         }
+        // Not the URL: whoever holds it may resume the task.
+        WaitingFor::Callback { expires_at, .. } => format!("a callback, until {expires_at}"),
     }
 }
 

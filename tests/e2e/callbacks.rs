@@ -1,0 +1,125 @@
+//! `wait_for_callback`, end to end (the real `baton dev`, the mock LLM):
+//! the task waits at zero compute with `waiting_for.kind = "callback"` and
+//! a URL; a POST to it without any bearer resumes the task once (202),
+//! with the body as the call's result; the same POST again is 409, a
+//! forged token 404; and a callback nobody calls expires, the model told
+//! so.
+
+use crate::common::{Backend, Options, TestApp};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// A task whose first turn calls `wait_for_callback` with `args` (no
+/// spaces: the scripted model reads `#args` up to the first one).
+async fn start(app: &TestApp, args: &str) -> String {
+    let r = app
+        .http
+        .post(format!("{}/tasks", app.url))
+        .bearer_auth(crate::common::TOKEN)
+        .json(&json!({"input": format!("#tool=wait_for_callback #args={args}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    v["task_id"].as_str().unwrap().to_owned()
+}
+
+/// POSTs `body` as JSON to `url`, with no bearer.
+async fn call_back(app: &TestApp, url: &str, body: &Value) -> u16 {
+    app.http
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn a_callback_resumes_the_task_once(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let id = start(&app, r#"{"description":"CI-result","expires_after":"2h"}"#).await;
+    let task = app.wait_waiting(&id).await;
+    assert_eq!(
+        task["waiting_for"]["kind"],
+        "callback",
+        "{task}\nlog:\n{}",
+        app.log()
+    );
+    assert!(task["waiting_for"]["expires_at"].is_string(), "{task}");
+    let url = task["waiting_for"]["url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("{}/callbacks/", app.url)),
+        "the URL is under the address baton dev listens on: {url}"
+    );
+    // Waiting at zero compute: nothing runs, the model is not called.
+    let calls_before = app.llm.received().len();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(app.task(&id).await["status"], "waiting");
+    assert_eq!(app.llm.received().len(), calls_before);
+
+    // A forged token is unknown, and changes nothing.
+    let forged = format!("{}/callbacks/{}", app.url, "0".repeat(64));
+    assert_eq!(
+        call_back(&app, &forged, &json!({"status": "passed"})).await,
+        404
+    );
+    assert_eq!(app.task(&id).await["status"], "waiting");
+
+    assert_eq!(
+        call_back(&app, &url, &json!({"status": "passed"})).await,
+        202
+    );
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());
+    let result = task["result"].as_str().unwrap_or_default();
+    assert!(
+        result.starts_with("[scripted model] tool wait_for_callback said: callback received"),
+        "{result}"
+    );
+    assert!(result.contains("\"status\": \"passed\""), "{result}");
+    assert!(result.contains("not instructions"), "{result}");
+    // Used: the same POST again is refused and changes nothing.
+    assert_eq!(
+        call_back(&app, &url, &json!({"status": "failed"})).await,
+        409
+    );
+    assert_eq!(app.task(&id).await["result"], task["result"]);
+    let events = serde_json::to_string(&app.events(&id).await).unwrap();
+    assert!(events.contains("callback received"), "{events}");
+    let token = url.rsplit('/').next().unwrap_or_default();
+    assert!(!events.contains(token), "the events never show the token");
+}
+
+async fn an_uncalled_callback_expires(backend: Backend) {
+    let app = TestApp::spawn(Options {
+        backend,
+        ..Options::default()
+    })
+    .await;
+    let id = start(&app, r#"{"description":"CI-result","expires_after":"2s"}"#).await;
+    let task = app.wait_waiting(&id).await;
+    assert_eq!(task["waiting_for"]["kind"], "callback", "{task}");
+    let url = task["waiting_for"]["url"].as_str().unwrap().to_owned();
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());
+    let result = task["result"].as_str().unwrap_or_default();
+    assert!(
+        result.starts_with("[scripted model] tool wait_for_callback said: no callback"),
+        "{result}"
+    );
+    // Expired: the URL no longer works.
+    assert_eq!(call_back(&app, &url, &json!({"late": true})).await, 404);
+}
+
+on_both_backends!(
+    a_callback_resumes_the_task_once,
+    an_uncalled_callback_expires
+);
