@@ -4,7 +4,7 @@
 //! on the task. The question expires after the agent's
 //! `ask_user.expires_after`; a wake then lets the model go on without it.
 
-use super::{start_waiting, Segment, SegmentEnd, Step};
+use super::{start_waiting, Segment, Step};
 use crate::progress;
 use baton_core::question::{self, Question};
 use baton_core::{EntryKind, Instant, TaskStatus, ToolCall, WaitingFor};
@@ -79,23 +79,7 @@ impl Segment<'_> {
             Some(vec![start_waiting(t, waiting_for, detail)])
         })
         .await?;
-        if self.task.status != TaskStatus::Waiting {
-            return Ok(None);
-        }
-        if let Some(q) = question::open(&self.task) {
-            let at = q.expires_at;
-            crate::timer::arm(
-                self.deps.queue.as_ref(),
-                self.deps.scheduler(),
-                &self.task.id,
-                at,
-            )
-            .await?;
-        }
-        self.deps
-            .replies
-            .progress(&self.task, progress::WAITING_FOR_REPLY)
-            .await;
-        Ok(Some(SegmentEnd::Waiting))
+        let expires_at = question::open(&self.task).map(|q| q.expires_at);
+        self.parked(expires_at, progress::WAITING_FOR_REPLY).await
     }
 }

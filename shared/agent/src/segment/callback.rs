@@ -5,7 +5,7 @@
 //! which ingest records on the task. Uncalled by `expires_at`, a wake
 //! lets the model go on without it.
 
-use super::{start_waiting, Segment, SegmentEnd, Step};
+use super::{start_waiting, Segment, Step};
 use crate::callback::{args_of, mint_token, url_of};
 use crate::progress;
 use baton_core::callback::{self, hash_token, Callback};
@@ -92,24 +92,9 @@ impl Segment<'_> {
             Some(vec![start_waiting(t, waiting_for, detail)])
         })
         .await?;
-        if self.task.status != TaskStatus::Waiting {
-            return Ok(None);
-        }
-        if let Some(c) = callback::open(&self.task) {
-            let at = c.expires_at;
-            crate::timer::arm(
-                self.deps.queue.as_ref(),
-                self.deps.scheduler(),
-                &self.task.id,
-                at,
-            )
-            .await?;
-        }
-        self.deps
-            .replies
-            .progress(&self.task, progress::WAITING_FOR_CALLBACK)
-            .await;
-        Ok(Some(SegmentEnd::Waiting))
+        let expires_at = callback::open(&self.task).map(|c| c.expires_at);
+        self.parked(expires_at, progress::WAITING_FOR_CALLBACK)
+            .await
     }
 }
 

@@ -453,6 +453,29 @@ fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
     }
 }
 
+impl Segment<'_> {
+    /// After a commit that may have put the task in `waiting` for
+    /// someone (a reply, a callback): a wake at `expires_at`, so an
+    /// unanswered wait ends, and the person told. `None` when it did not
+    /// wait (cancelled, or nothing open).
+    async fn parked(&mut self, expires_at: Option<Instant>, progress: &str) -> Step {
+        if self.task.status != TaskStatus::Waiting {
+            return Ok(None);
+        }
+        if let Some(at) = expires_at {
+            crate::timer::arm(
+                self.deps.queue.as_ref(),
+                self.deps.scheduler(),
+                &self.task.id,
+                at,
+            )
+            .await?;
+        }
+        self.deps.replies.progress(&self.task, progress).await;
+        Ok(Some(SegmentEnd::Waiting))
+    }
+}
+
 /// Whether a waiting task's timer is up.
 fn timer_due(t: &Task, now: Instant) -> bool {
     match &t.waiting_for {
