@@ -89,18 +89,6 @@ pub struct Capacity {
     caps: ConcurrencySettings,
 }
 
-/// The Slack workspace and user of a schedule owner `slack:TEAM:USER`;
-/// `None` for `api` (or anything else).
-fn slack_person(owner: &str) -> Option<(&str, &str)> {
-    let mut parts = owner.splitn(3, ':');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some("slack"), Some(team), Some(user)) if !team.is_empty() && !user.is_empty() => {
-            Some((team, user))
-        }
-        _ => None,
-    }
-}
-
 impl Capacity {
     /// `None` when no cap is set: nothing to take or give back.
     pub fn new(table: Arc<dyn Table>, caps: ConcurrencySettings) -> Option<Self> {
@@ -126,7 +114,7 @@ impl Capacity {
         }
         let person = match &task.origin {
             Origin::Slack { team_id, user, .. } => Some((team_id.as_str(), user.as_str())),
-            Origin::Http => task.schedule_owner.as_deref().and_then(slack_person),
+            Origin::Http => task.schedule_person(),
         };
         match person {
             None => {

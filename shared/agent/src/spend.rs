@@ -94,7 +94,7 @@ impl MonthlyBudgets {
         &self.ledger
     }
 
-    /// The budgets that apply to `origin`, whose person has `roles`: the
+    /// The budgets that apply to `origin` ([`budget_origin`]), whose person has `roles`: the
     /// person's is their own override, else their roles' largest, else
     /// the default per-user budget; tokens and cost alike.
     fn scopes(&self, origin: &Origin, roles: &[String]) -> Vec<Scoped> {
@@ -158,7 +158,7 @@ impl MonthlyBudgets {
         now: Instant,
     ) -> Result<Option<String>, LedgerError> {
         let month = Month::of(now);
-        let origin = task.serving();
+        let origin = budget_origin(task);
         let counters = self.counters(&origin, roles);
         let spent = self.ledger.spend_of(&counters, month).await?;
         for s in self.scopes(&origin, roles) {
@@ -196,11 +196,28 @@ impl MonthlyBudgets {
         cost_usd: f64,
         now: Instant,
     ) -> Result<(), LedgerError> {
-        let scopes = self.counters(&task.serving(), roles);
+        let scopes = self.counters(&budget_origin(task), roles);
         let id = uuid::Uuid::new_v4().simple().to_string();
         self.ledger
             .add(&scopes, Month::of(now), Spend::new(usage, cost_usd), &id)
             .await
+    }
+}
+
+/// Whose budgets a task spends: the person it serves; a schedule's task
+/// that posts nowhere (an HTTP task) spends its creator's, as it takes
+/// their concurrency slots. The origin made for that names no channel:
+/// only its workspace and user are read.
+fn budget_origin(task: &Task) -> Origin {
+    match (task.serving(), task.schedule_person()) {
+        (Origin::Http, Some((team, user))) => Origin::Slack {
+            team_id: team.to_owned(),
+            channel: String::new(),
+            thread_ts: String::new(),
+            user: user.to_owned(),
+            channel_type: None,
+        },
+        (origin, _) => origin,
     }
 }
 
@@ -316,6 +333,32 @@ mod tests {
         let keys: Vec<String> = table.keys().into_iter().map(|k| k.pk).collect();
         assert!(!keys.is_empty());
         assert!(keys.iter().all(|k| k.starts_with("USAGE#api#")), "{keys:?}");
+    }
+
+    #[tokio::test]
+    async fn a_schedule_that_posts_nowhere_spends_its_creators_budget() {
+        let table = Arc::new(MemoryTable::default());
+        let b = MonthlyBudgets::new(
+            table,
+            BudgetSettings {
+                user_monthly_tokens: Some(10),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut fired = task(Origin::Http);
+        fired.schedule_owner = Some("slack:T1:U1".into());
+        b.record(&fired, &[], usage(10, 0), 0.0, NOV).await.unwrap();
+        let alice = task(slack("T1", "U1"));
+        assert_eq!(
+            b.exhausted(&alice, &[], NOV).await.unwrap().as_deref(),
+            Some("you have used your monthly budget of 10 tokens; it resets on 2026-12-01")
+        );
+        assert!(b.exhausted(&fired, &[], NOV).await.unwrap().is_some());
+        // An API-made schedule's task is the API's, with no user budget.
+        let mut api = task(Origin::Http);
+        api.schedule_owner = Some("api".into());
+        assert_eq!(b.exhausted(&api, &[], NOV).await.unwrap(), None);
     }
 
     #[tokio::test]

@@ -474,7 +474,8 @@ pub struct Task {
     pub schedule_id: Option<String>,
     /// That schedule's owner (`slack:TEAM:USER`, or `api`), kept at the
     /// firing: a firing that posts nowhere is an HTTP task, yet counts
-    /// against its creator's concurrency caps.
+    /// against its creator's concurrency caps and monthly budgets
+    /// ([`Task::schedule_person`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_owner: Option<String>,
     /// The Slack message (`ts`) that started the task: the reaction saying
@@ -803,6 +804,19 @@ impl Task {
     /// by the [`Task::speaker`] when someone other than the requester
     /// wrote the message being answered. What per-user state follows
     /// (memory, schedules, monthly budgets).
+    /// The Slack workspace and user of the schedule that started the
+    /// task, when a person made it (`schedule_owner` `slack:TEAM:USER`).
+    pub fn schedule_person(&self) -> Option<(&str, &str)> {
+        let owner = self.schedule_owner.as_deref()?;
+        let mut parts = owner.splitn(3, ':');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some("slack"), Some(team), Some(user)) if !team.is_empty() && !user.is_empty() => {
+                Some((team, user))
+            }
+            _ => None,
+        }
+    }
+
     pub fn serving(&self) -> Origin {
         let mut origin = self.origin.clone();
         if let (Some(speaker), Origin::Slack { user, .. }) = (&self.speaker, &mut origin) {
