@@ -43,22 +43,8 @@ impl Segment<'_> {
                 }])
             })
             .await?;
-            let post = self
-                .begin_post(format!("{}:ask:{}", self.task.id, q.call_id))
-                .await?;
-            if let Err(e) = self
-                .deps
-                .replies
-                .answer(&self.task, &q.question, &post)
-                .await
-            {
-                tracing::warn!(task_id = %self.task.id, error = %e, "could not post the question");
-            }
-            self.commit(|t| {
-                t.posting = None;
-                Some(Vec::new())
-            })
-            .await?;
+            let key = format!("{}:ask:{}", self.task.id, q.call_id);
+            self.post_once(key, &q.question, "the question").await?;
         }
         // One question waits at a time; another call of the turn is asked
         // once this one is settled.

@@ -58,21 +58,12 @@ impl Segment<'_> {
                 }])
             })
             .await?;
-            let post = self
-                .begin_post(format!("{}:callback:{}", self.task.id, call.id))
-                .await?;
             let text = format!(
                 "Waiting for a callback: {description}\nWhoever should resume this task POSTs a \
                  JSON body to this URL (once, until {expires_at}):\n{url}"
             );
-            if let Err(e) = self.deps.replies.answer(&self.task, &text, &post).await {
-                tracing::warn!(task_id = %self.task.id, error = %e, "could not post the callback URL");
-            }
-            self.commit(|t| {
-                t.posting = None;
-                Some(Vec::new())
-            })
-            .await?;
+            let key = format!("{}:callback:{}", self.task.id, call.id);
+            self.post_once(key, &text, "the callback URL").await?;
         }
         // One callback waits at a time; another call of the turn waits
         // once this one is settled.

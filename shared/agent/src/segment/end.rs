@@ -139,6 +139,27 @@ impl Segment<'_> {
         Ok(PostKey { key, maybe_posted })
     }
 
+    /// Tells the task's person `text` (a question, a callback URL) once:
+    /// post `key` as [`Segment::begin_post`] keeps it, so a retry after a
+    /// crash does not post it twice. A failed post is logged, not fatal:
+    /// the task waits all the same, and its status says for what.
+    pub(super) async fn post_once(
+        &mut self,
+        key: String,
+        text: &str,
+        what: &'static str,
+    ) -> Result<(), WorkerError> {
+        let post = self.begin_post(key).await?;
+        if let Err(e) = self.deps.replies.answer(&self.task, text, &post).await {
+            tracing::warn!(task_id = %self.task.id, error = %e, "could not post {what}");
+        }
+        self.commit(|t| {
+            t.posting = None;
+            Some(Vec::new())
+        })
+        .await
+    }
+
     /// Checkpoint and release the lease, send the next wake, and only then
     /// (by returning) acknowledge the current one: a crash in between can
     /// duplicate a wake but never lose one.
