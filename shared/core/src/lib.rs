@@ -46,8 +46,8 @@ pub use ports::{
 };
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    always, approval, attachment, callback, feedback, fork, judgment, lease, question, recap,
-    sent_file, transcript, turn,
+    always, approval, attachment, callback, connection, feedback, fork, judgment, lease, question,
+    recap, sent_file, transcript, turn,
 };
 
 pub use blob::{BlobError, BlobStore};

@@ -496,6 +496,7 @@ fn pending_wake(t: &Task) -> Option<Instant> {
         Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
         Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
         Some(WaitingFor::Callback { .. }) => baton_core::callback::open(t).map(|c| c.expires_at),
+        Some(WaitingFor::Connection { expires_at, .. }) => Some(*expires_at),
         Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. }) | None => None,
     };
     at.filter(|u| *u > Instant::now())

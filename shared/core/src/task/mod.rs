@@ -9,6 +9,7 @@
 //! | `approval` | approval ids, decisions, expiry: pure task transitions; the `ApprovalPrompts` port |
 //! | `question` | `ask_user` questions and their replies |
 //! | `callback` | `wait_for_callback` callbacks: tokens, delivery, expiry |
+//! | `connection` | per-person OAuth connections: whose, pending Connect links, the `Credentials` and `Sealer` ports |
 //! | `feedback` | votes on an answer, one per person |
 //! | `attachment` | files a task's input carried |
 //! | `sent_file` | files a task sends out: safe names, what is kept of them |
@@ -20,6 +21,7 @@ pub mod always;
 pub mod approval;
 pub mod attachment;
 pub mod callback;
+pub mod connection;
 pub mod feedback;
 pub mod fork;
 pub mod judgment;

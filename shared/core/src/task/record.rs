@@ -144,6 +144,14 @@ pub enum WaitingFor {
         /// Uncalled by then, the agent goes on without it.
         expires_at: crate::clock::Instant,
     },
+    /// A tool call needs a connection the person lacks (`auth = "oauth"`):
+    /// the person opens `url` (`GET /connect/{state}`) and connects;
+    /// unconnected by `expires_at`, the model is told they did not.
+    Connection {
+        provider: String,
+        url: String,
+        expires_at: crate::clock::Instant,
+    },
     /// `ask_user`: the requester's next message answers `question`.
     Reply {
         question: String,

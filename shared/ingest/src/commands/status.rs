@@ -101,6 +101,12 @@ fn waiting_for(w: &WaitingFor) -> String {
         }
         // Not the URL: whoever holds it may resume the task.
         WaitingFor::Callback { expires_at, .. } => format!("a callback, until {expires_at}"),
+        // Not the URL: it is the requester's own Connect link.
+        WaitingFor::Connection {
+            provider,
+            expires_at,
+            ..
+        } => format!("its requester to connect `{provider}`, until {expires_at}"),
     }
 }
 

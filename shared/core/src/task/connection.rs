@@ -1,0 +1,182 @@
+//! Per-person OAuth connections (`[mcp.NAME] auth = "oauth"`,
+//! `[oauth.NAME]`): whose accounts a task acts with, and the records of a
+//! connection being made. The tokens themselves are sealed at rest
+//! ([`Sealer`]) and handed to tools only through [`Credentials`]; nothing
+//! here holds them in clear in a form that serialises.
+//!
+//! - A [`PersonKey`] is whose connection it is: a Slack user of a
+//!   workspace, or a person an HTTP client named (workspace `api`).
+//! - A [`ConnectRequest`] is one pending "Connect NAME" link: minted by
+//!   the worker when a call needs a connection the person lacks, followed
+//!   by `GET /connect/{state}` and completed, once, by
+//!   `GET /oauth/callback`.
+
+use crate::clock::Instant;
+use crate::ids::TaskId;
+use async_trait::async_trait;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The workspace of people named by HTTP clients (`user` in `POST /tasks`).
+pub const API_WORKSPACE: &str = "api";
+
+/// Whose connection: `(workspace, user)`. Shown as `workspace:user`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PersonKey {
+    /// A Slack team id, or [`API_WORKSPACE`].
+    pub workspace: String,
+    /// A Slack user id, or the id an HTTP client named.
+    pub user: String,
+}
+
+impl PersonKey {
+    pub fn new(workspace: impl Into<String>, user: impl Into<String>) -> Self {
+        PersonKey {
+            workspace: workspace.into(),
+            user: user.into(),
+        }
+    }
+
+    /// Reads `workspace:user` back; `None` when either part is empty.
+    pub fn parse(text: &str) -> Option<PersonKey> {
+        let (workspace, user) = text.split_once(':')?;
+        (!workspace.is_empty() && !user.is_empty()).then(|| PersonKey::new(workspace, user))
+    }
+}
+
+impl fmt::Display for PersonKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.workspace, self.user)
+    }
+}
+
+/// A person's tokens for one provider, in clear: only ever in memory.
+/// Debug never shows the tokens.
+#[derive(Clone, Debug)]
+pub struct Tokens {
+    pub access_token: SecretString,
+    pub refresh_token: Option<SecretString>,
+    /// When the access token stops working, when the provider said.
+    pub expires_at: Option<Instant>,
+    /// The scopes granted, as the provider said (or as asked).
+    pub scopes: Vec<String>,
+}
+
+/// What may be shown of a connection (`baton connections list`): never
+/// a token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionSummary {
+    pub person: PersonKey,
+    pub provider: String,
+    #[serde(with = "crate::clock::as_millis")]
+    pub connected_at: Instant,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refreshed_at: Option<Instant>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Instant>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+}
+
+/// One pending connection: the `state` of a Connect link, bound to the
+/// person, the provider and the waiting task's call. Stored under the
+/// state's hash, never the state itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectRequest {
+    pub person: PersonKey,
+    pub provider: String,
+    pub task_id: TaskId,
+    /// The tool call that needs the connection (retried once connected).
+    pub call_id: String,
+    #[serde(with = "crate::clock::as_millis")]
+    pub created_at: Instant,
+    /// The link works until then (the task's wait ends then too).
+    #[serde(with = "crate::clock::as_millis")]
+    pub expires_at: Instant,
+}
+
+/// Why a connection cannot be used for a call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialError {
+    /// The person has no connection to the provider, or it was revoked or
+    /// rejected and cannot be refreshed: ask them to connect.
+    #[error("{person} has no working connection to `{provider}`")]
+    NotConnected { person: PersonKey, provider: String },
+    /// The task serves nobody (an HTTP task without `user`): per-user
+    /// tools cannot be used.
+    #[error(
+        "this task acts for no person, so `{provider}` (a per-person connection) cannot be used"
+    )]
+    NoPerson { provider: String },
+    /// The store, the key or the provider failed; readable, never a token.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// Hands a person's bearer token for a provider to a tool, refreshed when
+/// it is about to expire (once, however many segments ask at the same
+/// moment). Implemented in `baton-connect`.
+#[async_trait]
+pub trait Credentials: Send + Sync {
+    /// A working access token of `person` for `provider`.
+    async fn bearer(
+        &self,
+        person: &PersonKey,
+        provider: &str,
+    ) -> Result<SecretString, CredentialError>;
+
+    /// The provider refused `rejected` (HTTP 401): refresh it if it can
+    /// be, else forget the connection. `Ok` holds a new token to retry
+    /// with; `Err(NotConnected)` means ask the person again.
+    async fn rejected(
+        &self,
+        person: &PersonKey,
+        provider: &str,
+        rejected: &SecretString,
+    ) -> Result<SecretString, CredentialError>;
+}
+
+/// Why sealing or opening failed (a wrong key, a tampered item, KMS down).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {action} a connection's tokens: {reason}")]
+pub struct SealError {
+    pub action: &'static str,
+    pub reason: String,
+}
+
+/// Encryption at rest of connection tokens: envelope encryption under a
+/// KMS key on AWS, a key file in the data directory on `baton dev`.
+/// `context` (the item's person and provider) is bound to the ciphertext
+/// (AAD / KMS encryption context): an item copied under another person
+/// does not open.
+#[async_trait]
+pub trait Sealer: Send + Sync {
+    async fn seal(&self, plaintext: &[u8], context: &str) -> Result<Vec<u8>, SealError>;
+    async fn open(&self, sealed: &[u8], context: &str) -> Result<Vec<u8>, SealError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_person_key_reads_back() {
+        let p = PersonKey::new("T1", "U2");
+        assert_eq!(p.to_string(), "T1:U2");
+        assert_eq!(PersonKey::parse("T1:U2"), Some(p));
+        assert_eq!(PersonKey::parse("T1:"), None);
+        assert_eq!(PersonKey::parse("nothing"), None);
+    }
+
+    #[test]
+    fn tokens_never_show_in_debug() {
+        let t = Tokens {
+            access_token: SecretString::from("at-SECRET"),
+            refresh_token: Some(SecretString::from("rt-SECRET")),
+            expires_at: None,
+            scopes: vec![],
+        };
+        assert!(!format!("{t:?}").contains("SECRET"));
+    }
+}
