@@ -119,7 +119,59 @@ async fn an_uncalled_callback_expires(backend: Backend) {
     assert_eq!(call_back(&app, &url, &json!({"late": true})).await, 404);
 }
 
+/// The model hands the URL over itself: `http_request` in the same turn
+/// as `wait_for_callback` writes `{{callback_url}}` where the URL goes,
+/// and the "CI system" it calls gets the URL and calls it back.
+async fn the_model_hands_the_url_to_another_system(backend: Backend) {
+    let ci = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/hook"))
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("queued"))
+        .mount(&ci)
+        .await;
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![("BATON_HTTP_ALLOW".into(), ci.address().to_string())],
+        ..Options::default()
+    })
+    .await;
+    let port = ci.address().port();
+    let input = format!(
+        r#"#tool=wait_for_callback #args={{"description":"CI-result"}} #also=http_request #also_args={{"method":"GET","url":"http://127.0.0.1:{port}/hook?cb={{{{callback_url}}}}"}}"#
+    );
+    let r = app
+        .http
+        .post(format!("{}/tasks", app.url))
+        .bearer_auth(crate::common::TOKEN)
+        .json(&json!({ "input": input }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let id = r.json::<Value>().await.unwrap()["task_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let task = app.wait_waiting(&id).await;
+    let url = task["waiting_for"]["url"].as_str().unwrap().to_owned();
+    let received = ci.received_requests().await.unwrap_or_default();
+    let handed: Vec<String> = received
+        .iter()
+        .filter_map(|r| r.url.query_pairs().find(|(k, _)| k == "cb"))
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    assert_eq!(handed, vec![url.clone()], "{task}\nlog:\n{}", app.log());
+    assert_eq!(call_back(&app, &url, &json!({"build": "green"})).await, 202);
+    let task = app.wait_done(&id, LONG).await;
+    assert_eq!(task["status"], "succeeded", "{task}\nlog:\n{}", app.log());
+    let events = app.events(&id).await;
+    assert!(
+        !serde_json::to_string(&events).unwrap().contains(&url),
+        "the URL is a capability: not in the events"
+    );
+}
+
 on_both_backends!(
     a_callback_resumes_the_task_once,
-    an_uncalled_callback_expires
+    an_uncalled_callback_expires,
+    the_model_hands_the_url_to_another_system
 );

@@ -15,6 +15,9 @@ pub const DEFAULT_EXPIRES_AFTER: Duration = Duration::from_secs(24 * 3600);
 pub const MAX_EXPIRES_AFTER: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The shortest (tests wait a second or two).
 pub const MIN_EXPIRES_AFTER: Duration = Duration::from_secs(1);
+/// What another call of the same turn writes where the callback's URL
+/// goes: it gets the URL in its place before it runs.
+pub const CALLBACK_URL: &str = "{{callback_url}}";
 /// The longest description kept.
 const MAX_DESCRIPTION_CHARS: usize = 1_000;
 
@@ -24,8 +27,10 @@ pub fn wait_for_callback_spec() -> ToolSpec {
         description: "Wait, using no compute, until another system calls a one-time URL \
 (POST with a JSON body), then continue: the body becomes this tool's result. The URL is \
 shown to the person or client following this task, with your description, for them to hand \
-to the system that will call it. It works once; uncalled by `expires_after` (default 24h, at \
-most 7d), the result says nobody called."
+to the system that will call it. To hand it over yourself, call the tool that tells the other \
+system (a webhook registration, a CI trigger) in the same turn as this one and write \
+{{callback_url}} where the URL goes: it is put in before that call runs. It works once; \
+uncalled by `expires_after` (default 24h, at most 7d), the result says nobody called."
             .to_owned(),
         input_schema: serde_json::json!({
             "type": "object",

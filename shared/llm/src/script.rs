@@ -18,6 +18,7 @@
 //! | `#narrate=N` | after those, N turns answer [`NARRATION`] (an intention to act, no call), then the conversation goes on as the other directives say, counting its turns from there |
 //! | `#repeat=N` | with `#tool`, turns 1..=N all make the same call |
 //! | `#then_args={"json":"object"}` | with `#tool`, one more call of the tool with these arguments after those, before the answer |
+//! | `#also=NAME` `#also_args={"json":"object"}` | with `#tool`, turn 1 also calls NAME, in the same turn, after the `#tool` call |
 //! | `#poll=N` | with `#tool`, turns alternate `sleep {"seconds": 2}` and the call, N calls in all |
 //! | `#overflow_first=N` | (mock server only) the first N calls fail as too long for the context window |
 //! | `#reject_first=N` | (mock server only) the first N calls are refused (HTTP 400 naming a model and an account) |
@@ -116,6 +117,9 @@ pub struct Directives {
     pub args: Option<Value>,
     /// `#then_args`: a second call of `#tool`, with these arguments.
     pub then_args: Option<Value>,
+    /// `#also`, `#also_args`: a second tool turn 1 calls beside `#tool`.
+    pub also: Option<String>,
+    pub also_args: Option<Value>,
     pub sleep: Duration,
     pub reply: Option<String>,
     pub fail_first: u32,
@@ -182,12 +186,17 @@ impl Directives {
                 Ok(())
             }
             "tool" => Err("#tool=: expected a tool name".to_string()),
-            "args" | "then_args" => match serde_json::from_str::<Value>(value) {
+            "also" if !value.is_empty() => {
+                self.also = Some(value.to_string());
+                Ok(())
+            }
+            "also" => Err("#also=: expected a tool name".to_string()),
+            "args" | "then_args" | "also_args" => match serde_json::from_str::<Value>(value) {
                 Ok(v @ Value::Object(_)) => {
-                    if key == "args" {
-                        self.args = Some(v);
-                    } else {
-                        self.then_args = Some(v);
+                    match key {
+                        "args" => self.args = Some(v),
+                        "then_args" => self.then_args = Some(v),
+                        _ => self.also_args = Some(v),
                     }
                     Ok(())
                 }
@@ -461,10 +470,12 @@ fn decide(request: &CompletionRequest, d: &Directives, turn: usize) -> Action {
     if let Some(tool) = &d.tool {
         let repeated = d.repeat.max(1) as usize;
         return if turn <= repeated {
-            Action::Call(vec![(
-                tool.clone(),
-                d.args.clone().unwrap_or_else(|| json!({})),
-            )])
+            let mut calls = vec![(tool.clone(), d.args.clone().unwrap_or_else(|| json!({})))];
+            if let (1, Some(also)) = (turn, &d.also) {
+                let args = d.also_args.clone().unwrap_or_else(|| json!({}));
+                calls.push((also.clone(), args));
+            }
+            Action::Call(calls)
         } else if let Some(then) = d.then_args.as_ref().filter(|_| turn == repeated + 1) {
             Action::Call(vec![(tool.clone(), then.clone())])
         } else {
@@ -661,6 +672,27 @@ mod tests {
             last.content,
             "[scripted model] tool http_request said: page"
         );
+    }
+
+    #[test]
+    fn also_makes_a_second_call_in_the_first_turn() {
+        let (_, turns) = play(
+            r#"#tool=wait_for_callback #args={"description":"CI"} #also=http_request #also_args={"url":"http://a"}"#,
+            "ok",
+        );
+        let first: Vec<(&str, &Value)> = turns[0]
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.as_str(), &c.arguments))
+            .collect();
+        assert_eq!(
+            first,
+            vec![
+                ("wait_for_callback", &json!({"description": "CI"})),
+                ("http_request", &json!({"url": "http://a"}))
+            ]
+        );
+        assert_eq!(turns[1].tool_calls, vec![]);
     }
 
     #[test]

@@ -3,19 +3,79 @@
 //! followers read (the Slack thread; HTTP clients see it in
 //! `waiting_for`), and wait at zero compute until the first POST to it,
 //! which ingest records on the task. Uncalled by `expires_at`, a wake
-//! lets the model go on without it.
+//! lets the model go on without it. The turn's other calls may carry the
+//! URL to another system: `{{callback_url}}` in their arguments.
 
 use super::{start_waiting, Segment, Step};
-use crate::callback::{args_of, mint_token, url_of};
+use crate::callback::{args_of, mint_token, url_of, CALLBACK_URL};
+use crate::error::WorkerError;
 use crate::progress;
 use baton_core::callback::{self, hash_token, Callback};
 use baton_core::store::callbacks::CallbackRecord;
-use baton_core::{EntryKind, Instant, TaskStatus, ToolCall, WaitingFor};
+use baton_core::{EntryKind, Instant, TaskStatus, Tool, ToolCall, WaitingFor};
+use std::sync::Arc;
 
 impl Segment<'_> {
     pub(super) async fn wait_for_callback(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
+        self.make_callbacks(step, &calls).await?;
+        // One callback waits at a time; another call of the turn waits
+        // once this one is settled.
+        self.commit(|t| {
+            if t.cancel_requested {
+                return None;
+            }
+            let open = t
+                .callbacks
+                .iter()
+                .find(|c| c.delivered.is_none() && c.expires_at > Instant::now())?;
+            let waiting_for = WaitingFor::Callback {
+                url: open.url.clone().unwrap_or_default(),
+                expires_at: open.expires_at,
+            };
+            let detail = format!("waiting for a callback: {}", open.description);
+            Some(vec![start_waiting(t, waiting_for, detail)])
+        })
+        .await?;
+        let expires_at = callback::open(&self.task).map(|c| c.expires_at);
+        self.parked(expires_at, progress::WAITING_FOR_CALLBACK)
+            .await
+    }
+
+    /// The turn's other calls that write [`CALLBACK_URL`] in their
+    /// arguments get the URL of the turn's first `wait_for_callback` call
+    /// in its place, the callback made first: that is how the model hands
+    /// the URL to another system itself (a CI trigger, a webhook
+    /// registration) in the same turn as it waits. A POST that comes
+    /// before the task waits is kept all the same ([`callback::deliver`]).
+    pub(super) async fn hand_over_callback_url(
+        &mut self,
+        step: u32,
+        waits: &[ToolCall],
+        mut calls: Vec<(ToolCall, Arc<dyn Tool>)>,
+    ) -> Result<Vec<(ToolCall, Arc<dyn Tool>)>, WorkerError> {
+        let asks = |c: &ToolCall| c.arguments.to_string().contains(CALLBACK_URL);
+        if waits.is_empty() || !calls.iter().any(|(c, _)| asks(c)) {
+            return Ok(calls);
+        }
+        self.make_callbacks(step, waits).await?;
+        // Delivered already (its URL forgotten): the placeholder stays.
+        let url = waits
+            .iter()
+            .find_map(|w| callback::callback(&self.task, &w.id)?.url.clone());
+        if let Some(url) = url {
+            for (call, _) in &mut calls {
+                with_url(&mut call.arguments, &url);
+            }
+        }
+        Ok(calls)
+    }
+
+    /// Makes the callback of each of `calls` that has none yet: its token
+    /// minted, its lookup item and then the callback on the task
+    /// recorded, its URL told where the task's followers read.
+    async fn make_callbacks(&mut self, step: u32, calls: &[ToolCall]) -> Result<(), WorkerError> {
         let now = Instant::now();
-        for call in &calls {
+        for call in calls {
             if callback::callback(&self.task, &call.id).is_some() {
                 continue;
             }
@@ -65,27 +125,19 @@ impl Segment<'_> {
             let key = format!("{}:callback:{}", self.task.id, call.id);
             self.post_once(key, &text, "the callback URL").await?;
         }
-        // One callback waits at a time; another call of the turn waits
-        // once this one is settled.
-        self.commit(|t| {
-            if t.cancel_requested {
-                return None;
-            }
-            let open = t
-                .callbacks
-                .iter()
-                .find(|c| c.delivered.is_none() && c.expires_at > Instant::now())?;
-            let waiting_for = WaitingFor::Callback {
-                url: open.url.clone().unwrap_or_default(),
-                expires_at: open.expires_at,
-            };
-            let detail = format!("waiting for a callback: {}", open.description);
-            Some(vec![start_waiting(t, waiting_for, detail)])
-        })
-        .await?;
-        let expires_at = callback::open(&self.task).map(|c| c.expires_at);
-        self.parked(expires_at, progress::WAITING_FOR_CALLBACK)
-            .await
+        Ok(())
+    }
+}
+
+/// Replaces [`CALLBACK_URL`] with `url` in every string of `value`.
+fn with_url(value: &mut serde_json::Value, url: &str) {
+    match value {
+        serde_json::Value::String(s) if s.contains(CALLBACK_URL) => {
+            *s = s.replace(CALLBACK_URL, url);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| with_url(v, url)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| with_url(v, url)),
+        _ => {}
     }
 }
 
@@ -168,6 +220,78 @@ mod tests {
                 .is_some_and(|d| d.body.is_none()),
             "the body is dropped from the record once in the result"
         );
+    }
+
+    /// The model hands the URL over itself: a call of the same turn
+    /// writing `{{callback_url}}` runs with the URL in its place, the
+    /// callback made before it; the transcript keeps the placeholder.
+    #[tokio::test]
+    async fn a_call_of_the_same_turn_gets_the_url_in_place_of_its_placeholder() {
+        let h = Harness::new(|a| a.tools = None);
+        let mut turn = wait_call(json!({"description": "CI result"}));
+        turn.tool_calls.push(ToolCall {
+            id: "ci".into(),
+            name: "count".into(),
+            arguments: json!({"url": "{{callback_url}}", "note": ["keep", "on {{callback_url}}"]}),
+        });
+        h.llm.then(turn);
+        let id = h.task("start CI and wait for it").await;
+        assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
+        let task = h.get(&id).await;
+        let Some(WaitingFor::Callback { url, .. }) = &task.waiting_for else {
+            panic!("waits for a callback: {:?}", task.waiting_for);
+        };
+        let seen = h.tool.arguments.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0]["url"], json!(url));
+        assert_eq!(seen[0]["note"], json!(["keep", format!("on {url}")]));
+        let call_args = h
+            .transcript(&id)
+            .await
+            .into_iter()
+            .find_map(|e| match e.kind {
+                EntryKind::AssistantMessage { tool_calls, .. } => tool_calls
+                    .into_iter()
+                    .find(|c| c.id == "ci")
+                    .map(|c| c.arguments),
+                _ => None,
+            });
+        assert_eq!(
+            call_args.map(|a| a["url"].clone()),
+            Some(json!("{{callback_url}}")),
+            "the transcript holds what the model wrote"
+        );
+    }
+
+    /// A system that calls back before the task waits (the call that told
+    /// it still running) is heard: the task does not wait at all.
+    #[tokio::test]
+    async fn a_callback_called_before_the_task_waits_is_its_result() {
+        let h = Harness::new(|a| a.tools = None);
+        h.tool.meddle(super::super::harness::Meddle::CallBack);
+        let mut turn = wait_call(json!({"description": "fast CI"}));
+        turn.tool_calls.push(ToolCall {
+            id: "ci".into(),
+            name: "count".into(),
+            arguments: json!({"url": "{{callback_url}}"}),
+        });
+        h.llm.then(turn);
+        let id = h.task("start CI and wait for it").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        let result = h
+            .transcript(&id)
+            .await
+            .into_iter()
+            .find_map(|e| match e.kind {
+                EntryKind::ToolResult {
+                    call_id, content, ..
+                } if call_id == "w" => Some(content),
+                _ => None,
+            });
+        assert!(result.unwrap_or_default().contains("\"early\""));
     }
 
     #[tokio::test]

@@ -28,6 +28,9 @@ pub(super) enum Meddle {
     Cancel,
     /// Another segment takes the lease (this one's expired meanwhile).
     StealLease,
+    /// The system the call's `url` argument names calls it back at once,
+    /// before the task waits (a `wait_for_callback` URL).
+    CallBack,
 }
 
 pub(super) struct Harness {
@@ -51,6 +54,7 @@ impl Harness {
             calls: AtomicUsize::new(0),
             meddle: Mutex::new(Meddle::Nothing),
             safe: true.into(),
+            arguments: Mutex::new(Vec::new()),
         });
         let mut agent = AgentConfig::new("default", "m");
         agent.tools = Some(vec!["count".into(), "sleep".into()]);
@@ -184,6 +188,8 @@ pub(super) struct Counter {
     pub(super) calls: AtomicUsize,
     pub(super) meddle: Mutex<Meddle>,
     pub(super) safe: std::sync::atomic::AtomicBool,
+    /// The arguments of each call, in order.
+    pub(super) arguments: Mutex<Vec<Value>>,
 }
 
 impl Counter {
@@ -212,8 +218,15 @@ impl Tool for Counter {
         self.safe.load(Ordering::SeqCst)
     }
 
-    async fn call(&self, _: Value, ctx: &ToolContext) -> ToolOutput {
+    async fn call(&self, arguments: Value, ctx: &ToolContext) -> ToolOutput {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let token = arguments["url"]
+            .as_str()
+            .and_then(|u| u.rsplit('/').next())
+            .map(baton_core::callback::hash_token);
+        if let Ok(mut seen) = self.arguments.lock() {
+            seen.push(arguments);
+        }
         let meddle = self.meddle.lock().map(|m| *m).unwrap_or(Meddle::Nothing);
         let id = ctx.task_id.clone();
         let changed = self
@@ -222,6 +235,12 @@ impl Tool for Counter {
                 match meddle {
                     Meddle::Nothing => return Ok(None),
                     Meddle::Cancel => t.cancel_requested = true,
+                    Meddle::CallBack => {
+                        let body = json!({"called": "early"});
+                        let now = baton_core::Instant::now();
+                        let hash = token.clone().unwrap_or_default();
+                        return Ok(baton_core::callback::deliver(t, &hash, body, now).ok());
+                    }
                     Meddle::StealLease => {
                         // This one's lease expired; another wake took it.
                         t.lease.take(

@@ -20,7 +20,13 @@ impl Segment<'_> {
     /// repeat and was started but never recorded is not run again.
     pub(super) async fn run_tools(&mut self, step: u32, pending: Vec<(ToolCall, bool)>) -> Step {
         let (max_chars, guard) = (self.agent.max_tool_result_chars, self.deps.input_guard);
-        let batch = plan(&self.turn(step), pending).batch();
+        let may_wait = self.agent.allows_tool(crate::callback::WAIT_FOR_CALLBACK);
+        let waits: Vec<ToolCall> = pending
+            .iter()
+            .filter(|(call, _)| may_wait && call.name == crate::callback::WAIT_FOR_CALLBACK)
+            .map(|(call, _)| call.clone())
+            .collect();
+        let mut batch = plan(&self.turn(step), pending).batch();
         // A callback's body is in its result now: the task record drops it.
         let called_back: Vec<String> = batch
             .answered
@@ -54,7 +60,9 @@ impl Segment<'_> {
         }
         // Counted as a unit of the segment's time even when nothing ran.
         let batch_clock = Instant::now();
-        self.run_parallel(step, batch.runnable).await?;
+        let runnable = std::mem::take(&mut batch.runnable);
+        let runnable = self.hand_over_callback_url(step, &waits, runnable).await?;
+        self.run_parallel(step, runnable).await?;
         self.budget.record(batch_clock.elapsed());
         if let Some(prompts) = self.deps.approvals.clone() {
             for a in &batch.decided {
