@@ -10,7 +10,7 @@
 //! Needs `moto_server` (see `baton_aws::testing`); builds the function
 //! binaries on first use (see `runtime_api::functions`).
 
-use crate::runtime_api::functions::{binaries, FunctionProcess};
+use crate::runtime_api::functions::{binaries, mcp_binary, FunctionProcess};
 use crate::runtime_api::{Outcome, RuntimeApi};
 use base64::Engine;
 use baton_aws::testing::MotoServer;
@@ -732,6 +732,57 @@ async fn worker_reports_poison_records_and_fails_dead_lettered_tasks() {
     // Without BATON_DLQ_ARN the same record would have run the task: the
     // ARN is what tells them apart.
     assert!(api.violations().is_empty(), "{:?}", api.violations());
+}
+
+/// `/mcp` on AWS: the `mcp` function (the ingest handler with rmcp's
+/// server side) lists the exposed agents as tools and runs one as a task;
+/// the ingest function, built without it, answers 404 naming the
+/// function that serves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_function_serves_mcp_and_the_ingest_does_not() {
+    let mcp = mcp_binary().expect("build the mcp function");
+    let bins = binaries().expect("build the function binaries");
+    let stack = Stack::start("lambda-mcp").await;
+    let vars = stack.vars(&[(
+        "BATON_AGENTS_TOML",
+        "[agents.helper]\ndescription = \"Answers questions.\"\nexpose = [\"mcp\"]\n",
+    )]);
+    // The stateless protocol: each request says its version and the
+    // client's capabilities in `_meta`, and its method in a header.
+    let rpc = |method: &str, mut params: Value| {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        apigw(
+            "POST",
+            "/mcp",
+            &[
+                bearer(),
+                ("content-type", "application/json".into()),
+                ("accept", "application/json, text/event-stream".into()),
+                ("mcp-protocol-version", "2026-07-28".into()),
+                ("mcp-method", method.into()),
+            ],
+            Some(body.to_string().as_bytes()),
+            false,
+        )
+    };
+
+    let api = RuntimeApi::start().await;
+    let f = spawn(&mcp, &api, &vars);
+    let outcome = invoke(&api, &f, &rpc("tools/list", json!({}))).await;
+    let r = outcome.json_response().expect("the function answered");
+    assert_eq!(r["statusCode"], 200, "{r}; {}", f.describe());
+    let text = r["body"].as_str().unwrap_or_default();
+    assert!(text.contains("\"helper\""), "the agent is a tool: {text}");
+
+    let api = RuntimeApi::start().await;
+    let ingest = spawn(&bins.ingest, &api, &vars);
+    let (status, answer) = http(&invoke(&api, &ingest, &rpc("tools/list", json!({}))).await);
+    assert_eq!(status, 404, "{answer}; {}", ingest.describe());
+    assert!(answer.to_string().contains("mcp` function"), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

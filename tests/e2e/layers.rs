@@ -72,6 +72,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("ingest", &["baton-runtime", "baton-ingest", "baton-core"]),
+    // `/mcp` on AWS: the ingest handler with its MCP server.
+    ("mcp", &["baton-runtime"]),
     (
         "worker",
         &[
@@ -143,8 +145,9 @@ const NOT_IN_INGEST: &[&str] = &[
     "baton-llm",
     "baton-tools",
     "baton-embedded",
-    // rmcp's server side serves `/mcp` from the ingest; its client (and
-    // the JSON Schema validation of tool arguments) is the worker's.
+    // MCP, both sides: its client (and the JSON Schema validation of tool
+    // arguments) is the worker's, its server side the `mcp` function's.
+    "rmcp",
     "jsonschema",
     // Policies are decided in the worker; the Cedar engine would weigh on
     // the ingest's binary size and cold start.
@@ -231,6 +234,23 @@ fn the_ingest_lambda_links_no_worker_side() {
         "the ingest Lambda's resolved dependencies reach the worker side:\n  {}",
         wrong.join("\n  ")
     );
+    // The `mcp` function is the ingest with rmcp's server side, no more.
+    let not_in_mcp: Vec<&str> = NOT_IN_INGEST
+        .iter()
+        .copied()
+        .filter(|c| *c != "rmcp")
+        .collect();
+    let wrong = reaches("mcp", &not_in_mcp);
+    assert!(
+        wrong.is_empty(),
+        "the mcp Lambda's resolved dependencies reach the worker side:\n  {}",
+        wrong.join("\n  ")
+    );
+    assert_eq!(
+        reaches("mcp", &["rmcp"]).len(),
+        1,
+        "the mcp Lambda serves MCP"
+    );
 }
 
 /// What neither Lambda function links, though `baton` does: what a
@@ -249,7 +269,7 @@ fn the_lambda_functions_link_no_workstation_extras() {
         "baton's graph should reach every crate of NOT_IN_LAMBDA; found only:\n  {}",
         baton.join("\n  ")
     );
-    for function in ["ingest", "worker"] {
+    for function in ["ingest", "worker", "mcp"] {
         let wrong = reaches(function, NOT_IN_LAMBDA);
         assert!(
             wrong.is_empty(),

@@ -16,6 +16,7 @@ mod console;
 mod event_stream;
 mod fork;
 mod listing;
+#[cfg(feature = "mcp-server")]
 mod mcp_server;
 mod new_message;
 mod rate;

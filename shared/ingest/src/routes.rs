@@ -251,6 +251,7 @@ pub(crate) async fn route_request(
         Handler::ListSchedules => ingest.list_schedules().await.map(full),
         Handler::GetSchedule => ingest.get_schedule(cap(0)).await.map(full),
         Handler::DeleteSchedule => ingest.delete_schedule(cap(0)).await.map(full),
+        #[cfg(feature = "mcp-server")]
         Handler::Mcp => {
             let mut request = Request::new(body.clone());
             *request.method_mut() = parts.method.clone();
@@ -258,6 +259,12 @@ pub(crate) async fn route_request(
             *request.headers_mut() = parts.headers.clone();
             ingest.mcp(request, delivery).await
         }
+        // The ingest Lambda: on AWS the `mcp` function serves `/mcp`.
+        #[cfg(not(feature = "mcp-server"))]
+        Handler::Mcp => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "`/mcp` is not served by this function: the deployment's `mcp` function serves it",
+        )),
         Handler::A2aDefaultCard => ingest.a2a_card("default", headers).map(full),
         Handler::A2aAgentCard => ingest.a2a_card(cap(0), headers).map(full),
         Handler::A2aRpc => ingest.a2a_rpc(cap(0), headers, &body, delivery).await,

@@ -34,6 +34,7 @@ pub(crate) struct SubmitBody {
 
 impl SubmitBody {
     /// A task's input for `agent`, in `thread` when given, with no files.
+    #[cfg(feature = "mcp-server")]
     pub(crate) fn new(input: String, agent: &str, thread: Option<String>) -> Self {
         SubmitBody {
             input,

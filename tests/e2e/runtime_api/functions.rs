@@ -33,6 +33,28 @@ pub(crate) fn binaries() -> Result<Binaries, String> {
     BUILT.get_or_init(locate_or_build).clone()
 }
 
+/// The `mcp` function's binary (functions/mcp), built on first use
+/// (only its own tests need it), or taken from `BATON_LAMBDA_BIN_DIR`.
+pub(crate) fn mcp_binary() -> Result<PathBuf, String> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| match std::env::var_os("BATON_LAMBDA_BIN_DIR") {
+            Some(dir) if !dir.is_empty() => {
+                let p = PathBuf::from(dir).join("mcp");
+                if p.is_file() {
+                    Ok(p)
+                } else {
+                    Err(format!(
+                        "BATON_LAMBDA_BIN_DIR: {} does not exist",
+                        p.display()
+                    ))
+                }
+            }
+            _ => build_one("mcp"),
+        })
+        .clone()
+}
+
 fn locate_or_build() -> Result<Binaries, String> {
     if let Some(dir) = std::env::var_os("BATON_LAMBDA_BIN_DIR").filter(|d| !d.is_empty()) {
         let dir = PathBuf::from(dir);
