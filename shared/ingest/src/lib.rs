@@ -12,6 +12,7 @@ mod auth;
 mod body;
 mod callbacks;
 mod commands;
+mod connections;
 mod console;
 mod event_stream;
 mod fork;
