@@ -68,6 +68,13 @@ enum Command {
         #[command(subcommand)]
         command: client::ScheduleCommand,
     },
+    /// List and revoke per-person OAuth connections (docs/connections.md).
+    Connections {
+        #[command(flatten)]
+        api: client::ApiArgs,
+        #[command(subcommand)]
+        command: client::ConnectionCommand,
+    },
     /// Measure orchestration overhead and bytes written per step
     /// (see docs/performance.md).
     Bench(bench::BenchArgs),
@@ -98,6 +105,7 @@ async fn main() -> std::process::ExitCode {
             approval_id,
         } => client::run_decision(api, &task_id, &approval_id, false).await,
         Command::Schedule { api, command } => client::run_schedule(api, command).await,
+        Command::Connections { api, command } => client::run_connections(api, command).await,
         Command::Bench(args) => bench::run(args).await,
         // Its own exit codes: 1 is a verdict (under --min-pass), 2 an error.
         Command::Eval { command } => return eval::main(command).await,
