@@ -26,8 +26,9 @@ enum Command {
     /// Run the whole system on this machine: HTTP routes, workers, reaper
     /// and a durable embedded store (or the AWS adapters with --backend aws).
     Dev(dev::DevArgs),
-    /// Create (idempotently) the table, queues, bucket and schedule group
-    /// against the configured AWS endpoint, and print the environment.
+    /// Create (idempotently) the table, queues, bucket, schedule group and
+    /// connections KMS key against the configured AWS endpoint, and print
+    /// the environment.
     Bootstrap(bootstrap::BootstrapArgs),
     /// Submit, list, inspect, follow and cancel tasks through the HTTP API.
     Task {
