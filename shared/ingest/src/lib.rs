@@ -12,6 +12,7 @@ mod auth;
 mod body;
 mod callbacks;
 mod commands;
+mod connections;
 mod console;
 mod event_stream;
 mod fork;
@@ -99,6 +100,10 @@ pub struct Ingest {
     /// Display names of Slack requesters, for the status and the console
     /// ([`Ingest::with_people`]); without it they are shown by id.
     people: Option<Arc<dyn baton_core::People>>,
+    /// Per-person OAuth connections ([`Ingest::with_connections`]);
+    /// without it the connection routes and `disconnect` say they are not
+    /// available.
+    connections: Option<baton_core::store::connections::ConnectionStore>,
 }
 
 impl Ingest {
@@ -129,7 +134,19 @@ impl Ingest {
             thread_setup: None,
             span_export: None,
             people: None,
+            connections: None,
         }
+    }
+
+    /// Keeps per-person OAuth connections in `store` (built once per
+    /// process by the runtime): `GET/DELETE /connections`, `disconnect`,
+    /// the Connect routes.
+    pub fn with_connections(
+        mut self,
+        store: baton_core::store::connections::ConnectionStore,
+    ) -> Self {
+        self.connections = Some(store);
+        self
     }
 
     /// Exports a span for each task it creates (`baton.ingest`, from the

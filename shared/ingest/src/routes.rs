@@ -38,6 +38,8 @@ enum Handler {
     A2aAgentCard,
     A2aRpc,
     CallBack,
+    ListConnections,
+    RevokeConnection,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -131,6 +133,13 @@ static ROUTES: &[Route] = &[
     route(Method::POST, "/a2a/{agent}", true, Handler::A2aRpc),
     // The token is the capability (`wait_for_callback`): no bearer.
     route(Method::POST, "/callbacks/{token}", false, Handler::CallBack),
+    route(Method::GET, "/connections", true, Handler::ListConnections),
+    route(
+        Method::DELETE,
+        "/connections/{person}/{provider}",
+        true,
+        Handler::RevokeConnection,
+    ),
 ];
 
 /// The `{…}` segments of `segments` if they fit `pattern`.
@@ -269,6 +278,8 @@ pub(crate) async fn route_request(
         Handler::A2aAgentCard => ingest.a2a_card(cap(0), headers).map(full),
         Handler::A2aRpc => ingest.a2a_rpc(cap(0), headers, &body, delivery).await,
         Handler::CallBack => ingest.call_back(cap(0), headers, &body).await.map(full),
+        Handler::ListConnections => ingest.list_connections(query).await.map(full),
+        Handler::RevokeConnection => ingest.revoke_connection(cap(0), cap(1)).await.map(full),
     }
 }
 
@@ -318,7 +329,9 @@ mod tests {
                 .replace("{file}", "z")
                 .replace("{name}", "n")
                 .replace("{agent}", "a")
-                .replace("{token}", "k");
+                .replace("{token}", "k")
+                .replace("{person}", "p")
+                .replace("{provider}", "q");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),
