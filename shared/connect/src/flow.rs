@@ -74,7 +74,7 @@ pub struct Connector {
     providers: BTreeMap<String, Provider>,
     redirect_url: Url,
     client_metadata_url: Option<Url>,
-    http: reqwest::Client,
+    http: http::OAuthHttp,
     servers: Mutex<HashMap<String, (AuthServer, std::time::Instant)>>,
     registry: Arc<dyn ClientRegistry>,
 }
@@ -97,7 +97,7 @@ impl Connector {
             providers: providers.into_iter().map(|p| (p.name.clone(), p)).collect(),
             redirect_url,
             client_metadata_url,
-            http: http::client()?,
+            http: http::OAuthHttp(http::client()?),
             servers: Mutex::new(HashMap::new()),
             registry,
         })
@@ -156,7 +156,7 @@ impl Connector {
                 }
             }
         }
-        let server = discovery::discover(&self.http, &p.name, resource).await?;
+        let server = discovery::discover(&self.http.0, &p.name, resource).await?;
         if let Ok(mut cache) = self.servers.lock() {
             cache.insert(p.name.clone(), (server.clone(), std::time::Instant::now()));
         }
@@ -307,9 +307,7 @@ impl Connector {
         if let Some(resource) = p.resource() {
             request = request.add_extra_param("resource", resource.as_str());
         }
-        let http = &self.http;
-        let send = |r| http::send(http, r);
-        let response = request.request_async(&send).await;
+        let response = request.request_async(&self.http).await;
         tokens(p, response, None)
     }
 
@@ -329,9 +327,7 @@ impl Connector {
         if let Some(resource) = p.resource() {
             request = request.add_extra_param("resource", resource.as_str());
         }
-        let http = &self.http;
-        let send = |r| http::send(http, r);
-        let response = request.request_async(&send).await;
+        let response = request.request_async(&self.http).await;
         tokens(p, response, Some(refresh_token))
     }
 }
