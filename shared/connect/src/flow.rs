@@ -387,3 +387,9 @@ fn tokens(
             .unwrap_or_else(|| p.scopes.clone()),
     })
 }
+
+/// A fresh random secret (32 bytes, base64url): the cookie that binds a
+/// flow to the browser that started it.
+pub fn browser_secret() -> SecretString {
+    SecretString::from(CsrfToken::new_random_len(32).secret().to_owned())
+}

@@ -18,7 +18,8 @@ mod vault;
 
 pub use error::ConnectError;
 pub use flow::{
-    Authorization, ClientRegistry, Connector, RegisteredClient, CALLBACK_PATH, CLIENT_METADATA_PATH,
+    browser_secret, Authorization, ClientRegistry, Connector, RegisteredClient, CALLBACK_PATH,
+    CLIENT_METADATA_PATH,
 };
 pub use provider::{Provider, ProviderKind, StaticClient};
 pub use vault::{ConnectionVault, StoredClients};

@@ -12,6 +12,7 @@ mod auth;
 mod body;
 mod callbacks;
 mod commands;
+pub mod connect;
 mod console;
 mod event_stream;
 mod fork;
@@ -98,6 +99,9 @@ pub struct Ingest {
     /// Display names of Slack requesters, for the status and the console
     /// ([`Ingest::with_people`]); without it they are shown by id.
     people: Option<Arc<dyn baton_core::People>>,
+    /// `GET /connect/{state}` and `GET /oauth/callback`
+    /// ([`Ingest::with_connect`]); without it they answer 404.
+    connect: Option<connect::ConnectRoutes>,
 }
 
 impl Ingest {
@@ -128,7 +132,19 @@ impl Ingest {
             thread_setup: None,
             span_export: None,
             people: None,
+            connect: None,
         }
+    }
+
+    /// Serves the per-person connection routes (`GET /connect/{state}`,
+    /// `GET /oauth/callback`) over `store` and `connector`.
+    pub fn with_connect(
+        mut self,
+        store: baton_core::store::connections::ConnectionStore,
+        connector: Arc<baton_connect::Connector>,
+    ) -> Self {
+        self.connect = Some(connect::ConnectRoutes { store, connector });
+        self
     }
 
     /// Exports a span for each task it creates (`baton.ingest`, from the
