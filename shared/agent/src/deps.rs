@@ -58,6 +58,10 @@ pub(crate) struct Deps {
     /// The agents file's Cedar policies (`[policy]`), asked before every
     /// tool call and task start; without them today's rules alone apply.
     pub(crate) policies: Option<Arc<baton_policy::Policies>>,
+    /// Per-person OAuth connections (sealed tokens, Connect links);
+    /// `None` where the deployment has no key to seal them
+    /// ([`baton_core::store::connections::NOT_CONFIGURED`]).
+    pub(crate) connections: Option<baton_core::store::connections::ConnectionStore>,
     pub(crate) settings: WorkerSettings,
 }
 

@@ -23,12 +23,36 @@ use std::time::Duration;
 /// How long a flow started at `/connect` may take to come back.
 pub const FLOW_EXPIRES_AFTER: Duration = Duration::from_secs(10 * 60);
 
-/// What the connect routes need: the store of connections and the flows
-/// of the deployment's providers.
+/// The deployment's flows, and whether their public URL is
+/// `BATON_PUBLIC_URL` (else each request's host is).
 #[derive(Clone)]
-pub struct ConnectRoutes {
-    pub store: ConnectionStore,
-    pub connector: Arc<Connector>,
+pub struct Flows {
+    pub(crate) connector: Arc<Connector>,
+    pub(crate) public_url_set: bool,
+}
+
+/// What the connect routes need: the store of connections and the flows
+/// of the deployment's providers under this request's public URL.
+struct ConnectRoutes<'a> {
+    store: &'a ConnectionStore,
+    connector: Arc<Connector>,
+}
+
+/// `https://{Host}`: the public URL a request came to, when
+/// `BATON_PUBLIC_URL` is not set (the ingest on AWS, behind API Gateway,
+/// which is reached over https only).
+fn public_url_of(headers: &HeaderMap) -> Option<url::Url> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let valid = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    if !valid {
+        return None;
+    }
+    let url = url::Url::parse(&format!("https://{host}")).ok()?;
+    (url.path() == "/" && url.query().is_none()).then_some(url)
 }
 
 /// A state as minted (32 random bytes, base64url) or near it; anything
@@ -143,15 +167,25 @@ fn unavailable(e: impl std::fmt::Display) -> Answer {
 }
 
 impl Ingest {
-    fn connect_routes(&self) -> Result<&ConnectRoutes, ApiError> {
-        self.connect.as_ref().ok_or_else(|| {
-            ApiError::not_found("per-person connections are not configured on this deployment")
-        })
+    fn connect_routes(&self, headers: &HeaderMap) -> Result<ConnectRoutes<'_>, ApiError> {
+        let (Some(store), Some(flows)) = (&self.connections, &self.connector) else {
+            return Err(ApiError::not_found(
+                baton_core::store::connections::NOT_CONFIGURED,
+            ));
+        };
+        let connector = if flows.public_url_set {
+            flows.connector.clone()
+        } else {
+            let url = public_url_of(headers)
+                .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "no valid Host header"))?;
+            Arc::new(flows.connector.at(&url).map_err(ApiError::unavailable)?)
+        };
+        Ok(ConnectRoutes { store, connector })
     }
 
     /// `GET /connect/{state}`: starts the flow of a pending Connect link.
-    pub(crate) async fn connect_start(&self, state: &str) -> Answer {
-        let routes = self.connect_routes()?;
+    pub(crate) async fn connect_start(&self, state: &str, headers: &HeaderMap) -> Answer {
+        let routes = self.connect_routes(headers)?;
         if !well_formed(state) {
             return refusal(ConnectRefused::Unknown);
         }
@@ -223,7 +257,7 @@ impl Ingest {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Answer {
-        let routes = self.connect_routes()?;
+        let routes = self.connect_routes(headers)?;
         let params: Vec<(String, String)> =
             serde_urlencoded::from_str(query.unwrap_or_default()).unwrap_or_default();
         let param = |k: &str| {
@@ -334,8 +368,8 @@ impl Ingest {
 
     /// `GET /oauth/client-metadata.json`: Baton's Client ID Metadata
     /// Document (its URL is Baton's client id at servers that take one).
-    pub(crate) fn client_metadata(&self) -> Answer {
-        let routes = self.connect_routes()?;
+    pub(crate) fn client_metadata(&self, headers: &HeaderMap) -> Answer {
+        let routes = self.connect_routes(headers)?;
         let doc = routes
             .connector
             .client_metadata()
@@ -404,7 +438,8 @@ mod tests {
             None,
             None,
         )
-        .with_connect(connections.clone(), Arc::new(connector));
+        .with_connections(connections.clone())
+        .with_connector(Arc::new(connector), true);
         let mut t = Task::new(
             TaskId::generate(),
             "default",
@@ -577,6 +612,29 @@ mod tests {
             "{body}"
         );
         assert!(r.connections.get(&alice(), "api").await.unwrap().is_none());
+    }
+
+    #[test]
+    fn without_baton_public_url_the_requests_host_is_the_public_url() {
+        let mut h = HeaderMap::new();
+        assert_eq!(public_url_of(&h), None);
+        h.insert(
+            header::HOST,
+            HeaderValue::from_static("abc.execute-api.eu-west-1.amazonaws.com"),
+        );
+        assert_eq!(
+            public_url_of(&h).map(|u| u.to_string()),
+            Some("https://abc.execute-api.eu-west-1.amazonaws.com/".into())
+        );
+        for bad in [
+            "evil.example/path",
+            "a b",
+            "x@evil.example",
+            "evil.example?x",
+        ] {
+            h.insert(header::HOST, HeaderValue::from_str(bad).unwrap());
+            assert_eq!(public_url_of(&h), None, "{bad}");
+        }
     }
 
     #[tokio::test]

@@ -285,9 +285,9 @@ pub(crate) async fn route_request(
         Handler::A2aAgentCard => ingest.a2a_card(cap(0), headers).map(full),
         Handler::A2aRpc => ingest.a2a_rpc(cap(0), headers, &body, delivery).await,
         Handler::CallBack => ingest.call_back(cap(0), headers, &body).await.map(full),
-        Handler::ConnectStart => ingest.connect_start(cap(0)).await.map(full),
+        Handler::ConnectStart => ingest.connect_start(cap(0), headers).await.map(full),
         Handler::ConnectCallback => ingest.connect_callback(query, headers).await.map(full),
-        Handler::ClientMetadata => ingest.client_metadata().map(full),
+        Handler::ClientMetadata => ingest.client_metadata(headers).map(full),
     }
 }
 

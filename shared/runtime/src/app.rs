@@ -225,6 +225,9 @@ impl AppBuilder {
         if let Some(policies) = &settings.agent_loop.policies {
             worker = worker.with_policies(policies.clone());
         }
+        if let Some(connections) = &backend.connections {
+            worker = worker.with_connections(connections.clone());
+        }
         // One exporter for both handlers (`baton dev` runs them together).
         let export = crate::telemetry::span_export(&settings)?;
         if let Some(export) = &export {

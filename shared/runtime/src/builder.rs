@@ -293,6 +293,10 @@ pub(crate) fn ingest_handler(
         Some(export) => ingest.with_span_export(export),
         None => ingest,
     };
+    let ingest = match &backend.connections {
+        Some(connections) => ingest.with_connections(connections.clone()),
+        None => ingest,
+    };
     match schedules {
         Some(service) => ingest.with_scheduler(service.clone()),
         None => ingest,

@@ -85,6 +85,7 @@ impl Worker {
                 span_export: None,
                 metrics: Arc::new(baton_core::NoMetrics),
                 policies: None,
+                connections: None,
                 settings,
             },
         }
@@ -174,6 +175,16 @@ impl Worker {
     /// Reads the earlier messages of a thread a task joins.
     pub fn with_thread_history(mut self, threads: Arc<dyn baton_core::ThreadHistory>) -> Self {
         self.deps.threads = Some(threads);
+        self
+    }
+
+    /// Keeps per-person OAuth connections in `store` (built once per
+    /// process by the runtime).
+    pub fn with_connections(
+        mut self,
+        store: baton_core::store::connections::ConnectionStore,
+    ) -> Self {
+        self.deps.connections = Some(store);
         self
     }
 
