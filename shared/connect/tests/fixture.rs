@@ -30,7 +30,10 @@ async fn discovers_registers_connects_and_refreshes_at_the_python_sdk_server() {
         Arc::new(StoredClients(store.clone())),
     )
     .unwrap();
-    let auth = connector.start("docs", "STATE-fixture-0123456789").await.unwrap();
+    let auth = connector
+        .start("docs", "STATE-fixture-0123456789")
+        .await
+        .unwrap();
     // The browser: the server consents at once for the hinted user.
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -42,13 +45,17 @@ async fn discovers_registers_connects_and_refreshes_at_the_python_sdk_server() {
     let back = loop {
         let resp = http.get(next.clone()).send().await.unwrap();
         assert!(resp.status().is_redirection(), "{next}: {}", resp.status());
-        let location = next.join(resp.headers()["location"].to_str().unwrap()).unwrap();
+        let location = next
+            .join(resp.headers()["location"].to_str().unwrap())
+            .unwrap();
         if location.as_str().starts_with("http://127.0.0.1:9/") {
             break location;
         }
         next = location;
     };
-    assert!(back.as_str().starts_with("http://127.0.0.1:9/oauth/callback"));
+    assert!(back
+        .as_str()
+        .starts_with("http://127.0.0.1:9/oauth/callback"));
     let q: std::collections::HashMap<_, _> = back.query_pairs().into_owned().collect();
     assert_eq!(q["state"], "STATE-fixture-0123456789");
     let tokens = connector
