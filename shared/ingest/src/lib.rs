@@ -13,6 +13,7 @@ mod body;
 mod callbacks;
 mod commands;
 mod connections;
+pub mod connect;
 mod console;
 mod event_stream;
 mod fork;
@@ -104,6 +105,10 @@ pub struct Ingest {
     /// without it the connection routes and `disconnect` say they are not
     /// available.
     connections: Option<baton_core::store::connections::ConnectionStore>,
+    /// The flows behind `GET /connect/{state}` and `GET /oauth/callback`
+    /// ([`Ingest::with_connector`]); without it (or the store) they
+    /// answer 404.
+    connector: Option<connect::Flows>,
 }
 
 impl Ingest {
@@ -135,7 +140,26 @@ impl Ingest {
             span_export: None,
             people: None,
             connections: None,
+            connector: None,
         }
+    }
+
+    /// Serves the Connect routes (`GET /connect/{state}`,
+    /// `GET /oauth/callback`) with `connector`'s flows, over the store of
+    /// [`Ingest::with_connections`]. `public_url_set`: the connector's
+    /// public URL is `BATON_PUBLIC_URL`; else each request's host (https)
+    /// is the public URL (on AWS the API cannot name itself to its own
+    /// function without a cycle in the stack).
+    pub fn with_connector(
+        mut self,
+        connector: Arc<baton_connect::Connector>,
+        public_url_set: bool,
+    ) -> Self {
+        self.connector = Some(connect::Flows {
+            connector,
+            public_url_set,
+        });
+        self
     }
 
     /// Keeps per-person OAuth connections in `store` (built once per

@@ -40,6 +40,9 @@ enum Handler {
     CallBack,
     ListConnections,
     RevokeConnection,
+    ConnectStart,
+    ConnectCallback,
+    ClientMetadata,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -139,6 +142,26 @@ static ROUTES: &[Route] = &[
         "/connections/{person}/{provider}",
         true,
         Handler::RevokeConnection,
+    ),
+    // Per-person connections (docs/connections.md): the Connect link's
+    // `state` is the capability, the callback is the provider's redirect.
+    route(
+        Method::GET,
+        "/connect/{state}",
+        false,
+        Handler::ConnectStart,
+    ),
+    route(
+        Method::GET,
+        "/oauth/callback",
+        false,
+        Handler::ConnectCallback,
+    ),
+    route(
+        Method::GET,
+        "/oauth/client-metadata.json",
+        false,
+        Handler::ClientMetadata,
     ),
 ];
 
@@ -280,6 +303,9 @@ pub(crate) async fn route_request(
         Handler::CallBack => ingest.call_back(cap(0), headers, &body).await.map(full),
         Handler::ListConnections => ingest.list_connections(query).await.map(full),
         Handler::RevokeConnection => ingest.revoke_connection(cap(0), cap(1)).await.map(full),
+        Handler::ConnectStart => ingest.connect_start(cap(0), headers).await.map(full),
+        Handler::ConnectCallback => ingest.connect_callback(query, headers).await.map(full),
+        Handler::ClientMetadata => ingest.client_metadata(headers).map(full),
     }
 }
 
@@ -331,7 +357,8 @@ mod tests {
                 .replace("{agent}", "a")
                 .replace("{token}", "k")
                 .replace("{person}", "p")
-                .replace("{provider}", "q");
+                .replace("{provider}", "q")
+                .replace("{state}", "s");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),

@@ -85,6 +85,7 @@ impl AppBuilder {
         if let Some(url) = &settings.public_url {
             timing.public_url = url.clone();
         }
+        let public_url = timing.public_url.clone();
         let agents = settings.agents();
         settings.require_llm_key()?;
         let llm = build_provider(&settings.llm.config(), RetryPolicy::default()).map_err(|e| {
@@ -235,6 +236,10 @@ impl AppBuilder {
         }
         let worker = Arc::new(worker);
         let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref(), export);
+        let ingest = match settings.connector(&backend, &public_url)? {
+            Some(c) => ingest.with_connector(c, true),
+            None => ingest,
+        };
         Ok(App {
             ingest,
             worker,
