@@ -116,7 +116,24 @@ pub struct ConnectionWait {
     pub created_at: Instant,
     #[serde(with = "crate::clock::as_millis")]
     pub expires_at: Instant,
+    /// Set (in the same commit) before the call runs again once woken: a
+    /// crash from then on interrupted a call that may have run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retrying: bool,
 }
+
+/// The lookup key of a Connect link's `state`: its SHA-256, hex. The
+/// state itself is stored nowhere (the link is the capability).
+pub fn state_hash(state: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(state.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The path of a Connect link, before its state (`GET /connect/{state}`).
+pub const CONNECT_PATH: &str = "/connect/";
 
 /// The wait of `call_id`, if it waited for a connection.
 pub fn wait_of<'a>(waits: &'a [ConnectionWait], call_id: &str) -> Option<&'a ConnectionWait> {
