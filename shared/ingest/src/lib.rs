@@ -12,6 +12,7 @@ mod auth;
 mod body;
 mod callbacks;
 mod commands;
+pub mod connect;
 mod console;
 mod event_stream;
 mod fork;
@@ -101,6 +102,14 @@ pub struct Ingest {
     /// Display names of Slack requesters, for the status and the console
     /// ([`Ingest::with_people`]); without it they are shown by id.
     people: Option<Arc<dyn baton_core::People>>,
+    /// Per-person OAuth connections ([`Ingest::with_connections`]);
+    /// without it the connection routes and `disconnect` say they are not
+    /// available.
+    connections: Option<baton_core::store::connections::ConnectionStore>,
+    /// The flows behind `GET /connect/{state}` and `GET /oauth/callback`
+    /// ([`Ingest::with_connector`]); without it (or the store) they
+    /// answer 404.
+    connector: Option<connect::Flows>,
 }
 
 impl Ingest {
@@ -132,7 +141,38 @@ impl Ingest {
             thread_setup: None,
             span_export: None,
             people: None,
+            connections: None,
+            connector: None,
         }
+    }
+
+    /// Serves the Connect routes (`GET /connect/{state}`,
+    /// `GET /oauth/callback`) with `connector`'s flows, over the store of
+    /// [`Ingest::with_connections`]. `public_url_set`: the connector's
+    /// public URL is `BATON_PUBLIC_URL`; else each request's host (https)
+    /// is the public URL (on AWS the API cannot name itself to its own
+    /// function without a cycle in the stack).
+    pub fn with_connector(
+        mut self,
+        connector: Arc<baton_connect::Connector>,
+        public_url_set: bool,
+    ) -> Self {
+        self.connector = Some(connect::Flows {
+            connector,
+            public_url_set,
+        });
+        self
+    }
+
+    /// Keeps per-person OAuth connections in `store` (built once per
+    /// process by the runtime): `GET/DELETE /connections`, `disconnect`,
+    /// the Connect routes.
+    pub fn with_connections(
+        mut self,
+        store: baton_core::store::connections::ConnectionStore,
+    ) -> Self {
+        self.connections = Some(store);
+        self
     }
 
     /// Exports a span for each task it creates (`baton.ingest`, from the

@@ -58,11 +58,7 @@ impl Segment<'_> {
         if let (false, Some(remote)) = (servers.is_empty(), remote) {
             if listing_of(&self.transcript).is_none() {
                 let person = self.task.acting_for();
-                let credentials = self
-                    .deps
-                    .connections
-                    .as_ref()
-                    .map(|c| c.credentials.clone());
+                let credentials = self.deps.credentials.clone();
                 let listing = remote
                     .list_for(&servers, person.as_ref(), credentials)
                     .await;
@@ -104,11 +100,7 @@ impl Segment<'_> {
         };
         let names: Vec<&str> = servers.iter().map(String::as_str).collect();
         let person = self.task.acting_for();
-        let credentials = self
-            .deps
-            .connections
-            .as_ref()
-            .map(|c| c.credentials.clone());
+        let credentials = self.deps.credentials.clone();
         let fresh = remote.list_for(&names, person.as_ref(), credentials).await;
         let listing = relisted(current, &servers, fresh);
         self.commit(|_| {

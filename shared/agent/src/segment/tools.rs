@@ -173,11 +173,7 @@ impl Segment<'_> {
         calls
             .into_iter()
             .map(|(call, tool)| {
-                let credentials = self
-                    .deps
-                    .connections
-                    .as_ref()
-                    .map(|c| c.credentials.clone());
+                let credentials = self.deps.credentials.clone();
                 let ctx = ToolContext::new(self.task.id.clone(), step, &call.id)
                     .with_allowed_hosts(self.agent.http_request.allow_hosts.clone())
                     .acting_for(self.task.acting_for(), credentials);
