@@ -86,6 +86,7 @@ impl AppBuilder {
             timing.public_url = url.clone();
         }
         timing.connection_expires_after = settings.deployment.connection.expires_after;
+        let public_url = timing.public_url.clone();
         let agents = settings.agents();
         settings.require_llm_key()?;
         let llm = build_provider(&settings.llm.config(), RetryPolicy::default()).map_err(|e| {
@@ -238,6 +239,10 @@ impl AppBuilder {
         if let Some(connections) = &backend.connections {
             worker = worker.with_connections(connections.clone());
         }
+        // Per-person tools call with each person's token (#24).
+        if let Some(credentials) = settings.credentials(&backend, &public_url)? {
+            worker = worker.with_credentials(credentials);
+        }
         // One exporter for both handlers (`baton dev` runs them together).
         let export = crate::telemetry::span_export(&settings)?;
         if let Some(export) = &export {
@@ -245,6 +250,10 @@ impl AppBuilder {
         }
         let worker = Arc::new(worker);
         let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref(), export);
+        let ingest = match settings.connector(&backend, &public_url)? {
+            Some(c) => ingest.with_connector(c, true),
+            None => ingest,
+        };
         Ok(App {
             ingest,
             worker,
