@@ -58,10 +58,15 @@ pub(crate) struct Deps {
     /// The agents file's Cedar policies (`[policy]`), asked before every
     /// tool call and task start; without them today's rules alone apply.
     pub(crate) policies: Option<Arc<baton_policy::Policies>>,
+    /// Notes to one person (Slack ephemerals): the Connect prompts.
+    pub(crate) notices: Option<Arc<dyn baton_core::Notices>>,
     /// Per-person OAuth connections (sealed tokens, Connect links);
     /// `None` where the deployment has no key to seal them
     /// ([`baton_core::store::connections::NOT_CONFIGURED`]).
     pub(crate) connections: Option<baton_core::store::connections::ConnectionStore>,
+    /// Where per-person tools get a person's bearer token (#24); without
+    /// it (or without `connections`) no call can wait for a connection.
+    pub(crate) credentials: Option<Arc<dyn baton_core::connection::Credentials>>,
     pub(crate) settings: WorkerSettings,
 }
 
@@ -107,6 +112,9 @@ pub struct WorkerSettings {
     /// Where the deployment's ingest is reached from outside
     /// (`BATON_PUBLIC_URL`): `wait_for_callback` URLs start with it.
     pub public_url: String,
+    /// How long a call waits for its person to connect
+    /// (`[connection] expires_after`).
+    pub connection_expires_after: Duration,
 }
 
 /// The public URL when none is set: `baton dev`'s default address.
@@ -122,6 +130,7 @@ impl Default for WorkerSettings {
             retry_delay: Duration::from_secs(5),
             tool_timeout: Duration::from_secs(120),
             public_url: DEFAULT_PUBLIC_URL.to_owned(),
+            connection_expires_after: baton_settings::DEFAULT_CONNECTION_EXPIRES_AFTER,
         }
     }
 }

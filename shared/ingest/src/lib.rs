@@ -91,6 +91,9 @@ pub struct Ingest {
     notices: Option<Arc<dyn baton_core::Notices>>,
     /// The largest file a task is given ([`Ingest::with_max_file_bytes`]).
     max_file_bytes: u64,
+    /// Whether `POST /tasks` may name the `user` a task acts for
+    /// ([`Ingest::with_api_may_name_user`]); refused by default.
+    api_may_name_user: bool,
     /// Where created tasks are counted ([`Ingest::with_metrics`]).
     metrics: Arc<dyn baton_core::Metrics>,
     /// Sets up new assistant threads ([`Ingest::with_thread_setup`]).
@@ -135,6 +138,7 @@ impl Ingest {
             roles: Arc::new(baton_core::NoRoles),
             notices: None,
             max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
+            api_may_name_user: false,
             metrics: Arc::new(baton_core::NoMetrics),
             thread_setup: None,
             span_export: None,
@@ -196,6 +200,15 @@ impl Ingest {
     /// the model and refused in the answer.
     pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
         self.max_file_bytes = bytes;
+        self
+    }
+
+    /// Lets the API token name the `user` of `POST /tasks`, whose
+    /// per-person connections the task then uses (`[connection]
+    /// api_may_name_user`, #24): whoever holds the token may act as anyone
+    /// who connected, so it is off unless the operator says so.
+    pub fn with_api_may_name_user(mut self, allowed: bool) -> Self {
+        self.api_may_name_user = allowed;
         self
     }
 

@@ -85,7 +85,9 @@ impl Worker {
                 span_export: None,
                 metrics: Arc::new(baton_core::NoMetrics),
                 policies: None,
+                notices: None,
                 connections: None,
+                credentials: None,
                 settings,
             },
         }
@@ -122,6 +124,25 @@ impl Worker {
     /// deployment's `[guard] input_guard`; default `warn`).
     pub fn with_input_guard(mut self, mode: InputGuardMode) -> Self {
         self.deps.input_guard = mode;
+        self
+    }
+
+    /// Tells people things meant for them alone (the Connect prompts of
+    /// per-person tools) through `notices`.
+    pub fn with_notices(mut self, notices: Arc<dyn baton_core::Notices>) -> Self {
+        self.deps.notices = Some(notices);
+        self
+    }
+
+    /// Makes per-person tool calls (`auth = "oauth"`) with each person's
+    /// own token from `credentials` (#24); the Connect links of those who
+    /// must connect first go to the store of
+    /// [`Worker::with_connections`].
+    pub fn with_credentials(
+        mut self,
+        credentials: Arc<dyn baton_core::connection::Credentials>,
+    ) -> Self {
+        self.deps.credentials = Some(credentials);
         self
     }
 
