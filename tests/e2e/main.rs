@@ -39,6 +39,7 @@ mod capacity;
 mod cli;
 mod commands;
 mod configuration;
+mod connections;
 mod console;
 mod conversation_summaries;
 mod conversations;
