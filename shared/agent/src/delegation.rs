@@ -137,6 +137,9 @@ pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Instan
         call_id: call_id.to_owned(),
         root_task_id: Some(parent.trace_root().clone()),
     });
+    // Sub-agents use their parent's person's connections, as the parent
+    // acts now (a second speaker included).
+    task.user = parent.acting_for();
     task
 }
 

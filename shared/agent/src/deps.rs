@@ -58,7 +58,23 @@ pub(crate) struct Deps {
     /// The agents file's Cedar policies (`[policy]`), asked before every
     /// tool call and task start; without them today's rules alone apply.
     pub(crate) policies: Option<Arc<baton_policy::Policies>>,
+    /// Notes to one person (Slack ephemerals): the Connect prompts.
+    pub(crate) notices: Option<Arc<dyn baton_core::Notices>>,
+    /// Per-person connections (#24): where tools get a person's bearer
+    /// token, and where Connect links are recorded. Without them no call
+    /// can wait for a connection.
+    pub(crate) connections: Option<Connections>,
     pub(crate) settings: WorkerSettings,
+}
+
+/// What per-person tools need: the tokens ([`Credentials`]) and the store
+/// the Connect links are recorded in.
+///
+/// [`Credentials`]: baton_core::connection::Credentials
+#[derive(Clone)]
+pub(crate) struct Connections {
+    pub(crate) credentials: Arc<dyn baton_core::connection::Credentials>,
+    pub(crate) store: baton_core::store::connections::ConnectionStore,
 }
 
 impl Deps {
@@ -103,6 +119,9 @@ pub struct WorkerSettings {
     /// Where the deployment's ingest is reached from outside
     /// (`BATON_PUBLIC_URL`): `wait_for_callback` URLs start with it.
     pub public_url: String,
+    /// How long a call waits for its person to connect
+    /// (`[connection] expires_after`).
+    pub connection_expires_after: Duration,
 }
 
 /// The public URL when none is set: `baton dev`'s default address.
@@ -118,6 +137,7 @@ impl Default for WorkerSettings {
             retry_delay: Duration::from_secs(5),
             tool_timeout: Duration::from_secs(120),
             public_url: DEFAULT_PUBLIC_URL.to_owned(),
+            connection_expires_after: baton_settings::DEFAULT_CONNECTION_EXPIRES_AFTER,
         }
     }
 }

@@ -30,6 +30,9 @@ pub enum WorkerError {
     Capacity(#[from] crate::capacity::CapacityError),
     #[error(transparent)]
     Turn(#[from] baton_core::turn::TurnError),
+    /// The store of per-person connections (a Connect link's record).
+    #[error("connections: {0}")]
+    Connections(#[from] baton_core::store::connections::ConnectionError),
 }
 
 impl WorkerError {
@@ -46,6 +49,7 @@ impl WorkerError {
             WorkerError::Budgets(_) => "the usage counters could not be read",
             WorkerError::Capacity(_) => "the concurrency slots could not be read",
             WorkerError::Turn(_) => "the conversation's waiting line could not be read",
+            WorkerError::Connections(_) => "the store of account connections was unavailable",
         }
     }
 
@@ -69,6 +73,10 @@ impl WorkerError {
             WorkerError::Schedule(ScheduleError::Corrupt(_))
             | WorkerError::Scheduler(SchedulerError::Invalid(_))
             | WorkerError::Schedule(ScheduleError::Scheduler(SchedulerError::Invalid(_))) => false,
+            WorkerError::Connections(baton_core::store::connections::ConnectionError::Table(e)) => {
+                !matches!(e, TableError::Corrupt(_))
+            }
+            WorkerError::Connections(_) => false,
             WorkerError::Queue(_)
             | WorkerError::Reply(_)
             | WorkerError::Scheduler(_)

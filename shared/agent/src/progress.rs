@@ -22,6 +22,8 @@ pub const WAITING_FOR_APPROVAL: &str = "is waiting for approval…";
 pub const WAITING_FOR_REPLY: &str = "is waiting for your reply…";
 /// While a `wait_for_callback` call waits for its URL to be called.
 pub const WAITING_FOR_CALLBACK: &str = "is waiting for a callback…";
+/// While a call waits for its person to connect an account.
+pub const WAITING_FOR_CONNECTION: &str = "is waiting for an account to be connected…";
 /// While older turns are summarised.
 pub const COMPACTING: &str = "is summarising the conversation so far…";
 /// When the tools of a batch are not known by name.

@@ -28,6 +28,7 @@ pub mod https;
 mod lazy;
 pub mod queue;
 pub mod scheduler;
+pub mod sealer;
 pub mod table;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -37,6 +38,7 @@ pub use bootstrap::{bootstrap, BootstrapError, Environment, ResourceNames};
 pub use emf::EmfMetrics;
 pub use queue::SqsQueue;
 pub use scheduler::EventBridgeScheduler;
+pub use sealer::KmsSealer;
 pub use table::DynamoTable;
 
 use aws_config::{BehaviorVersion, ConfigLoader, SdkConfig};
@@ -63,6 +65,11 @@ pub fn config_loader() -> ConfigLoader {
 /// A DynamoDB client for `cfg`.
 pub fn dynamodb_client(cfg: &SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(cfg)
+}
+
+/// A KMS client for `cfg` (the connections' [`KmsSealer`]).
+pub fn kms_client(cfg: &SdkConfig) -> aws_sdk_kms::Client {
+    aws_sdk_kms::Client::new(cfg)
 }
 
 /// An SQS client for `cfg`.

@@ -450,3 +450,56 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
         want(&|t| newer(t) && t.agent == "ops")
     );
 }
+
+/// A [`Sealer`](crate::connection::Sealer) for tests: reversible without a
+/// key, but the stored bytes never hold the plaintext as it was, and a
+/// wrong context or a changed byte fails to open, as with the real ones.
+#[derive(Default)]
+pub struct TestSealer;
+
+impl TestSealer {
+    /// The plaintext masked, then a checksum of context and plaintext
+    /// standing in for the tag.
+    fn mask(context: &str, bytes: &[u8]) -> Vec<u8> {
+        let mut out: Vec<u8> = bytes.iter().map(|b| b ^ 0xA5).collect();
+        out.extend(Self::tag(context, bytes));
+        out
+    }
+
+    fn tag(context: &str, plain: &[u8]) -> [u8; 8] {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in context.bytes().chain([0]).chain(plain.iter().copied()) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash.to_be_bytes()
+    }
+}
+
+#[async_trait]
+impl crate::connection::Sealer for TestSealer {
+    async fn seal(
+        &self,
+        plaintext: &[u8],
+        context: &str,
+    ) -> Result<Vec<u8>, crate::connection::SealError> {
+        Ok(Self::mask(context, plaintext))
+    }
+
+    async fn open(
+        &self,
+        sealed: &[u8],
+        context: &str,
+    ) -> Result<Vec<u8>, crate::connection::SealError> {
+        let fail = || crate::connection::SealError {
+            action: "open",
+            reason: "the item or its context does not match".into(),
+        };
+        let cut = sealed.len().checked_sub(8).ok_or_else(fail)?;
+        let plain: Vec<u8> = sealed[..cut].iter().map(|b| b ^ 0xA5).collect();
+        if sealed[cut..] != Self::tag(context, &plain) {
+            return Err(fail());
+        }
+        Ok(plain)
+    }
+}

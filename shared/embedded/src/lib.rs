@@ -64,6 +64,7 @@ mod db;
 mod queue;
 pub mod retention;
 pub mod scheduler;
+mod sealer;
 mod table;
 
 use std::path::Path;
@@ -74,6 +75,7 @@ pub use db::{Database, DbError, Durability, OpenError, DB_FILE};
 pub use queue::{DeadLetter, EmbeddedQueue, QueueConfig, MAX_BODY_BYTES};
 pub use retention::{PruneError, Pruned};
 pub use scheduler::EmbeddedScheduler;
+pub use sealer::{KeyFileError, KeyFileSealer, KEY_FILE};
 pub use table::{EmbeddedTable, MAX_TRANSACTION_WRITES};
 
 /// The blob directory inside the data directory.

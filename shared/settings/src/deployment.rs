@@ -172,6 +172,8 @@ pub struct GlobalSettings {
     pub routes: Routes,
     /// The `[roles.NAME]` tables.
     pub roles: crate::roles::RoleTable,
+    /// The `[connection]` table (per-person OAuth connections).
+    pub connection: crate::connection::ConnectionSettings,
 }
 
 /// What a loaded configuration yields.
@@ -184,6 +186,9 @@ pub struct AgentsConfig {
     /// The file's `[mcp]` servers, by name, `${NAME}` references
     /// unresolved.
     pub mcp_servers: Vec<McpServerDecl>,
+    /// The file's `[oauth.NAME]` providers, `${NAME}` references
+    /// unresolved.
+    pub oauth_providers: Vec<crate::connection::OAuthProviderDecl>,
     /// The `[policy]` set's text, not yet parsed: Cedar is the worker's
     /// (the ingest links no policy engine).
     pub policy: Option<PolicySource>,
@@ -205,6 +210,7 @@ impl AgentsConfig {
             settings: GlobalSettings::default(),
             http_tools: Vec::new(),
             mcp_servers: Vec::new(),
+            oauth_providers: Vec::new(),
             policy: None,
         }
     }

@@ -24,6 +24,9 @@ pub struct HttpToolDecl {
     /// The JSON Schema of the arguments (an object schema).
     pub parameters: serde_json::Value,
     pub timeout: Duration,
+    /// `auth = { oauth = "NAME" }`: the person's bearer token for the
+    /// `[oauth.NAME]` provider.
+    pub auth: crate::connection::HttpToolAuth,
 }
 
 /// A piece of a value with `${NAME}` references.

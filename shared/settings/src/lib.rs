@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod connection;
 pub mod context;
 pub mod deployment;
 pub mod file;
@@ -25,6 +26,10 @@ pub mod slack;
 pub use agent::{AgentConfig, Agents, Exposure, Surface, DEFAULT_SYSTEM_PROMPT};
 pub use approval::{ApprovalRule, ApprovalRules};
 pub use baton_core::input_guard::InputGuardMode;
+pub use connection::{
+    ConnectionSettings, HttpToolAuth, McpAuth, McpOAuth, OAuthProviderDecl,
+    DEFAULT_CONNECTION_EXPIRES_AFTER,
+};
 pub use context::{ContextSettings, Escalation};
 pub use deployment::{
     AgentsConfig, BudgetSettings, ConcurrencySettings, GlobalSettings, GuardSettings,

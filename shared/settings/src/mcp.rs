@@ -31,6 +31,8 @@ pub struct McpServerDecl {
     /// and no other does.
     pub require_approval: Option<Vec<String>>,
     pub timeout: Duration,
+    /// `auth = "oauth"`: per-person connections (the provider is `name`).
+    pub auth: crate::connection::McpAuth,
 }
 
 impl McpServerDecl {
@@ -62,6 +64,7 @@ mod tests {
             tools: Some(vec!["search".into()]),
             require_approval: None,
             timeout: DEFAULT_MCP_TIMEOUT,
+            auth: crate::McpAuth::None,
         };
         assert!(decl.offers("search"));
         assert!(!decl.offers("create_issue"));

@@ -68,6 +68,32 @@ impl Notices for SlackNotices {
             .map_err(|e| NoticeError(e.to_string()))
     }
 
+    /// A section saying what is asked and a **Connect NAME** url button:
+    /// Slack opens the link in the person's browser (no interaction
+    /// payload comes back for a url button; the ingest's acknowledgement
+    /// of `block_actions` ignores it).
+    async fn connect_prompt(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        provider: &str,
+        url: &str,
+    ) -> Result<(), NoticeError> {
+        let text =
+            format!("To go on, I need to act as you with `{provider}`: connect your account.");
+        self.client()?
+            .post_ephemeral_blocks(
+                channel,
+                user,
+                thread_ts,
+                &text,
+                connect_blocks(&text, provider, url),
+            )
+            .await
+            .map_err(|e| NoticeError(e.to_string()))
+    }
+
     /// Only to Slack's `hooks.slack.com` (or the configured Web API's
     /// host): see [`crate::commands::response_url_allowed`].
     async fn respond(&self, response_url: &str, text: &str) -> Result<(), NoticeError> {
@@ -77,6 +103,23 @@ impl Notices for SlackNotices {
             .map_err(|e| NoticeError(e.to_string()))
     }
 }
+
+/// The Block Kit of a connect prompt: the text, then the button.
+fn connect_blocks(text: &str, provider: &str, url: &str) -> serde_json::Value {
+    // Slack's limit for a button's text is 75 characters.
+    let label: String = format!("Connect {provider}").chars().take(75).collect();
+    serde_json::json!([
+        {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+        {"type": "actions", "elements": [
+            {"type": "button", "action_id": CONNECT_ACTION, "style": "primary",
+             "text": {"type": "plain_text", "text": label}, "url": url}
+        ]}
+    ])
+}
+
+/// The `action_id` of a connect prompt's button (a url button: Slack still
+/// sends a `block_actions` payload, which needs only an acknowledgement).
+pub const CONNECT_ACTION: &str = "baton_connect";
 
 #[cfg(test)]
 mod tests {
@@ -104,6 +147,26 @@ mod tests {
         assert_eq!(calls[0]["text"], "Only <@U1> may stop it.");
         // Nobody else sees it: it is no message of the conversation.
         assert!(fake.posted().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_connect_prompt_is_a_button_to_one_person() {
+        let fake = FakeSlack::start().await;
+        let notices = SlackNotices::new(fake.base_url(), fake.bot_token());
+        let url = "https://api.example/connect/abc";
+        notices
+            .connect_prompt("C1", "U2", Some("1.0"), "github", url)
+            .await
+            .expect("posted");
+        let calls = fake.calls("chat.postEphemeral");
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0]["user"], "U2");
+        assert_eq!(calls[0]["thread_ts"], "1.0");
+        let button = &calls[0]["blocks"][1]["elements"][0];
+        assert_eq!(button["type"], "button");
+        assert_eq!(button["text"]["text"], "Connect github");
+        assert_eq!(button["url"], url);
+        assert!(fake.posted().is_empty(), "nobody else sees it");
     }
 
     #[tokio::test]

@@ -470,6 +470,23 @@ impl SlackClient {
         self.call("chat.postEphemeral", &body).await.map(drop)
     }
 
+    /// [`SlackClient::post_ephemeral`] with Block Kit `blocks` (`text`
+    /// is the notification's fallback).
+    pub async fn post_ephemeral_blocks(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+        blocks: Value,
+    ) -> Result<(), SlackError> {
+        let mut body = json!({ "channel": channel, "user": user, "text": truncate_text(text), "blocks": blocks });
+        if let Some(ts) = thread_ts {
+            body["thread_ts"] = json!(ts);
+        }
+        self.call("chat.postEphemeral", &body).await.map(drop)
+    }
+
     /// Replaces the text (and blocks, when given) of the message `ts`.
     pub async fn update_message(
         &self,

@@ -42,6 +42,22 @@ pub(super) struct Harness {
 impl Harness {
     /// An agent `default` with the `count` tool, shaped by `configure`.
     pub(super) fn new(configure: impl FnOnce(&mut AgentConfig)) -> Self {
+        Self::build(
+            configure,
+            Vec::new(),
+            crate::WorkerSettings::default(),
+            |w| w,
+        )
+    }
+
+    /// [`Harness::new`] with `extra` tools too, `settings`, and the
+    /// worker wired further by `wire`.
+    pub(super) fn build(
+        configure: impl FnOnce(&mut AgentConfig),
+        extra: Vec<Arc<dyn Tool>>,
+        settings: crate::WorkerSettings,
+        wire: impl FnOnce(Worker) -> Worker,
+    ) -> Self {
         let store = TaskStore::new(Arc::new(MemoryTable::default()), Arc::new(NoBlobs));
         let queue = Arc::new(SentQueue::default());
         let llm = Arc::new(ScriptedModel::default());
@@ -56,15 +72,17 @@ impl Harness {
         agent.tools = Some(vec!["count".into(), "sleep".into()]);
         agent.approval.require = Some(Vec::new());
         configure(&mut agent);
-        let worker = Worker::new(
+        let mut tools = vec![tool.clone() as Arc<dyn Tool>];
+        tools.extend(extra);
+        let worker = wire(Worker::new(
             store.clone(),
             queue.clone(),
             llm.clone(),
-            vec![tool.clone() as Arc<dyn Tool>],
+            tools,
             Agents::new(agent, Vec::new()),
             replies.clone(),
-            crate::WorkerSettings::default(),
-        );
+            settings,
+        ));
         Harness {
             worker,
             store,
@@ -77,10 +95,15 @@ impl Harness {
 
     /// A new HTTP task asking `input`.
     pub(super) async fn task(&self, input: &str) -> TaskId {
+        self.task_from(Origin::Http, input).await
+    }
+
+    /// A new task from `origin` asking `input`.
+    pub(super) async fn task_from(&self, origin: Origin, input: &str) -> TaskId {
         let task = Task::new(
             TaskId::generate(),
             "default",
-            Origin::Http,
+            origin,
             None,
             baton_core::Limits::default(),
             now_ms(),

@@ -27,6 +27,7 @@ mod admit;
 mod ask;
 mod budget;
 mod callback;
+mod connection;
 mod end;
 mod events;
 mod files;
@@ -412,8 +413,9 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
     if t.status == TaskStatus::Waiting {
         let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
-        let reply_overdue =
-            baton_core::question::overdue(t, now) || baton_core::callback::overdue(t, now);
+        let reply_overdue = baton_core::question::overdue(t, now)
+            || baton_core::callback::overdue(t, now)
+            || connection::overdue(t, now);
         if t.cancel_requested || deadline_passed || timer_due(t, now) || reply_overdue {
             // Cancelled or out of time while waiting, or the timer is up:
             // the loop takes it from here.

@@ -118,6 +118,10 @@ pub(super) enum Decision {
     /// A `wait_for_callback` call not called back yet: the task waits for
     /// it once the other calls are done.
     AwaitCallback,
+    /// A call that waited for its person to connect an account runs again
+    /// (woken by the connection, or at the wait's expiry): it never ran,
+    /// so its `tool_started` mark does not make it interrupted.
+    Retry { tool: Arc<dyn Tool> },
 }
 
 impl fmt::Debug for Decision {
@@ -135,6 +139,7 @@ impl fmt::Debug for Decision {
             Decision::Sleep => f.write_str("Sleep"),
             Decision::Ask => f.write_str("Ask"),
             Decision::AwaitCallback => f.write_str("AwaitCallback"),
+            Decision::Retry { .. } => f.write_str("Retry"),
         }
     }
 }
@@ -158,6 +163,10 @@ pub(super) enum Wait {
     Reply(Vec<ToolCall>),
     Callback(Vec<ToolCall>),
     Timer(ToolCall),
+    /// Calls that ran and found their person has no working connection to
+    /// a provider (named with each): known only once they ran, so it
+    /// comes before the others ([`super::connection`]).
+    Connection(Vec<(ToolCall, String)>),
 }
 
 /// A turn's plan as the segment carries it out.
@@ -170,6 +179,9 @@ pub(super) struct Batch {
     /// Calls not safe to repeat, marked started before they run.
     pub(super) started: Vec<ToolCall>,
     pub(super) runnable: Vec<(ToolCall, Arc<dyn Tool>)>,
+    /// Calls run again after waiting for a connection: their waits are
+    /// marked retrying with the `started` marks, before anything runs.
+    pub(super) retried: Vec<String>,
     pub(super) wait: Option<Wait>,
     /// See [`TurnPlan::decided`].
     pub(super) decided: Vec<Approval>,
@@ -184,6 +196,7 @@ impl TurnPlan {
             replayed: Vec::new(),
             started: Vec::new(),
             runnable: Vec::new(),
+            retried: Vec::new(),
             wait: None,
             decided: self.decided,
         };
@@ -202,6 +215,10 @@ impl TurnPlan {
                     if mark_started {
                         batch.started.push(call.clone());
                     }
+                    batch.runnable.push((call, tool));
+                }
+                Decision::Retry { tool } => {
+                    batch.retried.push(call.id.clone());
                     batch.runnable.push((call, tool));
                 }
                 Decision::AwaitApproval => approval.push(call),
@@ -360,6 +377,11 @@ fn decide(
         return Decision::Refuse(unknown(turn, &call.name));
     };
     let idempotent = tool.idempotent(&call.arguments);
+    if baton_core::connection::wait_of(&turn.task.connections, &call.id)
+        .is_some_and(|w| !w.retrying)
+    {
+        return Decision::Retry { tool };
+    }
     if was_started && !idempotent && !tool.resumes_interrupted(&call.arguments) {
         return Decision::Refuse(Refusal::Interrupted);
     }
@@ -586,6 +608,7 @@ mod tests {
                 Decision::Sleep => "sleep".into(),
                 Decision::Ask => "ask".into(),
                 Decision::AwaitCallback => "callback".into(),
+                Decision::Retry { .. } => "retry".into(),
             })
             .collect()
     }

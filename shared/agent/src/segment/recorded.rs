@@ -37,6 +37,7 @@ impl Recorded {
                     ToolOutput {
                         content: content.clone(),
                         is_error: *is_error,
+                        needs_connection: None,
                     },
                 )),
                 _ => None,

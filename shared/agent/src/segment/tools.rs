@@ -44,17 +44,19 @@ impl Segment<'_> {
             call_id: call.id.clone(),
             name: call.name.clone(),
         }));
-        if !written.is_empty() {
+        let retried = batch.retried;
+        if !written.is_empty() || !retried.is_empty() {
             self.commit(|t| {
                 let ids: Vec<&str> = called_back.iter().map(String::as_str).collect();
                 baton_core::callback::forget_bodies(t, &ids);
+                super::connection::mark_retrying(t, &retried);
                 Some(written.clone())
             })
             .await?;
         }
         // Counted as a unit of the segment's time even when nothing ran.
         let batch_clock = Instant::now();
-        self.run_parallel(step, batch.runnable).await?;
+        let needs = self.run_parallel(step, batch.runnable).await?;
         self.budget.record(batch_clock.elapsed());
         if let Some(prompts) = self.deps.approvals.clone() {
             for a in &batch.decided {
@@ -63,8 +65,16 @@ impl Segment<'_> {
                 }
             }
         }
-        match batch.wait {
+        // A call that needs a connection waits first: the others' waits
+        // are planned again once it ran (their calls have no result yet).
+        let wait = if needs.is_empty() {
+            batch.wait
+        } else {
+            Some(Wait::Connection(needs))
+        };
+        match wait {
             None => Ok(None),
+            Some(Wait::Connection(needs)) => self.wait_for_connection(step, needs).await,
             Some(Wait::Approval(calls)) => self.wait_for_approval(step, calls).await,
             Some(Wait::Children(calls)) => self.delegate(calls).await,
             Some(Wait::Reply(calls)) => self.wait_for_reply(step, calls).await,
@@ -89,14 +99,21 @@ impl Segment<'_> {
         }
     }
 
-    /// Runs `calls` in parallel, writing each result as it completes.
+    /// Runs `calls` in parallel, writing each result as it completes,
+    /// but for those of calls that need their person to connect an
+    /// account first: those are returned with the provider, unwritten.
     async fn run_parallel(
         &mut self,
         step: u32,
         calls: Vec<(ToolCall, Arc<dyn Tool>)>,
-    ) -> Result<(), crate::error::WorkerError> {
+    ) -> Result<Vec<(ToolCall, String)>, crate::error::WorkerError> {
+        let mut needs = Vec::new();
         let mut running = self.start_calls(step, calls).await;
         while let Some((call, output, started)) = running.next().await {
+            if let Some(provider) = output.needs_connection {
+                needs.push((call, provider));
+                continue;
+            }
             self.show_call(&call, ended_state(&output)).await;
             let max_chars = self.agent.max_tool_result_chars;
             let entry = result_entry(step, &call, output, max_chars, self.deps.input_guard);
@@ -108,7 +125,7 @@ impl Segment<'_> {
             };
             self.events.emit(&self.task, answered);
         }
-        Ok(())
+        Ok(needs)
     }
 
     /// Shows `call` in `state` to the user where the front end can (its
@@ -147,8 +164,14 @@ impl Segment<'_> {
         calls
             .into_iter()
             .map(|(call, tool)| {
+                let credentials = self
+                    .deps
+                    .connections
+                    .as_ref()
+                    .map(|c| c.credentials.clone());
                 let ctx = ToolContext::new(self.task.id.clone(), step, &call.id)
-                    .with_allowed_hosts(self.agent.http_request.allow_hosts.clone());
+                    .with_allowed_hosts(self.agent.http_request.allow_hosts.clone())
+                    .acting_for(self.task.acting_for(), credentials);
                 async move {
                     let started = baton_core::Instant::now();
                     let output = match tokio::time::timeout(

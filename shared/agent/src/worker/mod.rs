@@ -85,6 +85,8 @@ impl Worker {
                 span_export: None,
                 metrics: Arc::new(baton_core::NoMetrics),
                 policies: None,
+                notices: None,
+                connections: None,
                 settings,
             },
         }
@@ -121,6 +123,25 @@ impl Worker {
     /// deployment's `[guard] input_guard`; default `warn`).
     pub fn with_input_guard(mut self, mode: InputGuardMode) -> Self {
         self.deps.input_guard = mode;
+        self
+    }
+
+    /// Tells people things meant for them alone (the Connect prompts of
+    /// per-person tools) through `notices`.
+    pub fn with_notices(mut self, notices: Arc<dyn baton_core::Notices>) -> Self {
+        self.deps.notices = Some(notices);
+        self
+    }
+
+    /// Makes per-person tool calls (`auth = "oauth"`) with each person's
+    /// own token from `credentials`, and records Connect links in
+    /// `store` when a person must connect first (#24).
+    pub fn with_connections(
+        mut self,
+        credentials: Arc<dyn baton_core::connection::Credentials>,
+        store: baton_core::store::connections::ConnectionStore,
+    ) -> Self {
+        self.deps.connections = Some(crate::deps::Connections { credentials, store });
         self
     }
 

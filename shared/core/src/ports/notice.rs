@@ -38,6 +38,23 @@ pub trait Notices: Send + Sync {
         Err(NoticeError("posting is not supported here".into()))
     }
 
+    /// Shows `user` alone, in `channel` (in the thread `thread_ts` when
+    /// given), a prompt to connect their `provider` account: a
+    /// **Connect `provider`** button opening `url` where the front end has
+    /// buttons. `url` is a capability of that person's: never posted for
+    /// the conversation. Without buttons, the URL in a plain note.
+    async fn connect_prompt(
+        &self,
+        channel: &str,
+        user: &str,
+        thread_ts: Option<&str>,
+        provider: &str,
+        url: &str,
+    ) -> Result<(), NoticeError> {
+        let text = format!("To go on, connect your `{provider}` account: {url}");
+        self.ephemeral(channel, user, thread_ts, &text).await
+    }
+
     /// Answers a slash command through its `response_url` with `text`
     /// that only its sender sees. Without it, an error.
     async fn respond(&self, _response_url: &str, _text: &str) -> Result<(), NoticeError> {

@@ -2,6 +2,7 @@
 
 use crate::ids::TaskId;
 use crate::llm::ToolSpec;
+use crate::task::connection::{CredentialError, Credentials, PersonKey};
 pub use crate::task::transcript::{ListedTool, ToolListing, UnavailableServer};
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ pub const CLIENT_MANAGED_HEADERS: &[&str] = &[
 ];
 
 /// What a tool knows about the call it serves.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ToolContext {
     pub task_id: TaskId,
     /// `task_id:step:tool_call_id`: stable across retries of the same call,
@@ -32,6 +33,25 @@ pub struct ToolContext {
     /// The only hosts an `http_request` of this agent may reach, every hop
     /// ([`crate::egress`]); `None`: any host the deployment allows.
     pub allowed_hosts: Option<crate::egress::AllowedHosts>,
+    /// Whom the call is made for ([`crate::Task::acting_for`]): whose
+    /// connections a per-person tool (`auth = "oauth"`) uses; `None` when
+    /// the task acts for nobody.
+    pub person: Option<PersonKey>,
+    /// Where a per-person tool gets that person's bearer token; `None`
+    /// where connections are not wired (tests, tools that need none).
+    pub credentials: Option<Arc<dyn Credentials>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("task_id", &self.task_id)
+            .field("idempotency_key", &self.idempotency_key)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("person", &self.person)
+            .field("credentials", &self.credentials.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -41,7 +61,40 @@ impl ToolContext {
             task_id,
             idempotency_key,
             allowed_hosts: None,
+            person: None,
+            credentials: None,
         }
+    }
+
+    /// Makes the call for `person`, with `credentials` to reach their
+    /// connections.
+    pub fn acting_for(
+        mut self,
+        person: Option<PersonKey>,
+        credentials: Option<Arc<dyn Credentials>>,
+    ) -> Self {
+        self.person = person;
+        self.credentials = credentials;
+        self
+    }
+
+    /// `person`'s bearer token for `provider`, or why there is none
+    /// (nobody to act for, no connection, the vault down).
+    pub async fn bearer(
+        &self,
+        provider: &str,
+    ) -> Result<(PersonKey, secrecy::SecretString), CredentialError> {
+        let person = self
+            .person
+            .clone()
+            .ok_or_else(|| CredentialError::NoPerson {
+                provider: provider.to_owned(),
+            })?;
+        let credentials = self.credentials.as_ref().ok_or_else(|| {
+            CredentialError::Unavailable("connections are not set up here".into())
+        })?;
+        let token = credentials.bearer(&person, provider).await?;
+        Ok((person, token))
     }
 
     /// Holds the call to the agent's `http_request.allow_hosts`.
@@ -57,6 +110,11 @@ impl ToolContext {
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// The call could not be made because the person has no working
+    /// connection to this provider: the loop does not write this output,
+    /// it asks the person to connect and runs the call again once they
+    /// did ([`ToolOutput::needs_connection`]).
+    pub needs_connection: Option<String>,
 }
 
 impl ToolOutput {
@@ -64,6 +122,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            needs_connection: None,
         }
     }
 
@@ -71,6 +130,30 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            needs_connection: None,
+        }
+    }
+
+    /// The person must connect to `provider` first: the call waits for
+    /// the connection and runs again ([`ToolOutput::needs_connection`]).
+    pub fn needs_connection(provider: impl Into<String>) -> Self {
+        let provider = provider.into();
+        ToolOutput {
+            content: format!("a connection to `{provider}` is needed"),
+            is_error: true,
+            needs_connection: Some(provider),
+        }
+    }
+
+    /// What a per-person tool answers when it cannot get a token: a
+    /// missing connection waits for one, anything else is an error the
+    /// model reads (never a token).
+    pub fn of_credential_error(e: &CredentialError) -> Self {
+        match e {
+            CredentialError::NotConnected { provider, .. } => {
+                ToolOutput::needs_connection(provider.clone())
+            }
+            other => ToolOutput::error(other.to_string()),
         }
     }
 }

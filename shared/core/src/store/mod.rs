@@ -11,9 +11,11 @@
 //! | `memory` | the facts store |
 //! | `ledger` | monthly usage counters |
 //! | `callbacks` | the lookup items of `wait_for_callback` tokens |
+//! | `connections` | per-person OAuth tokens (sealed), Connect links, registered OAuth clients |
 //! | `sent_files` | what is kept of the files tasks send (`send_file`) |
 
 pub mod callbacks;
+pub mod connections;
 pub mod error;
 pub mod ledger;
 pub mod listing;

@@ -96,6 +96,92 @@ pub struct ConnectRequest {
     pub expires_at: Instant,
 }
 
+/// A tool call that waits (or waited) for its person to connect to a
+/// provider. Kept on the task so that, once woken, the call is run again
+/// rather than taken for one a crash interrupted, and so that a call
+/// still unconnected at `expires_at` is answered that the person did not
+/// connect.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionWait {
+    pub step: u32,
+    pub call_id: String,
+    pub provider: String,
+    /// Whose connection is awaited: asked again if someone else is served
+    /// by the time the call runs again.
+    pub person: PersonKey,
+    /// The Connect link (`{public_url}/connect/{state}`): the person's
+    /// alone, shown in `waiting_for` and never in events.
+    pub url: String,
+    #[serde(with = "crate::clock::as_millis")]
+    pub created_at: Instant,
+    #[serde(with = "crate::clock::as_millis")]
+    pub expires_at: Instant,
+    /// Set (in the same commit) before the call runs again once woken: a
+    /// crash from then on interrupted a call that may have run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retrying: bool,
+}
+
+/// The lookup key of a Connect link's `state`: its SHA-256, hex. The
+/// state itself is stored nowhere (the link is the capability).
+pub fn state_hash(state: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(state.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The path of a Connect link, before its state (`GET /connect/{state}`).
+pub const CONNECT_PATH: &str = "/connect/";
+
+/// The wait of `call_id`, if it waited for a connection.
+pub fn wait_of<'a>(waits: &'a [ConnectionWait], call_id: &str) -> Option<&'a ConnectionWait> {
+    waits.iter().rev().find(|w| w.call_id == call_id)
+}
+
+/// The result a call gets when its person did not connect in time.
+pub fn not_connected_text(provider: &str) -> String {
+    format!(
+        "not connected: the person did not connect their `{provider}` account in time, so this \
+         call was not made. Go on without it, or ask them to connect and try again later."
+    )
+}
+
+/// The name of the `{server}__connect` tool offered for a per-person MCP
+/// server the person has not connected yet.
+pub fn connect_tool_name(server: &str) -> String {
+    format!("{server}__connect")
+}
+
+/// Reads the `user` an HTTP client names in `POST /tasks`:
+/// `slack:TEAM:USER` acts as that Slack person, an id
+/// `[A-Za-z0-9._@+-]{1,128}` as the person `api:ID`.
+pub fn person_named(user: &str) -> Result<PersonKey, String> {
+    let id_ok = |s: &str| {
+        (1..=128).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._@+-".contains(&b))
+    };
+    if let Some(rest) = user.strip_prefix("slack:") {
+        return match rest.split_once(':') {
+            Some((team, u)) if id_ok(team) && id_ok(u) => Ok(PersonKey::new(team, u)),
+            _ => Err(
+                "`user` must be `slack:TEAM:USER` or an id of 1 to 128 letters, digits or `._@+-`"
+                    .into(),
+            ),
+        };
+    }
+    if id_ok(user) {
+        Ok(PersonKey::new(API_WORKSPACE, user))
+    } else {
+        Err(
+            "`user` must be `slack:TEAM:USER` or an id of 1 to 128 letters, digits or `._@+-`"
+                .into(),
+        )
+    }
+}
+
 /// Why a connection cannot be used for a call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CredentialError {
@@ -167,6 +253,28 @@ mod tests {
         assert_eq!(PersonKey::parse("T1:U2"), Some(p));
         assert_eq!(PersonKey::parse("T1:"), None);
         assert_eq!(PersonKey::parse("nothing"), None);
+    }
+
+    #[test]
+    fn an_http_user_is_a_slack_person_or_an_api_id() {
+        assert_eq!(person_named("slack:T1:U2"), Ok(PersonKey::new("T1", "U2")));
+        assert_eq!(
+            person_named("alice@example.com"),
+            Ok(PersonKey::new(API_WORKSPACE, "alice@example.com"))
+        );
+        for bad in [
+            "",
+            "slack:T1",
+            "slack::U2",
+            "slack:T1:",
+            "a b",
+            "a:b",
+            "ü",
+            &"x".repeat(129),
+        ] {
+            assert!(person_named(bad).is_err(), "{bad:?}");
+        }
+        assert!(person_named(&"x".repeat(128)).is_ok());
     }
 
     #[test]

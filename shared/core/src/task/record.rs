@@ -452,6 +452,14 @@ pub struct Task {
     /// Callbacks of `wait_for_callback` calls, called or not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub callbacks: Vec<Callback>,
+    /// The person an HTTP client named (`user` of `POST /tasks`), or, on
+    /// a child task, its parent's person, copied at delegation: whose
+    /// connections the task's per-person tools use ([`Task::acting_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<crate::connection::PersonKey>,
+    /// Tool calls that waited (or wait) for a person to connect.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<crate::connection::ConnectionWait>,
     /// Set on a child task: whom to report to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentLink>,
@@ -808,10 +816,6 @@ impl Task {
         self.waiting_for = None;
     }
 
-    /// Whom the task serves now: its origin, with the Slack user replaced
-    /// by the [`Task::speaker`] when someone other than the requester
-    /// wrote the message being answered. What per-user state follows
-    /// (memory, schedules, monthly budgets).
     /// The Slack workspace and user of the schedule that started the
     /// task, when a person made it (`schedule_owner` `slack:TEAM:USER`).
     pub fn schedule_person(&self) -> Option<(&str, &str)> {
@@ -825,12 +829,39 @@ impl Task {
         }
     }
 
+    /// Whom the task serves now: its origin, with the Slack user replaced
+    /// by the [`Task::speaker`] when someone other than the requester
+    /// wrote the message being answered. What per-user state follows
+    /// (memory, schedules, monthly budgets).
     pub fn serving(&self) -> Origin {
         let mut origin = self.origin.clone();
         if let (Some(speaker), Origin::Slack { user, .. }) = (&self.speaker, &mut origin) {
             user.clone_from(speaker);
         }
         origin
+    }
+
+    /// Whose connections the task's per-person tools use (#24), one rule
+    /// in one place: a child acts for its parent's person (copied into
+    /// [`Task::user`] at delegation); else the Slack person the task
+    /// serves now ([`Task::serving`]: a second person's message in the
+    /// thread switches to them); else the person who made the schedule
+    /// that started it; else the person an HTTP client named; else
+    /// nobody.
+    pub fn acting_for(&self) -> Option<crate::connection::PersonKey> {
+        use crate::connection::PersonKey;
+        if self.parent.is_some() {
+            return self.user.clone();
+        }
+        if let Origin::Slack { team_id, user, .. } = self.serving() {
+            if !team_id.is_empty() && !user.is_empty() {
+                return Some(PersonKey::new(team_id, user));
+            }
+        }
+        if let Some((team, user)) = self.schedule_person() {
+            return Some(PersonKey::new(team, user));
+        }
+        self.user.clone()
     }
 
     pub fn new(
@@ -872,6 +903,8 @@ impl Task {
             carried: 0,
             questions: Vec::new(),
             callbacks: Vec::new(),
+            user: None,
+            connections: Vec::new(),
             parent: None,
             holds_capacity: false,
             pending_files: Vec::new(),
@@ -1331,5 +1364,78 @@ mod speaker_tests {
         assert!(matches!(t.serving(), Origin::Slack { user, .. } if user == "U2"));
         // The requester stays who asked.
         assert!(matches!(&t.origin, Origin::Slack { user, .. } if user == "U1"));
+    }
+}
+
+#[cfg(test)]
+mod acting_for_tests {
+    use super::*;
+    use crate::connection::PersonKey;
+
+    fn task(origin: Origin) -> Task {
+        Task::new(TaskId::generate(), "a", origin, None, Limits::default(), 0)
+    }
+
+    fn slack_in_channel() -> Origin {
+        Origin::Slack {
+            team_id: "T1".into(),
+            channel: "C1".into(),
+            thread_ts: "1.0".into(),
+            user: "U1".into(),
+            channel_type: Some(ChannelType::Channel),
+        }
+    }
+
+    #[test]
+    fn a_slack_task_acts_for_whom_it_serves_and_a_second_speaker_switches() {
+        let mut t = task(slack_in_channel());
+        assert_eq!(t.acting_for(), Some(PersonKey::new("T1", "U1")));
+        // Someone else writes in the thread: their request, their accounts.
+        t.speaker = Some("U2".into());
+        assert_eq!(t.acting_for(), Some(PersonKey::new("T1", "U2")));
+        // A user named over HTTP never overrides the Slack person.
+        t.user = Some(PersonKey::new("api", "mallory"));
+        assert_eq!(t.acting_for(), Some(PersonKey::new("T1", "U2")));
+    }
+
+    #[test]
+    fn a_schedule_acts_for_its_creator() {
+        let mut t = task(Origin::Http);
+        t.schedule_owner = Some("slack:T9:U9".into());
+        assert_eq!(t.acting_for(), Some(PersonKey::new("T9", "U9")));
+        // An API-made schedule has no person.
+        t.schedule_owner = Some("api".into());
+        assert_eq!(t.acting_for(), None);
+    }
+
+    #[test]
+    fn a_child_acts_for_the_person_copied_from_its_parent() {
+        let mut parent = task(slack_in_channel());
+        parent.speaker = Some("U2".into());
+        // The child is made with the parent's origin (requester U1) but
+        // acts for whom the parent acted for when it delegated.
+        let mut child = task(parent.origin.clone());
+        child.parent = Some(ParentLink {
+            task_id: parent.id.clone(),
+            call_id: "c".into(),
+            root_task_id: None,
+        });
+        child.user = parent.acting_for();
+        assert_eq!(child.acting_for(), Some(PersonKey::new("T1", "U2")));
+        // A child of a task acting for nobody acts for nobody.
+        child.user = None;
+        assert_eq!(child.acting_for(), None);
+    }
+
+    #[test]
+    fn an_http_task_acts_for_the_named_user_or_nobody() {
+        let mut t = task(Origin::Http);
+        assert_eq!(t.acting_for(), None);
+        t.user = Some(PersonKey::new("api", "alice"));
+        assert_eq!(t.acting_for(), Some(PersonKey::new("api", "alice")));
+        // Stored and read back.
+        let json = serde_json::to_string(&t).unwrap_or_default();
+        let back = Task::from_record(&json, 1).map(|b| b.acting_for());
+        assert_eq!(back.ok().flatten(), Some(PersonKey::new("api", "alice")));
     }
 }

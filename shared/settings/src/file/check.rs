@@ -393,8 +393,10 @@ impl Checker<'_> {
         self.declared_modules = file.modules.keys().cloned().collect();
         self.declared_roles = file.roles.keys().cloned().collect();
         let roles = self.check_roles(&file.roles);
-        let http_tools = self.check_http_tools(&file.http_tools);
+        let http_tools = self.check_http_tools(&file.http_tools, &file.oauth);
         let mcp_servers = self.check_mcp_servers(&file.mcp);
+        let oauth_providers = self.check_oauth_providers(&file.oauth, &file.mcp);
+        let connection = self.check_connection(&file.connection);
         let modules = self.check_modules(&file.modules);
         self.check_models("models", &file.models);
         self.check_spec("defaults", &mut file.defaults, true);
@@ -497,6 +499,7 @@ impl Checker<'_> {
             },
             routes,
             roles,
+            connection,
         };
         let mut default = default;
         let mut others: Vec<AgentConfig> = agents.into_values().map(|(_, a)| a).collect();
@@ -515,6 +518,7 @@ impl Checker<'_> {
             settings,
             http_tools,
             mcp_servers,
+            oauth_providers,
             policy,
         })
     }
@@ -554,7 +558,11 @@ impl Checker<'_> {
     /// The `[http_tools]` tables: names, methods, URLs, headers, the
     /// parameters' schema (its shape; the tools crate compiles it), and the
     /// syntax of `${NAME}` references (resolved later, by the runtime).
-    fn check_http_tools(&mut self, tools: &BTreeMap<String, HttpToolSpec>) -> Vec<HttpToolDecl> {
+    fn check_http_tools(
+        &mut self,
+        tools: &BTreeMap<String, HttpToolSpec>,
+        providers: &BTreeMap<String, super::connection::OAuthSpec>,
+    ) -> Vec<HttpToolDecl> {
         let mut out = Vec::with_capacity(tools.len());
         for (name, spec) in tools {
             let at = format!("http_tools.{name}");
@@ -616,6 +624,7 @@ impl Checker<'_> {
                 }
             };
             self.check_headers(&at, &spec.headers, reserved_header);
+            let auth = self.check_http_tool_auth(&at, spec.auth.as_ref(), &spec.headers, providers);
             let parameters = match &spec.parameters {
                 None => serde_json::json!({"type": "object", "properties": {}}),
                 Some(p) => match serde_json::to_value(p) {
@@ -649,6 +658,7 @@ impl Checker<'_> {
                     headers: spec.headers.clone(),
                     parameters,
                     timeout,
+                    auth,
                 });
             }
         }

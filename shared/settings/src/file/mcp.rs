@@ -67,6 +67,7 @@ impl Checker<'_> {
                 }
             };
             self.check_headers(&at, &spec.headers, reserved_mcp_header);
+            let auth = self.check_mcp_auth(&at, spec);
             for (i, t) in spec.tools.iter().flatten().enumerate() {
                 if t.trim().is_empty() {
                     self.add(format!("{at}.tools[{i}]"), "must not be empty");
@@ -92,6 +93,7 @@ impl Checker<'_> {
                     tools: spec.tools.clone(),
                     require_approval: spec.require_approval.clone(),
                     timeout,
+                    auth,
                 });
             }
         }

@@ -23,6 +23,7 @@
 mod build;
 mod capacity;
 mod check;
+mod connection;
 mod judgment;
 mod mcp;
 mod prompts;

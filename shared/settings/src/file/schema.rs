@@ -54,6 +54,12 @@ pub(super) struct FileSpec {
     /// The Cedar tool policies (docs/policies.md).
     #[serde(default)]
     pub(super) policy: PolicySpec,
+    /// OAuth providers of HTTP APIs, by name (docs/connections.md).
+    #[serde(default)]
+    pub(super) oauth: BTreeMap<String, super::connection::OAuthSpec>,
+    /// Per-person connections: how long a task waits, who may name a user.
+    #[serde(default)]
+    pub(super) connection: super::connection::ConnectionSpec,
 }
 
 /// `[policy]`: a Cedar policy set, in a file (relative to the agents
@@ -77,6 +83,11 @@ pub(super) struct McpSpec {
     pub(super) tools: Option<Vec<String>>,
     pub(super) require_approval: Option<Vec<String>>,
     pub(super) timeout: Option<DurationSpec>,
+    /// `"oauth"`: per-person connections.
+    pub(super) auth: Option<String>,
+    pub(super) scopes: Option<Vec<String>>,
+    pub(super) client_id: Option<String>,
+    pub(super) client_secret: Option<String>,
 }
 
 /// `[http_tools.NAME]`: an HTTP API called as a tool. The key names are a
@@ -91,6 +102,8 @@ pub(super) struct HttpToolSpec {
     pub(super) headers: BTreeMap<String, String>,
     pub(super) parameters: Option<toml::Value>,
     pub(super) timeout: Option<DurationSpec>,
+    /// `{ oauth = "NAME" }`: the person's token for `[oauth.NAME]`.
+    pub(super) auth: Option<super::connection::HttpToolAuthSpec>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -1,0 +1,256 @@
+//! Pending Connect links: recorded by the worker when a call needs a
+//! connection, started at `GET /connect/{state}` (PKCE verifier, browser),
+//! claimed once at `GET /oauth/callback`. Keyed by the state's hash, so
+//! the state itself is never stored.
+
+use super::{corrupt, ConnectRefused, ConnectionError, ConnectionStore, MAX_RETRIES};
+use crate::clock::{self, Instant};
+use crate::store::table::{Condition, Item, Key, TableError, Write};
+use crate::task::connection::ConnectRequest;
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Connect request items are kept this long after their link expires, so
+/// a late click reads "expired", not "unknown".
+const KEPT_AFTER_EXPIRY: Duration = Duration::from_secs(24 * 3600);
+
+/// What `GET /connect/{state}` started: the flow's secrets and binding.
+#[derive(Clone, Debug)]
+pub struct ConnectFlow {
+    /// The PKCE verifier (sealed at rest).
+    pub pkce_verifier: SecretString,
+    /// A hash of the cookie set in the browser that opened the link: the
+    /// callback must come from that browser.
+    pub browser: String,
+    /// The callback is refused after this (10 minutes after `/connect`).
+    pub flow_expires_at: Instant,
+}
+
+/// A connect request as stored, without its secrets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingConnect {
+    pub request: ConnectRequest,
+    /// The browser hash, once `/connect` started the flow.
+    pub browser: Option<String>,
+    pub flow_expires_at: Option<Instant>,
+    /// When the callback claimed it; a claimed request is never used again.
+    pub used_at: Option<Instant>,
+}
+
+/// What the one successful claim of a request gets.
+#[derive(Clone, Debug)]
+pub struct ClaimedConnect {
+    pub request: ConnectRequest,
+    pub pkce_verifier: SecretString,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct FlowData {
+    /// base64 of the sealed verifier.
+    pkce_verifier: String,
+    browser: String,
+    #[serde(with = "clock::as_millis")]
+    flow_expires_at: Instant,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct RequestData {
+    request: ConnectRequest,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    flow: Option<FlowData>,
+    #[serde(default, with = "clock::as_millis_opt")]
+    used_at: Option<Instant>,
+}
+
+fn request_key(state_hash: &str) -> Key {
+    Key::new(format!("CONNECT#{state_hash}"), "CONNECT")
+}
+
+fn verifier_context(state_hash: &str) -> String {
+    format!("connect/{state_hash}")
+}
+
+impl ConnectionStore {
+    async fn read_request(&self, key: &Key) -> Result<Option<(RequestData, u64)>, ConnectionError> {
+        match self.table().get(key).await? {
+            None => Ok(None),
+            Some(item) => {
+                let data = serde_json::from_str(&item.data).map_err(|e| corrupt(key, e))?;
+                Ok(Some((data, item.version)))
+            }
+        }
+    }
+
+    async fn write_request(
+        &self,
+        key: Key,
+        data: &RequestData,
+        version: u64,
+        condition: Condition,
+    ) -> Result<(), ConnectionError> {
+        let body = serde_json::to_string(data).map_err(|e| corrupt(&key, e))?;
+        let expires_at = data
+            .request
+            .expires_at
+            .saturating_add(KEPT_AFTER_EXPIRY)
+            .unix_secs();
+        let item = Item {
+            key,
+            version,
+            data: body,
+            index: None,
+            expires_at: Some(expires_at),
+            listing: None,
+        };
+        match self
+            .table()
+            .transact(vec![Write::Put { item, condition }])
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(TableError::ConditionFailed { .. }) => Err(ConnectionError::Changed),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Records a new Connect link under the hash of its state (hex
+    /// SHA-256). A hash taken already is [`ConnectionError::Changed`].
+    pub async fn record_connect_request(
+        &self,
+        state_hash: &str,
+        request: &ConnectRequest,
+    ) -> Result<(), ConnectionError> {
+        let data = RequestData {
+            request: request.clone(),
+            flow: None,
+            used_at: None,
+        };
+        self.write_request(request_key(state_hash), &data, 1, Condition::NotExists)
+            .await
+    }
+
+    /// The connect request whose state hashes to `state_hash`.
+    pub async fn connect_request(
+        &self,
+        state_hash: &str,
+    ) -> Result<Option<PendingConnect>, ConnectionError> {
+        let Some((data, _)) = self.read_request(&request_key(state_hash)).await? else {
+            return Ok(None);
+        };
+        Ok(Some(PendingConnect {
+            browser: data.flow.as_ref().map(|f| f.browser.clone()),
+            flow_expires_at: data.flow.as_ref().map(|f| f.flow_expires_at),
+            request: data.request,
+            used_at: data.used_at,
+        }))
+    }
+
+    /// `GET /connect/{state}`: binds the request to `flow` (a second visit
+    /// before the callback starts the flow again, replacing the first
+    /// one's verifier and browser). Refused when unknown, used or expired
+    /// at `now`; the request on success.
+    pub async fn start_connect_flow(
+        &self,
+        state_hash: &str,
+        flow: ConnectFlow,
+        now: Instant,
+    ) -> Result<ConnectRequest, ConnectionError> {
+        let key = request_key(state_hash);
+        let sealed = self
+            .seal(
+                flow.pkce_verifier.expose_secret().as_bytes(),
+                &verifier_context(state_hash),
+            )
+            .await?;
+        for _ in 0..MAX_RETRIES {
+            let Some((mut data, version)) = self.read_request(&key).await? else {
+                return Err(ConnectRefused::Unknown.into());
+            };
+            if data.used_at.is_some() {
+                return Err(ConnectRefused::Used.into());
+            }
+            if now >= data.request.expires_at {
+                return Err(ConnectRefused::Expired.into());
+            }
+            data.flow = Some(FlowData {
+                pkce_verifier: sealed.clone(),
+                browser: flow.browser.clone(),
+                flow_expires_at: flow.flow_expires_at,
+            });
+            match self
+                .write_request(
+                    key.clone(),
+                    &data,
+                    version + 1,
+                    Condition::VersionIs(version),
+                )
+                .await
+            {
+                Ok(()) => return Ok(data.request),
+                Err(ConnectionError::Changed) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ConnectionError::Changed)
+    }
+
+    /// `GET /oauth/callback`: claims the request once, from the browser
+    /// that started its flow (`browser`, the same hash), before the flow
+    /// and the link expire. Refused (and nothing changed) otherwise; a
+    /// second claim is [`ConnectRefused::Used`].
+    pub async fn claim_connect(
+        &self,
+        state_hash: &str,
+        browser: &str,
+        now: Instant,
+    ) -> Result<ClaimedConnect, ConnectionError> {
+        let key = request_key(state_hash);
+        for _ in 0..MAX_RETRIES {
+            let Some((mut data, version)) = self.read_request(&key).await? else {
+                return Err(ConnectRefused::Unknown.into());
+            };
+            if data.used_at.is_some() {
+                return Err(ConnectRefused::Used.into());
+            }
+            let Some(flow) = data.flow.clone() else {
+                return Err(ConnectRefused::Foreign.into());
+            };
+            if !same(flow.browser.as_bytes(), browser.as_bytes()) {
+                return Err(ConnectRefused::Foreign.into());
+            }
+            if now >= flow.flow_expires_at || now >= data.request.expires_at {
+                return Err(ConnectRefused::Expired.into());
+            }
+            data.used_at = Some(now);
+            match self
+                .write_request(
+                    key.clone(),
+                    &data,
+                    version + 1,
+                    Condition::VersionIs(version),
+                )
+                .await
+            {
+                Ok(()) => {}
+                Err(ConnectionError::Changed) => continue,
+                Err(e) => return Err(e),
+            }
+            let verifier = self
+                .open(&flow.pkce_verifier, &verifier_context(state_hash))
+                .await?;
+            let verifier = String::from_utf8(verifier)
+                .map_err(|_| corrupt(&key, "the opened verifier is not text"))?;
+            return Ok(ClaimedConnect {
+                request: data.request,
+                pkce_verifier: SecretString::from(verifier),
+            });
+        }
+        Err(ConnectionError::Changed)
+    }
+}
+
+/// Equality in time independent of where the bytes first differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
