@@ -32,6 +32,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Cedar tool policies: plain strings in, a verdict out; the worker
     // side (agent, runtime's `worker` feature) asks, the ingest never.
     ("baton-policy", &[]),
+    // Per-person OAuth connections: the flows and the Credentials; the
+    // ingest runs the callback, the worker refreshes.
+    ("baton-connect", &["baton-core", "baton-settings"]),
     // The ingest handler verifies, dedupes and enqueues: it never runs the
     // loop, so the agent, its tools and the LLM providers stay out of it.
     (
@@ -41,6 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-settings",
             "baton-schedule",
             "baton-slack",
+            "baton-connect",
         ],
     ),
     // The loop talks to the model and to people only through core's ports.
@@ -69,6 +73,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-agent",
             "baton-otel",
             "baton-policy",
+            "baton-connect",
         ],
     ),
     ("ingest", &["baton-runtime", "baton-ingest", "baton-core"]),

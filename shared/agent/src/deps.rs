@@ -60,21 +60,14 @@ pub(crate) struct Deps {
     pub(crate) policies: Option<Arc<baton_policy::Policies>>,
     /// Notes to one person (Slack ephemerals): the Connect prompts.
     pub(crate) notices: Option<Arc<dyn baton_core::Notices>>,
-    /// Per-person connections (#24): where tools get a person's bearer
-    /// token, and where Connect links are recorded. Without them no call
-    /// can wait for a connection.
-    pub(crate) connections: Option<Connections>,
+    /// Per-person OAuth connections (sealed tokens, Connect links);
+    /// `None` where the deployment has no key to seal them
+    /// ([`baton_core::store::connections::NOT_CONFIGURED`]).
+    pub(crate) connections: Option<baton_core::store::connections::ConnectionStore>,
+    /// Where per-person tools get a person's bearer token (#24); without
+    /// it (or without `connections`) no call can wait for a connection.
+    pub(crate) credentials: Option<Arc<dyn baton_core::connection::Credentials>>,
     pub(crate) settings: WorkerSettings,
-}
-
-/// What per-person tools need: the tokens ([`Credentials`]) and the store
-/// the Connect links are recorded in.
-///
-/// [`Credentials`]: baton_core::connection::Credentials
-#[derive(Clone)]
-pub(crate) struct Connections {
-    pub(crate) credentials: Arc<dyn baton_core::connection::Credentials>,
-    pub(crate) store: baton_core::store::connections::ConnectionStore,
 }
 
 impl Deps {

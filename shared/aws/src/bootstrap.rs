@@ -1,6 +1,6 @@
 //! Creates, idempotently, the AWS resources Baton runs on: the table, the
-//! work queue and its dead-letter queue, the trace bucket and the scheduler
-//! group; and describes them as the `BATON_*` environment.
+//! work queue and its dead-letter queue, the trace bucket, the scheduler
+//! group and the KMS key sealing per-person connection tokens; and describes them as the `BATON_*` environment.
 //!
 //! Each step first looks the resource up and only creates (or, for queue
 //! attributes and TTL, updates) what is missing or different, so running
@@ -42,12 +42,15 @@ pub struct ResourceNames {
     pub bucket: String,
     /// EventBridge Scheduler schedule group.
     pub schedule_group: String,
+    /// KMS alias of the key sealing connection tokens (`alias/…`).
+    pub connections_key: String,
 }
 
 impl ResourceNames {
     /// The default names for stack `stack` (e.g. `baton-dev`): table and
     /// schedule group `baton-dev`, queues `baton-dev-work` and
-    /// `baton-dev-dlq`, bucket `baton-dev-traces`.
+    /// `baton-dev-dlq`, bucket `baton-dev-traces`, KMS alias
+    /// `alias/baton-dev-connections`.
     pub fn for_stack(stack: &str) -> Self {
         ResourceNames {
             table: stack.to_owned(),
@@ -55,6 +58,7 @@ impl ResourceNames {
             dlq: format!("{stack}-dlq"),
             bucket: format!("{stack}-traces"),
             schedule_group: stack.to_owned(),
+            connections_key: format!("alias/{stack}-connections"),
         }
     }
 
@@ -71,6 +75,18 @@ impl ResourceNames {
         check("bucket", &self.bucket, 3, 63, |c| {
             c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.'
         })?;
+        check("connections_key", &self.connections_key, 7, 256, |c| {
+            word(c) || c == '/'
+        })?;
+        if !self.connections_key.starts_with("alias/")
+            || self.connections_key.starts_with("alias/aws/")
+        {
+            return Err(BootstrapError::InvalidName {
+                resource: "connections_key",
+                name: self.connections_key.clone(),
+                rule: "must be a KMS alias, `alias/…` (not `alias/aws/…`)".into(),
+            });
+        }
         let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
         if !edge_ok(self.bucket.chars().next()) || !edge_ok(self.bucket.chars().last()) {
             return Err(BootstrapError::InvalidName {
@@ -159,16 +175,19 @@ pub struct Environment {
     pub trace_bucket: String,
     /// `BATON_SCHEDULE_GROUP`: the EventBridge Scheduler group.
     pub schedule_group: String,
+    /// `BATON_CONNECTIONS_KEY`: the KMS key (alias) sealing connection tokens.
+    pub connections_key: String,
 }
 
 /// The variables an [`Environment`] is read from and rendered to.
-pub const ENV_VARS: [&str; 6] = [
+pub const ENV_VARS: [&str; 7] = [
     "BATON_TABLE",
     "BATON_QUEUE_URL",
     "BATON_QUEUE_ARN",
     "BATON_DLQ_URL",
     "BATON_TRACE_BUCKET",
     "BATON_SCHEDULE_GROUP",
+    "BATON_CONNECTIONS_KEY",
 ];
 
 /// A `BATON_*` variable was not set.
@@ -178,7 +197,7 @@ pub struct MissingVar(pub &'static str);
 
 impl Environment {
     /// `(name, value)` pairs, in [`ENV_VARS`] order.
-    pub fn vars(&self) -> [(&'static str, &str); 6] {
+    pub fn vars(&self) -> [(&'static str, &str); 7] {
         [
             (ENV_VARS[0], self.table.as_str()),
             (ENV_VARS[1], self.queue_url.as_str()),
@@ -186,6 +205,7 @@ impl Environment {
             (ENV_VARS[3], self.dlq_url.as_str()),
             (ENV_VARS[4], self.trace_bucket.as_str()),
             (ENV_VARS[5], self.schedule_group.as_str()),
+            (ENV_VARS[6], self.connections_key.as_str()),
         ]
     }
 
@@ -207,6 +227,7 @@ impl Environment {
             dlq_url: get(ENV_VARS[3])?,
             trace_bucket: get(ENV_VARS[4])?,
             schedule_group: get(ENV_VARS[5])?,
+            connections_key: get(ENV_VARS[6])?,
         })
     }
 }
@@ -270,6 +291,7 @@ pub async fn bootstrap(
     let region = cfg.region().map(|r| r.as_ref().to_owned());
     ensure_bucket(&crate::s3_client(cfg), &names.bucket, region.as_deref()).await?;
     ensure_schedule_group(&crate::scheduler_client(cfg), &names.schedule_group).await?;
+    ensure_connections_key(&crate::kms_client(cfg), &names.connections_key).await?;
     Ok(Environment {
         table: names.table.clone(),
         queue_url,
@@ -277,6 +299,7 @@ pub async fn bootstrap(
         dlq_url,
         trace_bucket: names.bucket.clone(),
         schedule_group: names.schedule_group.clone(),
+        connections_key: names.connections_key.clone(),
     })
 }
 
@@ -663,6 +686,54 @@ async fn ensure_schedule_group(
             Ok(())
         }
         Err(e) => Err(aws("Scheduler CreateScheduleGroup", e)),
+    }
+}
+
+/// A symmetric KMS key under `alias`, made (key, then alias) when the
+/// alias names none.
+async fn ensure_connections_key(
+    client: &aws_sdk_kms::Client,
+    alias: &str,
+) -> Result<(), BootstrapError> {
+    match client.describe_key().key_id(alias).send().await {
+        Ok(_) => return Ok(()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|se| se.is_not_found_exception()) => {}
+        Err(e) => return Err(aws("KMS DescribeKey", e)),
+    }
+    let key = client
+        .create_key()
+        .description("Baton: seals per-person connection tokens")
+        .send()
+        .await
+        .map_err(|e| aws("KMS CreateKey", e))?;
+    let key_id = key
+        .key_metadata()
+        .map(|m| m.key_id().to_owned())
+        .ok_or(BootstrapError::Aws {
+            op: "KMS CreateKey",
+            message: "no key id in the answer".into(),
+        })?;
+    match client
+        .create_alias()
+        .alias_name(alias)
+        .target_key_id(&key_id)
+        .send()
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(alias, "created KMS key for connections");
+            Ok(())
+        }
+        // Another bootstrap made it meanwhile: theirs is used.
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|se| se.is_already_exists_exception()) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(aws("KMS CreateAlias", e)),
     }
 }
 

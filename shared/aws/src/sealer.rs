@@ -10,6 +10,7 @@
 //! Sealed form: `1` (the format), the encrypted data key's length (2 bytes,
 //! big-endian) and bytes, a 12-byte random nonce, the ciphertext and tag.
 
+use crate::lazy::LazyClient;
 use async_trait::async_trait;
 use aws_sdk_kms::error::{DisplayErrorContext, SdkError};
 use aws_sdk_kms::primitives::Blob;
@@ -24,7 +25,7 @@ const FORMAT: u8 = 1;
 
 /// Envelope encryption under one KMS key.
 pub struct KmsSealer {
-    client: aws_sdk_kms::Client,
+    client: LazyClient<aws_sdk_kms::Client>,
     key_id: String,
     rng: SystemRandom,
 }
@@ -33,7 +34,18 @@ impl KmsSealer {
     /// Seals under `key_id` (key id, ARN, or `alias/…`).
     pub fn new(client: aws_sdk_kms::Client, key_id: impl Into<String>) -> Self {
         KmsSealer {
-            client,
+            client: LazyClient::ready(client),
+            key_id: key_id.into(),
+            rng: SystemRandom::new(),
+        }
+    }
+
+    /// Seals under `key_id` with a KMS client for `cfg` built at the first
+    /// seal or open (most requests to a function never need one).
+    pub fn from_config(cfg: &aws_config::SdkConfig, key_id: impl Into<String>) -> Self {
+        let cfg = cfg.clone();
+        KmsSealer {
+            client: LazyClient::new(move || crate::kms_client(&cfg)),
             key_id: key_id.into(),
             rng: SystemRandom::new(),
         }
@@ -66,6 +78,7 @@ impl Sealer for KmsSealer {
     async fn seal(&self, plaintext: &[u8], context: &str) -> Result<Vec<u8>, SealError> {
         let out = self
             .client
+            .get()
             .generate_data_key()
             .key_id(&self.key_id)
             .key_spec(DataKeySpec::Aes256)
@@ -115,6 +128,7 @@ impl Sealer for KmsSealer {
         let (nonce, body) = rest.split_at(NONCE_LEN);
         let out = self
             .client
+            .get()
             .decrypt()
             .key_id(&self.key_id)
             .ciphertext_blob(Blob::new(wrapped))

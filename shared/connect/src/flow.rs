@@ -71,12 +71,23 @@ struct Client {
 
 /// The flows of a deployment's per-person providers.
 pub struct Connector {
-    providers: BTreeMap<String, Provider>,
+    providers: Arc<BTreeMap<String, Provider>>,
     redirect_url: Url,
     client_metadata_url: Option<Url>,
-    http: reqwest::Client,
-    servers: Mutex<HashMap<String, (AuthServer, std::time::Instant)>>,
+    http: Arc<http::OAuthHttp>,
+    servers: Arc<Mutex<HashMap<String, (AuthServer, std::time::Instant)>>>,
     registry: Arc<dyn ClientRegistry>,
+}
+
+/// The callback and client-metadata URLs under `public_url`.
+fn urls_under(public_url: &Url) -> Result<(Url, Option<Url>), String> {
+    let base = public_url.as_str().trim_end_matches('/');
+    let redirect_url = Url::parse(&format!("{base}{CALLBACK_PATH}"))
+        .map_err(|e| format!("BATON_PUBLIC_URL: {e}"))?;
+    let client_metadata_url = (public_url.scheme() == "https")
+        .then(|| Url::parse(&format!("{base}{CLIENT_METADATA_PATH}")).ok())
+        .flatten();
+    Ok((redirect_url, client_metadata_url))
 }
 
 impl Connector {
@@ -87,19 +98,29 @@ impl Connector {
         public_url: &Url,
         registry: Arc<dyn ClientRegistry>,
     ) -> Result<Self, String> {
-        let base = public_url.as_str().trim_end_matches('/');
-        let redirect_url = Url::parse(&format!("{base}{CALLBACK_PATH}"))
-            .map_err(|e| format!("BATON_PUBLIC_URL: {e}"))?;
-        let client_metadata_url = (public_url.scheme() == "https")
-            .then(|| Url::parse(&format!("{base}{CLIENT_METADATA_PATH}")).ok())
-            .flatten();
+        let (redirect_url, client_metadata_url) = urls_under(public_url)?;
         Ok(Connector {
-            providers: providers.into_iter().map(|p| (p.name.clone(), p)).collect(),
+            providers: Arc::new(providers.into_iter().map(|p| (p.name.clone(), p)).collect()),
             redirect_url,
             client_metadata_url,
-            http: http::client()?,
-            servers: Mutex::new(HashMap::new()),
+            http: Arc::new(http::OAuthHttp(http::client()?)),
+            servers: Arc::new(Mutex::new(HashMap::new())),
             registry,
+        })
+    }
+
+    /// The same flows under another public URL (the ingest on AWS learns
+    /// its own from the request: the API cannot name itself to the
+    /// function it routes to). Discovery is shared.
+    pub fn at(&self, public_url: &Url) -> Result<Connector, String> {
+        let (redirect_url, client_metadata_url) = urls_under(public_url)?;
+        Ok(Connector {
+            providers: self.providers.clone(),
+            redirect_url,
+            client_metadata_url,
+            http: self.http.clone(),
+            servers: self.servers.clone(),
+            registry: self.registry.clone(),
         })
     }
 
@@ -156,7 +177,7 @@ impl Connector {
                 }
             }
         }
-        let server = discovery::discover(&self.http, &p.name, resource).await?;
+        let server = discovery::discover(&self.http.0, &p.name, resource).await?;
         if let Ok(mut cache) = self.servers.lock() {
             cache.insert(p.name.clone(), (server.clone(), std::time::Instant::now()));
         }
@@ -307,9 +328,7 @@ impl Connector {
         if let Some(resource) = p.resource() {
             request = request.add_extra_param("resource", resource.as_str());
         }
-        let http = &self.http;
-        let send = |r| http::send(http, r);
-        let response = request.request_async(&send).await;
+        let response = request.request_async(self.http.as_ref()).await;
         tokens(p, response, None)
     }
 
@@ -329,9 +348,7 @@ impl Connector {
         if let Some(resource) = p.resource() {
             request = request.add_extra_param("resource", resource.as_str());
         }
-        let http = &self.http;
-        let send = |r| http::send(http, r);
-        let response = request.request_async(&send).await;
+        let response = request.request_async(self.http.as_ref()).await;
         tokens(p, response, Some(refresh_token))
     }
 }
@@ -390,4 +407,10 @@ fn tokens(
             .map(|s| s.iter().map(|s| s.to_string()).collect())
             .unwrap_or_else(|| p.scopes.clone()),
     })
+}
+
+/// A fresh random secret (32 bytes, base64url): the cookie that binds a
+/// flow to the browser that started it.
+pub fn browser_secret() -> SecretString {
+    SecretString::from(CsrfToken::new_random_len(32).secret().to_owned())
 }

@@ -72,3 +72,19 @@ pub(crate) async fn send(
     *out.headers_mut() = headers;
     Ok(out)
 }
+
+/// The oauth2 crate's HTTP client over [`send`]. A named type (not a
+/// closure) so the token request's future is `Send` for every lifetime,
+/// as async_trait's boxed futures need.
+pub(crate) struct OAuthHttp(pub(crate) reqwest::Client);
+
+impl<'c> oauth2::AsyncHttpClient<'c> for OAuthHttp {
+    type Error = HttpError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<HttpResponse, HttpError>> + Send + 'c>,
+    >;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(send(&self.0, request))
+    }
+}

@@ -12,6 +12,7 @@ mod auth;
 mod body;
 mod callbacks;
 mod commands;
+pub mod connect;
 mod console;
 mod event_stream;
 mod fork;
@@ -88,6 +89,9 @@ pub struct Ingest {
     notices: Option<Arc<dyn baton_core::Notices>>,
     /// The largest file a task is given ([`Ingest::with_max_file_bytes`]).
     max_file_bytes: u64,
+    /// Whether `POST /tasks` may name the `user` a task acts for
+    /// ([`Ingest::with_api_may_name_user`]); refused by default.
+    api_may_name_user: bool,
     /// Where created tasks are counted ([`Ingest::with_metrics`]).
     metrics: Arc<dyn baton_core::Metrics>,
     /// Sets up new assistant threads ([`Ingest::with_thread_setup`]).
@@ -98,6 +102,14 @@ pub struct Ingest {
     /// Display names of Slack requesters, for the status and the console
     /// ([`Ingest::with_people`]); without it they are shown by id.
     people: Option<Arc<dyn baton_core::People>>,
+    /// Per-person OAuth connections ([`Ingest::with_connections`]);
+    /// without it the connection routes and `disconnect` say they are not
+    /// available.
+    connections: Option<baton_core::store::connections::ConnectionStore>,
+    /// The flows behind `GET /connect/{state}` and `GET /oauth/callback`
+    /// ([`Ingest::with_connector`]); without it (or the store) they
+    /// answer 404.
+    connector: Option<connect::Flows>,
 }
 
 impl Ingest {
@@ -124,11 +136,43 @@ impl Ingest {
             roles: Arc::new(baton_core::NoRoles),
             notices: None,
             max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
+            api_may_name_user: false,
             metrics: Arc::new(baton_core::NoMetrics),
             thread_setup: None,
             span_export: None,
             people: None,
+            connections: None,
+            connector: None,
         }
+    }
+
+    /// Serves the Connect routes (`GET /connect/{state}`,
+    /// `GET /oauth/callback`) with `connector`'s flows, over the store of
+    /// [`Ingest::with_connections`]. `public_url_set`: the connector's
+    /// public URL is `BATON_PUBLIC_URL`; else each request's host (https)
+    /// is the public URL (on AWS the API cannot name itself to its own
+    /// function without a cycle in the stack).
+    pub fn with_connector(
+        mut self,
+        connector: Arc<baton_connect::Connector>,
+        public_url_set: bool,
+    ) -> Self {
+        self.connector = Some(connect::Flows {
+            connector,
+            public_url_set,
+        });
+        self
+    }
+
+    /// Keeps per-person OAuth connections in `store` (built once per
+    /// process by the runtime): `GET/DELETE /connections`, `disconnect`,
+    /// the Connect routes.
+    pub fn with_connections(
+        mut self,
+        store: baton_core::store::connections::ConnectionStore,
+    ) -> Self {
+        self.connections = Some(store);
+        self
     }
 
     /// Exports a span for each task it creates (`baton.ingest`, from the
@@ -154,6 +198,15 @@ impl Ingest {
     /// the model and refused in the answer.
     pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
         self.max_file_bytes = bytes;
+        self
+    }
+
+    /// Lets the API token name the `user` of `POST /tasks`, whose
+    /// per-person connections the task then uses (`[connection]
+    /// api_may_name_user`, #24): whoever holds the token may act as anyone
+    /// who connected, so it is off unless the operator says so.
+    pub fn with_api_may_name_user(mut self, allowed: bool) -> Self {
+        self.api_may_name_user = allowed;
         self
     }
 

@@ -38,6 +38,9 @@ enum Handler {
     A2aAgentCard,
     A2aRpc,
     CallBack,
+    ConnectStart,
+    ConnectCallback,
+    ClientMetadata,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -131,6 +134,26 @@ static ROUTES: &[Route] = &[
     route(Method::POST, "/a2a/{agent}", true, Handler::A2aRpc),
     // The token is the capability (`wait_for_callback`): no bearer.
     route(Method::POST, "/callbacks/{token}", false, Handler::CallBack),
+    // Per-person connections (docs/connections.md): the Connect link's
+    // `state` is the capability, the callback is the provider's redirect.
+    route(
+        Method::GET,
+        "/connect/{state}",
+        false,
+        Handler::ConnectStart,
+    ),
+    route(
+        Method::GET,
+        "/oauth/callback",
+        false,
+        Handler::ConnectCallback,
+    ),
+    route(
+        Method::GET,
+        "/oauth/client-metadata.json",
+        false,
+        Handler::ClientMetadata,
+    ),
 ];
 
 /// The `{…}` segments of `segments` if they fit `pattern`.
@@ -262,6 +285,9 @@ pub(crate) async fn route_request(
         Handler::A2aAgentCard => ingest.a2a_card(cap(0), headers).map(full),
         Handler::A2aRpc => ingest.a2a_rpc(cap(0), headers, &body, delivery).await,
         Handler::CallBack => ingest.call_back(cap(0), headers, &body).await.map(full),
+        Handler::ConnectStart => ingest.connect_start(cap(0), headers).await.map(full),
+        Handler::ConnectCallback => ingest.connect_callback(query, headers).await.map(full),
+        Handler::ClientMetadata => ingest.client_metadata(headers).map(full),
     }
 }
 
@@ -311,7 +337,8 @@ mod tests {
                 .replace("{file}", "z")
                 .replace("{name}", "n")
                 .replace("{agent}", "a")
-                .replace("{token}", "k");
+                .replace("{token}", "k")
+                .replace("{state}", "s");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),

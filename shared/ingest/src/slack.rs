@@ -454,6 +454,7 @@ fn slack_submission(m: InboundMessage, routes: &Routes) -> Submission {
         origin,
         message_ts,
         model: None,
+        user: None,
     }
 }
 

@@ -189,6 +189,7 @@ impl Ingest {
             // the task was taken, then how it ended.
             message_ts: Some(ts.clone()),
             model: None,
+            user: None,
             origin: origin.clone(),
         };
         let answer = self.slack_message(submission).await;

@@ -202,6 +202,7 @@ pub(crate) mod tests {
             files: Vec::new(),
             message_ts: None,
             model: None,
+            user: None,
         }
     }
 

@@ -69,6 +69,7 @@ impl Ingest {
                 files: Vec::new(),
                 message_ts: None,
                 model: None,
+                user: None,
             };
             let answer = match self.steer(&thread, &stop).await?.map(|a| a.outcome) {
                 None => continue,

@@ -30,6 +30,11 @@ pub(crate) struct SubmitBody {
     /// The model every step asks instead of the agent's.
     #[serde(default)]
     pub model: Option<String>,
+    /// The person the task acts for (`slack:TEAM:USER`, or an id for
+    /// `api:ID`): whose per-person connections its tools use. Only when
+    /// the deployment allows it (`[connection] api_may_name_user`).
+    #[serde(default)]
+    pub user: Option<String>,
 }
 
 impl SubmitBody {
@@ -41,6 +46,7 @@ impl SubmitBody {
             agent: Some(agent.to_owned()),
             attachments: Vec::new(),
             model: None,
+            user: None,
         }
     }
 }
@@ -135,6 +141,9 @@ fn fingerprint(req: &SubmitBody) -> String {
     // `model` existed still matches the same request.
     if let (Some(model), Some(parts)) = (&req.model, canonical.as_array_mut()) {
         parts.push(json!(model));
+    }
+    if let (Some(user), Some(parts)) = (&req.user, canonical.as_array_mut()) {
+        parts.push(json!({ "user": user }));
     }
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
@@ -269,6 +278,10 @@ impl Ingest {
         if let Some(model) = &req.model {
             valid_model(model)?;
         }
+        let user = match &req.user {
+            None => None,
+            Some(named) => Some(self.named_user(named)?),
+        };
         let fingerprint = fingerprint(&req);
         let (attachments, refused) = attachment_entries(req.attachments, self.max_file_bytes)?;
         let accepted = self
@@ -283,9 +296,23 @@ impl Ingest {
                 files: Vec::new(),
                 message_ts: None,
                 model: req.model,
+                user,
             })
             .await?;
         Ok((accepted, refused))
+    }
+
+    /// The person `named` in `POST /tasks`: refused (403) unless the
+    /// deployment lets the API token name one, 400 when malformed.
+    fn named_user(&self, named: &str) -> Result<baton_core::connection::PersonKey, ApiError> {
+        if !self.api_may_name_user {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "this deployment does not let the API name the `user` a task acts for \
+                 (`[connection] api_may_name_user = true` in the agents file allows it)",
+            ));
+        }
+        baton_core::connection::person_named(named).map_err(ApiError::bad_request)
     }
 
     pub(crate) async fn get_task(&self, id: &str) -> Answer {
@@ -451,4 +478,101 @@ pub(crate) fn event_json(e: &Entry) -> serde_json::Value {
         o.remove("data_base64");
     }
     v
+}
+
+#[cfg(test)]
+mod user_tests {
+    use crate::{ApiToken, Ingest};
+    use baton_core::connection::PersonKey;
+    use baton_core::{TaskId, TaskStore};
+    use baton_embedded::{EmbeddedBackend, QueueConfig};
+    use baton_settings::{AgentConfig, Agents};
+    use bytes::Bytes;
+    use serde_json::{json, Value};
+
+    const TOKEN: &str = "test-token-0123456789";
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        store: TaskStore,
+        ingest: Ingest,
+    }
+
+    fn fixture(api_may_name_user: bool) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+        let store = TaskStore::new(b.table.clone(), b.blobs.clone());
+        let agents = Agents::new(AgentConfig::new("default", "scripted"), Vec::new());
+        let token = Some(ApiToken::parse(TOKEN).unwrap());
+        let ingest = Ingest::new(store.clone(), b.queue.clone(), agents, token, None)
+            .with_api_may_name_user(api_may_name_user);
+        Fixture {
+            _dir: dir,
+            store,
+            ingest,
+        }
+    }
+
+    async fn post(ingest: &Ingest, body: Value) -> (http::StatusCode, Value) {
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("/tasks")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("content-type", "application/json")
+            .body(Bytes::from(body.to_string()))
+            .unwrap();
+        let resp = ingest.handle(req).await;
+        let body = serde_json::from_slice(resp.body()).unwrap_or(Value::Null);
+        (resp.status(), body)
+    }
+
+    async fn acting_for(f: &Fixture, answer: &Value) -> Option<PersonKey> {
+        let id = TaskId::parse(answer["task_id"].as_str().unwrap()).unwrap();
+        f.store.get(&id).await.unwrap().unwrap().acting_for()
+    }
+
+    #[tokio::test]
+    async fn a_user_is_named_only_where_the_deployment_allows_it() {
+        let f = fixture(false);
+        let (status, body) = post(&f.ingest, json!({"input": "hi", "user": "alice"})).await;
+        assert_eq!(status, http::StatusCode::FORBIDDEN);
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("api_may_name_user"),
+            "{body}"
+        );
+        let listed = f
+            .store
+            .list_tasks(&Default::default(), 10, None)
+            .await
+            .map(|p| p.tasks.len());
+        assert_eq!(listed.ok(), Some(0), "nothing created");
+        // Without `user`, a task acts for nobody, as before.
+        let (status, body) = post(&f.ingest, json!({"input": "hi"})).await;
+        assert_eq!(status, http::StatusCode::ACCEPTED);
+        assert_eq!(acting_for(&f, &body).await, None);
+    }
+
+    #[tokio::test]
+    async fn a_named_user_is_a_slack_person_or_an_api_id() {
+        let f = fixture(true);
+        let (status, body) = post(&f.ingest, json!({"input": "hi", "user": "alice@x.org"})).await;
+        assert_eq!(status, http::StatusCode::ACCEPTED, "{body}");
+        assert_eq!(
+            acting_for(&f, &body).await,
+            Some(PersonKey::new("api", "alice@x.org"))
+        );
+        let (status, body) = post(&f.ingest, json!({"input": "hi", "user": "slack:T1:U2"})).await;
+        assert_eq!(status, http::StatusCode::ACCEPTED, "{body}");
+        assert_eq!(
+            acting_for(&f, &body).await,
+            Some(PersonKey::new("T1", "U2"))
+        );
+        for bad in ["", "a b", "slack:T1", "x:y", &"x".repeat(129)] {
+            let (status, body) = post(&f.ingest, json!({"input": "hi", "user": bad})).await;
+            assert_eq!(status, http::StatusCode::BAD_REQUEST, "{bad}: {body}");
+        }
+    }
 }

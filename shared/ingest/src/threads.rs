@@ -45,6 +45,10 @@ pub(crate) struct Submission {
     /// ([`baton_core::Task::model`]); a message steering a running task
     /// leaves that task's model as it is.
     pub model: Option<String>,
+    /// The person a new task acts for, named by an HTTP client
+    /// ([`baton_core::Task::user`]); a message steering a running task
+    /// leaves whom that task acts for as it is.
+    pub user: Option<baton_core::connection::PersonKey>,
 }
 
 impl Submission {
@@ -243,6 +247,7 @@ impl Ingest {
         task.message_ts = s.message_ts.clone();
         task.unread_thread = unread;
         task.model = s.model.clone();
+        task.user = s.user.clone();
         let mut first = Vec::new();
         if let Some((behind, _)) = &queued {
             self.wait_turn(&mut task, &s, behind).await?;
@@ -730,6 +735,7 @@ mod tests {
             },
             message_ts: Some(ts.into()),
             model: None,
+            user: None,
             ..submission("hi", "k")
         };
         let seen = Thread {
@@ -787,6 +793,7 @@ mod tests {
             files: Vec::new(),
             message_ts: None,
             model: None,
+            user: None,
         }
     }
 

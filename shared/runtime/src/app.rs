@@ -85,6 +85,7 @@ impl AppBuilder {
         if let Some(url) = &settings.public_url {
             timing.public_url = url.clone();
         }
+        timing.connection_expires_after = settings.deployment.connection.expires_after;
         let agents = settings.agents();
         settings.require_llm_key()?;
         let llm = build_provider(&settings.llm.config(), RetryPolicy::default()).map_err(|e| {
@@ -128,6 +129,8 @@ impl AppBuilder {
         let mut roles: Option<Arc<dyn baton_core::Roles>> = None;
         let mut threads: Option<Arc<dyn baton_core::ThreadHistory>> = None;
         let mut files: Option<Arc<dyn baton_core::attachment::FileSource>> = None;
+        // The Connect prompts of per-person tools (#24), shown to one person.
+        let mut notices: Option<Arc<dyn baton_core::Notices>> = None;
         let mut send_file =
             baton_tools::SendFileTool::new(backend.store.clone(), settings.max_file_bytes);
         let replies: Arc<dyn ReplySink> = match &settings.slack {
@@ -149,6 +152,10 @@ impl AppBuilder {
                         }
                     })?;
                 files = Some(Arc::new(source));
+                notices = Some(Arc::new(baton_slack::SlackNotices::new(
+                    &s.api_url,
+                    token.clone(),
+                )));
                 let uploads = baton_slack::SlackUploads::new(client.clone()).map_err(|e| {
                     SettingsError::Invalid {
                         name: "SLACK_API_URL",
@@ -215,6 +222,9 @@ impl AppBuilder {
         if let Some(files) = files {
             worker = worker.with_files(files, settings.max_file_bytes);
         }
+        if let Some(notices) = notices {
+            worker = worker.with_notices(notices);
+        }
         if let Some(service) = &schedules {
             worker =
                 worker.with_schedules(service.clone(), settings.agent_loop.heartbeat_repeat_window);
@@ -224,6 +234,9 @@ impl AppBuilder {
         }
         if let Some(policies) = &settings.agent_loop.policies {
             worker = worker.with_policies(policies.clone());
+        }
+        if let Some(connections) = &backend.connections {
+            worker = worker.with_connections(connections.clone());
         }
         // One exporter for both handlers (`baton dev` runs them together).
         let export = crate::telemetry::span_export(&settings)?;

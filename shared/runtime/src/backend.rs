@@ -1,6 +1,7 @@
 //! The adapters of one backend, embedded or AWS.
 
 use crate::settings::AwsResources;
+use baton_core::store::connections::ConnectionStore;
 use baton_core::{QueueError, TaskStore, WorkQueue};
 #[cfg(feature = "embedded")]
 use baton_embedded::{EmbeddedBackend, EmbeddedQueue, QueueConfig};
@@ -17,6 +18,9 @@ pub enum BackendError {
     MissingVar(&'static str),
     #[error(transparent)]
     Queue(#[from] QueueError),
+    #[cfg(feature = "embedded")]
+    #[error("cannot use the connections key: {0}")]
+    ConnectionsKey(#[from] baton_embedded::KeyFileError),
 }
 
 /// Where dead-lettered wake messages are found.
@@ -85,6 +89,12 @@ pub struct Backend {
     /// do it on AWS).
     #[cfg(feature = "embedded")]
     pub embedded: Option<EmbeddedBackend>,
+    /// Per-person OAuth connections, sealed at rest: under the key file of
+    /// the data directory (embedded), or under `BATON_CONNECTIONS_KEY`
+    /// (AWS). `None` on AWS without that key: per-person connections are
+    /// then refused ([`baton_core::store::connections::NOT_CONFIGURED`]),
+    /// never stored in clear.
+    pub connections: Option<ConnectionStore>,
 }
 
 fn required(name: &'static str, value: &Option<String>) -> Result<String, BackendError> {
@@ -112,7 +122,9 @@ impl Backend {
         let b = EmbeddedBackend::open(data_dir, queue)
             .map_err(|e| BackendError::Embedded(e.to_string()))?;
         let scheduling = crate::scheduling::embedded(b.table.clone(), b.queue.clone());
+        let sealer = baton_embedded::KeyFileSealer::open_or_create(data_dir)?;
         Ok(Backend {
+            connections: Some(ConnectionStore::new(b.table.clone(), Arc::new(sealer))),
             scheduler: scheduling.scheduler,
             embedded_scheduler: scheduling.embedded,
             store: TaskStore::new(b.table.clone(), b.blobs.clone()),
@@ -145,16 +157,28 @@ impl Backend {
         let bucket = required("BATON_TRACE_BUCKET", &aws.trace_bucket)?;
         let dlq_url = aws.dlq_url.clone();
         let sqs = baton_aws::sqs_client(cfg);
+        let table: Arc<dyn baton_core::Table> = Arc::new(baton_aws::DynamoTable::new(
+            baton_aws::dynamodb_client(cfg),
+            table,
+        ));
         let store = TaskStore::new(
-            Arc::new(baton_aws::DynamoTable::new(
-                baton_aws::dynamodb_client(cfg),
-                table,
-            )),
+            table.clone(),
             Arc::new(baton_aws::S3Blobs::from_config(cfg, bucket, None)),
         );
+        let connections = match &aws.connections_key {
+            Some(key) => Some(ConnectionStore::new(
+                table,
+                Arc::new(baton_aws::KmsSealer::from_config(cfg, key)),
+            )),
+            None => {
+                tracing::warn!("{}", baton_core::store::connections::NOT_CONFIGURED);
+                None
+            }
+        };
         let queue: Arc<dyn WorkQueue> = Arc::new(baton_aws::SqsQueue::new(sqs.clone(), queue_url));
         let scheduling = crate::scheduling::for_aws(cfg, aws, store.table().clone(), queue.clone());
         Ok(Backend {
+            connections,
             store,
             queue,
             scheduler: scheduling.scheduler,

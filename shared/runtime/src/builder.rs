@@ -268,6 +268,7 @@ pub(crate) fn ingest_handler(
     .with_admins(settings.admins.clone())
     .with_roles(roles_lookup(settings, None))
     .with_max_file_bytes(settings.max_file_bytes)
+    .with_api_may_name_user(settings.deployment.connection.api_may_name_user)
     .with_metrics(settings.metrics.sink("ingest", MetricsMode::Off));
     // Tells a Slack user their `stop` was refused; the client is built at
     // the first such note, so the ingest's start-up does not pay for it.
@@ -291,6 +292,10 @@ pub(crate) fn ingest_handler(
     };
     let ingest = match export {
         Some(export) => ingest.with_span_export(export),
+        None => ingest,
+    };
+    let ingest = match &backend.connections {
+        Some(connections) => ingest.with_connections(connections.clone()),
         None => ingest,
     };
     match schedules {

@@ -221,6 +221,7 @@ fn resolve_http_tools(
             parameters: d.parameters.clone(),
             timeout: d.timeout,
             secrets,
+            oauth: d.auth.provider().map(str::to_owned),
         });
     }
     if problems.is_empty() {

@@ -56,6 +56,7 @@ pub(crate) fn resolve_mcp_servers(
             require_approval: d.require_approval.clone(),
             timeout: d.timeout,
             secrets,
+            oauth: d.auth.oauth().is_some(),
         });
     }
     if problems.is_empty() {

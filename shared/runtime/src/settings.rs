@@ -81,6 +81,9 @@ pub struct AwsResources {
     pub schedule_group: Option<String>,
     pub scheduler_role_arn: Option<String>,
     pub queue_arn: Option<String>,
+    /// `BATON_CONNECTIONS_KEY`: the KMS key (id, ARN or alias) sealing
+    /// per-person connection tokens; without it they cannot be stored.
+    pub connections_key: Option<String>,
 }
 
 /// The worker Lambda's own settings.
@@ -402,6 +405,7 @@ impl Settings {
             schedule_group: var("BATON_SCHEDULE_GROUP"),
             scheduler_role_arn: var("BATON_SCHEDULER_ROLE_ARN"),
             queue_arn: var("BATON_QUEUE_ARN"),
+            connections_key: var("BATON_CONNECTIONS_KEY"),
         };
         let lambda = LambdaSettings {
             segment_margin: src

@@ -10,6 +10,13 @@
 //! and every value a `${NAME}` reference resolved to is replaced by
 //! `[redacted]` in whatever the tool returns, encoded or not
 //! ([`crate::redact::Secrets`]).
+//!
+//! With `auth = { oauth = "NAME" }` the call is made as the task's person
+//! (#24): `Authorization: Bearer` with their token for provider `NAME`
+//! from [`ToolContext::bearer`]; a 401 hands the token back as rejected
+//! and retries once with a refreshed one, else the person is asked to
+//! connect again ([`ToolOutput::needs_connection`]). The token is scrubbed
+//! from the output like any declared secret.
 
 use crate::args::parse_args;
 use crate::http::{body_text, error_chain, HttpMethod};
@@ -44,6 +51,9 @@ pub struct HttpToolDef {
     pub timeout: Duration,
     /// Every value a reference resolved to; scrubbed from all outputs.
     pub secrets: Vec<SecretString>,
+    /// `auth = { oauth = "NAME" }`: the provider whose per-person token
+    /// the call carries.
+    pub oauth: Option<String>,
 }
 
 /// Why a declaration cannot become a tool (or an MCP server); `field` is
@@ -107,6 +117,8 @@ pub struct DeclaredHttpTool {
     max_body_bytes: usize,
     secrets: Secrets,
     client: reqwest::Client,
+    /// See [`HttpToolDef::oauth`].
+    oauth: Option<String>,
 }
 
 impl fmt::Debug for DeclaredHttpTool {
@@ -161,6 +173,7 @@ impl DeclaredHttpTool {
             max_body_bytes: Self::MAX_BODY_BYTES,
             secrets,
             client,
+            oauth: def.oauth,
         })
     }
 
@@ -196,7 +209,12 @@ impl DeclaredHttpTool {
 
     /// The request this call sends: the URL (with the arguments as its
     /// query for GET, HEAD and DELETE) and the body (JSON otherwise).
-    fn request(&self, args: &serde_json::Value, ctx: &ToolContext) -> reqwest::RequestBuilder {
+    fn request(
+        &self,
+        args: &serde_json::Value,
+        ctx: &ToolContext,
+        bearer: Option<&SecretString>,
+    ) -> reqwest::RequestBuilder {
         let mut url = self.url.clone();
         let in_query = matches!(
             self.method,
@@ -228,6 +246,13 @@ impl DeclaredHttpTool {
         if let Ok(key) = HeaderValue::from_str(&ctx.idempotency_key) {
             headers.insert("idempotency-key", key);
         }
+        if let Some(token) = bearer {
+            let value = format!("Bearer {}", token.expose_secret());
+            if let Ok(mut value) = HeaderValue::from_str(&value) {
+                value.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
+        }
         let mut req = self
             .client
             .request(self.method.to_reqwest(), url)
@@ -240,7 +265,14 @@ impl DeclaredHttpTool {
         req
     }
 
-    async fn run(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
+    /// Sends the call; `Ok` with the status and what the model reads for
+    /// any answer, `Err` when none came.
+    async fn run(
+        &self,
+        args: &serde_json::Value,
+        ctx: &ToolContext,
+        bearer: Option<&SecretString>,
+    ) -> Result<(reqwest::StatusCode, String), String> {
         tracing::info!(
             tool = %self.name,
             method = self.method.as_str(),
@@ -248,7 +280,7 @@ impl DeclaredHttpTool {
             "calling a declared HTTP tool"
         );
         let mut response = self
-            .request(&args, ctx)
+            .request(args, ctx, bearer)
             .send()
             .await
             .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
@@ -293,13 +325,69 @@ impl DeclaredHttpTool {
                 body.push_str(&format!("\n[truncated: response exceeded {limit} bytes]"));
             }
         }
-        let text = format!("{head}{body}");
+        Ok((status, format!("{head}{body}")))
+    }
+
+    /// Sends the call as the task's person, with their token for
+    /// `provider`: a 401 hands the token back as rejected and sends once
+    /// more with the one that replaces it.
+    async fn run_as_person(
+        &self,
+        provider: &str,
+        args: &serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<(reqwest::StatusCode, String, Secrets), ToolOutput> {
+        let (person, token) = ctx
+            .bearer(provider)
+            .await
+            .map_err(|e| ToolOutput::of_credential_error(&e))?;
+        let sent = self.run(args, ctx, Some(&token)).await;
+        let (status, text) = sent.map_err(|e| ToolOutput::error(scrubbed(&token, &e)))?;
+        if status != reqwest::StatusCode::UNAUTHORIZED {
+            return Ok((status, text, Secrets::new(vec![token])));
+        }
+        let Some(credentials) = &ctx.credentials else {
+            return Err(ToolOutput::needs_connection(provider));
+        };
+        let fresh = credentials
+            .rejected(&person, provider, &token)
+            .await
+            .map_err(|e| ToolOutput::of_credential_error(&e))?;
+        let sent = self.run(args, ctx, Some(&fresh)).await;
+        let secrets = Secrets::new(vec![token, fresh]);
+        let (status, text) = sent.map_err(|e| ToolOutput::error(secrets.scrub(&e)))?;
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            // Refused again right after a refresh: the grant is gone.
+            return Err(ToolOutput::needs_connection(provider));
+        }
+        Ok((status, text, secrets))
+    }
+
+    /// Sends the call (as the person, with `auth = { oauth }`), scrubbed.
+    async fn send(&self, args: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let (status, text, extra) = match &self.oauth {
+            Some(provider) => match self.run_as_person(provider, &args, ctx).await {
+                Ok(sent) => sent,
+                Err(out) => return out,
+            },
+            None => match self.run(&args, ctx, None).await {
+                Ok((status, text)) => (status, text, Secrets::default()),
+                Err(e) => return ToolOutput::error(self.scrub(&e)),
+            },
+        };
+        let text = self.scrub(&extra.scrub(&text));
         if status.is_client_error() || status.is_server_error() {
-            Err(text)
+            tracing::info!(tool = %self.name, "declared HTTP tool failed");
+            ToolOutput::error(text)
         } else {
-            Ok(text)
+            ToolOutput::ok(text)
         }
     }
+}
+
+/// `text` without `token` in any of its forms.
+fn scrubbed(token: &SecretString, text: &str) -> String {
+    Secrets::new(vec![token.clone()]).scrub(text)
 }
 
 #[async_trait]
@@ -336,14 +424,14 @@ impl Tool for DeclaredHttpTool {
                 self.name
             )));
         }
-        let outcome = tokio::time::timeout(self.timeout, self.run(args, ctx)).await;
-        match outcome {
-            Ok(Ok(text)) => ToolOutput::ok(self.scrub(&text)),
-            Ok(Err(text)) => {
-                let text = self.scrub(&text);
-                tracing::info!(tool = %self.name, "declared HTTP tool failed");
-                ToolOutput::error(text)
-            }
+        // A 401 is sent once more: up to twice the timeout, then.
+        let limit = if self.oauth.is_some() {
+            self.timeout * 2
+        } else {
+            self.timeout
+        };
+        match tokio::time::timeout(limit, self.send(args, ctx)).await {
+            Ok(out) => out,
             Err(_) => ToolOutput::error(format!(
                 "request timed out after {} ms",
                 self.timeout.as_millis()
@@ -354,3 +442,6 @@ impl Tool for DeclaredHttpTool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod oauth_tests;

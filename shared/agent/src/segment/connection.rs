@@ -79,21 +79,22 @@ impl Segment<'_> {
         let person = self.task.acting_for();
         let mut answered = Vec::new();
         for (call, provider) in &needs {
-            let out = match (&person, &self.deps.connections) {
+            let wired = self.deps.connections.is_some() && self.deps.credentials.is_some();
+            let out = match (&person, wired) {
                 (None, _) => Some(ToolOutput::error(
                     CredentialError::NoPerson {
                         provider: provider.clone(),
                     }
                     .to_string(),
                 )),
-                (Some(_), None) => Some(ToolOutput::error(format!(
+                (Some(_), false) => Some(ToolOutput::error(format!(
                     "`{provider}` needs a connection, and per-person connections are not set \
                      up in this deployment"
                 ))),
-                (Some(p), Some(_)) if timed_out(&self.task, &call.id, provider, p, now) => {
+                (Some(p), true) if timed_out(&self.task, &call.id, provider, p, now) => {
                     Some(ToolOutput::error(not_connected_text(provider)))
                 }
-                (Some(p), Some(_)) => {
+                (Some(p), true) => {
                     self.ask_to_connect(step, call, provider, p, now).await?;
                     None
                 }
@@ -168,7 +169,6 @@ impl Segment<'_> {
                 };
                 // The lookup item first: a link the task shows is always found.
                 connections
-                    .store
                     .record_connect_request(&state_hash(&state), &request)
                     .await?;
                 let wait = ConnectionWait {
@@ -401,7 +401,7 @@ mod tests {
             |a| a.tools = Some(vec!["gh".into()]),
             vec![github.clone() as Arc<dyn Tool>],
             settings,
-            move |w| w.with_connections(c, s).with_notices(p),
+            move |w| w.with_credentials(c).with_connections(s).with_notices(p),
         );
         World {
             h,

@@ -57,7 +57,11 @@ impl Segment<'_> {
         let remote = self.deps.remote.as_deref();
         if let (false, Some(remote)) = (servers.is_empty(), remote) {
             if listing_of(&self.transcript).is_none() {
-                let listing = remote.list(&servers).await;
+                let person = self.task.acting_for();
+                let credentials = self.deps.credentials.clone();
+                let listing = remote
+                    .list_for(&servers, person.as_ref(), credentials)
+                    .await;
                 for u in &listing.unavailable {
                     tracing::warn!(task_id = %self.task.id, server = %u.server, reason = %u.reason, "MCP server unavailable; the task runs without its tools");
                 }
@@ -77,6 +81,66 @@ impl Segment<'_> {
         );
         Ok(())
     }
+}
+
+impl Segment<'_> {
+    /// After `{server}__connect` calls that answered (their person has
+    /// connected): lists those servers again, for the person, in place of
+    /// their connect tools, and checkpoints the new listing; later
+    /// segments offer it.
+    pub(super) async fn relist_connected(
+        &mut self,
+        servers: Vec<String>,
+    ) -> Result<(), WorkerError> {
+        let (Some(remote), Some(current)) = (
+            self.deps.remote.clone(),
+            listing_of(&self.transcript).cloned(),
+        ) else {
+            return Ok(());
+        };
+        let names: Vec<&str> = servers.iter().map(String::as_str).collect();
+        let person = self.task.acting_for();
+        let credentials = self.deps.credentials.clone();
+        let fresh = remote.list_for(&names, person.as_ref(), credentials).await;
+        let listing = relisted(current, &servers, fresh);
+        self.commit(|_| {
+            Some(vec![EntryKind::ToolsListed {
+                listing: listing.clone(),
+            }])
+        })
+        .await?;
+        self.tools = offered(
+            self.agent,
+            &self.deps.tools,
+            listing_of(&self.transcript),
+            Some(remote.as_ref()),
+        );
+        Ok(())
+    }
+}
+
+/// `current` with `servers` replaced by their `fresh` listing; a fresh
+/// tool whose name another server's tool holds is left out.
+fn relisted(mut current: ToolListing, servers: &[String], fresh: ToolListing) -> ToolListing {
+    current.tools.retain(|t| !servers.contains(&t.server));
+    current.unavailable.retain(|u| !servers.contains(&u.server));
+    for t in fresh.tools {
+        if !current.tools.iter().any(|c| c.spec.name == t.spec.name) {
+            current.tools.push(t);
+        }
+    }
+    current.unavailable.extend(fresh.unavailable);
+    current
+}
+
+/// The server of `{server}__connect` call `name`, if the listing offers
+/// it as one.
+pub(super) fn connect_server(transcript: &[Entry], name: &str) -> Option<String> {
+    listing_of(transcript)?
+        .tools
+        .iter()
+        .find(|t| t.is_connect() && t.spec.name == name)
+        .map(|t| t.server.clone())
 }
 
 #[cfg(test)]

@@ -56,7 +56,10 @@ impl Segment<'_> {
         }
         // Counted as a unit of the segment's time even when nothing ran.
         let batch_clock = Instant::now();
-        let needs = self.run_parallel(step, batch.runnable).await?;
+        let (needs, connected) = self.run_parallel(step, batch.runnable).await?;
+        if !connected.is_empty() {
+            self.relist_connected(connected).await?;
+        }
         self.budget.record(batch_clock.elapsed());
         if let Some(prompts) = self.deps.approvals.clone() {
             for a in &batch.decided {
@@ -101,18 +104,23 @@ impl Segment<'_> {
 
     /// Runs `calls` in parallel, writing each result as it completes,
     /// but for those of calls that need their person to connect an
-    /// account first: those are returned with the provider, unwritten.
+    /// account first: those are returned with the provider, unwritten;
+    /// and the servers whose `{server}__connect` calls answered.
     async fn run_parallel(
         &mut self,
         step: u32,
         calls: Vec<(ToolCall, Arc<dyn Tool>)>,
-    ) -> Result<Vec<(ToolCall, String)>, crate::error::WorkerError> {
+    ) -> Result<(Vec<(ToolCall, String)>, Vec<String>), crate::error::WorkerError> {
         let mut needs = Vec::new();
+        let mut connected = Vec::new();
         let mut running = self.start_calls(step, calls).await;
         while let Some((call, output, started)) = running.next().await {
             if let Some(provider) = output.needs_connection {
                 needs.push((call, provider));
                 continue;
+            }
+            if !output.is_error {
+                connected.extend(super::listing::connect_server(&self.transcript, &call.name));
             }
             self.show_call(&call, ended_state(&output)).await;
             let max_chars = self.agent.max_tool_result_chars;
@@ -125,7 +133,8 @@ impl Segment<'_> {
             };
             self.events.emit(&self.task, answered);
         }
-        Ok(needs)
+        connected.dedup();
+        Ok((needs, connected))
     }
 
     /// Shows `call` in `state` to the user where the front end can (its
@@ -164,11 +173,7 @@ impl Segment<'_> {
         calls
             .into_iter()
             .map(|(call, tool)| {
-                let credentials = self
-                    .deps
-                    .connections
-                    .as_ref()
-                    .map(|c| c.credentials.clone());
+                let credentials = self.deps.credentials.clone();
                 let ctx = ToolContext::new(self.task.id.clone(), step, &call.id)
                     .with_allowed_hosts(self.agent.http_request.allow_hosts.clone())
                     .acting_for(self.task.acting_for(), credentials);

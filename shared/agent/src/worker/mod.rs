@@ -87,6 +87,7 @@ impl Worker {
                 policies: None,
                 notices: None,
                 connections: None,
+                credentials: None,
                 settings,
             },
         }
@@ -134,14 +135,14 @@ impl Worker {
     }
 
     /// Makes per-person tool calls (`auth = "oauth"`) with each person's
-    /// own token from `credentials`, and records Connect links in
-    /// `store` when a person must connect first (#24).
-    pub fn with_connections(
+    /// own token from `credentials` (#24); the Connect links of those who
+    /// must connect first go to the store of
+    /// [`Worker::with_connections`].
+    pub fn with_credentials(
         mut self,
         credentials: Arc<dyn baton_core::connection::Credentials>,
-        store: baton_core::store::connections::ConnectionStore,
     ) -> Self {
-        self.deps.connections = Some(crate::deps::Connections { credentials, store });
+        self.deps.credentials = Some(credentials);
         self
     }
 
@@ -195,6 +196,16 @@ impl Worker {
     /// Reads the earlier messages of a thread a task joins.
     pub fn with_thread_history(mut self, threads: Arc<dyn baton_core::ThreadHistory>) -> Self {
         self.deps.threads = Some(threads);
+        self
+    }
+
+    /// Keeps per-person OAuth connections in `store` (built once per
+    /// process by the runtime).
+    pub fn with_connections(
+        mut self,
+        store: baton_core::store::connections::ConnectionStore,
+    ) -> Self {
+        self.deps.connections = Some(store);
         self
     }
 

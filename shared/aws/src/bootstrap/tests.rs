@@ -68,6 +68,7 @@ fn sample_env() -> Environment {
         dlq_url: "http://x/dlq".into(),
         trace_bucket: "b".into(),
         schedule_group: "it's".into(),
+        connections_key: "alias/k".into(),
     }
 }
 
@@ -76,7 +77,7 @@ fn environment_renders_exports_and_reads_back() {
     let env = sample_env();
     let text = env.exports();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 6);
+    assert_eq!(lines.len(), 7);
     assert_eq!(lines[0], "export BATON_TABLE=t");
     assert_eq!(
         lines[1],
@@ -172,6 +173,13 @@ async fn bootstrap_creates_everything_and_is_idempotent() {
     assert_eq!(env.table, "baton-dev");
     assert_eq!(env.trace_bucket, "baton-dev-traces");
     assert_eq!(env.schedule_group, "baton-dev");
+    assert_eq!(env.connections_key, "alias/baton-dev-connections");
+    crate::kms_client(&cfg)
+        .describe_key()
+        .key_id("alias/baton-dev-connections")
+        .send()
+        .await
+        .expect("the connections key exists");
     assert!(
         env.queue_url.ends_with("/baton-dev-work"),
         "{}",

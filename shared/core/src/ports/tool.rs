@@ -211,6 +211,21 @@ pub trait RemoteTools: Send + Sync {
     /// be listed is named in [`ToolListing::unavailable`].
     async fn list(&self, servers: &[&str]) -> ToolListing;
 
+    /// Lists `servers` for `person` (#24): a per-person server
+    /// (`auth = "oauth"`) is listed with their token from `credentials`;
+    /// one they have not connected offers only its `{server}__connect`
+    /// tool ([`ListedTool::is_connect`]); for nobody it is unavailable,
+    /// saying why. By default, as [`RemoteTools::list`].
+    async fn list_for(
+        &self,
+        servers: &[&str],
+        person: Option<&PersonKey>,
+        credentials: Option<Arc<dyn Credentials>>,
+    ) -> ToolListing {
+        let _ = (person, credentials);
+        self.list(servers).await
+    }
+
     /// The callable tool for one listed earlier; `None` when its server
     /// is no longer configured.
     fn tool(&self, listed: &ListedTool) -> Option<Arc<dyn Tool>>;

@@ -373,6 +373,14 @@ pub struct ListedTool {
     pub needs_approval: bool,
 }
 
+impl ListedTool {
+    /// The `{server}__connect` tool offered for a per-person server its
+    /// person has not connected (it has no name on the server).
+    pub fn is_connect(&self) -> bool {
+        self.remote_name.is_empty()
+    }
+}
+
 /// A server whose tools could not be listed: the task runs without them,
 /// and the model is told why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -415,6 +415,13 @@ fn open_context(task: &Task) -> Result<String, RpcError> {
             task.id, task.id
         )));
     }
+    if let Some(WaitingFor::Connection { provider, .. }) = &task.waiting_for {
+        return Err(RpcError::Unsupported(format!(
+            "task {} waits for its person to connect `{provider}`, not a message: they open the \
+             link in the task's status",
+            task.id
+        )));
+    }
     match task.thread.as_deref().and_then(|t| t.strip_prefix("http:")) {
         Some(context) => Ok(context.to_owned()),
         None => Err(RpcError::Unsupported(format!(

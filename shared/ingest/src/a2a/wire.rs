@@ -82,6 +82,8 @@ pub(super) enum State {
     Submitted,
     Working,
     InputRequired,
+    /// A call waits for its person to connect an account (#24).
+    AuthRequired,
     Completed,
     Failed,
     Canceled,
@@ -93,6 +95,7 @@ impl State {
             State::Submitted => "TASK_STATE_SUBMITTED",
             State::Working => "TASK_STATE_WORKING",
             State::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            State::AuthRequired => "TASK_STATE_AUTH_REQUIRED",
             State::Completed => "TASK_STATE_COMPLETED",
             State::Failed => "TASK_STATE_FAILED",
             State::Canceled => "TASK_STATE_CANCELED",
@@ -107,14 +110,14 @@ impl State {
     /// The task ended or waits on its client: where a blocking send
     /// answers and a stream ends.
     pub(super) fn settles(self) -> bool {
-        self.is_terminal() || self == State::InputRequired
+        self.is_terminal() || matches!(self, State::InputRequired | State::AuthRequired)
     }
 }
 
 /// A Baton task's A2A state: an open `ask_user` question or a pending
-/// approval need input from outside; a task waiting for its children or a
-/// timer is still at work. (No Baton task waits for a connection to be
-/// made, so none is ever `auth-required`.)
+/// approval need input from outside; a call waiting for its person to
+/// connect an account is `auth-required`; a task waiting for its children
+/// or a timer is still at work.
 pub(super) fn state_of(task: &Task) -> State {
     match task.status {
         TaskStatus::Queued => State::Submitted,
@@ -123,6 +126,7 @@ pub(super) fn state_of(task: &Task) -> State {
             Some(WaitingFor::Reply { .. }) | Some(WaitingFor::Approval { .. }) => {
                 State::InputRequired
             }
+            Some(WaitingFor::Connection { .. }) => State::AuthRequired,
             _ => State::Working,
         },
         TaskStatus::Succeeded => State::Completed,
@@ -166,6 +170,11 @@ fn status_text(task: &Task) -> Option<String> {
             "waiting for approval of {summary}: decide it with POST /tasks/{}/approvals/{approval_id}",
             task.id
         )),
+        // The link is the requester's (an HTTP client acting for the
+        // person it named): shown to them as the status shows it.
+        (TaskStatus::Waiting, Some(WaitingFor::Connection { provider, url, .. })) => Some(
+            format!("waiting for a connection to `{provider}`: the person connects at {url}"),
+        ),
         (TaskStatus::Failed, _) => task.error.clone(),
         _ => None,
     }
@@ -273,6 +282,15 @@ mod tests {
                 TaskStatus::Waiting,
                 Some(WaitingFor::Children { pending: 1 }),
                 State::Working,
+            ),
+            (
+                TaskStatus::Waiting,
+                Some(WaitingFor::Connection {
+                    provider: "github".into(),
+                    url: "https://b.example/connect/s".into(),
+                    expires_at: baton_core::Instant(1),
+                }),
+                State::AuthRequired,
             ),
             (TaskStatus::Succeeded, None, State::Completed),
             (TaskStatus::Failed, None, State::Failed),

@@ -32,6 +32,7 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
         files: Vec::new(),
         message_ts: None,
         model: None,
+        user: None,
     };
     Ok(
         match ingest.steer(&thread, &stop).await?.map(|a| a.outcome) {

@@ -47,6 +47,7 @@ fn message(text: &str, key: &str) -> Submission {
         files: Vec::new(),
         message_ts: None,
         model: None,
+        user: None,
     }
 }
 

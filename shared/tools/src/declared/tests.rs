@@ -32,6 +32,7 @@ fn def(method: HttpMethod, url: String) -> HttpToolDef {
         parameters: ticket_schema(),
         timeout: Duration::from_secs(5),
         secrets: vec![SECRET.into()],
+        oauth: None,
     }
 }
 

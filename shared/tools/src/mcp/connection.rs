@@ -1,5 +1,7 @@
 //! One MCP server: its transport settings, and a connection kept for
-//! reuse, made again after any failure.
+//! reuse, made again after any failure. A per-person server has one such
+//! connection per person, holding that person's bearer token
+//! ([`Connection::for_person`]): never shared across people.
 
 use super::content;
 use super::{readable, McpServerDef};
@@ -11,11 +13,32 @@ use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolV
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
+use secrecy::{ExposeSecret, SecretString};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
 type Client = RunningService<RoleClient, ClientConfig>;
+
+/// Why a server could not be used.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// It answered 401 with a challenge: the token is not (or no longer)
+    /// good (per-person servers).
+    Unauthorized,
+    /// Anything else, as text the model may read.
+    Failed(String),
+}
+
+impl Failure {
+    /// The text of a failure; an unauthorised answer reads as such.
+    pub(super) fn text(self) -> String {
+        match self {
+            Failure::Unauthorized => "the server refused the credentials (HTTP 401)".to_owned(),
+            Failure::Failed(text) => text,
+        }
+    }
+}
 
 pub(super) struct Connection {
     def: McpServerDef,
@@ -43,8 +66,27 @@ impl Connection {
         &self.def
     }
 
+    /// A connection to `def`'s server carrying `token` as the bearer
+    /// (`auth = "oauth"`): one person's, scrubbed from every output.
+    pub(super) fn for_person(
+        def: &McpServerDef,
+        token: &SecretString,
+    ) -> Result<Self, DeclaredToolError> {
+        let mut def = def.clone();
+        def.headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+        let value = format!("Bearer {}", token.expose_secret());
+        def.headers.push(("Authorization".to_owned(), value.into()));
+        def.secrets.push(token.clone());
+        let mut conn = Connection::new(def)?;
+        for value in conn.headers.values_mut() {
+            value.set_sensitive(true);
+        }
+        Ok(conn)
+    }
+
     /// The live connection, made now if there is none.
-    async fn client(&self) -> Result<Arc<Client>, String> {
+    async fn client(&self) -> Result<Arc<Client>, Failure> {
         let mut live = self.live.lock().await;
         if let Some(c) = live.as_ref() {
             return Ok(c.clone());
@@ -66,12 +108,18 @@ impl Connection {
         let connect = info.serve_with_lifecycle(transport, lifecycle);
         let client = match tokio::time::timeout(self.def.timeout, connect).await {
             Ok(Ok(c)) => Arc::new(c),
-            Ok(Err(e)) => return Err(format!("cannot connect: {}", readable(&self.secrets, &e))),
+            Ok(Err(e)) if e.is_authorization_required() => return Err(Failure::Unauthorized),
+            Ok(Err(e)) => {
+                return Err(Failure::Failed(format!(
+                    "cannot connect: {}",
+                    readable(&self.secrets, &e)
+                )))
+            }
             Err(_) => {
-                return Err(format!(
+                return Err(Failure::Failed(format!(
                     "no answer within {} s",
                     self.def.timeout.as_secs_f32()
-                ))
+                )))
             }
         };
         *live = Some(client.clone());
@@ -85,23 +133,26 @@ impl Connection {
     }
 
     /// The server's tools, every page.
-    pub(super) async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, String> {
+    pub(super) async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, Failure> {
         let client = self.client().await?;
         match tokio::time::timeout(self.def.timeout, client.list_all_tools()).await {
             Ok(Ok(tools)) => Ok(tools),
             Ok(Err(e)) => {
                 self.drop_client().await;
-                Err(format!(
+                if e.is_authorization_required() {
+                    return Err(Failure::Unauthorized);
+                }
+                Err(Failure::Failed(format!(
                     "cannot list its tools: {}",
                     readable(&self.secrets, &e)
-                ))
+                )))
             }
             Err(_) => {
                 self.drop_client().await;
-                Err(format!(
+                Err(Failure::Failed(format!(
                     "no tool list within {} s",
                     self.def.timeout.as_secs_f32()
-                ))
+                )))
             }
         }
     }
@@ -113,36 +164,42 @@ impl Connection {
         &self,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<ToolOutput, String> {
+    ) -> Result<ToolOutput, Failure> {
         let server = &self.def.name;
-        let client = self
-            .client()
-            .await
-            .map_err(|e| format!("MCP server `{server}`: {e}"))?;
+        let client = match self.client().await {
+            Ok(c) => c,
+            Err(Failure::Failed(e)) => {
+                return Err(Failure::Failed(format!("MCP server `{server}`: {e}")))
+            }
+            Err(unauthorized) => return Err(unauthorized),
+        };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         match tokio::time::timeout(self.def.timeout, client.call_tool(params)).await {
             Ok(Ok(result)) => Ok(content::output(&result, &self.secrets)),
             Ok(Err(rmcp::ServiceError::McpError(e))) => {
                 // The server answered with a JSON-RPC error (unknown tool,
                 // bad arguments): the connection is fine.
-                Err(format!(
+                Err(Failure::Failed(format!(
                     "MCP server `{server}` refused the call: {}",
                     readable(&self.secrets, &e.message)
-                ))
+                )))
             }
             Ok(Err(e)) => {
                 self.drop_client().await;
-                Err(format!(
+                if e.is_authorization_required() {
+                    return Err(Failure::Unauthorized);
+                }
+                Err(Failure::Failed(format!(
                     "MCP server `{server}` failed: {}",
                     readable(&self.secrets, &e)
-                ))
+                )))
             }
             Err(_) => {
                 self.drop_client().await;
-                Err(format!(
+                Err(Failure::Failed(format!(
                     "MCP server `{server}` did not answer within {} s; the call may or may not have happened",
                     self.def.timeout.as_secs_f32()
-                ))
+                )))
             }
         }
     }

@@ -19,19 +19,25 @@
 //! - **Secrets.** Header values and the URL are held as [`SecretString`],
 //!   marked sensitive on the wire, and every resolved `${NAME}` value is
 //!   scrubbed from results and errors.
+//! - **Per person** (`auth = "oauth"`, #24): listed and called with the
+//!   task's person's bearer token ([`personal`]), one connection per
+//!   (server, person); a person who has not connected is offered only
+//!   `{server}__connect`, whose call waits for them to connect.
 
 mod connection;
 mod content;
 mod naming;
+mod personal;
 
 use crate::declared::DeclaredToolError;
 use crate::redact::Secrets;
 use async_trait::async_trait;
+use baton_core::connection::{Credentials, PersonKey};
 use baton_core::{
     ListedTool, RemoteTools, Tool, ToolContext, ToolListing, ToolOutput, ToolSpec,
     UnavailableServer,
 };
-use connection::Connection;
+use connection::{Connection, Failure};
 use futures::future::join_all;
 use secrecy::SecretString;
 use std::collections::{BTreeMap, BTreeSet};
@@ -57,6 +63,9 @@ pub struct McpServerDef {
     pub timeout: Duration,
     /// Every value a reference resolved to; scrubbed from all outputs.
     pub secrets: Vec<SecretString>,
+    /// `auth = "oauth"`: reached with each person's own token, the
+    /// provider named as the server.
+    pub oauth: bool,
 }
 
 impl McpServerDef {
@@ -70,6 +79,8 @@ impl McpServerDef {
 /// The declared MCP servers, by name.
 pub struct McpServers {
     servers: BTreeMap<String, Arc<Connection>>,
+    /// The per-person servers' connections.
+    personal: personal::Personal,
 }
 
 impl McpServers {
@@ -82,17 +93,33 @@ impl McpServers {
             let conn = Connection::new(def).map_err(|e| (name.clone(), e))?;
             servers.insert(name, Arc::new(conn));
         }
-        Ok(McpServers { servers })
+        Ok(McpServers {
+            servers,
+            personal: Default::default(),
+        })
     }
 
-    /// Lists one server's offered tools.
-    async fn list_one(&self, server: &str) -> Result<Vec<ListedTool>, String> {
+    /// Lists one server's offered tools (for `person`, with their token,
+    /// when the server is per-person).
+    async fn list_one(
+        &self,
+        server: &str,
+        person: Option<&PersonKey>,
+        credentials: Option<&Arc<dyn Credentials>>,
+    ) -> Result<Vec<ListedTool>, String> {
         let conn = self
             .servers
             .get(server)
             .ok_or_else(|| "not configured".to_owned())?;
-        let tools = conn.list_tools().await?;
         let def = conn.def();
+        let tools = if def.oauth {
+            match self.personal.list(def, person, credentials).await? {
+                personal::Listed::Tools(tools) => tools,
+                personal::Listed::Connect => return Ok(vec![personal::connect_tool(def)]),
+            }
+        } else {
+            conn.list_tools().await.map_err(Failure::text)?
+        };
         Ok(tools
             .iter()
             .filter(|t| def.offers(&t.name))
@@ -104,7 +131,20 @@ impl McpServers {
 #[async_trait]
 impl RemoteTools for McpServers {
     async fn list(&self, servers: &[&str]) -> ToolListing {
-        let results = join_all(servers.iter().map(|s| self.list_one(s))).await;
+        self.list_for(servers, None, None).await
+    }
+
+    async fn list_for(
+        &self,
+        servers: &[&str],
+        person: Option<&PersonKey>,
+        credentials: Option<Arc<dyn Credentials>>,
+    ) -> ToolListing {
+        let credentials = credentials.as_ref();
+        let listed = servers
+            .iter()
+            .map(|s| self.list_one(s, person, credentials));
+        let results = join_all(listed).await;
         let mut listing = ToolListing::default();
         let mut names = BTreeSet::new();
         for (server, result) in servers.iter().zip(results) {
@@ -131,9 +171,16 @@ impl RemoteTools for McpServers {
 
     fn tool(&self, listed: &ListedTool) -> Option<Arc<dyn Tool>> {
         let conn = self.servers.get(&listed.server)?.clone();
+        if listed.is_connect() {
+            return conn
+                .def()
+                .oauth
+                .then(|| Arc::new(personal::ConnectTool::new(listed.clone())) as Arc<dyn Tool>);
+        }
         Some(Arc::new(McpTool {
             conn,
             listed: listed.clone(),
+            personal: self.personal.clone(),
         }))
     }
 }
@@ -142,6 +189,7 @@ impl RemoteTools for McpServers {
 struct McpTool {
     conn: Arc<Connection>,
     listed: ListedTool,
+    personal: personal::Personal,
 }
 
 #[async_trait]
@@ -158,7 +206,7 @@ impl Tool for McpTool {
         self.listed.needs_approval
     }
 
-    async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
+    async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         let arguments = match arguments {
             serde_json::Value::Object(map) => map,
             serde_json::Value::Null => serde_json::Map::new(),
@@ -166,7 +214,18 @@ impl Tool for McpTool {
                 return ToolOutput::error(format!("arguments must be a JSON object, not {other}"))
             }
         };
-        match self.conn.call(&self.listed.remote_name, arguments).await {
+        let remote = &self.listed.remote_name;
+        let called = if self.conn.def().oauth {
+            self.personal
+                .call(self.conn.def(), remote, arguments, ctx)
+                .await
+        } else {
+            self.conn
+                .call(remote, arguments)
+                .await
+                .map_err(Failure::text)
+        };
+        match called {
             Ok(output) => output,
             Err(message) => {
                 tracing::warn!(server = %self.listed.server, tool = %self.listed.remote_name, error = %message, "MCP tool call failed");
@@ -210,6 +269,7 @@ mod tests {
             require_approval: None,
             timeout: Duration::from_secs(5),
             secrets: vec![secret.to_owned().into()],
+            oauth: false,
         }
     }
 

@@ -98,6 +98,7 @@ mod tests {
             require_approval: require_approval.map(|p| p.into_iter().map(String::from).collect()),
             timeout: std::time::Duration::from_secs(5),
             secrets: Vec::new(),
+            oauth: false,
         }
     }
 

@@ -33,6 +33,10 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Why a deployment cannot keep per-person connections: said at start-up
+/// and to whoever needs one.
+pub const NOT_CONFIGURED: &str = "per-person connections are not available: this deployment has no key to seal their tokens with (set BATON_CONNECTIONS_KEY to a KMS key id, ARN or alias; the SAM stack sets it)";
+
 /// Shards of the connections listing. Part of stored keys: never change.
 pub const LISTING_SHARDS: u32 = 16;
 /// The most connections one listing page holds.
