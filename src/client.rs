@@ -1,12 +1,14 @@
-//! `baton task …`, `baton trace`, `baton approve` / `deny` and `baton
-//! schedule …`: a client of the HTTP API.
+//! `baton task …`, `baton trace`, `baton approve` / `deny`, `baton
+//! schedule …` and `baton connections …`: a client of the HTTP API.
 
 mod approval;
+mod connection;
 mod event_stream;
 mod listing;
 mod schedule;
 
 pub(crate) use approval::run_decision;
+pub(crate) use connection::{run_connections, ConnectionCommand};
 pub(crate) use schedule::{run_schedule, ScheduleCommand};
 
 use anyhow::Context;

@@ -26,8 +26,9 @@ enum Command {
     /// Run the whole system on this machine: HTTP routes, workers, reaper
     /// and a durable embedded store (or the AWS adapters with --backend aws).
     Dev(dev::DevArgs),
-    /// Create (idempotently) the table, queues, bucket and schedule group
-    /// against the configured AWS endpoint, and print the environment.
+    /// Create (idempotently) the table, queues, bucket, schedule group and
+    /// connections KMS key against the configured AWS endpoint, and print
+    /// the environment.
     Bootstrap(bootstrap::BootstrapArgs),
     /// Submit, list, inspect, follow and cancel tasks through the HTTP API.
     Task {
@@ -68,6 +69,13 @@ enum Command {
         #[command(subcommand)]
         command: client::ScheduleCommand,
     },
+    /// List and revoke per-person OAuth connections (docs/connections.md).
+    Connections {
+        #[command(flatten)]
+        api: client::ApiArgs,
+        #[command(subcommand)]
+        command: client::ConnectionCommand,
+    },
     /// Measure orchestration overhead and bytes written per step
     /// (see docs/performance.md).
     Bench(bench::BenchArgs),
@@ -98,6 +106,7 @@ async fn main() -> std::process::ExitCode {
             approval_id,
         } => client::run_decision(api, &task_id, &approval_id, false).await,
         Command::Schedule { api, command } => client::run_schedule(api, command).await,
+        Command::Connections { api, command } => client::run_connections(api, command).await,
         Command::Bench(args) => bench::run(args).await,
         // Its own exit codes: 1 is a verdict (under --min-pass), 2 an error.
         Command::Eval { command } => return eval::main(command).await,

@@ -40,6 +40,7 @@ mod cli;
 mod commands;
 mod configuration;
 mod connections;
+mod connections_cli;
 mod console;
 mod conversation_summaries;
 mod conversations;

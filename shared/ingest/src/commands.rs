@@ -1,5 +1,6 @@
 //! Words Baton answers itself, with no model call and no task: `help`,
-//! `status`, `tasks`, `cancel`, `model` and `forget approvals`, sent as a message to Baton (a
+//! `status`, `tasks`, `cancel`, `model`, `forget approvals` and
+//! `disconnect NAME`, sent as a message to Baton (a
 //! mention, or a direct message) or as the slash command `/baton WORD`.
 //!
 //! One [`Command`] enum, one short module per word: to add a word, add a
@@ -10,6 +11,7 @@
 //! ([`crate::slash`]).
 
 mod cancel;
+mod disconnect;
 mod forget;
 mod help;
 mod model;
@@ -29,6 +31,7 @@ pub(crate) enum Command {
     Cancel,
     Model,
     ForgetApprovals,
+    Disconnect,
 }
 
 impl Command {
@@ -40,6 +43,7 @@ impl Command {
         Command::Cancel,
         Command::Model,
         Command::ForgetApprovals,
+        Command::Disconnect,
     ];
 
     /// The word that asks for it.
@@ -51,7 +55,29 @@ impl Command {
             Command::Cancel => "cancel",
             Command::Model => "model",
             Command::ForgetApprovals => "forget approvals",
+            Command::Disconnect => "disconnect",
         }
+    }
+
+    /// How it is written, for `help`: the word and its argument, if any.
+    fn usage(self) -> String {
+        match self {
+            Command::Disconnect => format!("{} NAME", self.word()),
+            _ => self.word().to_owned(),
+        }
+    }
+
+    /// The argument `text` gives the command (`disconnect github`:
+    /// `github`); `None` for words that take none or when none is given.
+    pub(crate) fn argument(self, text: &str) -> Option<String> {
+        if self != Command::Disconnect {
+            return None;
+        }
+        let mut words = text.split_whitespace().skip(1);
+        words
+            .next()
+            .map(|w| w.trim_end_matches(['.', '!', '?']).to_owned())
+            .filter(|w| !w.is_empty())
     }
 
     /// What it does, for `help`.
@@ -65,6 +91,9 @@ impl Command {
             Command::ForgetApprovals => {
                 "removes this thread's *Always in this thread* approvals: those calls ask again"
             }
+            Command::Disconnect => {
+                "removes your own connection to NAME (alone: lists your connections)"
+            }
         }
     }
 
@@ -73,6 +102,15 @@ impl Command {
     /// removed from a message's text).
     pub(crate) fn parse(text: &str) -> Option<Command> {
         let word = text.trim().trim_end_matches(['.', '!', '?']).trim();
+        // `disconnect` and at most one name after it.
+        let mut words = word.split_whitespace();
+        if words
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case(Command::Disconnect.word()))
+            && words.nth(1).is_none()
+        {
+            return Some(Command::Disconnect);
+        }
         Command::ALL
             .iter()
             .copied()
@@ -95,6 +133,8 @@ pub(crate) struct Context {
     pub(crate) direct_message: bool,
     /// Claimed by `cancel`, so a redelivered request acts once.
     pub(crate) dedupe_key: String,
+    /// What followed the word ([`Command::argument`]).
+    pub(crate) argument: Option<String>,
 }
 
 impl Context {
@@ -132,6 +172,7 @@ impl Ingest {
             Command::Cancel => cancel::answer(self, ctx).await,
             Command::Model => Ok(model::answer(self, ctx)),
             Command::ForgetApprovals => forget::answer(self, ctx).await,
+            Command::Disconnect => disconnect::answer(self, ctx).await,
         }
     }
 
@@ -189,11 +230,26 @@ mod tests {
             "status of X",
             "forget",
             "forget approvals please",
+            "disconnect me from github",
+            "disconnected",
         ] {
             assert_eq!(Command::parse(other), None, "{other}");
         }
         for c in Command::ALL {
             assert_eq!(Command::parse(c.word()), Some(*c));
         }
+        for text in ["disconnect github", "Disconnect  linear.", " disconnect"] {
+            assert_eq!(Command::parse(text), Some(Command::Disconnect), "{text}");
+        }
+    }
+
+    #[test]
+    fn disconnect_takes_the_name_after_it() {
+        assert_eq!(
+            Command::Disconnect.argument("disconnect github!"),
+            Some("github".to_owned())
+        );
+        assert_eq!(Command::Disconnect.argument("disconnect"), None);
+        assert_eq!(Command::Status.argument("status github"), None);
     }
 }

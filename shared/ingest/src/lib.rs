@@ -13,6 +13,7 @@ mod body;
 mod callbacks;
 mod commands;
 pub mod connect;
+mod connections;
 mod console;
 mod event_stream;
 mod fork;

@@ -41,6 +41,8 @@ enum Handler {
     ConnectStart,
     ConnectCallback,
     ClientMetadata,
+    ListConnections,
+    RevokeConnection,
 }
 
 /// One route: its method, its path (`{…}` matches one segment), whether
@@ -153,6 +155,13 @@ static ROUTES: &[Route] = &[
         "/oauth/client-metadata.json",
         false,
         Handler::ClientMetadata,
+    ),
+    route(Method::GET, "/connections", true, Handler::ListConnections),
+    route(
+        Method::DELETE,
+        "/connections/{person}/{provider}",
+        true,
+        Handler::RevokeConnection,
     ),
 ];
 
@@ -288,6 +297,8 @@ pub(crate) async fn route_request(
         Handler::ConnectStart => ingest.connect_start(cap(0), headers).await.map(full),
         Handler::ConnectCallback => ingest.connect_callback(query, headers).await.map(full),
         Handler::ClientMetadata => ingest.client_metadata(headers).map(full),
+        Handler::ListConnections => ingest.list_connections(query).await.map(full),
+        Handler::RevokeConnection => ingest.revoke_connection(cap(0), cap(1)).await.map(full),
     }
 }
 
@@ -338,7 +349,9 @@ mod tests {
                 .replace("{name}", "n")
                 .replace("{agent}", "a")
                 .replace("{token}", "k")
-                .replace("{state}", "s");
+                .replace("{state}", "s")
+                .replace("{person}", "p")
+                .replace("{provider}", "q");
             match find(&r.method, &segments(&path)) {
                 Found::Route(found, _) => assert!(std::ptr::eq(found, r), "route {i} is shadowed"),
                 Found::OtherMethods(_) => panic!("route {i} is not found"),

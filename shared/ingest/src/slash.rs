@@ -34,6 +34,7 @@ impl Ingest {
             dedupe_key,
         } = MessageKeys::of(m);
         let ctx = Context {
+            argument: command.argument(&m.text),
             team_id: m.team_id.clone(),
             channel: m.channel.clone(),
             user: m.user.clone(),
@@ -100,6 +101,7 @@ impl Ingest {
             thread_ts: None,
             direct_message,
             dedupe_key: format!("slack:{}:command:{}", c.team_id, c.trigger_id),
+            argument: Command::parse(&c.text).and_then(|command| command.argument(&c.text)),
         };
         let command = if c.text.trim().is_empty() {
             Some(Command::Help)

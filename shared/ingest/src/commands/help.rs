@@ -9,7 +9,7 @@ pub(super) fn answer() -> String {
          I answer it myself, without starting a task:\n",
     );
     for c in Command::ALL {
-        out.push_str(&format!("• `{}`: {}\n", c.word(), c.summary()));
+        out.push_str(&format!("• `{}`: {}\n", c.usage(), c.summary()));
     }
     out.push_str("Anything else starts a task (`/baton` followed by what you want, too).");
     out
@@ -21,7 +21,7 @@ mod tests {
     fn help_lists_every_command() {
         let text = super::answer();
         for c in super::Command::ALL {
-            assert!(text.contains(&format!("`{}`", c.word())), "{text}");
+            assert!(text.contains(&format!("`{}`", c.usage())), "{text}");
         }
     }
 }
