@@ -86,6 +86,7 @@ impl AppBuilder {
             timing.public_url = url.clone();
         }
         timing.connection_expires_after = settings.deployment.connection.expires_after;
+        let public_url = timing.public_url.clone();
         let agents = settings.agents();
         settings.require_llm_key()?;
         let llm = build_provider(&settings.llm.config(), RetryPolicy::default()).map_err(|e| {
@@ -245,6 +246,10 @@ impl AppBuilder {
         }
         let worker = Arc::new(worker);
         let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref(), export);
+        let ingest = match settings.connector(&backend, &public_url)? {
+            Some(c) => ingest.with_connector(c, true),
+            None => ingest,
+        };
         Ok(App {
             ingest,
             worker,

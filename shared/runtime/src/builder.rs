@@ -124,13 +124,22 @@ impl AppBuilder {
         crate::install_crypto_provider();
         let schedules = schedule_service(backend);
         let export = crate::telemetry::span_export(settings)?;
-        Ok(ingest_handler(
+        let ingest = ingest_handler(
             settings,
             backend,
             settings.agents(),
             schedules.as_ref(),
             export,
-        ))
+        );
+        // Without BATON_PUBLIC_URL (the ingest on AWS), each request's
+        // host is the public URL; the placeholder is never used then.
+        let public_url = settings.public_url.as_deref();
+        Ok(
+            match settings.connector(backend, public_url.unwrap_or("https://localhost"))? {
+                Some(c) => ingest.with_connector(c, public_url.is_some()),
+                None => ingest,
+            },
+        )
     }
 
     /// The ingest handler of the ingest Lambda: the same settings and AWS

@@ -37,6 +37,7 @@ mod app;
 mod aws_credentials;
 mod backend;
 mod builder;
+mod connect;
 #[cfg(feature = "dev")]
 pub mod dev;
 #[cfg(feature = "lambda")]

@@ -141,6 +141,9 @@ pub struct Settings {
     /// the address it listens on; elsewhere the default is
     /// `http://127.0.0.1:3000`.
     pub public_url: Option<String>,
+    /// The per-person OAuth providers (`[mcp.NAME] auth = "oauth"`,
+    /// `[oauth.NAME]`), their references resolved.
+    pub(crate) oauth_providers: Vec<baton_connect::Provider>,
     /// `BATON_TASK_RETENTION_DAYS`: how long finished tasks, their
     /// transcripts and payloads are kept (default 90; 0 keeps them
     /// forever).
@@ -427,12 +430,20 @@ impl Settings {
             .unwrap_or(baton_core::attachment::DEFAULT_MAX_FILE_BYTES);
         let retention = task_retention(&src)?;
         let public_url = public_url(var("BATON_PUBLIC_URL"))?;
+        let oauth_providers =
+            crate::connect::resolve_providers(&src, &loaded).map_err(|problems| {
+                ConfigFileError::Invalid {
+                    origin: origin.clone(),
+                    problems,
+                }
+            })?;
         let metrics = crate::metrics::MetricsSettings::load(var)?;
         let otlp = baton_otel::OtlpSettings::from_vars(|n| src.var(n))
             .map_err(|e| invalid(e.name, e.message))?;
         Ok(Settings {
             max_file_bytes,
             public_url,
+            oauth_providers,
             retention,
             otlp,
             metrics,

@@ -1,0 +1,172 @@
+//! Per-person OAuth providers (`[mcp.NAME] auth = "oauth"`,
+//! `[oauth.NAME]`), resolved: their `${NAME}` references replaced from the
+//! environment (and the secrets loaded from SSM), every unset name refused
+//! at start-up by its key; and the flows and credentials built over them
+//! (docs/connections.md).
+
+use crate::backend::Backend;
+use crate::settings::{Settings, SettingsError, Source};
+use baton_connect::{ConnectionVault, Connector, Provider, ProviderKind, StaticClient};
+use baton_settings::{parse_template, AgentsConfig, Problem, TemplatePart};
+use secrecy::SecretString;
+use std::sync::Arc;
+use url::Url;
+
+/// `template` with its references replaced; an unset name is a problem at
+/// `path`.
+fn resolve(src: &Source<'_>, path: &str, template: &str, problems: &mut Vec<Problem>) -> String {
+    let mut out = String::new();
+    // The file was checked: references are well formed.
+    for part in parse_template(template).unwrap_or_default() {
+        match part {
+            TemplatePart::Text(t) => out.push_str(&t),
+            TemplatePart::Var(name) => match src.var(&name) {
+                Some(value) => out.push_str(&value),
+                None => problems.push(Problem {
+                    path: path.to_owned(),
+                    message: format!("${{{name}}} is not set"),
+                }),
+            },
+        }
+    }
+    out
+}
+
+fn url_at(src: &Source<'_>, path: String, template: &str, problems: &mut Vec<Problem>) -> Url {
+    let text = resolve(src, &path, template, problems);
+    match Url::parse(&text) {
+        Ok(u) if baton_settings::connection::secure_or_loopback(&u) => u,
+        Ok(_) => {
+            problems.push(Problem {
+                path,
+                message: "resolves to a URL that is not https:// (http:// only to localhost)"
+                    .into(),
+            });
+            Url::parse("https://invalid.invalid").unwrap_or_else(|_| unreachable!())
+        }
+        Err(e) => {
+            problems.push(Problem {
+                path,
+                message: format!("resolves to something that is not a URL: {e}"),
+            });
+            Url::parse("https://invalid.invalid").unwrap_or_else(|_| unreachable!())
+        }
+    }
+}
+
+/// The per-person providers of `loaded`, resolved; every problem at once.
+pub(crate) fn resolve_providers(
+    src: &Source<'_>,
+    loaded: &AgentsConfig,
+) -> Result<Vec<Provider>, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    for d in &loaded.mcp_servers {
+        let Some(o) = d.auth.oauth() else { continue };
+        let at = format!("mcp.{}", d.name);
+        let resource = url_at(src, format!("{at}.url"), &d.url, &mut problems);
+        let client = o.client_id.as_ref().map(|id| StaticClient {
+            client_id: resolve(src, &format!("{at}.client_id"), id, &mut problems),
+            client_secret: o.client_secret.as_ref().map(|s| {
+                SecretString::from(resolve(
+                    src,
+                    &format!("{at}.client_secret"),
+                    s,
+                    &mut problems,
+                ))
+            }),
+        });
+        out.push(Provider {
+            name: d.name.clone(),
+            kind: ProviderKind::Mcp { resource },
+            scopes: o.scopes.clone(),
+            client,
+        });
+    }
+    for d in &loaded.oauth_providers {
+        let at = format!("oauth.{}", d.name);
+        let authorize_url = url_at(
+            src,
+            format!("{at}.authorize_url"),
+            &d.authorize_url,
+            &mut problems,
+        );
+        let token_url = url_at(src, format!("{at}.token_url"), &d.token_url, &mut problems);
+        let client = StaticClient {
+            client_id: resolve(src, &format!("{at}.client_id"), &d.client_id, &mut problems),
+            client_secret: d.client_secret.as_ref().map(|s| {
+                SecretString::from(resolve(
+                    src,
+                    &format!("{at}.client_secret"),
+                    s,
+                    &mut problems,
+                ))
+            }),
+        };
+        out.push(Provider {
+            name: d.name.clone(),
+            kind: ProviderKind::Declared {
+                authorize_url,
+                token_url,
+            },
+            scopes: d.scopes.clone(),
+            client: Some(client),
+        });
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+impl Settings {
+    /// The flows of the deployment's per-person providers under
+    /// `public_url`; `None` when none is declared or the backend keeps no
+    /// connections (no key to seal them with).
+    pub fn connector(
+        &self,
+        backend: &Backend,
+        public_url: &str,
+    ) -> Result<Option<Arc<Connector>>, SettingsError> {
+        let Some(store) = &backend.connections else {
+            if !self.oauth_providers.is_empty() {
+                tracing::warn!("{}", baton_core::store::connections::NOT_CONFIGURED);
+            }
+            return Ok(None);
+        };
+        if self.oauth_providers.is_empty() {
+            return Ok(None);
+        }
+        let invalid = |message: String| SettingsError::Invalid {
+            name: "BATON_PUBLIC_URL",
+            message,
+        };
+        let url = Url::parse(public_url).map_err(|e| invalid(e.to_string()))?;
+        let connector = Connector::new(
+            self.oauth_providers.clone(),
+            &url,
+            Arc::new(baton_connect::StoredClients(store.clone())),
+        )
+        .map_err(invalid)?;
+        Ok(Some(Arc::new(connector)))
+    }
+
+    /// The per-person credentials tools use (the worker), over the
+    /// backend's connection store; `None` as for [`Settings::connector`].
+    pub fn credentials(
+        &self,
+        backend: &Backend,
+        public_url: &str,
+    ) -> Result<Option<Arc<ConnectionVault>>, SettingsError> {
+        let (Some(store), Some(connector)) =
+            (&backend.connections, self.connector(backend, public_url)?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(ConnectionVault::new(
+            store.clone(),
+            connector,
+        ))))
+    }
+}
