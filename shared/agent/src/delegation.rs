@@ -323,6 +323,45 @@ mod tests {
     }
 
     #[test]
+    fn a_child_acts_for_its_parents_person_as_it_was_when_delegating() {
+        let a = agents();
+        let origin = Origin::Slack {
+            team_id: "T1".into(),
+            channel: "C1".into(),
+            thread_ts: "1.0".into(),
+            user: "U1".into(),
+            channel_type: None,
+        };
+        let mut parent = Task::new(
+            TaskId::generate(),
+            "default",
+            origin,
+            None,
+            Limits::default(),
+            0,
+        );
+        // A second person wrote in the thread: the parent serves them.
+        parent.speaker = Some("U2".into());
+        let child = child_task(&parent, a.resolve("researcher"), "call_1", Instant(1_000));
+        let u2 = baton_core::connection::PersonKey::new("T1", "U2");
+        assert_eq!(child.acting_for(), Some(u2.clone()));
+        // And a grandchild too, whatever its parent's origin says.
+        let grandchild = child_task(&child, a.resolve("researcher"), "call_2", Instant(2_000));
+        assert_eq!(grandchild.acting_for(), Some(u2));
+        // A parent acting for nobody has children acting for nobody.
+        let http = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        let child = child_task(&http, a.resolve("researcher"), "call_1", Instant(1_000));
+        assert_eq!(child.acting_for(), None);
+    }
+
+    #[test]
     fn spec_lists_delegates_only_for_agents_that_may() {
         let a = agents();
         let spec = delegate_spec(a.resolve("default"), &a).unwrap();

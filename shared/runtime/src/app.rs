@@ -239,6 +239,10 @@ impl AppBuilder {
         if let Some(connections) = &backend.connections {
             worker = worker.with_connections(connections.clone());
         }
+        // Per-person tools call with each person's token (#24).
+        if let Some(credentials) = settings.credentials(&backend, &public_url)? {
+            worker = worker.with_credentials(credentials);
+        }
         // One exporter for both handlers (`baton dev` runs them together).
         let export = crate::telemetry::span_export(&settings)?;
         if let Some(export) = &export {

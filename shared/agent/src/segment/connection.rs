@@ -530,6 +530,145 @@ mod tests {
         assert_eq!(prompts(&w).len(), 1, "not asked again");
     }
 
+    /// A per-person MCP server `docs`: listed with `docs__search` for a
+    /// connected person, else with `docs__connect` only.
+    struct Docs(Arc<FakeCredentials>);
+
+    fn listed(name: &str, remote: &str) -> baton_core::ListedTool {
+        baton_core::ListedTool {
+            server: "docs".into(),
+            remote_name: remote.into(),
+            spec: ToolSpec {
+                name: name.into(),
+                description: String::new(),
+                input_schema: json!({"type": "object"}),
+            },
+            repeatable: true,
+            needs_approval: false,
+        }
+    }
+
+    /// `docs__connect` or `docs__search`, answering as the call's person.
+    struct DocsTool(bool);
+
+    #[async_trait]
+    impl Tool for DocsTool {
+        fn spec(&self) -> ToolSpec {
+            let name = if self.0 {
+                "docs__connect"
+            } else {
+                "docs__search"
+            };
+            listed(name, "").spec
+        }
+        async fn call(&self, _: Value, ctx: &ToolContext) -> ToolOutput {
+            match ctx.bearer("docs").await {
+                Ok((person, _)) if self.0 => ToolOutput::ok(format!("connected as {person}")),
+                Ok((person, _)) => ToolOutput::ok(format!("found as {person}")),
+                Err(e) => ToolOutput::of_credential_error(&e),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl baton_core::RemoteTools for Docs {
+        async fn list(&self, _: &[&str]) -> baton_core::ToolListing {
+            baton_core::ToolListing::default()
+        }
+        async fn list_for(
+            &self,
+            _: &[&str],
+            person: Option<&PersonKey>,
+            credentials: Option<Arc<dyn Credentials>>,
+        ) -> baton_core::ToolListing {
+            let connected = match (person, credentials) {
+                (Some(p), Some(c)) => c.bearer(p, "docs").await.is_ok(),
+                _ => false,
+            };
+            let tool = if connected {
+                listed("docs__search", "search")
+            } else {
+                listed("docs__connect", "")
+            };
+            baton_core::ToolListing {
+                tools: vec![tool],
+                ..Default::default()
+            }
+        }
+        fn tool(&self, listed: &baton_core::ListedTool) -> Option<Arc<dyn Tool>> {
+            let _ = &self.0;
+            Some(Arc::new(DocsTool(listed.is_connect())))
+        }
+    }
+
+    #[tokio::test]
+    async fn connecting_a_per_person_server_lists_its_tools_for_the_task() {
+        let credentials = Arc::new(FakeCredentials::default());
+        let store = ConnectionStore::new(Arc::new(MemoryTable::default()), Arc::new(TestSealer));
+        let (c, s) = (credentials.clone(), store.clone());
+        let docs = Arc::new(Docs(credentials.clone()));
+        let h = Harness::build(
+            |a| a.tools = Some(vec!["mcp:docs".into()]),
+            Vec::new(),
+            crate::WorkerSettings::default(),
+            move |w| {
+                w.with_credentials(c)
+                    .with_connections(s)
+                    .with_remote_tools(docs)
+            },
+        );
+        let call = |id: &str, name: &str| Completion {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: json!({}),
+            }],
+            ..Completion::default()
+        };
+        h.llm
+            .then(call("k", "docs__connect"))
+            .then(call("s", "docs__search"));
+        let id = h.task_from(slack("U1"), "search my docs").await;
+        let first = h.run(&id, roomy()).await;
+        assert_eq!(first, SegmentEnd::Waiting, "{:#?}", h.transcript(&id).await);
+        let offered = |n: usize| {
+            h.llm.requests.lock().map_or(Vec::new(), |r| {
+                r[n].tools
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert!(offered(0).contains(&"docs__connect".to_owned()));
+        let person = PersonKey::new("T1", "U1");
+        credentials.connect(&person, "docs");
+        let lifted = h
+            .store
+            .update(&id, None, |t| {
+                t.stop_waiting();
+                Ok(Some(Vec::new()))
+            })
+            .await;
+        assert!(lifted.is_ok());
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        let tools = offered(1);
+        assert!(tools.contains(&"docs__search".to_owned()), "{tools:?}");
+        assert!(!tools.contains(&"docs__connect".to_owned()), "{tools:?}");
+        let results: Vec<String> = h
+            .transcript(&id)
+            .await
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EntryKind::ToolResult { content, .. } => Some(content),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results, ["connected as T1:U1", "found as T1:U1"]);
+    }
+
     #[tokio::test]
     async fn unconnected_by_the_expiry_the_model_is_told() {
         let w = world(Duration::from_secs(1));

@@ -57,12 +57,16 @@ impl Segment<'_> {
         let batch = plan(&self.turn(step), pending).batch();
         // Nothing marked started (every call safe to repeat), nothing to
         // wait for, no approval decided: the calls run, or are answered.
-        let safe = batch.started.is_empty() && batch.wait.is_none() && batch.decided.is_empty();
+        let safe = batch.started.is_empty()
+            && batch.retried.is_empty()
+            && batch.wait.is_none()
+            && batch.decided.is_empty();
         safe.then_some(batch)
     }
 
     /// Runs a safe turn's calls, then writes the model's `message` and
-    /// every result in one commit.
+    /// every result in one commit; but for a call that needs its person to
+    /// connect an account first: that one waits ([`super::connection`]).
     pub(super) async fn run_safe_turn(
         &mut self,
         message: EntryKind,
@@ -87,7 +91,15 @@ impl Segment<'_> {
         let clock = Instant::now();
         let mut running = self.start_calls(step, turn.runnable).await;
         let mut ran = Vec::new();
+        let (mut needs, mut connected) = (Vec::new(), Vec::new());
         while let Some((call, output, started)) = running.next().await {
+            if let Some(provider) = output.needs_connection {
+                needs.push((call, provider));
+                continue;
+            }
+            if !output.is_error {
+                connected.extend(super::listing::connect_server(&self.transcript, &call.name));
+            }
             self.show_call(&call, super::tools::ended_state(&output))
                 .await;
             entries.push(result_entry(step, &call, output, max_chars, guard));
@@ -106,6 +118,13 @@ impl Segment<'_> {
                 result: &entries[*at],
             };
             self.events.emit(&self.task, answered);
+        }
+        if !connected.is_empty() {
+            connected.dedup();
+            self.relist_connected(connected).await?;
+        }
+        if !needs.is_empty() {
+            return self.wait_for_connection(step, needs).await;
         }
         self.advise_after_tool_errors().await?;
         Ok(None)
