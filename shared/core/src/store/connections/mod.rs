@@ -73,6 +73,10 @@ pub enum ConnectionError {
     /// A connect request that cannot be started or claimed.
     #[error(transparent)]
     Refused(#[from] ConnectRefused),
+    /// A person or provider name that cannot be part of a key (empty, or
+    /// with `#`, which separates the parts of keys).
+    #[error("`{0}` cannot name a connection")]
+    InvalidName(String),
 }
 
 /// When [`ConnectionStore::put`] applies.
@@ -281,6 +285,13 @@ impl ConnectionStore {
         condition: PutCondition,
         now: Instant,
     ) -> Result<u64, ConnectionError> {
+        // `#` separates key parts: ("a#b", "c") and ("a", "b#c") would
+        // share a partition.
+        for name in [&person.workspace, &person.user, &provider.to_owned()] {
+            if name.is_empty() || name.contains('#') {
+                return Err(ConnectionError::InvalidName(name.clone()));
+            }
+        }
         let plain = serde_json::to_vec(&SealedTokens {
             access_token: tokens.access_token.expose_secret().to_owned(),
             refresh_token: tokens

@@ -146,6 +146,31 @@ async fn puts_are_conditional() {
 }
 
 #[tokio::test]
+async fn names_that_could_share_a_key_are_refused() {
+    let (store, table) = store();
+    for (person, provider) in [
+        (PersonKey::new("T1#x", "U1"), "gh"),
+        (PersonKey::new("T1", "U#1"), "gh"),
+        (PersonKey::new("T1", "U1"), "g#h"),
+        (PersonKey::new("T1", "U1"), ""),
+    ] {
+        assert!(matches!(
+            store
+                .put(
+                    &person,
+                    provider,
+                    &tokens("t"),
+                    PutCondition::Replace,
+                    Instant(1)
+                )
+                .await,
+            Err(ConnectionError::InvalidName(_))
+        ));
+    }
+    assert!(table.keys().is_empty());
+}
+
+#[tokio::test]
 async fn one_refresher_holds_the_lease_until_it_stores_or_the_lease_expires() {
     let (store, _) = store();
     let p = alice();
