@@ -204,6 +204,16 @@ impl ConnectionVault {
             if !was_rejected && !expiring {
                 return Ok(stored.tokens.access_token);
             }
+            // Without a refresh token, a token not yet expired is used
+            // to its end; then (or once rejected) the person is asked
+            // again.
+            let expired = stored
+                .tokens
+                .expires_at
+                .is_some_and(|at| at <= Instant::now());
+            if stored.tokens.refresh_token.is_none() && !was_rejected && !expired {
+                return Ok(stored.tokens.access_token);
+            }
             match self.refresh(person, provider, &stored).await? {
                 Step::Token(t) => return Ok(t),
                 Step::Wait => tokio::time::sleep(WAIT_STEP).await,

@@ -422,3 +422,39 @@ async fn a_rejected_token_is_refreshed_and_a_refused_refresh_forgets_the_connect
     assert!(matches!(e, CredentialError::NotConnected { .. }), "{e}");
     assert!(store.get(&alice(), "api").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn without_a_refresh_token_a_token_is_used_to_its_end_then_forgotten() {
+    let server = MockServer::start().await;
+    let store = store();
+    let put = |access: &str, expires_in: Option<Duration>, at: Instant| Tokens {
+        access_token: SecretString::from(access.to_owned()),
+        refresh_token: None,
+        expires_at: expires_in.map(|d| at.saturating_add(d)),
+        scopes: vec![],
+    };
+    let tokens = put("at-short", Some(Duration::from_secs(30)), Instant::now());
+    store
+        .put(
+            &alice(),
+            "api",
+            &tokens,
+            PutCondition::Replace,
+            Instant::now(),
+        )
+        .await
+        .unwrap();
+    let vault = ConnectionVault::new(store.clone(), connector(vec![declared(&server)], &store));
+    // Expiring within the refresh margin, but not expired: still used.
+    assert_eq!(
+        vault.bearer(&alice(), "api").await.unwrap().expose_secret(),
+        "at-short"
+    );
+    // Rejected, with nothing to refresh it with: asked again.
+    let e = vault
+        .rejected(&alice(), "api", &SecretString::from("at-short"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, CredentialError::NotConnected { .. }), "{e}");
+    assert!(store.get(&alice(), "api").await.unwrap().is_none());
+}
