@@ -441,20 +441,30 @@ async fn an_expired_token_is_refreshed_and_a_revoked_one_asks_again(backend: Bac
         "refreshed, not connected again: {counts}"
     );
 
-    // alice revokes Baton at the provider: asked again, alone.
+    // alice revokes Baton at the provider: her token is refused, cannot
+    // be refreshed, and the model is offered only `acme__connect` again;
+    // calling it asks her again, alone.
     server.revoke("alice").await;
     let seen = ephemerals(&app).len();
-    let c = slack_task(&app, "U1", "1700000500.000300", WHOAMI).await;
+    let c = slack_task(&app, "U1", "1700000500.000300", CONNECT).await;
     let (_, again) = connect_prompt(&app, "U1", seen).await;
     assert_ne!(again, link, "a new state");
     waits_for_connection(&app, &c, "acme").await;
     connect_as(&server, "alice", &again).await;
+    succeeded(&app, &c).await;
+    let d = slack_task(&app, "U1", "1700000500.000400", WHOAMI).await;
     assert!(
-        succeeded(&app, &c).await.ends_with("said: you are alice"),
+        succeeded(&app, &d).await.ends_with("said: you are alice"),
         "{}",
-        app.task(&c).await
+        app.task(&d).await
     );
-    secrets_show_nowhere(&app, &server, &[a, b, c]).await;
+    assert_eq!(
+        server.counts().await["codes_issued"],
+        2,
+        "{}",
+        server.counts().await
+    );
+    secrets_show_nowhere(&app, &server, &[a, b, c, d]).await;
 }
 
 /// A Connect link followed to the provider but brought back by another
@@ -640,9 +650,9 @@ async fn connections_are_listed_and_revoked(backend: Backend) {
         .unwrap();
     assert_eq!(r.status(), 401, "the listing needs the API token");
 
-    // U1 is asked to connect again.
+    // U1 is offered only `acme__connect` again, and asked to connect.
     let seen = ephemerals(&app).len();
-    let id = slack_task(&app, "U1", "1700000700.000400", WHOAMI).await;
+    let id = slack_task(&app, "U1", "1700000700.000400", CONNECT).await;
     connect_prompt(&app, "U1", seen).await;
     waits_for_connection(&app, &id, "acme").await;
 }
