@@ -17,7 +17,8 @@ if [ ! -x "$venv/bin/moto_server" ] || [ ! -x "$venv/bin/cfn-lint" ]; then
 fi
 
 # MCP servers the e2e tests run Baton's MCP client against (tests/e2e/common/mcp.rs):
-# tests/fixtures/mcp/tracker_server.py on the Python SDK (mcp 2.x: MCPServer)...
+# tests/fixtures/mcp/tracker_server.py on the Python SDK (mcp 2.x: MCPServer),
+# and tests/fixtures/oauth/server.py on its auth support (per-person connections)...
 if ! "$venv/bin/python" -c 'import mcp.server.mcpserver' 2>/dev/null; then
   echo "== installing mcp (the Python MCP SDK) into $venv"
   "$venv/bin/pip" install --quiet 'mcp>=2.3,<3'

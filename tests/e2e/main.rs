@@ -39,6 +39,7 @@ mod capacity;
 mod cli;
 mod commands;
 mod configuration;
+mod connections;
 mod connections_cli;
 mod console;
 mod conversation_summaries;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod mcp;
+pub(crate) mod oauth;
 
 use baton_llm::mock::MockLlmServer;
 use baton_slack::signature::SigningSecret;
