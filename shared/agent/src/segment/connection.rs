@@ -199,40 +199,55 @@ impl Segment<'_> {
 
     /// Tells the wait's person alone to connect, once (a retry after a
     /// crash that may have shown it does not show it again): in the Slack
-    /// thread, an ephemeral only they see. Elsewhere the link is in the
-    /// task's `waiting_for`, for the client that made it.
+    /// thread, an ephemeral only they see; for a task with no thread that
+    /// acts for a Slack person (a schedule's), in that person's direct
+    /// messages with the app. Elsewhere the link is in the task's
+    /// `waiting_for`, for the client that made it.
     async fn tell_to_connect(&mut self, wait: &ConnectionWait) -> Result<(), WorkerError> {
         let Some(notices) = self.deps.notices.clone() else {
             return Ok(());
         };
-        let Origin::Slack {
-            team_id,
-            channel,
-            thread_ts,
-            ..
-        } = &self.task.origin
-        else {
-            return Ok(());
+        let place = match &self.task.origin {
+            Origin::Slack {
+                team_id,
+                channel,
+                thread_ts,
+                ..
+            } if team_id == &wait.person.workspace => Some((channel.clone(), thread_ts.clone())),
+            Origin::Slack { .. } => return Ok(()),
+            // No thread: a Slack person's own DM (an API person has none).
+            Origin::Http if self.task.schedule_person().is_some() => None,
+            Origin::Http => return Ok(()),
         };
-        if team_id != &wait.person.workspace {
-            return Ok(());
-        }
-        let (channel, thread_ts) = (channel.clone(), thread_ts.clone());
         let key = format!(
             "{}:connect:{}:{}",
             self.task.id, wait.call_id, wait.person.user
         );
         let post = self.begin_post(key).await?;
         if !post.maybe_posted {
-            let shown = notices
-                .connect_prompt(
-                    &channel,
-                    &wait.person.user,
-                    Some(&thread_ts),
-                    &wait.provider,
-                    &wait.url,
-                )
-                .await;
+            let shown = match &place {
+                Some((channel, thread_ts)) => {
+                    notices
+                        .connect_prompt(
+                            channel,
+                            &wait.person.user,
+                            Some(thread_ts),
+                            &wait.provider,
+                            &wait.url,
+                        )
+                        .await
+                }
+                None => {
+                    let text = format!(
+                        "A scheduled task needs to act as you with `{}`: <{}|connect your account>.",
+                        wait.provider, wait.url
+                    );
+                    notices
+                        .post(&wait.person.user, None, &text)
+                        .await
+                        .map(|_| ())
+                }
+            };
             if let Err(e) = shown {
                 // Logged without the link: the status still shows it.
                 tracing::warn!(task_id = %self.task.id, provider = %wait.provider, error = %e,
@@ -362,6 +377,19 @@ mod tests {
             _: &str,
         ) -> Result<(), NoticeError> {
             Ok(())
+        }
+        /// A direct message (the channel is the person): recorded with
+        /// `dm` as its provider and the text as its URL.
+        async fn post(
+            &self,
+            channel: &str,
+            _: Option<&str>,
+            text: &str,
+        ) -> Result<String, NoticeError> {
+            if let Ok(mut p) = self.0.lock() {
+                p.push((channel.into(), channel.into(), "dm".into(), text.into()));
+            }
+            Ok("1.0".into())
         }
         async fn connect_prompt(
             &self,
@@ -754,5 +782,33 @@ mod tests {
         w.h.run(&id, roomy()).await;
         let result = result_of(&w.h.transcript(&id).await);
         assert_eq!(result.as_deref(), Some("filed as api:alice"));
+    }
+
+    /// A schedule's task has no thread: its creator is told in their
+    /// direct messages with the app, once, and nobody else.
+    #[tokio::test]
+    async fn a_schedules_task_asks_its_creator_in_their_direct_messages() {
+        let w = world(Duration::from_secs(3600));
+        w.h.llm.then(gh_call());
+        let id = w.h.task("file the weekly bug").await;
+        let owned =
+            w.h.store
+                .update(&id, None, |t| {
+                    t.schedule_owner = Some("slack:T1:U7".into());
+                    Ok(Some(Vec::new()))
+                })
+                .await;
+        assert!(owned.is_ok());
+        let url = waits_for_connection(&w, &id).await;
+        let shown = prompts(&w);
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        let (channel, _, kind, text) = &shown[0];
+        assert_eq!((channel.as_str(), kind.as_str()), ("U7", "dm"));
+        assert!(text.contains(&url), "{text}");
+        connected(&w, &id, &PersonKey::new("T1", "U7")).await;
+        w.h.run(&id, roomy()).await;
+        let result = result_of(&w.h.transcript(&id).await);
+        assert_eq!(result.as_deref(), Some("filed as T1:U7"));
+        assert_eq!(prompts(&w).len(), 1, "told once");
     }
 }
