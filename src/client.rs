@@ -489,6 +489,30 @@ fn describe_event(e: &Value, how: Follow) -> Option<String> {
     Some(format!("{seq:>4} {at} {what}"))
 }
 
+/// Six columns of text, each as wide as its widest cell (the last one
+/// left ragged), the header first: the CLI's listings.
+pub(crate) fn columns(header: [&str; 6], rows: &[[String; 6]]) -> String {
+    let mut widths = header.map(str::len);
+    for r in rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 6]| -> String {
+        let mut out = String::new();
+        for (cell, w) in cells.iter().zip(widths).take(5) {
+            out.push_str(&format!("{cell:<w$}  "));
+        }
+        out.push_str(cells[5]);
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header);
+    for r in rows {
+        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
+    }
+    out
+}
+
 pub(crate) fn short(s: &str) -> String {
     let one_line = s.replace('\n', " ");
     if one_line.chars().count() > 100 {

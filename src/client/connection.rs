@@ -119,25 +119,7 @@ fn render_table(connections: &[Value]) -> String {
         "EXPIRES",
         "SCOPES",
     ];
-    let mut widths = header.map(str::len);
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: [&str; 6]| -> String {
-        let mut out = String::new();
-        for (cell, w) in cells.iter().zip(widths).take(5) {
-            out.push_str(&format!("{cell:<w$}  "));
-        }
-        out.push_str(cells[5]);
-        out.trim_end().to_owned() + "\n"
-    };
-    let mut out = line(header);
-    for r in &rows {
-        out.push_str(&line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]));
-    }
-    out
+    super::columns(header, &rows)
 }
 
 #[cfg(test)]

@@ -199,6 +199,14 @@ impl ConnectionStore {
     }
 
     async fn read(&self, key: &Key) -> Result<Option<(ConnectionData, u64)>, ConnectionError> {
+        self.read_item(key).await
+    }
+
+    /// An item's JSON body and version, if it exists.
+    async fn read_item<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &Key,
+    ) -> Result<Option<(T, u64)>, ConnectionError> {
         match self.table().get(key).await? {
             None => Ok(None),
             Some(item) => {

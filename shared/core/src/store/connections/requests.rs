@@ -73,13 +73,7 @@ fn verifier_context(state_hash: &str) -> String {
 
 impl ConnectionStore {
     async fn read_request(&self, key: &Key) -> Result<Option<(RequestData, u64)>, ConnectionError> {
-        match self.table().get(key).await? {
-            None => Ok(None),
-            Some(item) => {
-                let data = serde_json::from_str(&item.data).map_err(|e| corrupt(key, e))?;
-                Ok(Some((data, item.version)))
-            }
-        }
+        self.read_item(key).await
     }
 
     async fn write_request(
