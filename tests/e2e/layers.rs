@@ -150,9 +150,9 @@ const NOT_IN_INGEST: &[&str] = &[
     "baton-llm",
     "baton-tools",
     "baton-embedded",
-    // MCP, both sides: its client (and the JSON Schema validation of tool
-    // arguments) is the worker's, its server side the `mcp` function's.
-    "rmcp",
+    // The JSON Schema validation of tool arguments is the worker's. (rmcp
+    // is checked by feature below: the ingest may link its OAuth
+    // discovery and registration, for the Connect routes, not its server.)
     "jsonschema",
     // Policies are decided in the worker; the Cedar engine would weigh on
     // the ingest's binary size and cold start.
@@ -240,22 +240,43 @@ fn the_ingest_lambda_links_no_worker_side() {
         wrong.join("\n  ")
     );
     // The `mcp` function is the ingest with rmcp's server side, no more.
-    let not_in_mcp: Vec<&str> = NOT_IN_INGEST
-        .iter()
-        .copied()
-        .filter(|c| *c != "rmcp")
-        .collect();
-    let wrong = reaches("mcp", &not_in_mcp);
+    let wrong = reaches("mcp", NOT_IN_INGEST);
     assert!(
         wrong.is_empty(),
         "the mcp Lambda's resolved dependencies reach the worker side:\n  {}",
         wrong.join("\n  ")
     );
-    assert_eq!(
-        reaches("mcp", &["rmcp"]).len(),
-        1,
-        "the mcp Lambda serves MCP"
+    let server = |package: &str| {
+        rmcp_features(package)
+            .split(',')
+            .any(|f| f == "server" || f.starts_with("transport-streamable-http-server"))
+    };
+    assert!(server("mcp"), "the mcp Lambda serves MCP");
+    assert!(
+        !server("ingest"),
+        "the ingest Lambda links rmcp's server side ({}): `/mcp` is the mcp function's",
+        rmcp_features("ingest")
     );
+}
+
+/// The features `package`'s build resolves rmcp with (comma-separated;
+/// empty when it does not link rmcp).
+fn rmcp_features(package: &str) -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(["tree", "--offline", "-p", package, "-e", "normal"])
+        .args(["--target", "x86_64-unknown-linux-gnu", "--prefix", "none"])
+        .args(["--format", "{p} {f}", "-i", "rmcp"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    // Not linked: cargo tree says no package matched and fails.
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// What neither Lambda function links, though `baton` does: what a
