@@ -294,3 +294,48 @@ fn the_dashboard_shows_tasks_model_calls_and_queues() {
         );
     }
 }
+
+/// Every route of the ingest handler is routed by the API to a function
+/// that serves it: a route without an event would answer 404 on AWS only.
+#[test]
+fn every_route_of_the_handler_has_an_api_event() {
+    let t = template();
+    let mut events: Vec<(String, String)> = Vec::new();
+    for resource in t["Resources"]
+        .as_object()
+        .into_iter()
+        .flat_map(|r| r.values())
+    {
+        for event in resource["Properties"]["Events"]
+            .as_object()
+            .into_iter()
+            .flat_map(|e| e.values())
+        {
+            if event["Type"] == "HttpApi" {
+                let p = &event["Properties"];
+                let method = p["Method"].as_str().unwrap_or_default().to_owned();
+                let path = p["Path"].as_str().unwrap_or_default().to_owned();
+                events.push((method, path));
+            }
+        }
+    }
+    // `{id}` and `{task_id}` are the same route to API Gateway.
+    let shape = |path: &str| -> String {
+        path.split('/')
+            .map(|s| if s.starts_with('{') { "{}" } else { s })
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let missing: Vec<String> = baton_ingest::route_table()
+        .filter(|(method, path)| {
+            !events
+                .iter()
+                .any(|(m, p)| m.eq_ignore_ascii_case(method) && shape(p) == shape(path))
+        })
+        .map(|(method, path)| format!("{method} {path}"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "routes without an API event: {missing:?}"
+    );
+}

@@ -40,6 +40,7 @@ pub mod watch;
 pub use auth::ApiToken;
 pub use body::{Body, Delivery};
 pub use response::ApiError;
+pub use routes::route_table;
 
 use baton_core::{TaskStore, WorkQueue};
 use baton_settings::Agents;

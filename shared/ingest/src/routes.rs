@@ -63,6 +63,13 @@ const fn route(method: Method, path: &'static str, bearer: bool, handler: Handle
     }
 }
 
+/// Every route's method and path, as the table holds them: what a
+/// deployment must route to the handler (the SAM template's test checks
+/// each has an API event).
+pub fn route_table() -> impl Iterator<Item = (&'static str, &'static str)> {
+    ROUTES.iter().map(|r| (r.method.as_str(), r.path))
+}
+
 /// Every route of the ingest (docs/api.md).
 static ROUTES: &[Route] = &[
     route(Method::GET, "/healthz", false, Handler::Healthz),
