@@ -152,6 +152,7 @@ async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
             &task,
             vec![EntryKind::UserMessage {
                 text: "benchmark".into(),
+                from: None,
             }],
             None,
         )

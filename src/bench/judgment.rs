@@ -197,6 +197,7 @@ async fn run_task(lean: bool, result_bytes: usize, needs_plan: bool) -> anyhow::
             &task,
             vec![EntryKind::UserMessage {
                 text: REQUEST.into(),
+                from: None,
             }],
             None,
         )

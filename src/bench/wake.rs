@@ -46,6 +46,7 @@ impl LlmProvider for FirstRequest {
 fn history(n: usize) -> Vec<EntryKind> {
     let mut entries = vec![EntryKind::UserMessage {
         text: "Research the question and report.".into(),
+        from: None,
     }];
     let mut step = 0;
     while entries.len() + 3 <= n {
@@ -86,6 +87,7 @@ fn history(n: usize) -> Vec<EntryKind> {
     }
     entries.push(EntryKind::UserMessage {
         text: "And now the summary, please.".into(),
+        from: None,
     });
     entries
 }

@@ -233,9 +233,11 @@ async fn channel_thread_keeps_others_words_as_context(backend: Backend) {
     assert!(seen.contains("any-news?"), "{seen}");
 }
 
-/// A second person's message in a running task's thread reaches the task
-/// marked with its author.
-async fn a_second_persons_message_is_attributed(backend: Backend) {
+/// A second person's message in a running task's thread is their own
+/// turn: it never reaches the running task (nor switches whom it acts
+/// for); it waits behind it, then runs acting for its author, with the
+/// conversation so far.
+async fn a_second_persons_message_is_their_own_turn(backend: Backend) {
     let app = TestApp::spawn(Options {
         backend,
         ..Options::default()
@@ -259,43 +261,61 @@ async fn a_second_persons_message_is_attributed(backend: Backend) {
         assert!(started.elapsed() < LONG, "the task never called the model");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let first = store
+        .thread(&key)
+        .await
+        .unwrap()
+        .unwrap()
+        .active_task
+        .unwrap();
     send(
         &app,
         &mention("Ev2", "U2", "1700000201.000100", "also-check-the-db"),
     )
     .await;
-    let started = std::time::Instant::now();
-    loop {
-        let seen = last_request(&app);
-        if seen.contains("also-check-the-db") {
-            assert!(seen.contains("[from <@U2>] also-check-the-db"), "{seen}");
-            // The model knows them by name (users.info, cached).
-            let system = app.llm.received().last().unwrap().system.clone();
-            assert!(
-                system.contains("<@U1> is Alice, who asked for this task"),
-                "{system}"
-            );
-            assert!(system.contains("<@U2> is Bob"), "{system}");
-            break;
-        }
-        assert!(
-            started.elapsed() < LONG,
-            "the steering message never reached the model"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let thread = store.thread(&key).await.unwrap().unwrap();
-    let id = thread.active_task.unwrap().to_string();
-    let t = app.wait_done(&id, LONG).await;
+    let t = app.wait_done(first.as_str(), LONG).await;
     assert_eq!(t["status"], "succeeded", "{t}");
-    // Memory, schedules and budgets followed U2 for the turns answering U2.
-    let task = store
-        .get(&baton_core::TaskId::parse(&id).unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(task.speaker.as_deref(), Some("U2"));
-    assert!(matches!(task.serving(), baton_core::Origin::Slack { user, .. } if user == "U2"));
+    // The second turn: a task of its own on the conversation.
+    let started = std::time::Instant::now();
+    let second = loop {
+        let thread = store.thread(&key).await.unwrap().unwrap();
+        match thread.active_task {
+            Some(id) if id != first => break id,
+            _ => {}
+        }
+        assert!(started.elapsed() < LONG, "the second turn never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let t = app.wait_done(second.as_str(), LONG).await;
+    assert_eq!(t["status"], "succeeded", "{t}");
+    let first_task = store.get(&first).await.unwrap().unwrap();
+    let second_task = store.get(&second).await.unwrap().unwrap();
+    assert_eq!(
+        first_task.acting_for(),
+        Some(baton_core::connection::PersonKey::new("T1", "U1"))
+    );
+    assert_eq!(
+        second_task.acting_for(),
+        Some(baton_core::connection::PersonKey::new("T1", "U2"))
+    );
+    let requests = app.llm.received();
+    // The first task never saw it.
+    let of_first: Vec<_> = requests
+        .iter()
+        .filter(|r| !format!("{:?}", r.messages).contains("also-check-the-db"))
+        .collect();
+    assert!(!of_first.is_empty());
+    // The second sees the first exchange, and knows who asks.
+    let last = requests.last().unwrap();
+    let seen = format!("{:?}", last.messages);
+    assert!(seen.contains("also-check-the-db"), "{seen}");
+    assert!(seen.contains("#steps=4"), "the earlier turn: {seen}");
+    assert!(
+        last.system.contains("<@U2> is Bob, who asked for this task"),
+        "{}",
+        last.system
+    );
+    assert!(last.system.contains("<@U1> is Alice"), "{}", last.system);
 }
 
 mod embedded {
@@ -307,8 +327,8 @@ mod embedded {
     }
 
     #[tokio::test(flavor = "multi_thread")]
-    async fn a_second_persons_message_is_attributed() {
-        super::a_second_persons_message_is_attributed(Backend::Embedded).await;
+    async fn a_second_persons_message_is_their_own_turn() {
+        super::a_second_persons_message_is_their_own_turn(Backend::Embedded).await;
     }
 
     #[tokio::test(flavor = "multi_thread")]

@@ -290,7 +290,7 @@ mod streaming_function {
         let text = "hello".to_owned();
         stack
             .store
-            .create(&t, vec![EntryKind::UserMessage { text }], None)
+            .create(&t, vec![EntryKind::UserMessage { text, from: None }], None)
             .await
             .expect("create the task in moto");
         let path = format!("/tasks/{}/stream", t.id);
@@ -310,7 +310,7 @@ mod streaming_function {
         let text = "bye".to_owned();
         stack
             .store
-            .commit(&mut task, vec![EntryKind::UserMessage { text }])
+            .commit(&mut task, vec![EntryKind::UserMessage { text, from: None }])
             .await
             .expect("end the task");
         read_until(&s, &mut body, "event: end\n").await;

@@ -52,6 +52,7 @@ mod first_hour;
 mod fork_cli;
 mod forks;
 mod hostile_input;
+mod impersonation;
 mod http_tools;
 mod judgment;
 mod lambda_functions;

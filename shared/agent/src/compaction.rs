@@ -127,7 +127,7 @@ pub fn compact_requested(entries: &[Entry]) -> bool {
         .map_or(0, |p| p + 1);
     entries[after..]
         .iter()
-        .any(|e| matches!(&e.kind, EntryKind::UserMessage { text } if is_compact_command(text)))
+        .any(|e| matches!(&e.kind, EntryKind::UserMessage { text, .. } if is_compact_command(text)))
 }
 
 /// Whether the conversation, commands aside, ends with something the model
@@ -136,7 +136,7 @@ pub fn compact_requested(entries: &[Entry]) -> bool {
 /// or is empty.
 pub fn answer_needed(entries: &[Entry]) -> bool {
     let last = entries.iter().rev().find(|e| match &e.kind {
-        EntryKind::UserMessage { text } => !is_compact_command(text),
+        EntryKind::UserMessage { text, .. } => !is_compact_command(text),
         EntryKind::AssistantMessage { .. } | EntryKind::ToolResult { .. } => true,
         _ => false,
     });
@@ -213,7 +213,7 @@ pub fn compaction_plan(agent: &AgentConfig, entries: &[Entry]) -> Option<Compact
     // The request being worked on, when the kept tail does not show it.
     let tail_has_user = tail.iter().any(|(_, m)| matches!(m, Message::User { .. }));
     let latest = entries.iter().rev().find_map(|e| match &e.kind {
-        EntryKind::UserMessage { text } if e.seq <= through_seq && !is_compact_command(text) => {
+        EntryKind::UserMessage { text, .. } if e.seq <= through_seq && !is_compact_command(text) => {
             Some((e.seq, text))
         }
         _ => None,

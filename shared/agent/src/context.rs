@@ -208,7 +208,7 @@ pub fn latest_summary(entries: &[Entry]) -> Option<(&str, u64)> {
 /// message that is not a command.
 pub fn first_user_message(entries: &[Entry]) -> Option<(u64, &str)> {
     entries.iter().find_map(|e| match &e.kind {
-        EntryKind::UserMessage { text } if !is_compact_command(text) => {
+        EntryKind::UserMessage { text, .. } if !is_compact_command(text) => {
             Some((e.seq, text.as_str()))
         }
         _ => None,
@@ -221,7 +221,7 @@ pub fn conversation_after(entries: &[Entry], through_seq: Option<u64>) -> Vec<(u
     entries
         .iter()
         .filter(|e| through_seq.is_none_or(|s| e.seq > s))
-        .filter(|e| !matches!(&e.kind, EntryKind::UserMessage { text } if is_compact_command(text)))
+        .filter(|e| !matches!(&e.kind, EntryKind::UserMessage { text, .. } if is_compact_command(text)))
         .flat_map(|e| e.kind.to_messages().into_iter().map(move |m| (e.seq, m)))
         .collect()
 }
@@ -588,7 +588,7 @@ pub fn memory_query<'a>(request: &CompletionRequest, transcript: &'a [Entry]) ->
         return None;
     }
     let text = transcript.iter().rev().find_map(|e| match &e.kind {
-        EntryKind::UserMessage { text } if !is_compact_command(text) => Some(text.as_str()),
+        EntryKind::UserMessage { text, .. } if !is_compact_command(text) => Some(text.as_str()),
         _ => None,
     })?;
     let end = text
@@ -675,7 +675,7 @@ pub(crate) mod testkit {
         }
 
         pub(crate) fn user(&mut self, text: &str) -> u64 {
-            self.push(EntryKind::UserMessage { text: text.into() })
+            self.push(EntryKind::UserMessage { text: text.into(), from: None })
         }
 
         pub(crate) fn answer(&mut self, text: &str) -> u64 {

@@ -108,9 +108,9 @@ impl ContextCache {
                     self.summaries += 1;
                     self.messages = None;
                 }
-                EntryKind::UserMessage { text } if is_compact_command(text) => {}
+                EntryKind::UserMessage { text, .. } if is_compact_command(text) => {}
                 kind => {
-                    if let (None, EntryKind::UserMessage { text }) = (&self.first_user, kind) {
+                    if let (None, EntryKind::UserMessage { text, .. }) = (&self.first_user, kind) {
                         self.first_user = Some((
                             e.seq,
                             Message::User {
@@ -348,6 +348,7 @@ mod tests {
                 &mut entries,
                 EntryKind::UserMessage {
                     text: "the instructions".into(),
+                    from: None,
                 },
             );
             let mut cache = ContextCache::new(&a, &entries);
@@ -359,6 +360,7 @@ mod tests {
                         &mut entries,
                         EntryKind::UserMessage {
                             text: format!("and now {n}"),
+                            from: None,
                         },
                     );
                 }
@@ -377,6 +379,7 @@ mod tests {
                         &mut entries,
                         EntryKind::UserMessage {
                             text: "/compact".into(),
+                            from: None,
                         },
                     );
                 }
@@ -420,7 +423,7 @@ mod tests {
             let mut a = agent(window);
             a.context.keep_last_turns = 3;
             let mut entries = Vec::new();
-            push(&mut entries, EntryKind::UserMessage { text: "go".into() });
+            push(&mut entries, EntryKind::UserMessage { text: "go".into(), from: None });
             let mut cache = ContextCache::new(&a, &entries);
             let mut calls = 0u32;
             for n in 1..=300u32 {
@@ -430,6 +433,7 @@ mod tests {
                         &mut entries,
                         EntryKind::UserMessage {
                             text: format!("more {n}"),
+                            from: None,
                         },
                     ),
                     1 => push(

@@ -136,9 +136,10 @@ pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Instan
         task_id: parent.id.clone(),
         call_id: call_id.to_owned(),
         root_task_id: Some(parent.trace_root().clone()),
+        actor: Some(parent.actor()),
     });
-    // Sub-agents use their parent's person's connections, as the parent
-    // acts now (a second speaker included).
+    // A sub-agent acts for exactly its parent's person ([`Task::actor`]):
+    // principal, roles, connections, memory and budgets alike.
     task.user = parent.acting_for();
     task
 }
@@ -323,16 +324,17 @@ mod tests {
     }
 
     #[test]
-    fn a_child_acts_for_its_parents_person_as_it_was_when_delegating() {
+    fn a_child_acts_for_exactly_its_parents_person() {
         let a = agents();
         let origin = Origin::Slack {
             team_id: "T1".into(),
             channel: "C1".into(),
             thread_ts: "1.0".into(),
-            user: "U1".into(),
+            user: "U2".into(),
             channel_type: None,
         };
-        let mut parent = Task::new(
+        // A second person's own turn on the conversation, delegating.
+        let parent = Task::new(
             TaskId::generate(),
             "default",
             origin,
@@ -340,14 +342,28 @@ mod tests {
             Limits::default(),
             0,
         );
-        // A second person wrote in the thread: the parent serves them.
-        parent.speaker = Some("U2".into());
         let child = child_task(&parent, a.resolve("researcher"), "call_1", Instant(1_000));
         let u2 = baton_core::connection::PersonKey::new("T1", "U2");
         assert_eq!(child.acting_for(), Some(u2.clone()));
+        // Principal and tokens together: one actor.
+        assert_eq!(child.actor(), parent.actor());
         // And a grandchild too, whatever its parent's origin says.
         let grandchild = child_task(&child, a.resolve("researcher"), "call_2", Instant(2_000));
         assert_eq!(grandchild.acting_for(), Some(u2));
+        assert_eq!(grandchild.actor(), parent.actor());
+        // A schedule's HTTP task acts for its creator, and so do its
+        // children.
+        let mut fired = Task::new(
+            TaskId::generate(),
+            "default",
+            Origin::Http,
+            None,
+            Limits::default(),
+            0,
+        );
+        fired.schedule_owner = Some("slack:T9:U9".into());
+        let child = child_task(&fired, a.resolve("researcher"), "call_1", Instant(1_000));
+        assert_eq!(child.actor(), fired.actor());
         // A parent acting for nobody has children acting for nobody.
         let http = Task::new(
             TaskId::generate(),
@@ -359,6 +375,7 @@ mod tests {
         );
         let child = child_task(&http, a.resolve("researcher"), "call_1", Instant(1_000));
         assert_eq!(child.acting_for(), None);
+        assert_eq!(child.actor(), http.actor());
     }
 
     #[test]

@@ -2,37 +2,31 @@
 //! terms: the task says who is served and from where; [`baton_policy`]
 //! decides.
 
-use baton_core::{ChannelType, Origin as TaskOrigin, Task, ToolCall};
+use baton_core::{Actor, ChannelType, Origin as TaskOrigin, Task, ToolCall};
 use baton_policy::{Action, Origin, Policies, Principal, Request, Verdict};
 use chrono::{DateTime, Utc};
 
 /// The name of the deployment's one API token (`BATON_API_TOKEN`).
 const API_TOKEN: &str = "default";
 
-/// Whom `task` serves now ([`Task::serving`]): a Slack person, or the
-/// HTTP API's token, with `roles`, theirs ([`served`]). Crons and
-/// heartbeats carry their creator's origin.
+/// Whom `task` acts for ([`Task::actor`]), as the policies name them: a
+/// Slack person, or the HTTP API's token, with `roles`, theirs
+/// ([`served`]). A schedule's task acts for its creator; a sub-agent for
+/// its parent's person.
 pub(crate) fn principal(task: &Task, roles: &[String]) -> Principal {
     let roles = roles.to_vec();
-    match task.serving() {
-        TaskOrigin::Slack { team_id, user, .. } => Principal::User {
-            team: team_id,
-            user,
-            roles,
-        },
-        TaskOrigin::Http => Principal::Api {
+    match task.actor() {
+        Actor::Slack { team, user } => Principal::User { team, user, roles },
+        Actor::Api { .. } => Principal::Api {
             token: API_TOKEN.to_owned(),
             roles,
         },
     }
 }
 
-/// The person `task` serves, as the roles lookup names them.
+/// The person `task` acts for, as the roles lookup names them.
 pub(crate) fn served(task: &Task) -> baton_core::Person {
-    match task.serving() {
-        TaskOrigin::Slack { team_id, user, .. } => baton_core::Person::slack(team_id, user),
-        TaskOrigin::Http => baton_core::Person::api_default(),
-    }
+    task.actor().role_holder()
 }
 
 fn origin(task: &Task) -> Origin<'_> {

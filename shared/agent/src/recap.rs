@@ -7,21 +7,22 @@ use baton_core::recap::{Speaker, Turn};
 use baton_core::{approval, Entry, EntryKind, Task, TaskStore};
 
 /// This task's own turns: its user messages (not the carried ones) and
-/// its answer. The input is the requester's; later messages say who wrote
-/// them in their text when they came from someone else.
+/// its answer. Each message's Slack author is its recorded one
+/// ([`baton_core::Author`]); entries of earlier releases, which recorded
+/// none, are the requester's.
 pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
     let requester = approval::requester(task).map(str::to_owned);
     let mut turns: Vec<Turn> = transcript
         .iter()
         .filter(|e| e.seq >= task.carried)
         .filter_map(|e| match &e.kind {
-            EntryKind::UserMessage { text } if !crate::compaction::is_compact_command(text) => {
+            EntryKind::UserMessage { text, from } if !crate::compaction::is_compact_command(text) => {
                 Some(Turn {
                     speaker: Speaker::User,
-                    // A message from someone else says so in its text.
-                    author: requester
-                        .clone()
-                        .filter(|_| baton_core::task::author_of(text).is_none()),
+                    author: match from {
+                        Some(author) => author.slack_user().map(str::to_owned),
+                        None => requester.clone(),
+                    },
                     text: text.clone(),
                     at: e.at,
                 })
@@ -198,12 +199,14 @@ mod tests {
                 0,
                 EntryKind::UserMessage {
                     text: "carried earlier turn".into(),
+                    from: None,
                 },
             ),
             entry(
                 1,
                 EntryKind::UserMessage {
                     text: "what time is it in Berlin?".into(),
+                    from: None,
                 },
             ),
             entry(

@@ -204,20 +204,20 @@ impl MonthlyBudgets {
     }
 }
 
-/// Whose budgets a task spends: the person it serves; a schedule's task
-/// that posts nowhere (an HTTP task) spends its creator's, as it takes
-/// their concurrency slots. The origin made for that names no channel:
-/// only its workspace and user are read.
+/// Whose budgets a task spends: the person it acts for ([`Task::actor`]):
+/// a schedule's task that posts nowhere (an HTTP task) spends its
+/// creator's, as it takes their concurrency slots. The origin made for a
+/// person names no channel: only its workspace and user are read.
 fn budget_origin(task: &Task) -> Origin {
-    match (task.serving(), task.schedule_person()) {
-        (Origin::Http, Some((team, user))) => Origin::Slack {
-            team_id: team.to_owned(),
+    match task.actor() {
+        baton_core::Actor::Slack { team, user } => Origin::Slack {
+            team_id: team,
             channel: String::new(),
             thread_ts: String::new(),
-            user: user.to_owned(),
+            user,
             channel_type: None,
         },
-        (origin, _) => origin,
+        baton_core::Actor::Api { .. } => Origin::Http,
     }
 }
 

@@ -46,7 +46,7 @@ pub use ports::{
 };
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    always, approval, attachment, callback, connection, feedback, fork, judgment, lease, question,
+    always, approval, attachment, author, callback, connection, feedback, fork, judgment, lease, question,
     recap, sent_file, transcript, turn,
 };
 
@@ -71,9 +71,9 @@ pub use roles::{NoRoles, Person, RoleName, Roles, UsergroupMembers};
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
-    Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits,
-    Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread, Verdict,
-    WaitingFor,
+    Actor, Approval, Author, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits,
+    InboxMessage, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread,
+    Verdict, WaitingFor,
 };
 pub use thread::{EarlierMessage, HistoryError, ThreadHistory};
 pub use tool::{

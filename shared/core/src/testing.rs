@@ -317,7 +317,7 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
         store
             .create(
                 &task,
-                vec![crate::EntryKind::UserMessage { text: "hi".into() }],
+                vec![crate::EntryKind::UserMessage { text: "hi".into(), from: None }],
                 None,
             )
             .await

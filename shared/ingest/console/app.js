@@ -812,11 +812,15 @@
     };
   }
 
-  // Who wrote a user message: the requester, or the Slack user a
-  // `[from <@U…>]` mark names (someone else in the task's thread).
-  function userAuthor(text) {
-    const m = /^\[from <@([A-Za-z0-9]+)>\] ([\s\S]*)$/.exec(text);
-    return m ? { who: 'user <@' + m[1] + '>', text: m[2] } : { who: 'requester', text };
+  // Who wrote a user message, from the author recorded with it (never
+  // from its text): the requester (a task takes messages only from the
+  // person it acts for), a schedule, or the parent task's brief.
+  function userAuthor(from) {
+    if (from && typeof from === 'object') {
+      if (from.schedule) return 'schedule';
+      if (from.parent) return 'parent task';
+    }
+    return 'requester';
   }
 
   function eventItem(e) {
@@ -825,10 +829,9 @@
     const body = [];
     switch (e.type) {
       case 'user_message': {
-        const u = userAuthor(String(e.text || ''));
-        who = u.who;
+        who = userAuthor(e.from);
         kind = 'user';
-        body.push(el('div', { class: 'text' }, u.text));
+        body.push(el('div', { class: 'text' }, String(e.text || '')));
         break;
       }
       case 'assistant_message': {

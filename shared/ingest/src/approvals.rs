@@ -371,7 +371,7 @@ mod tests {
             always: None,
         });
         store
-            .create(&t, vec![EntryKind::UserMessage { text: "x".into() }], None)
+            .create(&t, vec![EntryKind::UserMessage { text: "x".into(), from: None }], None)
             .await
             .unwrap();
         let id = t.id.clone();

@@ -456,7 +456,7 @@ mod tests {
             expires_at,
         });
         store
-            .create(&t, vec![EntryKind::UserMessage { text: "x".into() }], None)
+            .create(&t, vec![EntryKind::UserMessage { text: "x".into(), from: None }], None)
             .await
             .unwrap();
         let request = ConnectRequest {

@@ -181,7 +181,7 @@ mod tests {
         );
         let text = "hi".to_owned();
         store
-            .create(&t, vec![EntryKind::UserMessage { text }], None)
+            .create(&t, vec![EntryKind::UserMessage { text, from: None }], None)
             .await
             .unwrap();
         let mut t = store.get(&t.id).await.unwrap().unwrap();
@@ -192,7 +192,7 @@ mod tests {
             }
             let text = format!("m{i}");
             store
-                .commit(&mut t, vec![EntryKind::UserMessage { text }])
+                .commit(&mut t, vec![EntryKind::UserMessage { text, from: None }])
                 .await
                 .unwrap();
         }

@@ -219,7 +219,7 @@ mod tests {
         );
         t.steps = 2;
         let entries = vec![
-            EntryKind::UserMessage { text: "go".into() },
+            EntryKind::UserMessage { text: "go".into(), from: None },
             assistant(1, "a"),
             EntryKind::ToolResult {
                 step: 1,
@@ -306,7 +306,10 @@ mod tests {
             (
                 0,
                 EntryKind::UserMessage {
-                    text: "instead".into()
+                    text: "instead".into(),
+                    from: Some(baton_core::Author::Person(baton_core::Actor::Api {
+                        person: None
+                    })),
                 }
             )
         );

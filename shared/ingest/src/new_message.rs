@@ -1,7 +1,9 @@
 //! `on_new_message`: what a message does to its conversation's running
 //! task (docs/conversations.md#a-new-message-while-a-task-runs).
 //!
-//! `steer` (the default) gives it to the running task ([`Ingest::steer`]);
+//! `steer` (the default) gives it to the running task ([`Ingest::steer`])
+//! when it is the message of the person that task acts for, and queues
+//! anyone else's as their own turn (a task acting for them);
 //! `queue` makes it a task that waits its turn ([`baton_core::turn`]);
 //! `interrupt` does the same and asks the running task to cancel;
 //! `reject` refuses it and changes nothing. A stop word, and the
@@ -12,7 +14,7 @@ use crate::response::ApiError;
 use crate::threads::{is_stop_word, slack_user, Submission};
 use crate::Ingest;
 use baton_core::store::Thread;
-use baton_core::{approval, turn, EntryKind, StoreError, Task, TaskId, Wake};
+use baton_core::{turn, EntryKind, StoreError, Task, TaskId, Wake};
 use baton_settings::OnNewMessage;
 use std::time::Duration;
 
@@ -34,24 +36,20 @@ pub(crate) enum Decision {
 
 impl Ingest {
     /// What the conversation's agent makes of `s`, a message on `thread`.
+    ///
+    /// A message from someone the running task does not act for
+    /// ([`Submission::is_for`]) never steers it: it is its author's own
+    /// turn, queued behind the running one under `steer` and `queue`, as
+    /// `interrupt` and `reject` say otherwise.
     pub(crate) async fn on_new_message(
         &self,
         thread: &Thread,
         s: &Submission,
     ) -> Result<Decision, ApiError> {
-        let diverts = self
-            .agents
-            .names()
-            .filter_map(|n| self.agents.get(n))
-            .any(|a| a.on_new_message != OnNewMessage::Steer);
-        if !diverts || is_stop_word(&s.text) {
+        if is_stop_word(&s.text) {
             return Ok(Decision::Steer);
         }
         let failed = |e: StoreError| ApiError::unavailable_on(Some(&thread.key), e);
-        let Some(behind) = turn::last_live(&self.store, thread).await.map_err(failed)? else {
-            // Nothing runs or waits on it: a new task, as ever.
-            return Ok(Decision::Steer);
-        };
         let running = match &thread.active_task {
             Some(id) => self
                 .store
@@ -61,7 +59,19 @@ impl Ingest {
                 .filter(|t| !t.status.is_terminal()),
             None => None,
         };
-        let author = slack_user(&s.origin);
+        let foreign = running.as_ref().is_some_and(|t| !s.is_for(t));
+        let diverts = self
+            .agents
+            .names()
+            .filter_map(|n| self.agents.get(n))
+            .any(|a| a.on_new_message != OnNewMessage::Steer);
+        if !diverts && !foreign {
+            return Ok(Decision::Steer);
+        }
+        let Some(behind) = turn::last_live(&self.store, thread).await.map_err(failed)? else {
+            // Nothing runs or waits on it: a new task, as ever.
+            return Ok(Decision::Steer);
+        };
         if let Some(t) = &running {
             // As `question::reply` finds it: asked, unanswered, not expired
             // (the worker may not be waiting for it yet).
@@ -70,7 +80,7 @@ impl Ingest {
                 .questions
                 .iter()
                 .any(|q| q.reply.is_none() && q.expires_at > now);
-            if asked && author == approval::requester(t) {
+            if asked && !foreign {
                 // The answer to its question, not a new message.
                 return Ok(Decision::Steer);
             }
@@ -84,6 +94,10 @@ impl Ingest {
             .map(|a| a.on_new_message)
             .unwrap_or_default();
         Ok(match mode {
+            OnNewMessage::Steer if foreign => Decision::Queue {
+                behind,
+                interrupt: None,
+            },
             OnNewMessage::Steer => Decision::Steer,
             OnNewMessage::Reject => Decision::Reject {
                 running: running.map_or(behind, |t| t.id),
@@ -98,7 +112,8 @@ impl Ingest {
                 let interrupt = match running {
                     Some(t) => {
                         let roles = self.roles_of_origin(&s.origin).await;
-                        self.may_stop(author, &roles, &t).then_some(t.id)
+                        self.may_stop(slack_user(&s.origin), &roles, &t)
+                            .then_some(t.id)
                     }
                     None => None,
                 };
@@ -121,7 +136,7 @@ impl Ingest {
             behind: behind.clone(),
         });
         task.summary = Some(baton_core::task::record::summary_of(&s.text));
-        task.inbox.push(s.text.clone());
+        task.inbox.push(s.inbox_message());
         for entry in &s.attachments {
             let pending =
                 baton_core::attachment::stash(self.store.blobs().as_ref(), &task.id, entry)

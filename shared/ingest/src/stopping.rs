@@ -305,10 +305,14 @@ pub(crate) mod tests {
         assert_eq!(out, Submitted::StopRefused(id.clone()));
         assert!(!s.store.get(&id).await.unwrap().unwrap().cancel_requested);
 
-        // Someone else's other messages still steer it.
-        let steer = from_slack("U2", "1700000000.000300", "use staging");
-        let out = s.ingest.submit_screened(steer).await.unwrap();
-        assert_eq!(out, Submitted::Steered(id.clone()));
+        // Someone else's other messages are their own turn, behind it.
+        let theirs = from_slack("U2", "1700000000.000300", "use staging");
+        let out = s.ingest.submit_screened(theirs).await.unwrap();
+        assert!(
+            matches!(&out, Submitted::Queued { behind, .. } if *behind == id),
+            "{out:?}"
+        );
+        assert!(s.store.get(&id).await.unwrap().unwrap().inbox.is_empty());
 
         // The requester's stop stops it.
         let stop = from_slack("U1", "1700000000.000400", "Stop!");

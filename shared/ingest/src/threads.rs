@@ -13,7 +13,7 @@ use crate::Ingest;
 use baton_core::input_guard::{self, GuardOutcome};
 use baton_core::recap::{Recap, Speaker, Turn};
 use baton_core::store::Thread;
-use baton_core::{approval, question};
+use baton_core::question;
 use baton_core::{
     Claim, Created, EntryKind, Instant, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
 };
@@ -52,6 +52,32 @@ pub(crate) struct Submission {
 }
 
 impl Submission {
+    /// Who wrote it, as the request's verified source says: the signed
+    /// Slack event's user, or the API's client and the person it named.
+    pub(crate) fn author(&self) -> baton_core::Actor {
+        match &self.origin {
+            Origin::Slack { team_id, user, .. } => baton_core::Actor::slack(team_id, user)
+                .unwrap_or(baton_core::Actor::Api { person: None }),
+            Origin::Http => baton_core::Actor::Api {
+                person: self.user.clone(),
+            },
+        }
+    }
+
+    /// Whether `task` acts for this message's author: only then may the
+    /// message steer it. Anyone else's message is a turn of their own.
+    pub(crate) fn is_for(&self, task: &Task) -> bool {
+        task.actor() == self.author()
+    }
+
+    /// The message as a running task's inbox holds it.
+    pub(crate) fn inbox_message(&self) -> baton_core::InboxMessage {
+        baton_core::InboxMessage::new(
+            self.text.clone(),
+            baton_core::Author::Person(self.author()),
+        )
+    }
+
     /// The request's claim on its dedupe key.
     fn claim(&self) -> Option<Claim<'_>> {
         self.dedupe_key.as_deref().map(|key| Claim {
@@ -256,6 +282,7 @@ impl Ingest {
             task.carried = first.len() as u64;
             first.push(EntryKind::UserMessage {
                 text: s.text.clone(),
+                from: Some(baton_core::Author::Person(s.author())),
             });
             first.extend(s.attachments.iter().cloned());
         }
@@ -414,11 +441,14 @@ impl Ingest {
         }
         let mut replied = false;
         let mut refused = false;
+        let mut foreign = false;
+        let message = s.inbox_message();
         let result = self
             .store
             .update_claiming(&active, None, s.claim(), |t| {
                 replied = false;
                 refused = false;
+                foreign = false;
                 if t.status.is_terminal() {
                     return Ok(None);
                 }
@@ -431,31 +461,33 @@ impl Ingest {
                     }
                     return Ok(Some(request_cancel(t)));
                 }
-                // The requester's message answers the task's question;
-                // anyone else's steers it (HTTP callers are the requester:
-                // they hold the API token).
-                if author == approval::requester(t) {
-                    if let Some(entries) =
-                        question::reply(t, &text, author, baton_core::Instant::now())
-                    {
-                        replied = true;
-                        t.pending_files.extend(files.iter().cloned());
-                        return Ok(Some(entries));
-                    }
+                // Only the person the task acts for steers it
+                // ([`Ingest::on_new_message`] made anyone else's message a
+                // turn of their own); their message answers its question,
+                // if one is open.
+                if !s.is_for(t) {
+                    foreign = true;
+                    return Ok(None);
+                }
+                if let Some(entries) = question::reply(t, &text, author, baton_core::Instant::now())
+                {
+                    replied = true;
+                    t.pending_files.extend(files.iter().cloned());
+                    return Ok(Some(entries));
                 }
                 t.pending_files.extend(files.iter().cloned());
-                // Someone other than the requester: the model is told who.
-                t.inbox.push(match author {
-                    Some(a) if Some(a) != approval::requester(t) => {
-                        baton_core::task::attributed(a, &text)
-                    }
-                    _ => text.clone(),
-                });
+                t.inbox.push(message.clone());
                 Ok(Some(Vec::new()))
             })
             .await;
         let accepted = |outcome, status| Ok(Some(Accepted { outcome, status }));
         match result {
+            // Not theirs to steer, and the decision that sent it here read
+            // otherwise: nothing was written; a retry decides again.
+            Ok((task, _)) if foreign => Err(ApiError::unavailable(format!(
+                "task {} on this conversation acts for someone else; send the message again",
+                task.id
+            ))),
             Ok((task, _)) if refused => {
                 self.refuse_stop_message(&task, &s.origin).await;
                 accepted(Submitted::StopRefused(task.id), task.status)
@@ -526,7 +558,7 @@ impl Ingest {
             let result = self
                 .store
                 .update_claiming(active, None, s.claim(), |t| {
-                    if author.is_none() || author != approval::requester(t) {
+                    if author.is_none() || !s.is_for(t) {
                         return Ok(None);
                     }
                     Ok(question::reply(
@@ -800,7 +832,7 @@ mod tests {
     async fn first_message(ingest: &Ingest, id: &TaskId) -> String {
         let entries = ingest.store.transcript(id).await.unwrap();
         match &entries[0].kind {
-            EntryKind::UserMessage { text } => text.clone(),
+            EntryKind::UserMessage { text, .. } => text.clone(),
             other => panic!("unexpected first entry {other:?}"),
         }
     }
@@ -901,7 +933,11 @@ mod tests {
             assert_eq!(
                 entries[1].kind,
                 EntryKind::UserMessage {
-                    text: "message 200".into()
+                    text: "message 200".into(),
+                    from: Some(baton_core::Author::Person(baton_core::Actor::Slack {
+                        team: "T1".into(),
+                        user: "U1".into(),
+                    })),
                 }
             );
         }
@@ -945,7 +981,7 @@ mod tests {
         assert_eq!(steered, Submitted::Steered(id.clone()));
         let task = ingest.store.get(&id).await.unwrap().unwrap();
         assert!(
-            task.inbox[0].starts_with("[Input guard:"),
+            task.inbox[0].text.starts_with("[Input guard:"),
             "{:?}",
             task.inbox
         );

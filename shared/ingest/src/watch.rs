@@ -134,7 +134,7 @@ mod tests {
         );
         let text = "m0".to_owned();
         store
-            .create(&t, vec![EntryKind::UserMessage { text }], None)
+            .create(&t, vec![EntryKind::UserMessage { text, from: None }], None)
             .await
             .unwrap();
         (dir, store, t.id)
@@ -147,7 +147,7 @@ mod tests {
         }
         let text = text.to_owned();
         store
-            .commit(&mut t, vec![EntryKind::UserMessage { text }])
+            .commit(&mut t, vec![EntryKind::UserMessage { text, from: None }])
             .await
             .unwrap();
     }

@@ -4,7 +4,7 @@
 
 use crate::record::{Schedule, ScheduleKind, ScheduleState, ScheduleTarget};
 use crate::{Expression, Timezone};
-use baton_core::{Instant, Origin};
+use baton_core::Instant;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
@@ -173,10 +173,11 @@ fn hex_digest(text: &str) -> String {
         .collect()
 }
 
-/// The owner name of whoever asked for a task: `slack:TEAM:USER` or `api`.
-pub fn owner_of(origin: &Origin) -> String {
-    match origin {
-        Origin::Http => API_OWNER.to_owned(),
-        Origin::Slack { team_id, user, .. } => format!("slack:{team_id}:{user}"),
+/// The owner name of whom a task acts for ([`baton_core::Task::actor`]):
+/// `slack:TEAM:USER`, or `api` for the API's client.
+pub fn owner_of(actor: &baton_core::Actor) -> String {
+    match actor {
+        baton_core::Actor::Api { .. } => API_OWNER.to_owned(),
+        baton_core::Actor::Slack { team, user } => format!("slack:{team}:{user}"),
     }
 }

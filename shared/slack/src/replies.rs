@@ -700,6 +700,7 @@ mod tests {
             task_id: task.id.clone(),
             call_id: "c".into(),
             root_task_id: None,
+            actor: None,
         });
         sessions.phase(&child, TaskPhase::Suspended).await;
         assert_eq!(fake.calls("agents.sessions.setStatus").len(), 3);

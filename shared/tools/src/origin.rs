@@ -5,12 +5,12 @@
 
 use baton_core::{Origin, TaskStore, ToolContext};
 
-/// Whom the task `ctx` serves: its origin, with the author of the message
-/// being answered as the user; the error is text for the model.
+/// Where the task `ctx` runs and for whom: its origin, whose user is the
+/// author of the message that started its turn ([`baton_core::Task::actor`]);
+/// the error is text for the model.
 pub(crate) async fn task_origin(tasks: &TaskStore, ctx: &ToolContext) -> Result<Origin, String> {
     match tasks.get(&ctx.task_id).await {
-        // Whoever's message is being answered (`Task::serving`).
-        Ok(Some(t)) => Ok(t.serving()),
+        Ok(Some(t)) => Ok(t.origin),
         Ok(None) => Err("this task is not in the store".into()),
         Err(e) => Err(format!("could not read the task: {e}")),
     }

@@ -130,17 +130,18 @@ impl ScheduleTools {
         owner == API_OWNER || self.admins.iter().any(|a| a == owner)
     }
 
-    /// The origin of the task a call serves.
-    async fn origin(&self, ctx: &ToolContext) -> Result<Origin, String> {
+    /// The task a call is made for: where it answers, and whom it acts
+    /// for (who owns what it schedules).
+    async fn origin(&self, ctx: &ToolContext) -> Result<(Origin, baton_core::Actor), String> {
         match self.tasks.get(&ctx.task_id).await {
-            Ok(Some(t)) => Ok(t.serving()),
+            Ok(Some(t)) => Ok((t.origin.clone(), t.actor())),
             Ok(None) => Err("this task is not in the store".into()),
             Err(e) => Err(format!("could not read the task: {e}")),
         }
     }
 
     async fn create(&self, args: ScheduleCreateArgs, ctx: &ToolContext) -> Result<String, String> {
-        let origin = self.origin(ctx).await?;
+        let (origin, actor) = self.origin(ctx).await?;
         let now = Instant::now();
         let spec = validate(&args.expression, args.timezone.as_deref(), now)?;
         let post_to = args.post_to.unwrap_or(match origin {
@@ -167,7 +168,7 @@ impl ScheduleTools {
             }
         };
         validate_content(&args.instruction, target.as_ref())?;
-        let owner = owner_of(&origin);
+        let owner = owner_of(&actor);
         if !self.is_admin(&owner) {
             let existing = self
                 .service
@@ -211,7 +212,7 @@ impl ScheduleTools {
     }
 
     async fn list(&self, ctx: &ToolContext) -> Result<String, String> {
-        let owner = owner_of(&self.origin(ctx).await?);
+        let owner = owner_of(&self.origin(ctx).await?.1);
         let all = self
             .service
             .store()
@@ -229,7 +230,7 @@ impl ScheduleTools {
     }
 
     async fn delete(&self, args: ScheduleDeleteArgs, ctx: &ToolContext) -> Result<String, String> {
-        let owner = owner_of(&self.origin(ctx).await?);
+        let owner = owner_of(&self.origin(ctx).await?.1);
         let id = baton_schedule::parse_schedule_id(args.schedule_id.trim())
             .ok_or_else(|| format!("`{}` is not a schedule id", args.schedule_id))?;
         match self
@@ -399,14 +400,16 @@ mod tests {
 
     #[test]
     fn owners() {
-        assert_eq!(owner_of(&Origin::Http), "api");
-        let o = Origin::Slack {
-            team_id: "T1".into(),
-            channel: "C1".into(),
-            thread_ts: "1.2".into(),
-            user: "U1".into(),
-            channel_type: None,
+        use baton_core::Actor;
+        assert_eq!(owner_of(&Actor::Api { person: None }), "api");
+        let named = Actor::Api {
+            person: Some(baton_core::connection::PersonKey::new("api", "alice")),
         };
-        assert_eq!(owner_of(&o), "slack:T1:U1");
+        assert_eq!(owner_of(&named), "api");
+        let slack = Actor::Slack {
+            team: "T1".into(),
+            user: "U1".into(),
+        };
+        assert_eq!(owner_of(&slack), "slack:T1:U1");
     }
 }

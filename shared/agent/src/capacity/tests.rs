@@ -232,6 +232,7 @@ async fn http_tasks_share_the_api_scope_and_children_are_not_counted() {
         task_id: one.id.clone(),
         call_id: "c".into(),
         root_task_id: None,
+        actor: None,
     });
     assert!(r.capacity.scopes_of(&child).is_empty());
 }

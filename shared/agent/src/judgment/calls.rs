@@ -78,7 +78,7 @@ fn request_text(transcript: &[Entry]) -> String {
     let users: Vec<&str> = transcript
         .iter()
         .filter_map(|e| match &e.kind {
-            EntryKind::UserMessage { text } => Some(text.as_str()),
+            EntryKind::UserMessage { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .collect();

@@ -231,7 +231,7 @@ mod tests {
             .await
             .into_iter()
             .filter_map(|e| match e.kind {
-                EntryKind::UserMessage { text } => Some(text),
+                EntryKind::UserMessage { text, .. } => Some(text),
                 _ => None,
             })
             .collect();

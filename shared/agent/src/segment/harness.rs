@@ -114,6 +114,7 @@ impl Harness {
         );
         let first = vec![EntryKind::UserMessage {
             text: input.to_owned(),
+            from: None,
         }];
         let created = self.store.create(&task, first, None).await;
         assert!(created.is_ok(), "{created:?}");
@@ -320,7 +321,10 @@ impl ReplySink for Replies {
         if let Some((store, message)) = arriving {
             let r = store
                 .update(&task.id, None, |t| {
-                    t.inbox.push(message.clone());
+                    t.inbox.push(baton_core::InboxMessage {
+                        text: message.clone(),
+                        from: None,
+                    });
                     Ok(Some(Vec::new()))
                 })
                 .await;

@@ -371,31 +371,21 @@ impl<'d> Segment<'d> {
         }
     }
 
-    /// Moves messages that arrived while the task ran into the transcript.
+    /// Moves messages that arrived while the task ran into the transcript,
+    /// each with its author. Whom the task acts for does not change: it
+    /// was decided by the message that started the turn ([`Task::actor`]).
     async fn take_inbox(&mut self) -> Result<(), WorkerError> {
         if self.task.inbox.is_empty() {
             return Ok(());
         }
-        let speaker = self.task.speaker.clone();
-        let taken = self.take_messages().await;
-        if taken.is_ok() && self.task.speaker != speaker {
-            // Someone else is served now: their roles count.
-            self.look_up_roles().await;
-        }
-        taken
-    }
-
-    async fn take_messages(&mut self) -> Result<(), WorkerError> {
         self.commit(|t| {
-            let msgs = std::mem::take(&mut t.inbox);
-            // The latest message is the one answered next: whose it is
-            // decides whose memory, schedules and budget apply.
-            if let Some(last) = msgs.last() {
-                t.speaker = baton_core::task::author_of(last).map(str::to_owned);
-            }
             Some(
-                msgs.into_iter()
-                    .map(|text| EntryKind::UserMessage { text })
+                std::mem::take(&mut t.inbox)
+                    .into_iter()
+                    .map(|m| EntryKind::UserMessage {
+                        text: m.text,
+                        from: m.from,
+                    })
                     .collect(),
             )
         })

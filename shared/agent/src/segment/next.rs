@@ -264,7 +264,7 @@ mod tests {
     }
 
     fn user(text: &str) -> EntryKind {
-        EntryKind::UserMessage { text: text.into() }
+        EntryKind::UserMessage { text: text.into(), from: None }
     }
 
     fn answer(step: u32, text: &str, calls: &[&str]) -> EntryKind {
@@ -528,7 +528,10 @@ mod tests {
     #[test]
     fn steering_messages_and_files_are_taken_before_the_next_call() {
         let mut t = task();
-        t.inbox.push("and also this".into());
+        t.inbox.push(baton_core::InboxMessage {
+            text: "and also this".into(),
+            from: None,
+        });
         let tools_done = vec![user("go"), answer(1, "", &["a"]), result(1, "a")];
         assert_eq!(decide(&t, tools_done, &roomy()), Next::TakeInbox);
         // Not before the step in progress has its results.

@@ -23,7 +23,7 @@ impl Segment<'_> {
                     .iter()
                     .skip(usize::try_from(self.task.carried).unwrap_or(usize::MAX))
                     .find_map(|e| match &e.kind {
-                        EntryKind::UserMessage { text } => Some(text.as_str()),
+                        EntryKind::UserMessage { text, .. } => Some(text.as_str()),
                         _ => None,
                     })
             })

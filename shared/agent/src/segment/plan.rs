@@ -773,6 +773,7 @@ mod tests {
             task_id: TaskId::generate(),
             call_id: "p".into(),
             root_task_id: None,
+            actor: None,
         });
         let got = w.decide(&[ask("c6", "Which env?")]);
         assert!(
@@ -814,6 +815,7 @@ mod tests {
             at: baton_core::Instant(0),
             kind: EntryKind::UserMessage {
                 text: "summarise https://docs.rs/x for me".into(),
+                from: None,
             },
         });
         let get =

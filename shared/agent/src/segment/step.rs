@@ -181,15 +181,15 @@ impl Segment<'_> {
         }
         if let Some(query) = context::memory_query(&request, &self.transcript) {
             let memory = baton_core::memory::MemoryStore::new(self.deps.store.table().clone());
-            let facts = context::recall_for_prompt(&memory, &self.task.serving(), query).await;
+            let facts = context::recall_for_prompt(&memory, &self.task.origin, query).await;
             context::with_memory(&mut request, &facts);
         }
         request
     }
 
     /// Who is in a Slack conversation, by name: the requester and everyone
-    /// whose messages are marked `[from <@U…>]`. `None` outside Slack or
-    /// without names.
+    /// whose messages the transcript records as theirs. `None` outside
+    /// Slack or without names.
     async fn people_note(&self) -> Option<String> {
         let people = self.deps.people.as_ref()?;
         let baton_core::Origin::Slack { team_id, user, .. } = &self.task.origin else {
@@ -199,18 +199,15 @@ impl Segment<'_> {
             .transcript
             .iter()
             .flat_map(|e| match &e.kind {
-                EntryKind::UserMessage { text } => {
-                    baton_core::task::author_of(text).into_iter().collect()
-                }
-                // Earlier turns of the conversation carried into the task.
-                EntryKind::Recap { turns, .. } => turns
-                    .iter()
-                    .filter_map(|t| {
-                        t.author
-                            .as_deref()
-                            .or_else(|| baton_core::task::author_of(&t.text))
-                    })
+                EntryKind::UserMessage { from, .. } => from
+                    .as_ref()
+                    .and_then(baton_core::Author::slack_user)
+                    .into_iter()
                     .collect(),
+                // Earlier turns of the conversation carried into the task.
+                EntryKind::Recap { turns, .. } => {
+                    turns.iter().filter_map(|t| t.author.as_deref()).collect()
+                }
                 _ => Vec::new(),
             })
             .filter(|a| a != user)

@@ -128,7 +128,7 @@ mod tests {
             baton_core::Limits::default(),
             baton_core::now_ms(),
         );
-        let first = vec![EntryKind::UserMessage { text: input.into() }];
+        let first = vec![EntryKind::UserMessage { text: input.into(), from: None }];
         h.store.create(&task, first, None).await.unwrap();
         let thread = Thread {
             key: KEY.into(),
@@ -156,7 +156,10 @@ mod tests {
         task.waiting_for = Some(WaitingFor::Turn {
             behind: behind.clone(),
         });
-        task.inbox.push(text.into());
+        task.inbox.push(baton_core::InboxMessage {
+            text: text.into(),
+            from: None,
+        });
         h.store.create(&task, Vec::new(), None).await.unwrap();
         turn::join_line(&h.store, KEY, &task.id).await.unwrap();
         task.id
@@ -207,7 +210,8 @@ mod tests {
         assert!(said[1].ends_with("first answer"), "{said:?}");
         assert!(entries.iter().any(|e| e.kind
             == EntryKind::UserMessage {
-                text: "second question".into()
+                text: "second question".into(),
+                from: None,
             }));
         let thread = h.store.thread(KEY).await.unwrap().unwrap();
         assert_eq!(thread.active_task.as_ref(), Some(&b));

@@ -249,7 +249,12 @@ impl Segment<'_> {
         };
         let child = delegation::child_task(&self.task, child_agent, &call.id, Instant::now());
         let key = delegation::dedupe_key(&self.task.id, &call.id);
-        let first = vec![EntryKind::UserMessage { text: input }];
+        let first = vec![EntryKind::UserMessage {
+            text: input,
+            from: Some(baton_core::Author::Parent {
+                task_id: self.task.id.clone(),
+            }),
+        }];
         let child_id = match self
             .deps
             .store

@@ -161,6 +161,9 @@ async fn create_task(
     schedules.link_task(&task.id, &s.id).await?;
     let first = vec![EntryKind::UserMessage {
         text: task_input(s, scheduled_time),
+        from: Some(baton_core::Author::Schedule {
+            schedule_id: s.id.clone(),
+        }),
     }];
     let id = match deps.store.create(&task, first, Some(dedupe.into())).await? {
         Created::New(id) => {

@@ -408,7 +408,7 @@ async fn submit_in(r: &Harness, key: &str) -> TaskId {
     r.store
         .create(
             &t,
-            vec![EntryKind::UserMessage { text: INPUT.into() }],
+            vec![EntryKind::UserMessage { text: INPUT.into(), from: None }],
             None,
         )
         .await

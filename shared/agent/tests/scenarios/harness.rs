@@ -61,7 +61,7 @@ pub(crate) async fn submit(
     store
         .create(
             &task,
-            vec![EntryKind::UserMessage { text: text.into() }],
+            vec![EntryKind::UserMessage { text: text.into(), from: None }],
             None,
         )
         .await

@@ -53,6 +53,7 @@ fn transcript(texts: &[&str]) -> Vec<Entry> {
             at: Instant(0),
             kind: EntryKind::UserMessage {
                 text: (*t).to_owned(),
+                from: None,
             },
         })
         .collect()

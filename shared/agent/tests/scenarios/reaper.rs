@@ -25,7 +25,7 @@ async fn task(store: &TaskStore, status: TaskStatus, lease: Option<Lease>) -> Ta
         assert!(t.lease.take(&l.owner, l.expires_at - ms, ms));
     }
     store
-        .create(&t, vec![EntryKind::UserMessage { text: "hi".into() }], None)
+        .create(&t, vec![EntryKind::UserMessage { text: "hi".into(), from: None }], None)
         .await
         .unwrap();
     t.id
@@ -107,6 +107,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
         task_id: parent_id.clone(),
         call_id: "call_1".into(),
         root_task_id: None,
+        actor: None,
     });
     store.create(&child, Vec::new(), None).await.unwrap();
     // ... and its parent, still waiting for its report.

@@ -465,6 +465,7 @@ async fn task_store_on_dynamodb_and_s3() {
     );
     let first = vec![EntryKind::UserMessage {
         text: "hello".into(),
+        from: None,
     }];
     let created = store
         .create(&task, first.clone(), Some("key-1".into()))
@@ -498,7 +499,7 @@ async fn task_store_on_dynamodb_and_s3() {
     store
         .commit(
             &mut fresh,
-            vec![EntryKind::UserMessage { text: big.clone() }],
+            vec![EntryKind::UserMessage { text: big.clone(), from: None }],
         )
         .await
         .unwrap();
@@ -514,7 +515,7 @@ async fn task_store_on_dynamodb_and_s3() {
 
     let transcript = store.transcript(&task.id).await.unwrap();
     assert_eq!(transcript.len(), 2);
-    assert_eq!(transcript[1].kind, EntryKind::UserMessage { text: big });
+    assert_eq!(transcript[1].kind, EntryKind::UserMessage { text: big, from: None });
     assert_eq!(store.entries(&task.id, Some(0), 10).await.unwrap().len(), 1);
 
     let active = store.active_tasks(10).await.unwrap();

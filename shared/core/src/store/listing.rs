@@ -416,7 +416,7 @@ mod tests {
             store
                 .create(
                     &task,
-                    vec![crate::EntryKind::UserMessage { text: input }],
+                    vec![crate::EntryKind::UserMessage { text: input, from: None }],
                     None,
                 )
                 .await

@@ -154,7 +154,7 @@ mod tests {
     }
 
     fn text(t: &str) -> EntryKind {
-        EntryKind::UserMessage { text: t.into() }
+        EntryKind::UserMessage { text: t.into(), from: None }
     }
 
     #[test]

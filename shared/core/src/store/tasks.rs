@@ -321,7 +321,7 @@ impl TaskStore {
         task.version = 1;
         if task.summary.is_none() {
             task.summary = first_entries.iter().find_map(|e| match e {
-                EntryKind::UserMessage { text } => Some(crate::task::record::summary_of(text)),
+                EntryKind::UserMessage { text, .. } => Some(crate::task::record::summary_of(text)),
                 _ => None,
             });
         }
@@ -761,7 +761,7 @@ mod tests {
         store
             .create(
                 &task,
-                vec![EntryKind::UserMessage { text: "hi".into() }],
+                vec![EntryKind::UserMessage { text: "hi".into(), from: None }],
                 None,
             )
             .await
@@ -774,6 +774,7 @@ mod tests {
                 &mut current,
                 vec![EntryKind::UserMessage {
                     text: "once".into(),
+                    from: None,
                 }],
             )
             .await
@@ -793,7 +794,10 @@ mod tests {
         let mut stale = store.get(&task.id).await.unwrap().unwrap();
         store
             .update(&task.id, None, |t| {
-                t.inbox.push("steer".into());
+                t.inbox.push(crate::InboxMessage {
+                    text: "steer".into(),
+                    from: None,
+                });
                 Ok(Some(Vec::new()))
             })
             .await
@@ -810,8 +814,8 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            fresh.inbox,
-            vec!["steer".to_owned()],
+            fresh.inbox.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+            vec!["steer"],
             "the concurrent write survives"
         );
         assert_eq!(fresh.steps, 1);
@@ -910,7 +914,10 @@ mod tests {
             "the duplicate wrote nothing"
         );
         let steer = |t: &mut Task| {
-            t.inbox.push("x".into());
+            t.inbox.push(crate::InboxMessage {
+                text: "x".into(),
+                from: None,
+            });
             Ok(Some(Vec::new()))
         };
         store

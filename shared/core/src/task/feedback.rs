@@ -182,6 +182,7 @@ mod tests {
             task_id: TaskId::generate(),
             call_id: "c".into(),
             root_task_id: None,
+            actor: None,
         });
         for mut t in [http, silent, failed, child] {
             assert_eq!(

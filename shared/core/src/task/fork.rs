@@ -97,14 +97,22 @@ pub fn fork(
     let carried = kept.iter().filter(|(seq, _)| *seq < source.carried).count() as u64;
     let mut entries: Vec<EntryKind> = kept.into_iter().map(|(_, kind)| kind).collect();
     if let Some(input) = &req.input {
+        // The fork's client (the API token's holder) wrote the new input.
+        let api = Some(crate::task::author::Author::Person(
+            crate::task::author::Actor::Api { person: None },
+        ));
         let last_user = entries.iter_mut().rev().find_map(|e| match e {
-            EntryKind::UserMessage { text } => Some(text),
+            EntryKind::UserMessage { text, from } => Some((text, from)),
             _ => None,
         });
         match last_user {
-            Some(text) => input.clone_into(text),
+            Some((text, from)) => {
+                input.clone_into(text);
+                *from = api;
+            }
             None => entries.push(EntryKind::UserMessage {
                 text: input.clone(),
+                from: api,
             }),
         }
     }
@@ -192,7 +200,7 @@ mod tests {
     }
 
     fn user(text: &str) -> EntryKind {
-        EntryKind::UserMessage { text: text.into() }
+        EntryKind::UserMessage { text: text.into(), from: None }
     }
 
     fn call(id: &str, arg: u32) -> ToolCall {
@@ -362,7 +370,7 @@ mod tests {
         let users: Vec<_> = entries
             .iter()
             .filter_map(|e| match e {
-                EntryKind::UserMessage { text } => Some(text.as_str()),
+                EntryKind::UserMessage { text, .. } => Some(text.as_str()),
                 _ => None,
             })
             .collect();
@@ -379,7 +387,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(types(&entries), vec!["recap", "user_message"]);
-        assert_eq!(entries[1], user("new"));
+        // The new input is the fork's client's (the API token's holder).
+        assert_eq!(
+            entries[1],
+            EntryKind::UserMessage {
+                text: "new".into(),
+                from: Some(crate::Author::Person(crate::Actor::Api { person: None })),
+            }
+        );
         assert_eq!(task.steps, 0);
     }
 

@@ -4,6 +4,7 @@
 //! | module | what |
 //! | --- | --- |
 //! | `record` | the [`Task`] record and its parts: status, origin, limits, what it waits for, approvals, children, questions, votes, pending files, the streamed answer |
+//! | `author` | who wrote a message and whom a task acts for, as facts: `Author`, `Actor`, `InboxMessage` |
 //! | `lease` | the task's `LeaseSlot`: which worker may write it now |
 //! | `transcript` | the task's append-only log (`Entry`, `EntryKind`) |
 //! | `approval` | approval ids, decisions, expiry: pure task transitions; the `ApprovalPrompts` port |
@@ -20,6 +21,7 @@
 pub mod always;
 pub mod approval;
 pub mod attachment;
+pub mod author;
 pub mod callback;
 pub mod connection;
 pub mod feedback;
@@ -34,7 +36,8 @@ pub mod transcript;
 pub mod turn;
 
 pub use record::{
-    attributed, author_of, Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision,
+    attributed, Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision,
     ForkedFrom, Invariant, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode,
     UnreadThread, Verdict, WaitingFor, API_DECIDER, SLACK_THREAD_PREFIX,
 };
+pub use author::{Actor, Author, InboxMessage};

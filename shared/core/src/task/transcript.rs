@@ -26,7 +26,13 @@ pub struct Entry {
 pub enum EntryKind {
     /// Input from the user: the task's input, or a message that arrived
     /// while it ran.
-    UserMessage { text: String },
+    UserMessage {
+        text: String,
+        /// Who wrote it, as the source that authenticated it said
+        /// ([`crate::author`]); absent on entries of earlier releases.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<crate::task::author::Author>,
+    },
     /// The earlier turns of the conversation the task continues
     /// ([`crate::recap`]), carried in as one entry however long the
     /// conversation is, so accepting its 500th message writes no more than
@@ -232,7 +238,7 @@ impl EntryKind {
     /// The one message of a kind that contributes at most one.
     fn to_message(&self) -> Option<Message> {
         match self {
-            EntryKind::UserMessage { text } => Some(Message::User {
+            EntryKind::UserMessage { text, .. } => Some(Message::User {
                 content: text.clone(),
             }),
             EntryKind::Note { text, .. } => Some(Message::User {
@@ -459,7 +465,7 @@ mod tests {
     #[test]
     fn finds_calls_without_results() {
         let entries = vec![
-            entry(0, EntryKind::UserMessage { text: "hi".into() }),
+            entry(0, EntryKind::UserMessage { text: "hi".into(), from: None }),
             entry(
                 1,
                 EntryKind::AssistantMessage {
@@ -498,7 +504,7 @@ mod tests {
 
     #[test]
     fn entry_json_is_flat_with_type() {
-        let e = entry(7, EntryKind::UserMessage { text: "hi".into() });
+        let e = entry(7, EntryKind::UserMessage { text: "hi".into(), from: None });
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(
             v,

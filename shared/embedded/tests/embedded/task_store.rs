@@ -29,6 +29,7 @@ fn new_task() -> Task {
 fn user(text: &str) -> EntryKind {
     EntryKind::UserMessage {
         text: text.to_owned(),
+        from: None,
     }
 }
 

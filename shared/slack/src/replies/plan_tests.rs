@@ -317,6 +317,7 @@ async fn plans_that_are_not_the_threads_are_not_shown() {
         task_id: TaskId::generate(),
         call_id: "c".into(),
         root_task_id: None,
+        actor: None,
     });
     r.plan(&child, &steps(&["Mine"]), &[]).await;
     r.plan(&task(), &[], &[]).await;
