@@ -311,7 +311,8 @@ async fn a_second_persons_message_is_their_own_turn(backend: Backend) {
     assert!(seen.contains("also-check-the-db"), "{seen}");
     assert!(seen.contains("#steps=4"), "the earlier turn: {seen}");
     assert!(
-        last.system.contains("<@U2> is Bob, who asked for this task"),
+        last.system
+            .contains("<@U2> is Bob, who asked for this task"),
         "{}",
         last.system
     );

@@ -54,7 +54,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "baton-core",
             "baton-settings",
             "baton-schedule",
-            "baton-tools",
             "baton-policy",
         ],
     ),

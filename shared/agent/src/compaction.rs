@@ -213,7 +213,9 @@ pub fn compaction_plan(agent: &AgentConfig, entries: &[Entry]) -> Option<Compact
     // The request being worked on, when the kept tail does not show it.
     let tail_has_user = tail.iter().any(|(_, m)| matches!(m, Message::User { .. }));
     let latest = entries.iter().rev().find_map(|e| match &e.kind {
-        EntryKind::UserMessage { text, .. } if e.seq <= through_seq && !is_compact_command(text) => {
+        EntryKind::UserMessage { text, .. }
+            if e.seq <= through_seq && !is_compact_command(text) =>
+        {
             Some((e.seq, text))
         }
         _ => None,

@@ -33,11 +33,11 @@
 use crate::compaction::is_compact_command;
 use crate::tokens::ModelProfile;
 use baton_core::memory::{Fact, MemoryStore};
+use baton_core::tool_names::RECALL;
 use baton_core::{
     AttachmentContent, CompletionRequest, Entry, EntryKind, Message, Origin, ToolSpec,
 };
 use baton_settings::AgentConfig;
-use baton_tools::memory::RECALL;
 use std::collections::{HashMap, HashSet};
 
 /// The thresholds of the pipeline and of compaction for one agent: its
@@ -221,7 +221,9 @@ pub fn conversation_after(entries: &[Entry], through_seq: Option<u64>) -> Vec<(u
     entries
         .iter()
         .filter(|e| through_seq.is_none_or(|s| e.seq > s))
-        .filter(|e| !matches!(&e.kind, EntryKind::UserMessage { text, .. } if is_compact_command(text)))
+        .filter(
+            |e| !matches!(&e.kind, EntryKind::UserMessage { text, .. } if is_compact_command(text)),
+        )
         .flat_map(|e| e.kind.to_messages().into_iter().map(move |m| (e.seq, m)))
         .collect()
 }
@@ -675,7 +677,10 @@ pub(crate) mod testkit {
         }
 
         pub(crate) fn user(&mut self, text: &str) -> u64 {
-            self.push(EntryKind::UserMessage { text: text.into(), from: None })
+            self.push(EntryKind::UserMessage {
+                text: text.into(),
+                from: None,
+            })
         }
 
         pub(crate) fn answer(&mut self, text: &str) -> u64 {

@@ -423,7 +423,13 @@ mod tests {
             let mut a = agent(window);
             a.context.keep_last_turns = 3;
             let mut entries = Vec::new();
-            push(&mut entries, EntryKind::UserMessage { text: "go".into(), from: None });
+            push(
+                &mut entries,
+                EntryKind::UserMessage {
+                    text: "go".into(),
+                    from: None,
+                },
+            );
             let mut cache = ContextCache::new(&a, &entries);
             let mut calls = 0u32;
             for n in 1..=300u32 {

@@ -323,7 +323,13 @@ mod tests {
             result(0, true),
             assistant(1),
             result(2, true),
-            entry(3, EntryKind::UserMessage { text: "hm".into(), from: None }),
+            entry(
+                3,
+                EntryKind::UserMessage {
+                    text: "hm".into(),
+                    from: None,
+                },
+            ),
             result(4, true),
             result(5, false),
             result(6, true),

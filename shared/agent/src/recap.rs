@@ -16,7 +16,9 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
         .iter()
         .filter(|e| e.seq >= task.carried)
         .filter_map(|e| match &e.kind {
-            EntryKind::UserMessage { text, from } if !crate::compaction::is_compact_command(text) => {
+            EntryKind::UserMessage { text, from }
+                if !crate::compaction::is_compact_command(text) =>
+            {
                 Some(Turn {
                     speaker: Speaker::User,
                     author: match from {

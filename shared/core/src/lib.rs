@@ -46,8 +46,8 @@ pub use ports::{
 };
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
-    always, approval, attachment, author, callback, connection, feedback, fork, judgment, lease, question,
-    recap, sent_file, transcript, turn,
+    always, approval, attachment, author, callback, connection, feedback, fork, judgment, lease,
+    question, recap, sent_file, transcript, turn,
 };
 
 pub use blob::{BlobError, BlobStore};
@@ -71,9 +71,9 @@ pub use roles::{NoRoles, Person, RoleName, Roles, UsergroupMembers};
 pub use store::{Claim, Created, StoreError, TaskStore};
 pub use table::{Condition, Item, Key, Table, TableError, Write};
 pub use task::{
-    Actor, Approval, Author, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits,
-    InboxMessage, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread,
-    Verdict, WaitingFor,
+    Actor, Approval, Author, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom,
+    InboxMessage, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode,
+    UnreadThread, Verdict, WaitingFor,
 };
 pub use thread::{EarlierMessage, HistoryError, ThreadHistory};
 pub use tool::{

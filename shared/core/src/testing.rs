@@ -317,7 +317,10 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
         store
             .create(
                 &task,
-                vec![crate::EntryKind::UserMessage { text: "hi".into(), from: None }],
+                vec![crate::EntryKind::UserMessage {
+                    text: "hi".into(),
+                    from: None,
+                }],
                 None,
             )
             .await

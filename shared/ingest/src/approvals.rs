@@ -371,7 +371,14 @@ mod tests {
             always: None,
         });
         store
-            .create(&t, vec![EntryKind::UserMessage { text: "x".into(), from: None }], None)
+            .create(
+                &t,
+                vec![EntryKind::UserMessage {
+                    text: "x".into(),
+                    from: None,
+                }],
+                None,
+            )
             .await
             .unwrap();
         let id = t.id.clone();

@@ -136,7 +136,14 @@ mod tests {
         t.status = TaskStatus::Waiting;
         t.waiting_for = Some(WaitingFor::Callback { url, expires_at });
         store
-            .create(&t, vec![EntryKind::UserMessage { text: "x".into(), from: None }], None)
+            .create(
+                &t,
+                vec![EntryKind::UserMessage {
+                    text: "x".into(),
+                    from: None,
+                }],
+                None,
+            )
             .await
             .unwrap();
         let record = CallbackRecord {

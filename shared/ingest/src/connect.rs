@@ -456,7 +456,14 @@ mod tests {
             expires_at,
         });
         store
-            .create(&t, vec![EntryKind::UserMessage { text: "x".into(), from: None }], None)
+            .create(
+                &t,
+                vec![EntryKind::UserMessage {
+                    text: "x".into(),
+                    from: None,
+                }],
+                None,
+            )
             .await
             .unwrap();
         let request = ConnectRequest {

@@ -219,7 +219,10 @@ mod tests {
         );
         t.steps = 2;
         let entries = vec![
-            EntryKind::UserMessage { text: "go".into(), from: None },
+            EntryKind::UserMessage {
+                text: "go".into(),
+                from: None,
+            },
             assistant(1, "a"),
             EntryKind::ToolResult {
                 step: 1,

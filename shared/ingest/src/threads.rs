@@ -11,9 +11,9 @@ use crate::new_message::Decision;
 use crate::response::ApiError;
 use crate::Ingest;
 use baton_core::input_guard::{self, GuardOutcome};
+use baton_core::question;
 use baton_core::recap::{Recap, Speaker, Turn};
 use baton_core::store::Thread;
-use baton_core::question;
 use baton_core::{
     Claim, Created, EntryKind, Instant, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
 };
@@ -72,10 +72,7 @@ impl Submission {
 
     /// The message as a running task's inbox holds it.
     pub(crate) fn inbox_message(&self) -> baton_core::InboxMessage {
-        baton_core::InboxMessage::new(
-            self.text.clone(),
-            baton_core::Author::Person(self.author()),
-        )
+        baton_core::InboxMessage::new(self.text.clone(), baton_core::Author::Person(self.author()))
     }
 
     /// The request's claim on its dedupe key.

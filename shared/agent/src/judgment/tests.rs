@@ -41,7 +41,10 @@ fn log(kinds: Vec<EntryKind>) -> Vec<Entry> {
 }
 
 fn user(text: &str) -> EntryKind {
-    EntryKind::UserMessage { text: text.into(), from: None }
+    EntryKind::UserMessage {
+        text: text.into(),
+        from: None,
+    }
 }
 
 fn called(purpose: Purpose, args: serde_json::Value) -> Completion {

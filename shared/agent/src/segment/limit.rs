@@ -276,7 +276,10 @@ mod tests {
     #[test]
     fn the_work_so_far_names_tools_and_last_words_not_results() {
         let t = entries(vec![
-            EntryKind::UserMessage { text: "go".into(), from: None },
+            EntryKind::UserMessage {
+                text: "go".into(),
+                from: None,
+            },
             EntryKind::AssistantMessage {
                 step: 1,
                 text: "The first two pages list 14 vendors.".into(),
@@ -301,7 +304,10 @@ mod tests {
         );
         assert!(!work.contains("secret page text"));
         assert_eq!(
-            work_so_far(&entries(vec![EntryKind::UserMessage { text: "go".into(), from: None }])),
+            work_so_far(&entries(vec![EntryKind::UserMessage {
+                text: "go".into(),
+                from: None
+            }])),
             None
         );
         let opening = "I could not finish: the model provider is unavailable.";

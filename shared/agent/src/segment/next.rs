@@ -264,7 +264,10 @@ mod tests {
     }
 
     fn user(text: &str) -> EntryKind {
-        EntryKind::UserMessage { text: text.into(), from: None }
+        EntryKind::UserMessage {
+            text: text.into(),
+            from: None,
+        }
     }
 
     fn answer(step: u32, text: &str, calls: &[&str]) -> EntryKind {

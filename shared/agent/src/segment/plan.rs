@@ -11,9 +11,9 @@ use crate::question::ASK_USER;
 use crate::timer::SLEEP;
 use baton_core::approval::{approval_id, refusal};
 use baton_core::egress;
+use baton_core::tool_names::HTTP_REQUEST;
 use baton_core::{Approval, Entry, EntryKind, Task, Tool, ToolCall, ToolOutput};
 use baton_settings::{AgentConfig, Agents};
-use baton_tools::HTTP_REQUEST;
 use std::fmt;
 use std::sync::Arc;
 

@@ -128,7 +128,10 @@ mod tests {
             baton_core::Limits::default(),
             baton_core::now_ms(),
         );
-        let first = vec![EntryKind::UserMessage { text: input.into(), from: None }];
+        let first = vec![EntryKind::UserMessage {
+            text: input.into(),
+            from: None,
+        }];
         h.store.create(&task, first, None).await.unwrap();
         let thread = Thread {
             key: KEY.into(),

@@ -408,7 +408,10 @@ async fn submit_in(r: &Harness, key: &str) -> TaskId {
     r.store
         .create(
             &t,
-            vec![EntryKind::UserMessage { text: INPUT.into(), from: None }],
+            vec![EntryKind::UserMessage {
+                text: INPUT.into(),
+                from: None,
+            }],
             None,
         )
         .await

@@ -204,7 +204,10 @@ async fn a_parent_past_its_deadline_stops_waiting_and_cancels_its_children() {
     r.store
         .create(
             &parent,
-            vec![EntryKind::UserMessage { text: "go".into(), from: None }],
+            vec![EntryKind::UserMessage {
+                text: "go".into(),
+                from: None,
+            }],
             None,
         )
         .await

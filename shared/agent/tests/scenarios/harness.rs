@@ -61,7 +61,10 @@ pub(crate) async fn submit(
     store
         .create(
             &task,
-            vec![EntryKind::UserMessage { text: text.into(), from: None }],
+            vec![EntryKind::UserMessage {
+                text: text.into(),
+                from: None,
+            }],
             None,
         )
         .await

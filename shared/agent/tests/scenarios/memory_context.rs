@@ -9,11 +9,11 @@ use baton_agent::context::{
 };
 use baton_core::memory::{fact_id_from_key, MemoryScope, MemoryStore};
 use baton_core::testing::MemoryTable;
+use baton_core::tool_names::RECALL;
 use baton_core::{
     Entry, EntryKind, Instant, Item, Key, Origin, Table, TableError, ToolSpec, Write,
 };
 use baton_settings::AgentConfig;
-use baton_tools::memory::RECALL;
 use std::sync::Arc;
 
 fn origin(user: &str) -> Origin {

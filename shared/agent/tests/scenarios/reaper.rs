@@ -25,7 +25,14 @@ async fn task(store: &TaskStore, status: TaskStatus, lease: Option<Lease>) -> Ta
         assert!(t.lease.take(&l.owner, l.expires_at - ms, ms));
     }
     store
-        .create(&t, vec![EntryKind::UserMessage { text: "hi".into(), from: None }], None)
+        .create(
+            &t,
+            vec![EntryKind::UserMessage {
+                text: "hi".into(),
+                from: None,
+            }],
+            None,
+        )
         .await
         .unwrap();
     t.id

@@ -350,7 +350,14 @@ async fn tools_create_for_the_asking_user_and_only_the_owner_deletes() {
     let bob = slack_task("UBOB");
     for t in [&alice, &bob] {
         r.store
-            .create(t, vec![EntryKind::UserMessage { text: "hi".into(), from: None }], None)
+            .create(
+                t,
+                vec![EntryKind::UserMessage {
+                    text: "hi".into(),
+                    from: None,
+                }],
+                None,
+            )
             .await
             .unwrap();
     }

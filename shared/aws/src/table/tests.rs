@@ -499,7 +499,10 @@ async fn task_store_on_dynamodb_and_s3() {
     store
         .commit(
             &mut fresh,
-            vec![EntryKind::UserMessage { text: big.clone(), from: None }],
+            vec![EntryKind::UserMessage {
+                text: big.clone(),
+                from: None,
+            }],
         )
         .await
         .unwrap();
@@ -515,7 +518,13 @@ async fn task_store_on_dynamodb_and_s3() {
 
     let transcript = store.transcript(&task.id).await.unwrap();
     assert_eq!(transcript.len(), 2);
-    assert_eq!(transcript[1].kind, EntryKind::UserMessage { text: big, from: None });
+    assert_eq!(
+        transcript[1].kind,
+        EntryKind::UserMessage {
+            text: big,
+            from: None
+        }
+    );
     assert_eq!(store.entries(&task.id, Some(0), 10).await.unwrap().len(), 1);
 
     let active = store.active_tasks(10).await.unwrap();

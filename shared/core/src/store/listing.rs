@@ -416,7 +416,10 @@ mod tests {
             store
                 .create(
                     &task,
-                    vec![crate::EntryKind::UserMessage { text: input, from: None }],
+                    vec![crate::EntryKind::UserMessage {
+                        text: input,
+                        from: None,
+                    }],
                     None,
                 )
                 .await

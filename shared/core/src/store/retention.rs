@@ -154,7 +154,10 @@ mod tests {
     }
 
     fn text(t: &str) -> EntryKind {
-        EntryKind::UserMessage { text: t.into(), from: None }
+        EntryKind::UserMessage {
+            text: t.into(),
+            from: None,
+        }
     }
 
     #[test]

@@ -761,7 +761,10 @@ mod tests {
         store
             .create(
                 &task,
-                vec![EntryKind::UserMessage { text: "hi".into(), from: None }],
+                vec![EntryKind::UserMessage {
+                    text: "hi".into(),
+                    from: None,
+                }],
                 None,
             )
             .await
@@ -814,7 +817,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            fresh.inbox.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+            fresh
+                .inbox
+                .iter()
+                .map(|m| m.text.as_str())
+                .collect::<Vec<_>>(),
             vec!["steer"],
             "the concurrent write survives"
         );

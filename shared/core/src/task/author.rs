@@ -200,6 +200,9 @@ mod tests {
         let slack = Actor::of_person(Some(&PersonKey::new("T1", "U1")));
         assert_eq!(slack.person(), Some(PersonKey::new("T1", "U1")));
         assert_eq!(slack.slack_user(), Some("U1"));
-        assert_eq!(Actor::of_person(Some(&PersonKey::new("api", "bob"))).slack_user(), None);
+        assert_eq!(
+            Actor::of_person(Some(&PersonKey::new("api", "bob"))).slack_user(),
+            None
+        );
     }
 }

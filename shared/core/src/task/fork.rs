@@ -200,7 +200,10 @@ mod tests {
     }
 
     fn user(text: &str) -> EntryKind {
-        EntryKind::UserMessage { text: text.into(), from: None }
+        EntryKind::UserMessage {
+            text: text.into(),
+            from: None,
+        }
     }
 
     fn call(id: &str, arg: u32) -> ToolCall {

@@ -35,9 +35,9 @@ pub mod sent_file;
 pub mod transcript;
 pub mod turn;
 
-pub use record::{
-    attributed, Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision,
-    ForkedFrom, Invariant, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode,
-    UnreadThread, Verdict, WaitingFor, API_DECIDER, SLACK_THREAD_PREFIX,
-};
 pub use author::{Actor, Author, InboxMessage};
+pub use record::{
+    attributed, Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom,
+    Invariant, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread,
+    Verdict, WaitingFor, API_DECIDER, SLACK_THREAD_PREFIX,
+};

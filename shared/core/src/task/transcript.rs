@@ -465,7 +465,13 @@ mod tests {
     #[test]
     fn finds_calls_without_results() {
         let entries = vec![
-            entry(0, EntryKind::UserMessage { text: "hi".into(), from: None }),
+            entry(
+                0,
+                EntryKind::UserMessage {
+                    text: "hi".into(),
+                    from: None,
+                },
+            ),
             entry(
                 1,
                 EntryKind::AssistantMessage {
@@ -504,7 +510,13 @@ mod tests {
 
     #[test]
     fn entry_json_is_flat_with_type() {
-        let e = entry(7, EntryKind::UserMessage { text: "hi".into(), from: None });
+        let e = entry(
+            7,
+            EntryKind::UserMessage {
+                text: "hi".into(),
+                from: None,
+            },
+        );
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(
             v,

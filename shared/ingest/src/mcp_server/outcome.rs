@@ -257,7 +257,10 @@ mod tests {
             model: "m".into(),
         };
         assert_eq!(event_text(&call).as_deref(), Some("calling http_request"));
-        let answer = EntryKind::UserMessage { text: "hi".into(), from: None };
+        let answer = EntryKind::UserMessage {
+            text: "hi".into(),
+            from: None,
+        };
         assert_eq!(event_text(&answer), None);
     }
 }
