@@ -60,6 +60,7 @@ mod layers;
 mod local_stack;
 mod long_conversations;
 mod loop_recovery;
+mod lost_wakes;
 mod mcp_server;
 mod mcp_tools;
 mod memory_scope;

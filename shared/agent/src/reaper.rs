@@ -1,14 +1,28 @@
 //! The reaper: a periodic sweep that re-sends the wake of any task that
 //! should be running but that no live segment holds, so a lost message can
 //! delay a task but never strand it.
+//!
+//! Every kind of wait is kept: a waiting task is woken once its wait is
+//! over by its record ([`baton_core::wait::is_over`], the rule the worker
+//! applies when the wake comes) and it sat unchanged for the staleness
+//! period; the two events recorded elsewhere before the wait is lifted (a
+//! child's end, a person's connection) are settled from where they were
+//! written.
 
-use baton_core::{Instant, QueueError, StoreError, Task, TaskStatus, TaskStore, Wake, WorkQueue};
+use baton_core::store::connections::{ConnectionError, ConnectionStore};
+use baton_core::{
+    Instant, QueueError, StoreError, Task, TaskStatus, TaskStore, WaitingFor, Wake, WorkQueue,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub struct Reaper {
     store: TaskStore,
     queue: Arc<dyn WorkQueue>,
+    /// The store of per-person connections, where a person's connecting
+    /// is written before their task's wait is lifted; without it a task
+    /// waiting for a connection is woken at its expiry.
+    connections: Option<ConnectionStore>,
     /// How long a task may sit without progress and without a live lease
     /// before its wake is re-sent.
     stale_after: Duration,
@@ -20,6 +34,8 @@ pub enum ReaperError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Queue(#[from] QueueError),
+    #[error(transparent)]
+    Connections(#[from] ConnectionError),
 }
 
 impl Reaper {
@@ -27,8 +43,15 @@ impl Reaper {
         Reaper {
             store,
             queue,
+            connections: None,
             stale_after,
         }
+    }
+
+    /// Also settles tasks waiting for a person who has connected since.
+    pub fn with_connections(mut self, connections: Option<ConnectionStore>) -> Self {
+        self.connections = connections;
+        self
     }
 
     /// One sweep; returns how many wakes it re-sent.
@@ -38,49 +61,52 @@ impl Reaper {
         let stale = now - self.stale_after;
         let mut sent = 0;
         for task in self.store.active_tasks(10_000).await? {
-            if task.status == TaskStatus::Waiting
-                && matches!(
-                    task.waiting_for,
-                    Some(baton_core::WaitingFor::Children { .. })
-                )
-                && task.updated_at < stale
-            {
-                self.settle_children(&task).await?;
+            if task.updated_at >= stale || task.lease.is_live(now) {
+                // Just changed, or held by a live segment.
+                continue;
             }
-            // A waiting task whose timer (or approval expiry) passed long ago
-            // lost its wake too.
-            let timer_over = task.status == TaskStatus::Waiting
-                && match &task.waiting_for {
-                    Some(baton_core::WaitingFor::Timer { until }) => *until < stale,
-                    Some(baton_core::WaitingFor::Callback { expires_at, .. }) => {
-                        *expires_at < stale
+            if task.status == TaskStatus::Waiting {
+                if let Some(w) = &task.waiting_for {
+                    // What each kind's event writes elsewhere first.
+                    match w {
+                        WaitingFor::Children { .. } => self.settle_children(&task).await?,
+                        WaitingFor::Connection { .. } => {
+                            if self.settle_connection(&task).await? {
+                                sent += 1;
+                                continue;
+                            }
+                        }
+                        // Their event (a decision, a delivered callback, a
+                        // reply) lifts the wait in the write that records
+                        // it: a lost wake then leaves the task queued.
+                        WaitingFor::Approval { .. }
+                        | WaitingFor::Callback { .. }
+                        | WaitingFor::Reply { .. }
+                        // No event: only the time.
+                        | WaitingFor::Timer { .. }
+                        // The waits of a queued task.
+                        | WaitingFor::Capacity { .. }
+                        | WaitingFor::Turn { .. } => {}
                     }
-                    Some(baton_core::WaitingFor::Approval { .. }) => {
-                        baton_core::approval::next_expiry(&task).is_some_and(|at| at < stale)
-                    }
-                    _ => false,
-                };
-            // A waiting task asked to cancel whose wake was lost.
-            // A waiting task asked to cancel, or past its deadline, whose
-            // wake was lost.
-            let cancel_lost = task.status == TaskStatus::Waiting
-                && (task.cancel_requested || task.limits.deadline_at.is_some_and(|d| d < stale));
-            let runnable = matches!(task.status, TaskStatus::Queued | TaskStatus::Running)
-                || timer_over
-                || cancel_lost;
-            let unheld = !task.lease.is_live(now);
-            if runnable && unheld && task.updated_at < stale {
+                }
+            }
+            if wake_lost(&task, stale) {
                 tracing::info!(task_id = %task.id, "re-sending a lost wake");
-                self.queue
-                    .send(
-                        &Wake::new(task.id.clone(), "reaper").to_body(),
-                        Duration::ZERO,
-                    )
-                    .await?;
+                self.wake(&task).await?;
                 sent += 1;
             }
         }
         Ok(sent)
+    }
+
+    async fn wake(&self, task: &Task) -> Result<(), ReaperError> {
+        self.queue
+            .send(
+                &Wake::new(task.id.clone(), "reaper").to_body(),
+                Duration::ZERO,
+            )
+            .await?;
+        Ok(())
     }
 
     /// A parent waiting for children that have in fact ended (a child whose
@@ -98,5 +124,55 @@ impl Reaper {
             crate::delegation::report_ended(&self.store, self.queue.as_ref(), &child).await;
         }
         Ok(())
+    }
+
+    /// A task waiting for a person who connected since they were asked
+    /// (their tokens were stored but the wait was not lifted: the ingest
+    /// stopped between the two writes, or the person connected before the
+    /// task began to wait) is lifted and woken, as `/oauth/callback` does.
+    /// `true` when it was woken.
+    async fn settle_connection(&self, task: &Task) -> Result<bool, ReaperError> {
+        let (Some(connections), Some(wait)) = (
+            &self.connections,
+            baton_core::wait::connection::awaited(task),
+        ) else {
+            return Ok(false);
+        };
+        let connected = connections
+            .summary_of(&wait.person, &wait.provider)
+            .await?
+            .is_some_and(|c| c.connected_at >= wait.created_at);
+        if !connected {
+            return Ok(false);
+        }
+        let provider = wait.provider.clone();
+        let (task, _) = self
+            .store
+            .update(&task.id, Some(task.clone()), |t| {
+                Ok(baton_core::wait::connection::lift(t, &provider))
+            })
+            .await?;
+        if task.status != TaskStatus::Queued {
+            return Ok(false);
+        }
+        tracing::info!(task_id = %task.id, provider, "settling a connection whose wake was lost");
+        self.wake(&task).await?;
+        Ok(true)
+    }
+}
+
+/// Whether the wake of `task`, unchanged since before `stale` and held by
+/// no live segment, was lost: it is queued or running (a handed-over or
+/// crashed segment), or waiting for what was over by `stale` (its wait,
+/// a cancel, its deadline).
+fn wake_lost(task: &Task, stale: Instant) -> bool {
+    match task.status {
+        TaskStatus::Queued | TaskStatus::Running => true,
+        TaskStatus::Waiting => {
+            task.cancel_requested
+                || task.limits.deadline_at.is_some_and(|d| d < stale)
+                || baton_core::wait::is_over(task, stale)
+        }
+        TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Cancelled => false,
     }
 }

@@ -47,7 +47,7 @@ pub use ports::{
 pub use store::{ledger, listing, memory, retention, sent_files, table};
 pub use task::{
     always, approval, attachment, author, callback, connection, feedback, fork, judgment, lease,
-    question, recap, sent_file, transcript, turn,
+    question, recap, sent_file, transcript, turn, wait,
 };
 
 pub use blob::{BlobError, BlobStore};

@@ -778,6 +778,9 @@
       case 'reply': return 'for an answer to: ' + String(w.question || '') + ' (until ' + when(w.expires_at) + ')';
       // The URL is a capability: shown, as text, to the console's user only.
       case 'callback': return 'for a call of its one-time URL ' + String(w.url || '') + ' (until ' + when(w.expires_at) + ')';
+      // Not the URL: the Connect link is the task's person's alone.
+      case 'connection': return 'for its person to connect ' + String(w.provider || '') + ' (until ' + when(w.expires_at) + ')';
+      // A kind a newer server sends is still named.
       default: return 'for ' + String(w.kind) + '.';
     }
   }

@@ -13,7 +13,7 @@ use baton_core::connection::ConnectRequest;
 use baton_core::store::connections::{
     ConnectFlow, ConnectRefused, ConnectionError, ConnectionStore, PutCondition,
 };
-use baton_core::{EntryKind, Instant, StoreError, TaskStatus, WaitingFor, Wake};
+use baton_core::{Instant, StoreError, TaskStatus, Wake};
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use secrecy::ExposeSecret;
@@ -342,17 +342,7 @@ impl Ingest {
         let (task, _) = self
             .store
             .update(&request.task_id, None, |t| {
-                let waiting = t.status == TaskStatus::Waiting
-                    && matches!(&t.waiting_for,
-                        Some(WaitingFor::Connection { provider, .. }) if *provider == request.provider);
-                if !waiting {
-                    return Ok(None);
-                }
-                t.stop_waiting();
-                Ok(Some(vec![EntryKind::Status {
-                    status: t.status,
-                    detail: format!("connected {}", request.provider),
-                }]))
+                Ok(baton_core::wait::connection::lift(t, &request.provider))
             })
             .await?;
         if task.status == TaskStatus::Queued {
@@ -384,7 +374,7 @@ mod tests {
     use baton_connect::{Provider, ProviderKind, StaticClient, StoredClients};
     use baton_core::connection::PersonKey;
     use baton_core::testing::TestSealer;
-    use baton_core::{now_ms, Limits, Origin, Task, TaskId, TaskStore};
+    use baton_core::{now_ms, EntryKind, Limits, Origin, Task, TaskId, TaskStore, WaitingFor};
     use baton_embedded::{EmbeddedBackend, QueueConfig};
     use baton_settings::{AgentConfig, Agents};
     use url::Url;

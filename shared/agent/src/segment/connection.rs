@@ -41,11 +41,6 @@ pub(super) fn mark_retrying(t: &mut Task, call_ids: &[String]) {
     }
 }
 
-/// Whether the task waits for a connection whose wait is over.
-pub(super) fn overdue(t: &Task, now: Instant) -> bool {
-    matches!(&t.waiting_for, Some(WaitingFor::Connection { expires_at, .. }) if *expires_at <= now)
-}
-
 /// The wait `call_id` may go on with: for the same provider and person,
 /// not yet retried (a crash came between recording it and waiting).
 fn reusable<'t>(

@@ -403,12 +403,10 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
     if t.status == TaskStatus::Waiting {
         let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
-        let reply_overdue = baton_core::question::overdue(t, now)
-            || baton_core::callback::overdue(t, now)
-            || connection::overdue(t, now);
-        if t.cancel_requested || deadline_passed || timer_due(t, now) || reply_overdue {
-            // Cancelled or out of time while waiting, or the timer is up:
-            // the loop takes it from here.
+        if t.cancel_requested || deadline_passed || baton_core::wait::is_over(t, now) {
+            // Cancelled or out of time while waiting, or the wait is over
+            // (its expiry passed, or what it waited for came): the loop
+            // takes it from here.
             t.waiting_for = None;
         } else {
             return (!entries.is_empty()).then_some(entries);
@@ -465,14 +463,6 @@ impl Segment<'_> {
         }
         self.deps.replies.progress(&self.task, progress).await;
         Ok(Some(SegmentEnd::Waiting))
-    }
-}
-
-/// Whether a waiting task's timer is up.
-fn timer_due(t: &Task, now: Instant) -> bool {
-    match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => *until <= now,
-        _ => false,
     }
 }
 

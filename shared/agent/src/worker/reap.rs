@@ -19,7 +19,8 @@ pub(super) async fn handle(deps: &Deps) -> Disposition {
         }
     }
     let stale_after = (deps.settings.visibility * 2).max(MIN_STALE_AFTER);
-    let reaper = Reaper::new(deps.store.clone(), deps.queue.clone(), stale_after);
+    let reaper = Reaper::new(deps.store.clone(), deps.queue.clone(), stale_after)
+        .with_connections(deps.connections.clone());
     match reaper.sweep().await {
         Ok(n) => tracing::info!(resent = n, "reaper sweep done"),
         // The next sweep will try again; no need to retry this one.

@@ -158,3 +158,110 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
         .collect();
     assert!(woken.contains(&parent_id), "{woken:?}");
 }
+
+/// The wakes the queue holds, by task.
+async fn woken(queue: &dyn WorkQueue) -> Vec<TaskId> {
+    let mut ids = Vec::new();
+    loop {
+        let got = queue.receive(10, Duration::from_millis(50)).await.unwrap();
+        if got.is_empty() {
+            return ids;
+        }
+        for d in got {
+            if let WorkMessage::Wake(w) = WorkMessage::parse(&d.body).unwrap() {
+                ids.push(w.task_id);
+            }
+        }
+    }
+}
+
+/// Every kind of wait: a task whose wake was lost (its expiry passed long
+/// ago, or what it waited for is on its record) is woken, and the worker
+/// then takes it; one still rightly waiting is left alone.
+#[tokio::test]
+async fn every_kind_of_wait_whose_wake_was_lost_is_woken_and_no_other() {
+    use baton_core::wait::testing::{cases, KINDS};
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+    let store = TaskStore::new(b.table.clone(), b.blobs.clone());
+    let now = Instant::now();
+    let cases = cases(now);
+    assert_eq!(cases.len(), KINDS, "a case of every kind");
+    let (mut lost, mut waiting) = (Vec::new(), Vec::new());
+    for c in &cases {
+        store.create(&c.lost, Vec::new(), None).await.unwrap();
+        lost.push((c.lost.id.clone(), c.kind));
+        if let Some(t) = &c.waiting {
+            store.create(t, Vec::new(), None).await.unwrap();
+            waiting.push((t.id.clone(), c.kind));
+        }
+    }
+    let reaper = Reaper::new(store.clone(), b.queue.clone(), Duration::from_secs(60));
+    assert_eq!(reaper.sweep().await.unwrap(), KINDS);
+    let woken = woken(b.queue.as_ref()).await;
+    for (id, kind) in &lost {
+        assert!(woken.contains(id), "the lost {kind} wait was not woken");
+        let t = store.get(id).await.unwrap().unwrap();
+        if t.status == TaskStatus::Waiting {
+            // What the wake does: the wait is over for the worker too.
+            assert!(baton_core::wait::is_over(&t, Instant::now()), "{kind}");
+        }
+    }
+    for (id, kind) in &waiting {
+        assert!(!woken.contains(id), "the {kind} wait was woken early");
+    }
+}
+
+/// A person connected (their tokens stored) but the task's wait was never
+/// lifted: the reaper lifts it and wakes the task, before the link expires.
+/// A connection made before the task asked does not count.
+#[tokio::test]
+async fn a_task_whose_person_connected_but_whose_wake_was_lost_is_lifted_and_woken() {
+    use baton_core::connection::Tokens;
+    use baton_core::store::connections::{ConnectionStore, PutCondition};
+    use baton_core::wait::testing::{cases, person, PROVIDER};
+    let dir = tempfile::tempdir().unwrap();
+    let b = EmbeddedBackend::open(dir.path(), QueueConfig::default()).unwrap();
+    let store = TaskStore::new(b.table.clone(), b.blobs.clone());
+    let connections = ConnectionStore::new(
+        b.table.clone(),
+        std::sync::Arc::new(baton_core::testing::TestSealer),
+    );
+    let now = Instant::now();
+    let case = |i: usize| cases(now).swap_remove(i);
+    let connection = 6;
+    assert_eq!(case(connection).kind, "connection");
+    let tokens = Tokens {
+        access_token: "at".to_owned().into(),
+        refresh_token: None,
+        expires_at: None,
+        scopes: Vec::new(),
+    };
+    // Connected an hour and a half ago: before the task asked.
+    connections
+        .put(
+            &person(),
+            PROVIDER,
+            &tokens,
+            PutCondition::Replace,
+            now - Duration::from_secs(5400),
+        )
+        .await
+        .unwrap();
+    let task = case(connection).waiting.unwrap();
+    store.create(&task, Vec::new(), None).await.unwrap();
+    let reaper = Reaper::new(store.clone(), b.queue.clone(), Duration::from_secs(60))
+        .with_connections(Some(connections.clone()));
+    assert_eq!(reaper.sweep().await.unwrap(), 0, "an old connection");
+
+    // Connected since it asked.
+    connections
+        .put(&person(), PROVIDER, &tokens, PutCondition::Replace, now)
+        .await
+        .unwrap();
+    assert_eq!(reaper.sweep().await.unwrap(), 1);
+    let t = store.get(&task.id).await.unwrap().unwrap();
+    assert_eq!(t.status, TaskStatus::Queued, "runnable again");
+    assert_eq!(t.waiting_for, None);
+    assert_eq!(woken(b.queue.as_ref()).await, vec![task.id.clone()]);
+}

@@ -58,11 +58,6 @@ pub fn open(t: &Task) -> Option<&Callback> {
     t.callbacks.iter().find(|c| c.delivered.is_none())
 }
 
-/// Whether the task waits for a callback that is now overdue.
-pub fn overdue(t: &Task, now: Instant) -> bool {
-    open(t).is_some_and(|c| c.expires_at <= now)
-}
-
 /// Records `body` as the callback whose token hashes to `token_hash`, if
 /// it may still be called, and lifts the wait if the task waits for it
 /// (it is queued again: wake it). A callback made but not yet waited for
@@ -221,8 +216,8 @@ mod tests {
     #[test]
     fn an_uncalled_callback_expires() {
         let t = waiting_task();
-        assert!(!overdue(&t, Instant(999)));
-        assert!(overdue(&t, Instant(1_000)));
+        assert!(!crate::wait::is_over(&t, Instant(999)));
+        assert!(crate::wait::is_over(&t, Instant(1_000)));
         let c = callback(&t, "c1").unwrap();
         assert_eq!(result_of(c, Instant(999)), None);
         assert!(result_of(c, Instant(1_000))

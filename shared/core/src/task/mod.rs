@@ -17,6 +17,7 @@
 //! | `recap` | a conversation's earlier turns, carried into its next task |
 //! | `judgment` | the agent's decisions about its own work: tiers, plans, supervision, verdicts |
 //! | `fork` | a new task from a step of another: what of its transcript is copied |
+//! | `wait` | when a waiting task's wait is over, by its record: for the worker and the reaper |
 
 pub mod always;
 pub mod approval;
@@ -34,6 +35,7 @@ pub mod record;
 pub mod sent_file;
 pub mod transcript;
 pub mod turn;
+pub mod wait;
 
 pub use author::{Actor, Author, InboxMessage};
 pub use record::{

@@ -60,11 +60,6 @@ pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Instant) -> Option
     }])
 }
 
-/// Whether the task waits for a reply that is now overdue.
-pub fn overdue(t: &Task, now: Instant) -> bool {
-    open(t).is_some_and(|q| q.expires_at <= now)
-}
-
 /// What the model gets for an `ask_user` call once it is settled: the
 /// reply, or that none came in time; `None` while it is still open.
 pub fn result_of(q: &Question, now: Instant) -> Option<String> {
@@ -131,8 +126,8 @@ mod tests {
     #[test]
     fn an_unanswered_question_expires() {
         let t = waiting_task();
-        assert!(!overdue(&t, Instant(999)));
-        assert!(overdue(&t, Instant(1_000)));
+        assert!(!crate::wait::is_over(&t, Instant(999)));
+        assert!(crate::wait::is_over(&t, Instant(1_000)));
         let q = question(&t, "c1").unwrap();
         assert_eq!(result_of(q, Instant(999)), None);
         assert!(result_of(q, Instant(1_000))

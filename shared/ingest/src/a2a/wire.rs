@@ -127,7 +127,14 @@ pub(super) fn state_of(task: &Task) -> State {
                 State::InputRequired
             }
             Some(WaitingFor::Connection { .. }) => State::AuthRequired,
-            _ => State::Working,
+            Some(
+                WaitingFor::Children { .. }
+                | WaitingFor::Timer { .. }
+                | WaitingFor::Callback { .. }
+                | WaitingFor::Capacity { .. }
+                | WaitingFor::Turn { .. },
+            )
+            | None => State::Working,
         },
         TaskStatus::Succeeded => State::Completed,
         TaskStatus::Failed => State::Failed,

@@ -12,17 +12,32 @@ use serde_json::{json, Value};
 /// How often a client of the tasks extension is asked to poll, in ms.
 pub(crate) const POLL_INTERVAL_MS: u64 = 2_000;
 
-/// Whether a task waits on a person (an approval, a reply): waiting on
-/// the tool call for it would only hang the client.
+/// Whether a task waits on a person (an approval, a reply, a connection
+/// to make): waiting on the tool call for it would only hang the client.
 pub(crate) fn awaits_someone(task: &Task) -> bool {
-    matches!(
-        task.waiting_for,
+    match &task.waiting_for {
         Some(WaitingFor::Approval { .. } | WaitingFor::Reply { .. })
-    )
+        | Some(WaitingFor::Connection { .. }) => true,
+        Some(
+            WaitingFor::Children { .. }
+            | WaitingFor::Timer { .. }
+            | WaitingFor::Capacity { .. }
+            | WaitingFor::Turn { .. }
+            | WaitingFor::Callback { .. },
+        )
+        | None => false,
+    }
 }
 
-/// What the task waits for and how to go on, in words: for an approval,
-/// the route that decides it.
+/// What the task waits for and how to go on, in words, with where to act
+/// on it: an approval's route, the question, the tasks it waits for.
+///
+/// The two links that are capabilities are not shown: a callback's URL
+/// resumes the task for whoever holds it (it goes to the system that is to
+/// call it), and a Connect link is its person's alone (sent to them; a
+/// client holding it could bind its own account to them). An MCP client's
+/// result may be a model's context; the API's `GET /tasks/{id}`, under
+/// the same bearer token, shows them to a program that needs them.
 pub(crate) fn awaited(task: &Task) -> Option<String> {
     let id = &task.id;
     Some(match task.waiting_for.as_ref()? {
@@ -40,22 +55,61 @@ pub(crate) fn awaited(task: &Task) -> Option<String> {
              the agent again with the same `thread`)"
         ),
         WaitingFor::Children { pending } => {
-            format!("waiting for {pending} delegated task(s) to finish")
+            let open: Vec<String> = task
+                .children
+                .iter()
+                .filter(|c| c.outcome.is_none())
+                .map(|c| c.task_id.to_string())
+                .collect();
+            format!(
+                "waiting for {pending} delegated task(s) to finish ({}; `get_task` reads each)",
+                open.join(", ")
+            )
         }
         WaitingFor::Timer { until } => format!("waiting until {until}"),
-        WaitingFor::Capacity { limit, .. } => {
-            format!("queued: {limit} task(s) of its kind are running")
-        }
-        // A kind this version does not describe yet is still named.
-        #[allow(unreachable_patterns)]
-        other => format!(
-            "waiting for {}",
-            serde_json::to_value(other)
-                .ok()
-                .and_then(|v| v["kind"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| "something".to_owned())
+        WaitingFor::Capacity { scope, limit } => format!(
+            "queued: {limit} task(s) of its {} are running, its concurrency limit; \
+             it starts when one of them ends",
+            scope.as_str()
+        ),
+        WaitingFor::Turn { behind } => format!(
+            "queued behind task {behind} on its conversation: it starts once that one \
+             has ended (`get_task` reads it)"
+        ),
+        WaitingFor::Callback { expires_at, .. } => format!(
+            "waiting for an outside system to call its one-time callback URL, until \
+             {expires_at}; the URL resumes the task for whoever holds it, so it is not shown \
+             here (it went to the system that is to call it)"
+        ),
+        WaitingFor::Connection {
+            provider,
+            expires_at,
+            ..
+        } => format!(
+            "waiting for its person to connect their `{provider}` account, until {expires_at}; \
+             the Connect link is theirs alone, sent to them, and not shown here"
         ),
     })
+}
+
+/// `waiting_for` as a client is shown it: without the URL of a callback
+/// or a Connect link ([`awaited`] says why).
+fn shown_wait(w: &WaitingFor) -> Value {
+    let mut v = json!(w);
+    match w {
+        WaitingFor::Callback { .. } | WaitingFor::Connection { .. } => {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("url");
+            }
+        }
+        WaitingFor::Approval { .. }
+        | WaitingFor::Children { .. }
+        | WaitingFor::Timer { .. }
+        | WaitingFor::Capacity { .. }
+        | WaitingFor::Turn { .. }
+        | WaitingFor::Reply { .. } => {}
+    }
+    v
 }
 
 /// The status text of a task as it stands: its status and what it waits
@@ -100,7 +154,7 @@ pub(crate) fn structured(task: &Task) -> Value {
         v["error"] = json!(e);
     }
     if let Some(w) = &task.waiting_for {
-        v["waiting_for"] = json!(w);
+        v["waiting_for"] = shown_wait(w);
     }
     if let Some(a) = awaited(task) {
         v["awaiting"] = json!(a);
@@ -238,6 +292,35 @@ mod tests {
         let d = detailed(&t);
         assert_eq!(d.status(), McpStatus::Working);
         assert!(d.task.status_message.unwrap().contains("approvals/ap1"));
+    }
+
+    #[test]
+    fn every_wait_is_named_and_no_capability_url_is_shown() {
+        use baton_core::wait::testing::{cases, KINDS};
+        let cases = cases(baton_core::Instant::now());
+        assert_eq!(cases.len(), KINDS);
+        for c in cases {
+            // Still waiting where it can be (a child not yet reported).
+            let t = c.waiting.unwrap_or(c.lost);
+            let said = awaited(&t).unwrap();
+            let s = structured(&t);
+            assert_eq!(s["waiting_for"]["kind"], c.kind);
+            let everything = format!("{said} {s}");
+            for secret in ["/callbacks/", "/connect/"] {
+                assert!(!everything.contains(secret), "{}: {everything}", c.kind);
+            }
+            let named = match t.waiting_for.as_ref().unwrap() {
+                WaitingFor::Approval { approval_id, .. } => format!("approvals/{approval_id}"),
+                WaitingFor::Children { .. } => t.children[0].task_id.to_string(),
+                WaitingFor::Timer { .. } => "waiting until".into(),
+                WaitingFor::Capacity { .. } => "concurrency limit".into(),
+                WaitingFor::Turn { behind } => behind.to_string(),
+                WaitingFor::Callback { .. } => "callback URL".into(),
+                WaitingFor::Connection { provider, .. } => format!("`{provider}` account"),
+                WaitingFor::Reply { question, .. } => question.clone(),
+            };
+            assert!(said.contains(&named), "{}: {said}", c.kind);
+        }
     }
 
     #[test]

@@ -255,6 +255,17 @@ impl ConnectionStore {
         }
     }
 
+    /// What is known of `person`'s connection to `provider`, without
+    /// opening its tokens (the reaper asks whether a person connected).
+    pub async fn summary_of(
+        &self,
+        person: &PersonKey,
+        provider: &str,
+    ) -> Result<Option<ConnectionSummary>, ConnectionError> {
+        let key = connection_key(person, provider);
+        Ok(self.read(&key).await?.map(|(data, _)| Self::summary(&data)))
+    }
+
     /// `person`'s tokens for `provider`, opened, with the item's version.
     pub async fn get(
         &self,

@@ -1,0 +1,55 @@
+use super::testing::{cases, index, KINDS};
+use super::*;
+
+#[test]
+fn every_kind_has_a_case_in_its_place() {
+    let cases = cases(Instant::now());
+    assert_eq!(cases.len(), KINDS);
+    for (i, c) in cases.iter().enumerate() {
+        let w = c.lost.waiting_for.as_ref().unwrap();
+        assert_eq!(index(w), i, "{}", c.kind);
+        assert_eq!(serde_json::to_value(w).unwrap()["kind"], c.kind);
+        if let Some(t) = &c.waiting {
+            assert_eq!(index(t.waiting_for.as_ref().unwrap()), i, "{}", c.kind);
+        }
+        for t in std::iter::once(&c.lost).chain(&c.waiting) {
+            assert_eq!(t.check(), Ok(()), "{}", c.kind);
+        }
+    }
+}
+
+#[test]
+fn a_wait_is_over_once_its_expiry_passed_or_its_event_is_recorded() {
+    let now = Instant::now();
+    for c in cases(now) {
+        match c.waiting {
+            Some(waiting) => {
+                assert!(is_over(&c.lost, now), "{}", c.kind);
+                assert!(!is_over(&waiting, now), "{}", c.kind);
+            }
+            // A queued task's wait is its admission's to end.
+            None => assert!(!is_over(&c.lost, now), "{}", c.kind),
+        }
+    }
+}
+
+#[test]
+fn an_answered_question_or_a_decided_approval_left_waiting_is_over() {
+    let now = Instant::now();
+    let mut cases = cases(now);
+    let mut approval = cases[0].waiting.take().unwrap();
+    approval.approvals[0].decision = Some(crate::Decision {
+        verdict: crate::Verdict::Approved,
+        by: None,
+        at: now,
+        rule: None,
+    });
+    assert!(is_over(&approval, now));
+    let mut reply = cases[7].waiting.take().unwrap();
+    reply.questions[0].reply = Some(crate::question::Reply {
+        text: "staging".into(),
+        by: None,
+        at: now,
+    });
+    assert!(is_over(&reply, now));
+}
