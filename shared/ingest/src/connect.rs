@@ -309,6 +309,17 @@ impl Ingest {
     }
 }
 
+/// The person a message is from, as connections are kept: a Slack user
+/// of their workspace.
+pub(crate) fn person_of(origin: &baton_core::Origin) -> Option<baton_core::connection::PersonKey> {
+    match origin {
+        baton_core::Origin::Slack { team_id, user, .. } if !user.is_empty() => Some(
+            baton_core::connection::PersonKey::new(team_id.clone(), user.clone()),
+        ),
+        _ => None,
+    }
+}
+
 /// A fresh random secret, its hash kept and itself given to the browser.
 fn fresh() -> (String, String) {
     let secret = browser_secret();

@@ -414,11 +414,13 @@ impl Ingest {
         }
         let mut replied = false;
         let mut refused = false;
+        let mut renewed = false;
         let result = self
             .store
             .update_claiming(&active, None, s.claim(), |t| {
                 replied = false;
                 refused = false;
+                renewed = false;
                 if t.status.is_terminal() {
                     return Ok(None);
                 }
@@ -444,6 +446,11 @@ impl Ingest {
                     }
                 }
                 t.pending_files.extend(files.iter().cloned());
+                // The person a connection wait is for writes: their link
+                // may have failed them, so the call asks again (#38).
+                if let Some(person) = crate::connect::person_of(&s.origin) {
+                    renewed = baton_core::connection::renew_for(t, &person);
+                }
                 // Someone other than the requester: the model is told who.
                 t.inbox.push(match author {
                     Some(a) if Some(a) != approval::requester(t) => {
@@ -469,6 +476,15 @@ impl Ingest {
                 if replied {
                     let status = task.status;
                     return accepted(self.replied(task).await?, status);
+                }
+                if renewed && task.status == TaskStatus::Queued {
+                    let _ = self
+                        .queue
+                        .send(
+                            &Wake::new(task.id.clone(), "connection").to_body(),
+                            Duration::ZERO,
+                        )
+                        .await;
                 }
                 if stop && task.status != TaskStatus::Cancelled {
                     // Wake it so a queued or handed-over task ends promptly.
