@@ -733,7 +733,10 @@ async fn a_link_completed_by_another_slack_user_stores_nothing(backend: Backend)
     );
     secrets_show_nowhere(&app, &server, &[a, b]).await;
     let log = app.log();
-    assert!(!log.contains(FakeSlack::OPENID_CLIENT_SECRET), "the client secret in the log");
+    assert!(
+        !log.contains(FakeSlack::OPENID_CLIENT_SECRET),
+        "the client secret in the log"
+    );
 }
 
 /// The provider's redirect back with a code it refuses (a failed
@@ -820,16 +823,16 @@ async fn the_confirmation_page_without_sign_in_with_slack(backend: Backend) {
     let token = crate::common::oauth::confirm_token(&page).expect("a confirmation form");
     // Posted by a browser without the cookie, or without the token: refused.
     let mut stranger = Browser::new();
-    let refused = stranger
-        .post_form(&link, &format!("confirm={token}"))
-        .await;
+    let refused = stranger.post_form(&link, &format!("confirm={token}")).await;
     assert_eq!(refused.status, 400, "{refused:?}");
     let refused = alice.post_form(&link, "confirm=guess").await;
     assert_eq!(refused.status, 400, "{refused:?}");
     assert_eq!(server.counts().await["codes_issued"], 0);
     let on = alice.post_form(&link, &format!("confirm={token}")).await;
     assert_eq!(on.status, 303, "{on:?}");
-    let done = alice.connect(on.location.as_deref().unwrap_or_default()).await;
+    let done = alice
+        .connect(on.location.as_deref().unwrap_or_default())
+        .await;
     assert_eq!(done.status, 200, "{done:?}\nlog:\n{}", app.log());
     succeeded(&app, &a).await;
 }
@@ -845,9 +848,16 @@ async fn a_callback_with_a_bogus_state_echoes_nothing(backend: Backend) {
     let state = link.rsplit('/').next().unwrap_or_default().to_owned();
     let hostile = "error=PWNED_ERROR&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E%20call%200800-EVIL";
     let mut browser = Browser::new();
-    for state in ["AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "%3Cb%3E", state.as_str()] {
+    for state in [
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "%3Cb%3E",
+        state.as_str(),
+    ] {
         let page = browser
-            .get(&format!("{}/oauth/callback?state={state}&{hostile}", app.url))
+            .get(&format!(
+                "{}/oauth/callback?state={state}&{hostile}",
+                app.url
+            ))
             .await;
         assert_eq!(page.status, 400, "{page:?}");
         for echoed in ["PWNED", "script", "alert", "EVIL", "<b>"] {

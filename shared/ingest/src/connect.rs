@@ -192,7 +192,10 @@ impl Ingest {
             Ok(p) => p,
             Err(answer) => return answer,
         };
-        let ours = pending.browser.as_deref().is_some_and(|b| same(b, &browser));
+        let ours = pending
+            .browser
+            .as_deref()
+            .is_some_and(|b| same(b, &browser));
         if !ours {
             return refusal(ConnectRefused::Foreign);
         }

@@ -567,7 +567,10 @@ mod tests {
         let insecure = load(&[
             ("SLACK_CLIENT_ID", "1.2"),
             ("SLACK_CLIENT_SECRET", "shh"),
-            ("SLACK_OPENID_AUTHORIZE_URL", "http://evil.example/authorize"),
+            (
+                "SLACK_OPENID_AUTHORIZE_URL",
+                "http://evil.example/authorize",
+            ),
         ]);
         assert!(matches!(
             insecure,

@@ -344,7 +344,10 @@ mod tests {
             let mut c = claims();
             c[key] = value;
             assert!(
-                matches!(s.verify(&jwt(c), "n1", now), Err(SignInError::InvalidToken(_))),
+                matches!(
+                    s.verify(&jwt(c), "n1", now),
+                    Err(SignInError::InvalidToken(_))
+                ),
                 "{key}"
             );
         }
@@ -379,7 +382,12 @@ mod tests {
             .build()
             .unwrap();
         let url = s.authorize_url("st-1", nonce, "http://127.0.0.1:9/back", "T1");
-        let r = browser.get(url).header("cookie", cookie).send().await.unwrap();
+        let r = browser
+            .get(url)
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 302);
         let back = reqwest::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
         let q: std::collections::HashMap<_, _> = back.query_pairs().into_owned().collect();
@@ -398,7 +406,9 @@ mod tests {
             &fake.openid_authorize_url(),
         )
         .unwrap();
-        let r = reqwest::get(fake.openid_sign_in_url("T1", "U2")).await.unwrap();
+        let r = reqwest::get(fake.openid_sign_in_url("T1", "U2"))
+            .await
+            .unwrap();
         let cookie = r.headers()["set-cookie"].to_str().unwrap();
         let cookie = cookie.split(';').next().unwrap().to_owned();
         let now = 1_000;
@@ -409,12 +419,19 @@ mod tests {
             .unwrap();
         assert_eq!((who.team_id.as_str(), who.user_id.as_str()), ("T1", "U2"));
         // Once only.
-        let again = s.exchange(&code, "http://127.0.0.1:9/back", "n1", now).await;
+        let again = s
+            .exchange(&code, "http://127.0.0.1:9/back", "n1", now)
+            .await;
         assert!(matches!(again, Err(SignInError::Refused(ref c)) if c == "invalid_code"));
         // Another sign-in's nonce.
         let code = code_from(&s, &cookie, "n2").await;
-        let other = s.exchange(&code, "http://127.0.0.1:9/back", "n1", now).await;
-        assert!(matches!(other, Err(SignInError::InvalidToken(_))), "{other:?}");
+        let other = s
+            .exchange(&code, "http://127.0.0.1:9/back", "n1", now)
+            .await;
+        assert!(
+            matches!(other, Err(SignInError::InvalidToken(_))),
+            "{other:?}"
+        );
         let calls = fake.calls("openid.connect.token");
         assert_eq!(calls.len(), 3);
         assert_eq!(calls[0]["client_id"], FakeSlack::OPENID_CLIENT_ID);

@@ -340,7 +340,10 @@ mod tests {
         assert!(!renew_for(&mut t, &PersonKey::new("T2", "U1")));
         assert_eq!(t.status, before.status);
         assert!(renew_for(&mut t, &alice));
-        assert_eq!((t.status, t.waiting_for.clone()), (TaskStatus::Queued, None));
+        assert_eq!(
+            (t.status, t.waiting_for.clone()),
+            (TaskStatus::Queued, None)
+        );
         // Not waiting any more: nothing to lift.
         assert!(!renew_for(&mut t, &alice));
     }

@@ -124,13 +124,7 @@ async fn rig(expires_in: Duration) -> Rig {
     rig_for(alice(), expires_in, false).await
 }
 
-async fn send(
-    r: &Rig,
-    verb: &str,
-    uri: &str,
-    cookie: Option<&str>,
-    body: &str,
-) -> Response<Bytes> {
+async fn send(r: &Rig, verb: &str, uri: &str, cookie: Option<&str>, body: &str) -> Response<Bytes> {
     let mut req = http::Request::builder().method(verb).uri(uri);
     if let Some(c) = cookie {
         req = req.header("cookie", c);
@@ -167,7 +161,10 @@ fn location(resp: &Response<Bytes>) -> Url {
 
 /// The confirmation page's form token.
 fn confirm_token(page: &str) -> String {
-    let at = page.find("name=\"confirm\" value=\"").expect("a confirm form") + 22;
+    let at = page
+        .find("name=\"confirm\" value=\"")
+        .expect("a confirm form")
+        + 22;
     page[at..].split('"').next().unwrap().to_owned()
 }
 
@@ -329,7 +326,8 @@ async fn the_callback_shows_what_it_was_given_only_for_this_browsers_flow_and_es
     assert!(text(&resp).contains("expired"), "{}", text(&resp));
 
     let r = rig(Duration::from_secs(3600)).await;
-    let hostile = "error=PWNED_ERR&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E+call+0800-EVIL";
+    let hostile =
+        "error=PWNED_ERR&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E+call+0800-EVIL";
     // A bogus state, a known state from a browser without its flow, and a
     // state with no flow yet: nothing of the query is shown.
     let (cookie_before, _) = {
@@ -458,14 +456,7 @@ async fn with_sign_in_with_slack_another_person_is_refused_and_nothing_is_stored
     let (_, resp) = signed_in_as(&r, "T9", "U1").await;
     assert_eq!(resp.status(), StatusCode::FORBIDDEN);
     // No confirmation page to go round it.
-    let resp = send(
-        &r,
-        "POST",
-        &format!("/connect/{STATE}"),
-        None,
-        "confirm=x",
-    )
-    .await;
+    let resp = send(&r, "POST", &format!("/connect/{STATE}"), None, "confirm=x").await;
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     assert!(r.connections.get(&alice(), "api").await.unwrap().is_none());
 

@@ -54,7 +54,12 @@ impl FakeSlack {
 }
 
 fn page(status: StatusCode, text: &str) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain")], text.to_owned()).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain")],
+        text.to_owned(),
+    )
+        .into_response()
 }
 
 /// `GET /openid/sign-in?team&user`: this browser is now that person.
@@ -180,7 +185,9 @@ pub(super) async fn token(State(shared): State<Arc<Shared>>, body: Bytes) -> Res
         b64.encode(claims.to_string()),
         b64.encode(b"not-a-signature")
     );
-    Json(json!({"ok": true, "access_token": format!("xoxp-oidc-{}", inner.openid.issued),
-                "token_type": "Bearer", "id_token": id_token}))
+    Json(
+        json!({"ok": true, "access_token": format!("xoxp-oidc-{}", inner.openid.issued),
+                "token_type": "Bearer", "id_token": id_token}),
+    )
     .into_response()
 }

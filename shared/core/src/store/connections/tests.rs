@@ -479,7 +479,9 @@ async fn a_browser_check_comes_before_the_flow_and_a_released_claim_is_usable_ag
         Err(ConnectionError::Refused(ConnectRefused::Expired))
     ));
     assert!(matches!(
-        store.begin_browser_check("nope", check.clone(), Instant(10)).await,
+        store
+            .begin_browser_check("nope", check.clone(), Instant(10))
+            .await,
         Err(ConnectionError::Refused(ConnectRefused::Unknown))
     ));
     // Passing it starts the flow and consumes it.
@@ -488,7 +490,10 @@ async fn a_browser_check_comes_before_the_flow_and_a_released_claim_is_usable_ag
         .await
         .unwrap();
     let pending = store.connect_request("h1").await.unwrap().unwrap();
-    assert_eq!((pending.check, pending.browser.as_deref()), (None, Some("b1")));
+    assert_eq!(
+        (pending.check, pending.browser.as_deref()),
+        (None, Some("b1"))
+    );
 
     // Claimed, then released (the exchange failed): usable again, from
     // the start (no flow to claim), until it expires.
