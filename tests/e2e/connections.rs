@@ -11,6 +11,7 @@
 
 use crate::common::oauth::{Browser, OAuthServer, STATIC_CLIENT_ID, STATIC_CLIENT_SECRET};
 use crate::common::{Backend, Options, TestApp};
+use baton_slack::testing::FakeSlack;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -59,12 +60,23 @@ tools = ["mcp:acme", "me", "current_time"]
 }
 
 async fn spawn(backend: Backend, server: &OAuthServer, connection: &str) -> TestApp {
+    spawn_with(backend, server, connection, false).await
+}
+
+/// With Sign in with Slack on the fake Slack when `sign_in`.
+async fn spawn_with(
+    backend: Backend,
+    server: &OAuthServer,
+    connection: &str,
+    sign_in: bool,
+) -> TestApp {
     TestApp::spawn(Options {
         backend,
         extra_env: vec![
             ("BATON_AGENTS_TOML".into(), agents_file(server, connection)),
             ("IDP_CLIENT_SECRET".into(), STATIC_CLIENT_SECRET.into()),
         ],
+        sign_in_with_slack: sign_in,
         ..Options::default()
     })
     .await
@@ -86,6 +98,19 @@ async fn mention(app: &TestApp, user: &str, ts: &str, text: &str) {
         &format!("Ev{ts}"),
         json!({"type": "app_mention", "user": user, "text": format!("<@UBOT> {text}"),
                "ts": ts, "channel": CHANNEL, "event_ts": ts}),
+    );
+    let r = app
+        .slack_post("/slack/events", &body, "application/json", &[])
+        .await;
+    assert_eq!(r.status(), 200, "log:\n{}", app.log());
+}
+
+/// `user` mentions the bot with `text` in the thread `thread_ts`.
+async fn mention_in_thread(app: &TestApp, user: &str, thread_ts: &str, ts: &str, text: &str) {
+    let body = callback(
+        &format!("Ev{ts}"),
+        json!({"type": "app_mention", "user": user, "text": format!("<@UBOT> {text}"),
+               "ts": ts, "thread_ts": thread_ts, "channel": CHANNEL, "event_ts": ts}),
     );
     let r = app
         .slack_post("/slack/events", &body, "application/json", &[])
@@ -657,7 +682,197 @@ async fn connections_are_listed_and_revoked(backend: Backend) {
     waits_for_connection(&app, &id, "acme").await;
 }
 
+// ---- who is in the browser (#38)
+
+/// A browser of Slack user `user` (signed in to Slack as them) and of
+/// `person` at the provider.
+async fn browser_of(app: &TestApp, server: &OAuthServer, user: &str, person: &str) -> Browser {
+    let mut b = Browser::new();
+    b.sign_in_to_slack(&app.slack, TEAM, user).await;
+    b.log_in(server, person).await;
+    b
+}
+
+/// With Sign in with Slack, a Connect link forwarded to another Slack user
+/// is refused with a page saying it is someone else's: nothing is stored,
+/// nothing reaches the provider, and the link still works for its person.
+async fn a_link_completed_by_another_slack_user_stores_nothing(backend: Backend) {
+    let server = OAuthServer::start(HOUR);
+    let app = spawn_with(backend, &server, "", true).await;
+    let a = slack_task(&app, "U1", "1700000800.000100", CONNECT).await;
+    let (_, link) = connect_prompt(&app, "U1", 0).await;
+    waits_for_connection(&app, &a, "acme").await;
+
+    // U1 forwarded the link to U2, who opens it signed in as themselves.
+    let mut bob = browser_of(&app, &server, "U2", "bob").await;
+    let page = bob.connect(&link).await;
+    assert_eq!(page.status, 403, "{page:?}");
+    assert!(page.body.contains("belongs to someone else"), "{page:?}");
+    assert!(connections_of(&app, None).await.is_empty());
+    assert_eq!(server.counts().await["codes_issued"], 0, "never sent on");
+    assert_eq!(app.task(&a).await["status"], "waiting");
+    let exchanges = app.slack.calls("openid.connect.token");
+    assert_eq!(exchanges.len(), 1, "{exchanges:?}");
+    assert_eq!(exchanges[0]["client_id"], FakeSlack::OPENID_CLIENT_ID);
+    let redirect = exchanges[0]["redirect_uri"].as_str().unwrap_or_default();
+    assert_eq!(redirect, format!("{}/connect/slack/signed-in", app.url));
+
+    // The link's person completes it.
+    let mut alice = browser_of(&app, &server, "U1", "alice").await;
+    let page = alice.connect(&link).await;
+    assert_eq!(page.status, 200, "{page:?}\nlog:\n{}", app.log());
+    assert!(page.body.contains("Connected acme"), "{page:?}");
+    succeeded(&app, &a).await;
+    let listed = people(&connections_of(&app, None).await);
+    assert_eq!(listed, BTreeSet::from(["T1:U1/acme".to_owned()]));
+    let b = slack_task(&app, "U1", "1700000800.000200", WHOAMI).await;
+    assert!(
+        succeeded(&app, &b).await.ends_with("said: you are alice"),
+        "{}",
+        app.task(&b).await
+    );
+    secrets_show_nowhere(&app, &server, &[a, b]).await;
+    let log = app.log();
+    assert!(
+        !log.contains(FakeSlack::OPENID_CLIENT_SECRET),
+        "the client secret in the log"
+    );
+}
+
+/// The provider's redirect back with a code it refuses (a failed
+/// exchange): nothing is connected and the link works again; and a new
+/// message from the person brings them a fresh link.
+async fn a_failed_exchange_then_a_retry_connects(backend: Backend) {
+    let server = OAuthServer::start(HOUR);
+    let app = spawn_with(backend, &server, "", true).await;
+    let thread = "1700000900.000100";
+    let a = slack_task(&app, "U1", thread, CONNECT).await;
+    let (_, link) = connect_prompt(&app, "U1", 0).await;
+    let mut alice = browser_of(&app, &server, "U1", "alice").await;
+    let callback_prefix = format!("{}/oauth/callback", app.url);
+
+    // The code is spoiled on the way back: the exchange fails.
+    let (_, back) = alice.follow(&link, Some(&callback_prefix)).await;
+    let back = back.expect("sent back to /oauth/callback");
+    let spoiled = regex::Regex::new(r"code=[^&]+")
+        .unwrap()
+        .replace(&back, "code=spoiled")
+        .into_owned();
+    let failed = alice.get(&spoiled).await;
+    assert_eq!(failed.status, 400, "{failed:?}");
+    assert!(failed.body.contains("was not connected"), "{failed:?}");
+    assert!(connections_of(&app, None).await.is_empty());
+    assert_eq!(app.task(&a).await["status"], "waiting");
+
+    // The same link works again, until it expires.
+    let page = alice.connect(&link).await;
+    assert_eq!(page.status, 200, "{page:?}\nlog:\n{}", app.log());
+    succeeded(&app, &a).await;
+
+    // Another provider, another failure; then the person writes in the
+    // thread and is sent a fresh link, which connects.
+    let seen = ephemerals(&app).len();
+    let b = slack_task(&app, "U1", "1700000900.000300", ME).await;
+    let (_, first) = connect_prompt(&app, "U1", seen).await;
+    waits_for_connection(&app, &b, "idp").await;
+    let (_, back) = alice.follow(&first, Some(&callback_prefix)).await;
+    let back = back.expect("sent back to /oauth/callback");
+    let spoiled = regex::Regex::new(r"code=[^&]+")
+        .unwrap()
+        .replace(&back, "code=spoiled")
+        .into_owned();
+    assert_eq!(alice.get(&spoiled).await.status, 400);
+    let seen = ephemerals(&app).len();
+    mention_in_thread(
+        &app,
+        "U1",
+        "1700000900.000300",
+        "1700000900.000400",
+        "the link did not work",
+    )
+    .await;
+    let (_, fresh) = connect_prompt(&app, "U1", seen).await;
+    assert_ne!(fresh, first, "a fresh link");
+    waits_for_connection(&app, &b, "idp").await;
+    let page = alice.connect(&fresh).await;
+    assert_eq!(page.status, 200, "{page:?}\nlog:\n{}", app.log());
+    succeeded(&app, &b).await;
+    let listed = people(&connections_of(&app, None).await);
+    assert_eq!(
+        listed,
+        BTreeSet::from(["T1:U1/acme".to_owned(), "T1:U1/idp".to_owned()])
+    );
+    secrets_show_nowhere(&app, &server, &[a, b]).await;
+}
+
+/// Without Sign in with Slack, the link shows a page naming whose
+/// connection it makes; only its own button (its form token and this
+/// browser's cookie) goes on to the provider.
+async fn the_confirmation_page_without_sign_in_with_slack(backend: Backend) {
+    let server = OAuthServer::start(HOUR);
+    let app = spawn(backend, &server, "").await;
+    let a = slack_task(&app, "U1", "1700001000.000100", CONNECT).await;
+    let (_, link) = connect_prompt(&app, "U1", 0).await;
+    let mut alice = browser_of(&app, &server, "U1", "alice").await;
+    let page = alice.get(&link).await;
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(
+        page.body.contains("Slack user U1 in workspace T1") && page.body.contains("Connect acme"),
+        "{page:?}"
+    );
+    let token = crate::common::oauth::confirm_token(&page).expect("a confirmation form");
+    // Posted by a browser without the cookie, or without the token: refused.
+    let mut stranger = Browser::new();
+    let refused = stranger.post_form(&link, &format!("confirm={token}")).await;
+    assert_eq!(refused.status, 400, "{refused:?}");
+    let refused = alice.post_form(&link, "confirm=guess").await;
+    assert_eq!(refused.status, 400, "{refused:?}");
+    assert_eq!(server.counts().await["codes_issued"], 0);
+    let on = alice.post_form(&link, &format!("confirm={token}")).await;
+    assert_eq!(on.status, 303, "{on:?}");
+    let done = alice
+        .connect(on.location.as_deref().unwrap_or_default())
+        .await;
+    assert_eq!(done.status, 200, "{done:?}\nlog:\n{}", app.log());
+    succeeded(&app, &a).await;
+}
+
+/// `/oauth/callback` shows nothing of its query unless the state is this
+/// browser's flow.
+async fn a_callback_with_a_bogus_state_echoes_nothing(backend: Backend) {
+    let server = OAuthServer::start(HOUR);
+    let app = spawn(backend, &server, "").await;
+    let a = api_task(&app, Some("alice"), CONNECT).await;
+    let task = waits_for_connection(&app, &a, "acme").await;
+    let link = task["waiting_for"]["url"].as_str().unwrap().to_owned();
+    let state = link.rsplit('/').next().unwrap_or_default().to_owned();
+    let hostile = "error=PWNED_ERROR&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E%20call%200800-EVIL";
+    let mut browser = Browser::new();
+    for state in [
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "%3Cb%3E",
+        state.as_str(),
+    ] {
+        let page = browser
+            .get(&format!(
+                "{}/oauth/callback?state={state}&{hostile}",
+                app.url
+            ))
+            .await;
+        assert_eq!(page.status, 400, "{page:?}");
+        for echoed in ["PWNED", "script", "alert", "EVIL", "<b>"] {
+            assert!(!page.body.contains(echoed), "{state}: {page:?}");
+        }
+    }
+    assert!(connections_of(&app, None).await.is_empty());
+    assert_eq!(app.task(&a).await["status"], "waiting");
+}
+
 on_both_backends!(
+    a_link_completed_by_another_slack_user_stores_nothing,
+    a_failed_exchange_then_a_retry_connects,
+    the_confirmation_page_without_sign_in_with_slack,
+    a_callback_with_a_bogus_state_echoes_nothing,
     two_people_connect_and_each_call_carries_their_own_token,
     an_expired_token_is_refreshed_and_a_revoked_one_asks_again,
     a_foreign_or_replayed_state_is_refused,

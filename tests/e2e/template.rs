@@ -339,3 +339,36 @@ fn every_route_of_the_handler_has_an_api_event() {
         "routes without an API event: {missing:?}"
     );
 }
+
+/// The ingest's public URL (OAuth redirect URLs, client registrations)
+/// comes from the stack: the parameter the stack writes, the same URL the
+/// worker is given, which the ingest may read; never a request's `Host`.
+#[test]
+fn the_ingest_reads_the_stacks_public_url_from_its_parameter() {
+    let t = template();
+    let parameter = &t["Resources"]["PublicUrlParameter"];
+    assert_eq!(parameter["Type"], "AWS::SSM::Parameter");
+    let name = json!({"!Sub": "/baton-stack/${AWS::StackName}/public-url"});
+    assert_eq!(parameter["Properties"]["Name"], name);
+    let ingest = &t["Resources"]["IngestFunction"]["Properties"];
+    assert_eq!(
+        ingest["Environment"]["Variables"]["BATON_PUBLIC_URL_PARAMETER"],
+        name
+    );
+    let statements = ingest["Policies"][0]["Statement"]
+        .as_array()
+        .expect("the ingest's statements");
+    let read = statements
+        .iter()
+        .find(|s| s["Sid"] == "PublicUrl")
+        .expect("the ingest may read the parameter");
+    assert_eq!(read["Action"], "ssm:GetParameter");
+    assert!(read["Resource"]["!Sub"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with(":parameter/baton-stack/${AWS::StackName}/public-url"));
+    // The worker's and the parameter's URL are the same choice.
+    let worker_url = &t["Resources"]["WorkerFunction"]["Properties"]["Environment"]["Variables"]
+        ["BATON_PUBLIC_URL"];
+    assert_eq!(worker_url, &parameter["Properties"]["Value"]);
+}

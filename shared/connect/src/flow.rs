@@ -32,20 +32,25 @@ pub const CLIENT_METADATA_PATH: &str = "/oauth/client-metadata.json";
 const DISCOVERY_TTL: Duration = Duration::from_secs(3600);
 
 /// A client Baton registered at a provider itself (RFC 7591), kept per
-/// provider so every flow and refresh uses the same one.
+/// provider and redirect URL so every flow and refresh uses the same one.
 #[derive(Clone, Debug)]
 pub struct RegisteredClient {
     pub client_id: String,
     pub client_secret: Option<SecretString>,
     /// The redirect URL it was registered with: a new public URL needs a
-    /// new registration.
+    /// new registration (kept beside the old one, never over it).
     pub redirect_url: String,
 }
 
-/// Where registered clients are kept (vault's store, `OAUTHCLIENT#`).
+/// Where registered clients are kept (vault's store, `OAUTHCLIENT#`), per
+/// provider and redirect URL.
 #[async_trait]
 pub trait ClientRegistry: Send + Sync {
-    async fn registered(&self, provider: &str) -> Result<Option<RegisteredClient>, ConnectError>;
+    async fn registered(
+        &self,
+        provider: &str,
+        redirect_url: &str,
+    ) -> Result<Option<RegisteredClient>, ConnectError>;
     /// Keeps `client` unless another registration for the same redirect
     /// URL got there first; either way, the client kept.
     async fn keep(
@@ -92,7 +97,8 @@ fn urls_under(public_url: &Url) -> Result<(Url, Option<Url>), String> {
 
 impl Connector {
     /// The connector of `providers`, whose callback is under `public_url`
-    /// (`BATON_PUBLIC_URL`).
+    /// (`BATON_PUBLIC_URL`; on AWS the stack's URL): the one redirect URL
+    /// of every flow, whatever host a request came to.
     pub fn new(
         providers: Vec<Provider>,
         public_url: &Url,
@@ -109,21 +115,6 @@ impl Connector {
         })
     }
 
-    /// The same flows under another public URL (the ingest on AWS learns
-    /// its own from the request: the API cannot name itself to the
-    /// function it routes to). Discovery is shared.
-    pub fn at(&self, public_url: &Url) -> Result<Connector, String> {
-        let (redirect_url, client_metadata_url) = urls_under(public_url)?;
-        Ok(Connector {
-            providers: self.providers.clone(),
-            redirect_url,
-            client_metadata_url,
-            http: self.http.clone(),
-            servers: self.servers.clone(),
-            registry: self.registry.clone(),
-        })
-    }
-
     pub fn provider(&self, name: &str) -> Option<&Provider> {
         self.providers.get(name)
     }
@@ -131,6 +122,16 @@ impl Connector {
     /// `{BATON_PUBLIC_URL}/oauth/callback`.
     pub fn redirect_url(&self) -> &Url {
         &self.redirect_url
+    }
+
+    /// `{BATON_PUBLIC_URL}{path}`: another of Baton's own URLs.
+    pub fn url_of(&self, path: &str) -> Result<Url, url::ParseError> {
+        let base = self
+            .redirect_url
+            .as_str()
+            .strip_suffix(CALLBACK_PATH)
+            .unwrap_or_default();
+        Url::parse(&format!("{base}{path}"))
     }
 
     /// Baton's Client ID Metadata Document, served at
@@ -211,13 +212,15 @@ impl Connector {
             provider: p.name.clone(),
             reason,
         };
-        if let Some(kept) = self.registry.registered(&p.name).await? {
-            if kept.redirect_url == self.redirect_url.as_str() {
-                return Ok(Client {
-                    id: kept.client_id,
-                    secret: kept.client_secret,
-                });
-            }
+        let kept = self
+            .registry
+            .registered(&p.name, self.redirect_url.as_str())
+            .await?;
+        if let Some(kept) = kept {
+            return Ok(Client {
+                id: kept.client_id,
+                secret: kept.client_secret,
+            });
         }
         if !may_register {
             return Err(fail("no client is registered yet".into()));

@@ -41,10 +41,14 @@ fn store_error(e: ConnectionError) -> ConnectError {
 
 #[async_trait]
 impl ClientRegistry for StoredClients {
-    async fn registered(&self, provider: &str) -> Result<Option<RegisteredClient>, ConnectError> {
+    async fn registered(
+        &self,
+        provider: &str,
+        redirect_url: &str,
+    ) -> Result<Option<RegisteredClient>, ConnectError> {
         Ok(self
             .0
-            .oauth_client(provider)
+            .oauth_client(provider, redirect_url)
             .await
             .map_err(store_error)?
             .map(|c| RegisteredClient {
@@ -59,13 +63,6 @@ impl ClientRegistry for StoredClients {
         provider: &str,
         client: RegisteredClient,
     ) -> Result<RegisteredClient, ConnectError> {
-        // Another flow may have registered meanwhile: its client is kept
-        // (flows in progress use it).
-        if let Some(kept) = self.registered(provider).await? {
-            if kept.redirect_url == client.redirect_url {
-                return Ok(kept);
-            }
-        }
         let stored = OAuthClient {
             client_id: client.client_id.clone(),
             client_secret: client.client_secret.clone(),
@@ -73,11 +70,19 @@ impl ClientRegistry for StoredClients {
             authorization_server: String::new(),
             registered_at: Instant::now(),
         };
-        self.0
+        let kept_new = self
+            .0
             .put_oauth_client(provider, &stored)
             .await
             .map_err(store_error)?;
-        Ok(client)
+        if kept_new {
+            return Ok(client);
+        }
+        // Another flow registered for this URL meanwhile: its client is
+        // kept (flows in progress use it).
+        self.registered(provider, &client.redirect_url)
+            .await?
+            .ok_or_else(|| ConnectError::Store("the registered client vanished".into()))
     }
 }
 

@@ -124,7 +124,12 @@ async fn an_mcp_server_is_discovered_registered_and_authorised_with_pkce_and_res
     // The registration is kept: a second flow registers nothing (the
     // mock expects one registration).
     assert_eq!(
-        store.oauth_client("docs").await.unwrap().unwrap().client_id,
+        store
+            .oauth_client("docs", "https://baton.example/oauth/callback")
+            .await
+            .unwrap()
+            .unwrap()
+            .client_id,
         "dyn-client"
     );
     c.start("docs", "STATE-456").await.unwrap();

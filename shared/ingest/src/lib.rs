@@ -151,19 +151,27 @@ impl Ingest {
 
     /// Serves the Connect routes (`GET /connect/{state}`,
     /// `GET /oauth/callback`) with `connector`'s flows, over the store of
-    /// [`Ingest::with_connections`]. `public_url_set`: the connector's
-    /// public URL is `BATON_PUBLIC_URL`; else each request's host (https)
-    /// is the public URL (on AWS the API cannot name itself to its own
-    /// function without a cycle in the stack).
-    pub fn with_connector(
+    /// [`Ingest::with_connections`]. Every URL of a flow is under the
+    /// connector's public URL (`BATON_PUBLIC_URL`; on AWS the stack's),
+    /// never a request's `Host`.
+    pub fn with_connector(mut self, connector: Arc<baton_connect::Connector>) -> Self {
+        let sign_in = self.connector.take().and_then(|f| f.sign_in);
+        self.connector = Some(connect::Flows { connector, sign_in });
+        self
+    }
+
+    /// Asks a browser that opens a Slack person's Connect link to Sign in
+    /// with Slack, and refuses anyone but the link's person
+    /// (`SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET`); without it, the browser
+    /// is shown a confirmation page naming the person. Call after
+    /// [`Ingest::with_connector`].
+    pub fn with_sign_in_with_slack(
         mut self,
-        connector: Arc<baton_connect::Connector>,
-        public_url_set: bool,
+        sign_in: Arc<baton_slack::openid::SignInWithSlack>,
     ) -> Self {
-        self.connector = Some(connect::Flows {
-            connector,
-            public_url_set,
-        });
+        if let Some(flows) = &mut self.connector {
+            flows.sign_in = Some(sign_in);
+        }
         self
     }
 

@@ -41,6 +41,8 @@ enum Handler {
     ListConnections,
     RevokeConnection,
     ConnectStart,
+    ConnectConfirm,
+    ConnectSignedIn,
     ConnectCallback,
     ClientMetadata,
 }
@@ -157,6 +159,20 @@ static ROUTES: &[Route] = &[
         "/connect/{state}",
         false,
         Handler::ConnectStart,
+    ),
+    // The confirmation page's button (no Sign in with Slack), and Slack's
+    // answer to Sign in with Slack: who is in the browser.
+    route(
+        Method::POST,
+        "/connect/{state}",
+        false,
+        Handler::ConnectConfirm,
+    ),
+    route(
+        Method::GET,
+        crate::connect::SIGNED_IN_PATH,
+        false,
+        Handler::ConnectSignedIn,
     ),
     route(
         Method::GET,
@@ -310,9 +326,14 @@ pub(crate) async fn route_request(
         Handler::CallBack => ingest.call_back(cap(0), headers, &body).await.map(full),
         Handler::ListConnections => ingest.list_connections(query).await.map(full),
         Handler::RevokeConnection => ingest.revoke_connection(cap(0), cap(1)).await.map(full),
-        Handler::ConnectStart => ingest.connect_start(cap(0), headers).await.map(full),
+        Handler::ConnectStart => ingest.connect_start(cap(0)).await.map(full),
+        Handler::ConnectConfirm => ingest
+            .connect_confirm(cap(0), headers, &body)
+            .await
+            .map(full),
+        Handler::ConnectSignedIn => ingest.connect_signed_in(query, headers).await.map(full),
         Handler::ConnectCallback => ingest.connect_callback(query, headers).await.map(full),
-        Handler::ClientMetadata => ingest.client_metadata(headers).map(full),
+        Handler::ClientMetadata => ingest.client_metadata().map(full),
     }
 }
 

@@ -439,6 +439,7 @@ impl Ingest {
         let mut replied = false;
         let mut refused = false;
         let mut foreign = false;
+        let mut renewed = false;
         let message = s.inbox_message();
         let result = self
             .store
@@ -446,6 +447,7 @@ impl Ingest {
                 replied = false;
                 refused = false;
                 foreign = false;
+                renewed = false;
                 if t.status.is_terminal() {
                     return Ok(None);
                 }
@@ -473,6 +475,11 @@ impl Ingest {
                     return Ok(Some(entries));
                 }
                 t.pending_files.extend(files.iter().cloned());
+                // The person a connection wait is for writes: their link
+                // may have failed them, so the call asks again (#38).
+                if let Some(person) = s.author().person() {
+                    renewed = baton_core::connection::renew_for(t, &person);
+                }
                 t.inbox.push(message.clone());
                 Ok(Some(Vec::new()))
             })
@@ -498,6 +505,15 @@ impl Ingest {
                 if replied {
                     let status = task.status;
                     return accepted(self.replied(task).await?, status);
+                }
+                if renewed && task.status == TaskStatus::Queued {
+                    let _ = self
+                        .queue
+                        .send(
+                            &Wake::new(task.id.clone(), "connection").to_body(),
+                            Duration::ZERO,
+                        )
+                        .await;
                 }
                 if stop && task.status != TaskStatus::Cancelled {
                     // Wake it so a queued or handed-over task ends promptly.

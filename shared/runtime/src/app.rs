@@ -250,10 +250,7 @@ impl AppBuilder {
         }
         let worker = Arc::new(worker);
         let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref(), export);
-        let ingest = match settings.connector(&backend, &public_url)? {
-            Some(c) => ingest.with_connector(c, true),
-            None => ingest,
-        };
+        let ingest = settings.with_connect_routes(ingest, &backend, Some(&public_url))?;
         Ok(App {
             ingest,
             worker,

@@ -131,15 +131,7 @@ impl AppBuilder {
             schedules.as_ref(),
             export,
         );
-        // Without BATON_PUBLIC_URL (the ingest on AWS), each request's
-        // host is the public URL; the placeholder is never used then.
-        let public_url = settings.public_url.as_deref();
-        Ok(
-            match settings.connector(backend, public_url.unwrap_or("https://localhost"))? {
-                Some(c) => ingest.with_connector(c, public_url.is_some()),
-                None => ingest,
-            },
-        )
+        settings.with_connect_routes(ingest, backend, settings.public_url.as_deref())
     }
 
     /// The ingest handler of the ingest Lambda: the same settings and AWS

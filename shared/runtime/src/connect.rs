@@ -2,7 +2,8 @@
 //! `[oauth.NAME]`), resolved: their `${NAME}` references replaced from the
 //! environment (and the secrets loaded from SSM), every unset name refused
 //! at start-up by its key; and the flows and credentials built over them
-//! (docs/connections.md).
+//! (docs/connections.md). Sign in with Slack (`SLACK_CLIENT_ID`,
+//! `SLACK_CLIENT_SECRET`) proves who opened a Slack person's Connect link.
 
 use crate::backend::Backend;
 use crate::settings::{Settings, SettingsError, Source};
@@ -11,6 +12,58 @@ use baton_settings::{parse_template, AgentsConfig, Problem, TemplatePart};
 use secrecy::SecretString;
 use std::sync::Arc;
 use url::Url;
+
+/// Sign in with Slack for Connect links: the Slack app's `SLACK_CLIENT_ID`
+/// and `SLACK_CLIENT_SECRET` (from SSM on AWS, like the other Slack
+/// secrets), its authorize page (`SLACK_OPENID_AUTHORIZE_URL`, Slack's by
+/// default) and the Web API base (`SLACK_API_URL`).
+#[derive(Clone)]
+pub struct SignInSettings {
+    pub client_id: String,
+    client_secret: SecretString,
+    pub api_url: String,
+    pub authorize_url: String,
+}
+
+impl std::fmt::Debug for SignInSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInSettings")
+            .field("client_id", &self.client_id)
+            .field("api_url", &self.api_url)
+            .field("authorize_url", &self.authorize_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `SLACK_CLIENT_ID` and `SLACK_CLIENT_SECRET`, both or neither; the URLs
+/// https (http only to localhost).
+pub(crate) fn sign_in_settings(src: &Source<'_>) -> Result<Option<SignInSettings>, SettingsError> {
+    let (id, secret) = match (src.var("SLACK_CLIENT_ID"), src.var("SLACK_CLIENT_SECRET")) {
+        (None, None) => return Ok(None),
+        (Some(id), Some(secret)) => (id, secret),
+        (Some(_), None) => return Err(SettingsError::Missing("SLACK_CLIENT_SECRET")),
+        (None, Some(_)) => return Err(SettingsError::Missing("SLACK_CLIENT_ID")),
+    };
+    let url = |name: &'static str, default: &str| -> Result<String, SettingsError> {
+        let value = src.var(name).unwrap_or_else(|| default.to_owned());
+        match Url::parse(&value) {
+            Ok(u) if baton_settings::connection::secure_or_loopback(&u) => Ok(value),
+            _ => Err(SettingsError::Invalid {
+                name,
+                message: "must be an https:// URL (http:// only to localhost)".into(),
+            }),
+        }
+    };
+    Ok(Some(SignInSettings {
+        client_id: id,
+        client_secret: SecretString::from(secret),
+        api_url: url("SLACK_API_URL", baton_slack::web::DEFAULT_API_URL)?,
+        authorize_url: url(
+            "SLACK_OPENID_AUTHORIZE_URL",
+            baton_slack::openid::DEFAULT_AUTHORIZE_URL,
+        )?,
+    }))
+}
 
 /// `template` with its references replaced; an unset name is a problem at
 /// `path`.
@@ -150,6 +203,45 @@ impl Settings {
         )
         .map_err(invalid)?;
         Ok(Some(Arc::new(connector)))
+    }
+
+    /// `ingest` serving the Connect routes under `public_url` (with Sign in
+    /// with Slack when set up); unchanged when no per-person provider is
+    /// declared, or without a public URL (said at start-up: the flows'
+    /// URLs are never taken from a request's `Host`).
+    pub(crate) fn with_connect_routes(
+        &self,
+        ingest: baton_ingest::Ingest,
+        backend: &Backend,
+        public_url: Option<&str>,
+    ) -> Result<baton_ingest::Ingest, SettingsError> {
+        let Some(public_url) = public_url else {
+            if !self.oauth_providers.is_empty() {
+                tracing::error!(
+                    "BATON_PUBLIC_URL is not set: Connect links cannot be served (on AWS the \
+                     stack gives the ingest its URL through BATON_PUBLIC_URL_PARAMETER)"
+                );
+            }
+            return Ok(ingest);
+        };
+        let Some(connector) = self.connector(backend, public_url)? else {
+            return Ok(ingest);
+        };
+        let ingest = ingest.with_connector(connector);
+        let Some(s) = &self.sign_in_with_slack else {
+            return Ok(ingest);
+        };
+        let sign_in = baton_slack::openid::SignInWithSlack::new(
+            s.client_id.clone(),
+            s.client_secret.clone(),
+            &s.api_url,
+            &s.authorize_url,
+        )
+        .map_err(|e| SettingsError::Invalid {
+            name: "SLACK_CLIENT_ID",
+            message: e.to_string(),
+        })?;
+        Ok(ingest.with_sign_in_with_slack(Arc::new(sign_in)))
     }
 
     /// The per-person credentials tools use (the worker), over the

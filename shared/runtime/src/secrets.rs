@@ -26,6 +26,9 @@ pub struct SecretsError {
 pub const SECRET_NAMES: &[&str] = &[
     "SLACK_SIGNING_SECRET",
     "SLACK_BOT_TOKEN",
+    // Sign in with Slack, for Connect links (docs/connections.md).
+    "SLACK_CLIENT_ID",
+    "SLACK_CLIENT_SECRET",
     "BATON_API_TOKEN",
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
@@ -107,6 +110,26 @@ pub async fn load(
     Ok(out)
 }
 
+/// The value of the stack's parameter `name` (not a secret: the ingest's
+/// public URL, `BATON_PUBLIC_URL_PARAMETER`, which the stack writes since
+/// the API cannot name itself to the function it routes to).
+pub async fn parameter(cfg: &aws_config::SdkConfig, name: &str) -> Result<String, SecretsError> {
+    let err = |e: String| SecretsError {
+        path: name.to_owned(),
+        message: e,
+    };
+    let got = aws_sdk_ssm::Client::new(cfg)
+        .get_parameter()
+        .name(name)
+        .send()
+        .await
+        .map_err(|e| err(aws_sdk_ssm::error::DisplayErrorContext(e).to_string()))?;
+    got.parameter()
+        .and_then(|p| p.value())
+        .map(str::to_owned)
+        .ok_or_else(|| err("the parameter has no value".into()))
+}
+
 #[cfg(test)]
 mod tests {
     use baton_aws::testing::MotoServer;
@@ -123,7 +146,12 @@ mod tests {
         ] {
             assert!(super::is_taken(name), "{name}");
         }
+        for name in ["SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET"] {
+            assert!(super::is_taken(name), "{name}");
+        }
         for name in [
+            "BATON_PUBLIC_URL",
+            "SLACK_OPENID_AUTHORIZE_URL",
             "BATON_MAX_STEPS",
             "AWS_ENDPOINT_URL",
             "SLACK_API_URL",
@@ -168,5 +196,27 @@ mod tests {
         assert_eq!(secrets["SLACK_BOT_TOKEN"], "xoxb-secret");
         assert_eq!(secrets["TRACKER_TOKEN"], "tracker-secret");
         assert_eq!(secrets["BATON_API_TOKEN"], "token-0123456789abcdef");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_stacks_public_url_is_read_from_its_parameter() {
+        let moto = MotoServer::start().expect("moto");
+        let cfg = moto.sdk_config().await;
+        aws_sdk_ssm::Client::new(&cfg)
+            .put_parameter()
+            .name("/baton-stack/s1/public-url")
+            .value("https://abc.execute-api.eu-west-1.amazonaws.com")
+            .r#type(aws_sdk_ssm::types::ParameterType::String)
+            .send()
+            .await
+            .expect("put parameter");
+        assert_eq!(
+            super::parameter(&cfg, "/baton-stack/s1/public-url")
+                .await
+                .expect("read"),
+            "https://abc.execute-api.eu-west-1.amazonaws.com"
+        );
+        let missing = super::parameter(&cfg, "/baton-stack/nope/public-url").await;
+        assert!(missing.is_err());
     }
 }

@@ -144,6 +144,10 @@ pub struct Settings {
     /// The per-person OAuth providers (`[mcp.NAME] auth = "oauth"`,
     /// `[oauth.NAME]`), their references resolved.
     pub(crate) oauth_providers: Vec<baton_connect::Provider>,
+    /// `SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET`: Sign in with Slack proves
+    /// who opened a Slack person's Connect link; without them a page asks
+    /// the browser to confirm whose connection it makes.
+    pub sign_in_with_slack: Option<crate::connect::SignInSettings>,
     /// `BATON_TASK_RETENTION_DAYS`: how long finished tasks, their
     /// transcripts and payloads are kept (default 90; 0 keeps them
     /// forever).
@@ -303,10 +307,18 @@ impl Settings {
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let env = HashMap::new();
         let src = Source { secrets: &env };
-        let secrets = match src.var("BATON_SECRETS_PATH") {
+        let mut secrets = match src.var("BATON_SECRETS_PATH") {
             Some(path) => crate::secrets::load(cfg, &path).await?,
             None => HashMap::new(),
         };
+        // The stack's URL (the ingest's: its API cannot name itself to the
+        // function it routes to), unless BATON_PUBLIC_URL says otherwise.
+        if src.var("BATON_PUBLIC_URL").is_none() {
+            if let Some(name) = src.var("BATON_PUBLIC_URL_PARAMETER") {
+                let url = crate::secrets::parameter(cfg, &name).await?;
+                secrets.insert("BATON_PUBLIC_URL".to_owned(), url);
+            }
+        }
         let mut settings = Self::load_knowing(&secrets, custom_tools)?;
         // A function's stdout is CloudWatch Logs, which extracts the
         // metrics: on unless BATON_METRICS says otherwise.
@@ -437,6 +449,7 @@ impl Settings {
                     problems,
                 }
             })?;
+        let sign_in_with_slack = crate::connect::sign_in_settings(&src)?;
         let metrics = crate::metrics::MetricsSettings::load(var)?;
         let otlp = baton_otel::OtlpSettings::from_vars(|n| src.var(n))
             .map_err(|e| invalid(e.name, e.message))?;
@@ -444,6 +457,7 @@ impl Settings {
             max_file_bytes,
             public_url,
             oauth_providers,
+            sign_in_with_slack,
             retention,
             otlp,
             metrics,
@@ -513,6 +527,59 @@ mod tests {
         }
     }
     use crate::llm_settings::DEFAULT_BEDROCK_MODEL;
+
+    #[test]
+    fn sign_in_with_slack_takes_both_credentials_and_secure_urls_only() {
+        let names = [
+            "SLACK_CLIENT_ID",
+            "SLACK_CLIENT_SECRET",
+            "SLACK_API_URL",
+            "SLACK_OPENID_AUTHORIZE_URL",
+        ];
+        if env_has(&names) {
+            return;
+        }
+        let load = |pairs: &[(&str, &str)]| {
+            let values: HashMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            crate::connect::sign_in_settings(&Source { secrets: &values })
+        };
+        assert!(load(&[]).unwrap().is_none());
+        let s = load(&[("SLACK_CLIENT_ID", "1.2"), ("SLACK_CLIENT_SECRET", "shh")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.api_url, "https://slack.com/api");
+        assert_eq!(
+            s.authorize_url,
+            "https://slack.com/openid/connect/authorize"
+        );
+        assert!(!format!("{s:?}").contains("shh"));
+        assert!(matches!(
+            load(&[("SLACK_CLIENT_ID", "1.2")]),
+            Err(SettingsError::Missing("SLACK_CLIENT_SECRET"))
+        ));
+        assert!(matches!(
+            load(&[("SLACK_CLIENT_SECRET", "shh")]),
+            Err(SettingsError::Missing("SLACK_CLIENT_ID"))
+        ));
+        let insecure = load(&[
+            ("SLACK_CLIENT_ID", "1.2"),
+            ("SLACK_CLIENT_SECRET", "shh"),
+            (
+                "SLACK_OPENID_AUTHORIZE_URL",
+                "http://evil.example/authorize",
+            ),
+        ]);
+        assert!(matches!(
+            insecure,
+            Err(SettingsError::Invalid {
+                name: "SLACK_OPENID_AUTHORIZE_URL",
+                ..
+            })
+        ));
+    }
 
     /// Values go in as stored secrets, which the process environment
     /// would override: these tests assume it sets none of them.

@@ -22,6 +22,8 @@
 //!   task in a thread that shows no status.
 //! - [`thread`]: a thread's earlier messages, for a task that joins it
 //!   (`baton_core::ThreadHistory`).
+//! - [`openid`]: Sign in with Slack (OpenID Connect), who is in a browser
+//!   (the Connect links, docs/connections.md).
 //! - `testing` (feature `testing`): a fake Slack Web API server and helpers
 //!   to build signed requests.
 //!
@@ -72,6 +74,7 @@ pub mod files;
 pub mod interactivity;
 pub mod mrkdwn;
 pub mod notices;
+pub mod openid;
 pub mod people;
 pub mod plan;
 mod progress_message;

@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 
 mod agent;
 mod commands;
+mod openid;
 mod reactions;
 mod thread;
 mod uploads;
@@ -99,6 +100,8 @@ struct Inner {
     thread: thread::ThreadState,
     /// Reactions on messages ([`reactions`]).
     reactions: reactions::Reactions,
+    /// Sign in with Slack's codes ([`openid`]).
+    openid: openid::OpenIdState,
 }
 
 struct Shared {
@@ -158,6 +161,9 @@ impl FakeSlack {
             inner: Mutex::new(Inner::default()),
         });
         let app = Router::new()
+            .route("/openid.connect.token", post(openid::token))
+            .route("/openid/connect/authorize", get(openid::authorize))
+            .route("/openid/sign-in", get(openid::sign_in))
             .route("/{method}", post(handle))
             .route("/files/{name}", get(serve_file))
             .route("/commands/response/{id}", post(commands::receive))

@@ -63,6 +63,9 @@ pub(crate) struct Options {
     pub segment_budget_ms: Option<u64>,
     pub visibility_ms: u64,
     pub extra_env: Vec<(String, String)>,
+    /// Sign in with Slack on the fake Slack (`SLACK_CLIENT_ID`,
+    /// `SLACK_CLIENT_SECRET`, `SLACK_OPENID_AUTHORIZE_URL`).
+    pub sign_in_with_slack: bool,
 }
 
 impl Default for Options {
@@ -73,6 +76,7 @@ impl Default for Options {
             segment_budget_ms: None,
             visibility_ms: 3000,
             extra_env: Vec::new(),
+            sign_in_with_slack: false,
         }
     }
 }
@@ -159,6 +163,14 @@ impl TestApp {
             .env("SLACK_SIGNING_SECRET", SIGNING_SECRET)
             .env("SLACK_BOT_TOKEN", self.slack.bot_token().expose())
             .env("SLACK_API_URL", self.slack.base_url());
+        if self.options.sign_in_with_slack {
+            cmd.env("SLACK_CLIENT_ID", FakeSlack::OPENID_CLIENT_ID)
+                .env("SLACK_CLIENT_SECRET", FakeSlack::OPENID_CLIENT_SECRET)
+                .env(
+                    "SLACK_OPENID_AUTHORIZE_URL",
+                    self.slack.openid_authorize_url(),
+                );
+        }
         match self.options.wire {
             Wire::OpenAi => cmd
                 .env("BATON_LLM_PROVIDER", "openai")

@@ -188,13 +188,40 @@ impl Browser {
         assert_eq!(hop.status, 200, "{hop:?}");
     }
 
+    /// Signs `user` of `team` in to the fake Slack: Sign in with Slack
+    /// in this browser signs in as them.
+    pub(crate) async fn sign_in_to_slack(
+        &mut self,
+        slack: &baton_slack::testing::FakeSlack,
+        team: &str,
+        user: &str,
+    ) {
+        let hop = self.get(&slack.openid_sign_in_url(team, user)).await;
+        assert_eq!(hop.status, 200, "{hop:?}");
+    }
+
     /// One GET with this browser's cookies; keeps the cookies it sets.
     pub(crate) async fn get(&mut self, url: &str) -> Hop {
+        self.send(url, None).await
+    }
+
+    /// One form POST (`body`, urlencoded) with this browser's cookies.
+    pub(crate) async fn post_form(&mut self, url: &str, body: &str) -> Hop {
+        self.send(url, Some(body)).await
+    }
+
+    async fn send(&mut self, url: &str, form: Option<&str>) -> Hop {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("browser client");
-        let mut req = client.get(url);
+        let mut req = match form {
+            None => client.get(url),
+            Some(body) => client
+                .post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body.to_owned()),
+        };
         if !self.cookies.is_empty() {
             let jar: Vec<String> = self
                 .cookies
@@ -242,7 +269,9 @@ impl Browser {
 
     /// Follows redirects from `url` until a page (at most 10 hops), or
     /// until the next hop would go to a URL starting with `stop_before`:
-    /// every hop made, and the URL not followed (if stopped).
+    /// every hop made, and the URL not followed (if stopped). Baton's
+    /// confirmation page (a Connect link without Sign in with Slack) is
+    /// confirmed, as its person would.
     pub(crate) async fn follow(
         &mut self,
         url: &str,
@@ -251,7 +280,12 @@ impl Browser {
         let mut hops = Vec::new();
         let mut next = url.to_owned();
         for _ in 0..10 {
-            let hop = self.get(&next).await;
+            let mut hop = self.get(&next).await;
+            if let Some(token) = confirm_token(&hop) {
+                let page = hop.clone();
+                hop = self.post_form(&page.url, &format!("confirm={token}")).await;
+                hops.push(page);
+            }
             let location = hop.location.clone();
             hops.push(hop);
             match location {
@@ -268,4 +302,13 @@ impl Browser {
         let (hops, _) = self.follow(link, None).await;
         hops.last().cloned().expect("a hop")
     }
+}
+
+/// The form token of Baton's confirmation page, if `hop` is one.
+pub(crate) fn confirm_token(hop: &Hop) -> Option<String> {
+    if hop.status != 200 {
+        return None;
+    }
+    let at = hop.body.find("name=\"confirm\" value=\"")? + 22;
+    hop.body[at..].split('"').next().map(str::to_owned)
 }

@@ -214,9 +214,13 @@ impl Segment<'_> {
             Origin::Http if self.task.schedule_person().is_some() => None,
             Origin::Http => return Ok(()),
         };
+        // One per link: a fresh link (the person wrote again) is shown.
         let key = format!(
-            "{}:connect:{}:{}",
-            self.task.id, wait.call_id, wait.person.user
+            "{}:connect:{}:{}:{}",
+            self.task.id,
+            wait.call_id,
+            wait.person.user,
+            wait.created_at.millis()
         );
         let post = self.begin_post(key).await?;
         if !post.maybe_posted {
@@ -493,6 +497,51 @@ mod tests {
                 })
                 .await;
         assert!(lifted.is_ok(), "{lifted:?}");
+    }
+
+    #[tokio::test]
+    async fn a_message_from_the_person_brings_a_fresh_link_and_anyone_elses_does_not() {
+        let w = world(Duration::from_secs(3600));
+        w.h.llm.then(gh_call());
+        let id = w.h.task_from(slack("U1"), "file the bug").await;
+        let first = waits_for_connection(&w, &id).await;
+        // Someone else writes: nothing changes.
+        let mut lifted = false;
+        let r =
+            w.h.store
+                .update(&id, None, |t| {
+                    lifted = connection::renew_for(t, &PersonKey::new("T1", "U2"));
+                    Ok(None)
+                })
+                .await;
+        assert!(r.is_ok() && !lifted);
+        // The person writes (their link failed them): the call runs again
+        // and asks them again, with a fresh link shown to them.
+        let r =
+            w.h.store
+                .update(&id, None, |t| {
+                    lifted = connection::renew_for(t, &PersonKey::new("T1", "U1"));
+                    Ok(Some(Vec::new()))
+                })
+                .await;
+        assert!(r.is_ok() && lifted);
+        let second = waits_for_connection(&w, &id).await;
+        assert_ne!(first, second, "a fresh link");
+        let shown: Vec<String> = prompts(&w).into_iter().map(|p| p.3).collect();
+        assert_eq!(shown, [first, second.clone()]);
+        let state = second
+            .strip_prefix("https://baton.example/connect/")
+            .unwrap_or_default();
+        let pending = w.store.connect_request(&state_hash(state)).await;
+        assert!(matches!(pending, Ok(Some(_))), "the fresh link is recorded");
+        // Connected with it: the call runs once, as them.
+        connected(&w, &id, &PersonKey::new("T1", "U1")).await;
+        assert_eq!(
+            w.h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
+        let calls = w.github.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        assert_eq!(calls, ["tok-SECRET-U1"]);
     }
 
     #[tokio::test]

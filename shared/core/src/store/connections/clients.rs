@@ -1,9 +1,11 @@
 //! The OAuth client Baton registered (or was given) at each provider's
-//! authorization server, so it registers once, not per person.
+//! authorization server, so it registers once, not per person. Kept per
+//! redirect URL: a client registered for one URL is never replaced by one
+//! for another (the first registration for a URL is the one kept).
 
 use super::{corrupt, ConnectionError, ConnectionStore};
 use crate::clock::{self, Instant};
-use crate::store::table::{Condition, Item, Key, Write};
+use crate::store::table::{Condition, Item, Key, TableError, Write};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
@@ -33,21 +35,25 @@ struct ClientData {
     registered_at: Instant,
 }
 
-fn client_key(provider: &str) -> Key {
-    Key::new(format!("OAUTHCLIENT#{provider}"), "CLIENT")
+fn client_key(provider: &str, redirect_uri: &str) -> Key {
+    Key::new(
+        format!("OAUTHCLIENT#{provider}"),
+        format!("CLIENT#{redirect_uri}"),
+    )
 }
 
-fn secret_context(provider: &str) -> String {
-    format!("oauthclient/{provider}")
+fn secret_context(provider: &str, redirect_uri: &str) -> String {
+    format!("oauthclient/{provider}/{redirect_uri}")
 }
 
 impl ConnectionStore {
-    /// The client registered for `provider`, if any.
+    /// The client registered at `provider` for `redirect_uri`, if any.
     pub async fn oauth_client(
         &self,
         provider: &str,
+        redirect_uri: &str,
     ) -> Result<Option<OAuthClient>, ConnectionError> {
-        let key = client_key(provider);
+        let key = client_key(provider, redirect_uri);
         let Some(item) = self.table().get(&key).await? else {
             return Ok(None);
         };
@@ -55,7 +61,9 @@ impl ConnectionStore {
         let client_secret = match &data.client_secret {
             None => None,
             Some(sealed) => {
-                let plain = self.open(sealed, &secret_context(provider)).await?;
+                let plain = self
+                    .open(sealed, &secret_context(provider, redirect_uri))
+                    .await?;
                 let text = String::from_utf8(plain)
                     .map_err(|_| corrupt(&key, "the opened secret is not text"))?;
                 Some(SecretString::from(text))
@@ -70,19 +78,19 @@ impl ConnectionStore {
         }))
     }
 
-    /// Stores (or replaces) the client registered for `provider`.
+    /// Keeps the client registered at `provider` for its redirect URL,
+    /// unless one is kept for that URL already: `false` then (read the one
+    /// kept: flows in progress use it).
     pub async fn put_oauth_client(
         &self,
         provider: &str,
         client: &OAuthClient,
-    ) -> Result<(), ConnectionError> {
-        let key = client_key(provider);
+    ) -> Result<bool, ConnectionError> {
+        let key = client_key(provider, &client.redirect_uri);
+        let context = secret_context(provider, &client.redirect_uri);
         let client_secret = match &client.client_secret {
             None => None,
-            Some(s) => Some(
-                self.seal(s.expose_secret().as_bytes(), &secret_context(provider))
-                    .await?,
-            ),
+            Some(s) => Some(self.seal(s.expose_secret().as_bytes(), &context).await?),
         };
         let data = ClientData {
             client_id: client.client_id.clone(),
@@ -100,20 +108,30 @@ impl ConnectionStore {
             expires_at: None,
             listing: None,
         };
-        self.table()
+        match self
+            .table()
             .transact(vec![Write::Put {
                 item,
-                condition: Condition::None,
+                condition: Condition::NotExists,
             }])
-            .await?;
-        Ok(())
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(TableError::ConditionFailed { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
-    /// Forgets the client of `provider` (it was refused: register anew).
-    pub async fn delete_oauth_client(&self, provider: &str) -> Result<(), ConnectionError> {
+    /// Forgets the client of `provider` for `redirect_uri` (it was
+    /// refused: register anew).
+    pub async fn delete_oauth_client(
+        &self,
+        provider: &str,
+        redirect_uri: &str,
+    ) -> Result<(), ConnectionError> {
         self.table()
             .transact(vec![Write::Delete {
-                key: client_key(provider),
+                key: client_key(provider, redirect_uri),
                 condition: Condition::None,
             }])
             .await?;

@@ -7,7 +7,7 @@
 //! | --- | --- | --- | --- |
 //! | connection | `CONN#{workspace}#{user}` | `{provider}` | the sealed tokens; in clear what `baton connections list` shows (connected_at, refreshed_at, expires_at, scopes) and the refresh lease |
 //! | connect request | `CONNECT#{sha256 of state, hex}` | `CONNECT` | a [`ConnectRequest`], then the flow started at `/connect` (sealed PKCE verifier, browser hash, flow expiry), then when it was used |
-//! | OAuth client | `OAUTHCLIENT#{provider}` | `CLIENT` | the client id, sealed client secret, the redirect URL it was registered for |
+//! | OAuth client | `OAUTHCLIENT#{provider}` | `CLIENT#{redirect URL}` | the client id, sealed client secret, the redirect URL it was registered for (one per URL, never overwritten) |
 //!
 //! A person's connections share one partition, bounded by the number of
 //! providers. The operators' listing of everyone's connections reads the
@@ -22,7 +22,7 @@ mod clients;
 mod requests;
 
 pub use clients::OAuthClient;
-pub use requests::{ClaimedConnect, ConnectFlow, PendingConnect};
+pub use requests::{BrowserCheck, ClaimedConnect, ConnectFlow, PendingConnect};
 
 use crate::clock::{self, Instant};
 use crate::store::table::{shard_of, Condition, Item, Key, ListingKey, Table, TableError, Write};

@@ -1,7 +1,10 @@
 //! Pending Connect links: recorded by the worker when a call needs a
-//! connection, started at `GET /connect/{state}` (PKCE verifier, browser),
-//! claimed once at `GET /oauth/callback`. Keyed by the state's hash, so
-//! the state itself is never stored.
+//! connection; at `GET /connect/{state}` the browser is asked to prove it
+//! is the link's person's (a [`BrowserCheck`]: Sign in with Slack, or a
+//! confirmation page); once it did, the flow is started (PKCE verifier,
+//! browser), and claimed once at `GET /oauth/callback` (released again if
+//! the code exchange failed). Keyed by the state's hash, so the state
+//! itself is never stored.
 
 use super::{corrupt, ConnectRefused, ConnectionError, ConnectionStore, MAX_RETRIES};
 use crate::clock::{self, Instant};
@@ -27,10 +30,24 @@ pub struct ConnectFlow {
     pub flow_expires_at: Instant,
 }
 
+/// What the browser that opened a Connect link must show before its flow
+/// starts: that it is the browser that opened it (`browser`, the hash of
+/// its cookie) and that its person is the link's (`challenge`: Sign in
+/// with Slack's nonce, or the hash of the confirmation page's form token).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrowserCheck {
+    pub browser: String,
+    pub challenge: String,
+    #[serde(with = "clock::as_millis")]
+    pub expires_at: Instant,
+}
+
 /// A connect request as stored, without its secrets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingConnect {
     pub request: ConnectRequest,
+    /// The browser check asked for at `/connect`, until the flow starts.
+    pub check: Option<BrowserCheck>,
     /// The browser hash, once `/connect` started the flow.
     pub browser: Option<String>,
     pub flow_expires_at: Option<Instant>,
@@ -59,6 +76,8 @@ struct RequestData {
     request: ConnectRequest,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     flow: Option<FlowData>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    check: Option<BrowserCheck>,
     #[serde(default, with = "clock::as_millis_opt")]
     used_at: Option<Instant>,
 }
@@ -118,6 +137,7 @@ impl ConnectionStore {
         let data = RequestData {
             request: request.clone(),
             flow: None,
+            check: None,
             used_at: None,
         };
         self.write_request(request_key(state_hash), &data, 1, Condition::NotExists)
@@ -133,6 +153,7 @@ impl ConnectionStore {
             return Ok(None);
         };
         Ok(Some(PendingConnect {
+            check: data.check.clone(),
             browser: data.flow.as_ref().map(|f| f.browser.clone()),
             flow_expires_at: data.flow.as_ref().map(|f| f.flow_expires_at),
             request: data.request,
@@ -172,6 +193,8 @@ impl ConnectionStore {
                 browser: flow.browser.clone(),
                 flow_expires_at: flow.flow_expires_at,
             });
+            // The check is passed: it is not passed twice.
+            data.check = None;
             match self
                 .write_request(
                     key.clone(),
@@ -182,6 +205,77 @@ impl ConnectionStore {
                 .await
             {
                 Ok(()) => return Ok(data.request),
+                Err(ConnectionError::Changed) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ConnectionError::Changed)
+    }
+
+    /// `GET /connect/{state}`: asks the browser to prove it is the link's
+    /// person's before the flow starts (a second visit replaces the
+    /// check; a flow started already is left as it is). Refused when
+    /// unknown, used or expired at `now`; the request on success.
+    pub async fn begin_browser_check(
+        &self,
+        state_hash: &str,
+        check: BrowserCheck,
+        now: Instant,
+    ) -> Result<ConnectRequest, ConnectionError> {
+        let key = request_key(state_hash);
+        for _ in 0..MAX_RETRIES {
+            let Some((mut data, version)) = self.read_request(&key).await? else {
+                return Err(ConnectRefused::Unknown.into());
+            };
+            if data.used_at.is_some() {
+                return Err(ConnectRefused::Used.into());
+            }
+            if now >= data.request.expires_at {
+                return Err(ConnectRefused::Expired.into());
+            }
+            data.check = Some(check.clone());
+            match self
+                .write_request(
+                    key.clone(),
+                    &data,
+                    version + 1,
+                    Condition::VersionIs(version),
+                )
+                .await
+            {
+                Ok(()) => return Ok(data.request),
+                Err(ConnectionError::Changed) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ConnectionError::Changed)
+    }
+
+    /// After a claim whose code exchange failed: the link is usable again
+    /// until it expires (its flow forgotten: the person opens the link
+    /// again). A request not claimed is left as it is.
+    pub async fn release_connect(&self, state_hash: &str) -> Result<(), ConnectionError> {
+        let key = request_key(state_hash);
+        for _ in 0..MAX_RETRIES {
+            let Some((mut data, version)) = self.read_request(&key).await? else {
+                return Ok(());
+            };
+            if data.used_at.is_none() {
+                return Ok(());
+            }
+            data.used_at = None;
+            data.flow = None;
+            data.check = None;
+            match self
+                .write_request(
+                    key.clone(),
+                    &data,
+                    version + 1,
+                    Condition::VersionIs(version),
+                )
+                .await
+            {
+                Ok(()) => return Ok(()),
                 Err(ConnectionError::Changed) => continue,
                 Err(e) => return Err(e),
             }

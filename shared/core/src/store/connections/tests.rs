@@ -406,28 +406,114 @@ async fn an_expired_flow_or_link_is_refused_and_changes_nothing() {
 }
 
 #[tokio::test]
-async fn registered_clients_keep_their_secret_sealed() {
+async fn registered_clients_keep_their_secret_sealed_one_per_redirect_url() {
     let (store, table) = store();
-    assert!(store.oauth_client("gh").await.unwrap().is_none());
+    const URL: &str = "https://b.example/oauth/callback";
+    assert!(store.oauth_client("gh", URL).await.unwrap().is_none());
     let client = OAuthClient {
         client_id: "cid".into(),
         client_secret: Some(SecretString::from("CLIENT-SECRET")),
-        redirect_uri: "https://b.example/oauth/callback".into(),
+        redirect_uri: URL.into(),
         authorization_server: "https://as.example".into(),
         registered_at: Instant(5),
     };
-    store.put_oauth_client("gh", &client).await.unwrap();
+    assert!(store.put_oauth_client("gh", &client).await.unwrap());
     let raw = table
-        .get(&Key::new("OAUTHCLIENT#gh", "CLIENT"))
+        .get(&Key::new("OAUTHCLIENT#gh", format!("CLIENT#{URL}")))
         .await
         .unwrap()
         .unwrap();
     assert!(!raw.data.contains("CLIENT-SECRET"));
     assert!(!format!("{client:?}").contains("CLIENT-SECRET"));
-    let got = store.oauth_client("gh").await.unwrap().unwrap();
+    let got = store.oauth_client("gh", URL).await.unwrap().unwrap();
     assert_eq!(got.client_id, "cid");
     assert_eq!(got.client_secret.unwrap().expose_secret(), "CLIENT-SECRET");
     assert_eq!(got.redirect_uri, client.redirect_uri);
-    store.delete_oauth_client("gh").await.unwrap();
-    assert!(store.oauth_client("gh").await.unwrap().is_none());
+
+    // A registration for another URL is kept beside it, never over it;
+    // a second one for the same URL does not replace the first.
+    let other = OAuthClient {
+        client_id: "evil".into(),
+        redirect_uri: "https://evil.example/oauth/callback".into(),
+        ..client.clone()
+    };
+    assert!(store.put_oauth_client("gh", &other).await.unwrap());
+    let again = OAuthClient {
+        client_id: "late".into(),
+        ..client.clone()
+    };
+    assert!(!store.put_oauth_client("gh", &again).await.unwrap());
+    let got = store.oauth_client("gh", URL).await.unwrap().unwrap();
+    assert_eq!(got.client_id, "cid");
+
+    store.delete_oauth_client("gh", URL).await.unwrap();
+    assert!(store.oauth_client("gh", URL).await.unwrap().is_none());
+    let kept = store.oauth_client("gh", &other.redirect_uri).await.unwrap();
+    assert_eq!(kept.unwrap().client_id, "evil");
+}
+
+#[tokio::test]
+async fn a_browser_check_comes_before_the_flow_and_a_released_claim_is_usable_again() {
+    let (store, _) = store();
+    let req = request(Instant(100_000));
+    store.record_connect_request("h1", &req).await.unwrap();
+    let check = BrowserCheck {
+        browser: "b1".into(),
+        challenge: "nonce-1".into(),
+        expires_at: Instant(60_000),
+    };
+    assert_eq!(
+        store
+            .begin_browser_check("h1", check.clone(), Instant(10))
+            .await
+            .unwrap(),
+        req
+    );
+    let pending = store.connect_request("h1").await.unwrap().unwrap();
+    assert_eq!(pending.check, Some(check.clone()));
+    assert_eq!(pending.browser, None, "no flow before the check is passed");
+    assert!(matches!(
+        store
+            .begin_browser_check("h1", check.clone(), Instant(100_000))
+            .await,
+        Err(ConnectionError::Refused(ConnectRefused::Expired))
+    ));
+    assert!(matches!(
+        store
+            .begin_browser_check("nope", check.clone(), Instant(10))
+            .await,
+        Err(ConnectionError::Refused(ConnectRefused::Unknown))
+    ));
+    // Passing it starts the flow and consumes it.
+    store
+        .start_connect_flow("h1", flow("b1", Instant(60_000)), Instant(20))
+        .await
+        .unwrap();
+    let pending = store.connect_request("h1").await.unwrap().unwrap();
+    assert_eq!(
+        (pending.check, pending.browser.as_deref()),
+        (None, Some("b1"))
+    );
+
+    // Claimed, then released (the exchange failed): usable again, from
+    // the start (no flow to claim), until it expires.
+    store.claim_connect("h1", "b1", Instant(30)).await.unwrap();
+    store.release_connect("h1").await.unwrap();
+    let pending = store.connect_request("h1").await.unwrap().unwrap();
+    assert_eq!((pending.used_at, pending.browser), (None, None));
+    assert!(matches!(
+        store.claim_connect("h1", "b1", Instant(40)).await,
+        Err(ConnectionError::Refused(ConnectRefused::Foreign))
+    ));
+    store
+        .start_connect_flow("h1", flow("b2", Instant(60_000)), Instant(50))
+        .await
+        .unwrap();
+    store.claim_connect("h1", "b2", Instant(60)).await.unwrap();
+    // Releasing what is not claimed, or unknown, changes nothing.
+    store.release_connect("nope").await.unwrap();
+    assert!(matches!(
+        store.begin_browser_check("h1", check, Instant(70)).await,
+        Err(ConnectionError::Refused(ConnectRefused::Used))
+    ));
 }
