@@ -478,7 +478,7 @@ impl Ingest {
                 // The person a connection wait is for writes: their link
                 // may have failed them, so the call asks again (#38).
                 if let Some(person) = s.author().person() {
-                    renewed = baton_core::connection::renew_for(t, &person);
+                    renewed = baton_core::wait::connection::renew_for(t, &person);
                 }
                 t.inbox.push(message.clone());
                 Ok(Some(Vec::new()))
@@ -943,14 +943,19 @@ mod tests {
                 "the oldest turns are folded into the digest"
             );
             assert!(turns.len() <= baton_core::recap::MAX_TURNS);
+            let author = if slack {
+                baton_core::Actor::Slack {
+                    team: "T1".into(),
+                    user: "U1".into(),
+                }
+            } else {
+                baton_core::Actor::Api { person: None }
+            };
             assert_eq!(
                 entries[1].kind,
                 EntryKind::UserMessage {
                     text: "message 200".into(),
-                    from: Some(baton_core::Author::Person(baton_core::Actor::Slack {
-                        team: "T1".into(),
-                        user: "U1".into(),
-                    })),
+                    from: Some(baton_core::Author::Person(author)),
                 }
             );
         }

@@ -510,7 +510,7 @@ mod tests {
         let r =
             w.h.store
                 .update(&id, None, |t| {
-                    lifted = connection::renew_for(t, &PersonKey::new("T1", "U2"));
+                    lifted = baton_core::wait::connection::renew_for(t, &PersonKey::new("T1", "U2"));
                     Ok(None)
                 })
                 .await;
@@ -520,7 +520,7 @@ mod tests {
         let r =
             w.h.store
                 .update(&id, None, |t| {
-                    lifted = connection::renew_for(t, &PersonKey::new("T1", "U1"));
+                    lifted = baton_core::wait::connection::renew_for(t, &PersonKey::new("T1", "U1"));
                     Ok(Some(Vec::new()))
                 })
                 .await;

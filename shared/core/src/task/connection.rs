@@ -140,25 +140,6 @@ pub fn wait_of<'a>(waits: &'a [ConnectionWait], call_id: &str) -> Option<&'a Con
     waits.iter().rev().find(|w| w.call_id == call_id)
 }
 
-/// A message from `from` to a task waiting for `from` to connect: their
-/// link may have failed them (a provider error, a lost tab), so the wait
-/// is lifted and the call runs again, which brings them a fresh link (or
-/// runs, if they connected meanwhile). `true` when lifted: wake the task.
-/// Anyone else's message leaves the wait as it is.
-pub fn renew_for(t: &mut crate::Task, from: &PersonKey) -> bool {
-    let waiting = t.status == crate::TaskStatus::Waiting
-        && matches!(
-            &t.waiting_for,
-            Some(crate::WaitingFor::Connection { provider, .. })
-                if t.connections.iter().rev().find(|w| !w.retrying && &w.provider == provider)
-                    .is_some_and(|w| &w.person == from)
-        );
-    if waiting {
-        t.stop_waiting();
-    }
-    waiting
-}
-
 /// The result a call gets when its person did not connect in time.
 pub fn not_connected_text(provider: &str) -> String {
     format!(
@@ -305,46 +286,5 @@ mod tests {
             scopes: vec![],
         };
         assert!(!format!("{t:?}").contains("SECRET"));
-    }
-
-    #[test]
-    fn only_the_awaited_persons_message_lifts_a_connection_wait() {
-        use crate::{Limits, Origin, Task, TaskStatus, WaitingFor};
-        let mut t = Task::new(
-            TaskId::generate(),
-            "default",
-            Origin::Http,
-            None,
-            Limits::default(),
-            0,
-        );
-        let alice = PersonKey::new("T1", "U1");
-        t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Connection {
-            provider: "gh".into(),
-            url: "https://b.example/connect/s".into(),
-            expires_at: Instant(9_000),
-        });
-        t.connections.push(ConnectionWait {
-            step: 1,
-            call_id: "c1".into(),
-            provider: "gh".into(),
-            person: alice.clone(),
-            url: "https://b.example/connect/s".into(),
-            created_at: Instant(0),
-            expires_at: Instant(9_000),
-            retrying: false,
-        });
-        let before = t.clone();
-        assert!(!renew_for(&mut t, &PersonKey::new("T1", "U2")));
-        assert!(!renew_for(&mut t, &PersonKey::new("T2", "U1")));
-        assert_eq!(t.status, before.status);
-        assert!(renew_for(&mut t, &alice));
-        assert_eq!(
-            (t.status, t.waiting_for.clone()),
-            (TaskStatus::Queued, None)
-        );
-        // Not waiting any more: nothing to lift.
-        assert!(!renew_for(&mut t, &alice));
     }
 }
