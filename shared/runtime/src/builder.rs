@@ -134,6 +134,8 @@ impl AppBuilder {
         // Without BATON_PUBLIC_URL (the ingest on AWS), each request's
         // host is the public URL; the placeholder is never used then.
         let public_url = settings.public_url.as_deref();
+        // The own origin is only ever configured: never a request's host.
+        let ingest = ingest.with_mcp_origins(settings.mcp_origins(public_url)?);
         Ok(
             match settings.connector(backend, public_url.unwrap_or("https://localhost"))? {
                 Some(c) => ingest.with_connector(c, public_url.is_some()),
