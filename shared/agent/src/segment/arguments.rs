@@ -12,20 +12,22 @@ use baton_core::{Tool, ToolCall};
 use serde_json::Value;
 
 /// `call` as it will run: its placeholder replaced by `callback_url`
-/// when the turn has one, then normalised by `tool` (the agent's tool of
-/// that name; none for `sleep`, `delegate` and the like, or an unknown
-/// name, which keep their arguments).
+/// when the turn has one, then normalised by `tool`, the agent's tool of
+/// that name. Without one (`sleep`, `delegate`, `ask_user`, an unknown
+/// name) the arguments stay as written: the URL is handed to other
+/// systems only, never to a sub-agent that could call it.
 pub(super) fn as_run(
     mut call: ToolCall,
     tool: Option<&dyn Tool>,
     callback_url: Option<&str>,
 ) -> ToolCall {
+    let Some(tool) = tool else {
+        return call;
+    };
     if let Some(url) = callback_url {
         with_url(&mut call.arguments, url);
     }
-    if let Some(tool) = tool {
-        call.arguments = tool.normalise(std::mem::take(&mut call.arguments));
-    }
+    call.arguments = tool.normalise(std::mem::take(&mut call.arguments));
     call
 }
 
@@ -76,14 +78,31 @@ mod tests {
             json!({"method": "POST", "url": "https://ci.example.com/run",
                    "body": "{\"hook\": \"https://baton.example/callbacks/t0k\"}"})
         );
-        // With no callback in the turn the placeholder stays; a tool the
-        // agent lacks (or `sleep`) keeps its arguments.
+        // With no callback in the turn the placeholder stays; a call of no
+        // tool (`delegate`, `sleep`, an unknown name) keeps its arguments.
         let c = call("x", json!({"u": ["{{callback_url}}"], "n": 1}));
         assert!(asks_for_callback_url(&c));
-        assert_eq!(as_run(c.clone(), None, None).arguments, c.arguments);
+        let url = Some("https://b/callbacks/t");
+        assert_eq!(as_run(c.clone(), None, url).arguments, c.arguments);
+        let builtins = baton_tools::Toolset::builtins(AllowList::default());
+        let time = builtins.get("current_time").expect("a built-in");
         assert_eq!(
-            as_run(c, None, Some("https://b/callbacks/t")).arguments,
-            json!({"u": ["https://b/callbacks/t"], "n": 1})
+            as_run(
+                call("current_time", json!({"timezone": "{{callback_url}}"})),
+                Some(time.as_ref()),
+                None
+            )
+            .arguments,
+            json!({"timezone": "{{callback_url}}"})
+        );
+        assert_eq!(
+            as_run(
+                call("current_time", json!({"timezone": "{{callback_url}}"})),
+                Some(time.as_ref()),
+                url
+            )
+            .arguments,
+            json!({"timezone": "https://b/callbacks/t"})
         );
     }
 }

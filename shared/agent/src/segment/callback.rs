@@ -8,7 +8,7 @@
 
 use super::arguments::asks_for_callback_url;
 use super::{start_waiting, Segment, Step};
-use crate::callback::{args_of, mint_token, url_of, WAIT_FOR_CALLBACK};
+use crate::callback::{args_of, mint_token, url_of};
 use crate::error::WorkerError;
 use crate::progress;
 use baton_core::callback::{self, hash_token, Callback};
@@ -57,10 +57,12 @@ impl Segment<'_> {
         waits: &[ToolCall],
         pending: &[(ToolCall, bool)],
     ) -> Result<Option<String>, WorkerError> {
+        // Only a tool's call gets the URL ([`super::arguments::as_run`]).
         let asks = pending
             .iter()
-            .any(|(c, _)| c.name != WAIT_FOR_CALLBACK && asks_for_callback_url(c));
-        if waits.is_empty() || !asks {
+            .any(|(c, _)| self.tools.contains_key(&c.name) && asks_for_callback_url(c));
+        // A recorded fork runs nothing: it makes no callback either.
+        if waits.is_empty() || !asks || self.recorded.is_some() {
             return Ok(None);
         }
         self.make_callbacks(step, waits).await?;
