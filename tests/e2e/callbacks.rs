@@ -2,8 +2,8 @@
 //! the task waits at zero compute with `waiting_for.kind = "callback"` and
 //! a URL; a POST to it without any bearer resumes the task once (202),
 //! with the body as the call's result; the same POST again is 409, a
-//! forged token 404; and a callback nobody calls expires, the model told
-//! so.
+//! forged token 404; a callback nobody calls expires, the model told so;
+//! and a task cannot call its own callback URL with `http_request`.
 
 use crate::common::{Backend, Options, TestApp};
 use serde_json::{json, Value};
@@ -170,8 +170,51 @@ async fn the_model_hands_the_url_to_another_system(backend: Backend) {
     );
 }
 
+/// `http_request` to the task's own callback URL (`{{callback_url}}`
+/// put in before the call is decided) is refused with a result the model
+/// reads, and nothing is sent: the callback is still there for the
+/// system it was meant for. The deployment's address is allowed, so only
+/// that refusal stands between the call and the callback.
+async fn a_task_cannot_call_its_own_callback(backend: Backend) {
+    let agents = r#"
+[agents.default.approval]
+require = []
+"#;
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![
+            ("BATON_AGENTS_TOML".into(), agents.into()),
+            ("BATON_PUBLIC_URL".into(), "http://Localhost:9".into()),
+            ("BATON_HTTP_ALLOW".into(), "localhost:9".into()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let input = r#"#tool=wait_for_callback #args={"description":"CI-result"} #also=http_request #also_args={"method":"post","url":"{{callback_url}}","body":"{\"forged\":true}"}"#;
+    let id = app.submit_ok(input).await;
+    let task = app.wait_waiting(&id).await;
+    assert_eq!(
+        task["waiting_for"]["kind"],
+        "callback",
+        "{task}\nlog:\n{}",
+        app.log()
+    );
+    let url = task["waiting_for"]["url"].as_str().unwrap().to_owned();
+    let events = serde_json::to_string(&app.events(&id).await).unwrap();
+    assert!(
+        events.contains("would call this task's own callback URL")
+            && events.contains("nothing was sent"),
+        "the model reads why: {events}"
+    );
+    assert!(!events.contains(&url), "the URL is not in the events");
+    // Not called: the task still waits for it.
+    assert_eq!(app.task(&id).await["status"], "waiting");
+    assert!(url.starts_with("http://Localhost:9/callbacks/"), "{url}");
+}
+
 on_both_backends!(
     a_callback_resumes_the_task_once,
+    a_task_cannot_call_its_own_callback,
     an_uncalled_callback_expires,
     the_model_hands_the_url_to_another_system
 );

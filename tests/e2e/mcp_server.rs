@@ -5,7 +5,9 @@
 //! `2026-07-28` one (`auto`). Only exposed agents are tools; an agent
 //! answers a call; a task waiting for approval says so at once, how to
 //! approve it, and `get_task` gives its answer once approved over the
-//! API; without the bearer, a 401 that names the scheme.
+//! API; without the bearer, a 401 that names the scheme; a browser's
+//! request from a foreign `Origin`, a 403 before the bearer is looked at
+//! (the MCP specification's rule against DNS rebinding).
 
 use crate::common::{Backend, Options, TestApp, TOKEN};
 use serde_json::{json, Value};
@@ -28,12 +30,16 @@ require = ["http_request:GET"]
 description = "Not for MCP clients."
 "#;
 
+/// A browser origin `/mcp` answers besides the deployment's own.
+const LISTED_ORIGIN: &str = "http://localhost:5173";
+
 async fn spawn(backend: Backend, allow: &str) -> TestApp {
     TestApp::spawn(Options {
         backend,
         extra_env: vec![
             ("BATON_AGENTS_TOML".into(), AGENTS.into()),
             ("BATON_HTTP_ALLOW".into(), allow.into()),
+            ("BATON_MCP_ALLOWED_ORIGINS".into(), LISTED_ORIGIN.into()),
         ],
         ..Options::default()
     })
@@ -167,7 +173,7 @@ async fn a_task_awaiting_approval_says_so_and_get_task_answers_once_approved(bac
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
 
-async fn without_the_bearer_mcp_answers_401(backend: Backend) {
+async fn without_the_bearer_or_from_a_foreign_origin_mcp_refuses(backend: Backend) {
     let app = spawn(backend, "127.0.0.1:9").await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -185,6 +191,32 @@ async fn without_the_bearer_mcp_answers_401(backend: Backend) {
         assert_eq!(r.status(), 401);
         assert_eq!(r.headers()["www-authenticate"], "Bearer");
     }
+    // Origins: a foreign one is refused first, with or without the
+    // bearer; the deployment's own (`baton dev`'s address), one listed in
+    // BATON_MCP_ALLOWED_ORIGINS, and none at all are answered.
+    let send = |origin: Option<String>, token: Option<&'static str>| {
+        let mut req = app
+            .http
+            .post(format!("{}/mcp", app.url))
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    for token in [None, Some(TOKEN)] {
+        assert_eq!(send(Some("https://evil.example".into()), token).await, 403);
+        assert_eq!(send(Some("null".into()), token).await, 403);
+    }
+    let own = app.url.trim_end_matches('/').to_owned();
+    for ok in [Some(own.clone()), Some(LISTED_ORIGIN.into()), None] {
+        assert_eq!(send(ok.clone(), Some(TOKEN)).await, 200, "{ok:?}");
+    }
+    assert_eq!(send(Some(own), None).await, 401);
     let (_, listed) = app.get("/tasks").await;
     assert_eq!(listed["tasks"], json!([]), "{listed}");
 }
@@ -192,5 +224,5 @@ async fn without_the_bearer_mcp_answers_401(backend: Backend) {
 on_both_backends!(
     exposed_agents_are_listed_and_answer,
     a_task_awaiting_approval_says_so_and_get_task_answers_once_approved,
-    without_the_bearer_mcp_answers_401,
+    without_the_bearer_or_from_a_foreign_origin_mcp_refuses,
 );

@@ -2,8 +2,10 @@
 //! binary, against the MCP tracker: a `forbid` on `create_issue` when the
 //! call's `priority` is `P0` refuses exactly those calls, naming the
 //! policy; a `permit` with `@approval("required")` makes a read wait for
-//! a human; a policy that does not validate, or names an unknown tool,
-//! stops start-up naming its `@id`.
+//! a human; a `forbid` on `"DELETE"` refuses an `http_request` written
+//! `"delete"` (policies see the arguments the call runs with); a policy
+//! that does not validate, names an unknown tool or one no call can
+//! carry, stops start-up naming its `@id`.
 
 use crate::common::mcp::McpServer;
 use crate::common::{refused_start, Backend, Options, TestApp, TOKEN};
@@ -176,6 +178,78 @@ async fn a_task_start_a_policy_forbids_fails_naming_it(backend: Backend) {
     assert!(app.llm.received().is_empty(), "the model was never asked");
 }
 
+/// The policies decide on the arguments the call runs with: the method
+/// upper-cased, the URL parsed. A `"delete"` is the `"DELETE"` a forbid
+/// names, and nothing is sent; a GET of the same URL goes through.
+async fn a_forbid_on_delete_refuses_a_lowercase_delete(backend: Backend) {
+    let api = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("the item"))
+        .mount(&api)
+        .await;
+    let agents = r#"
+[agents.default]
+tools = ["http_request"]
+
+[agents.default.approval]
+require = []
+
+[policy]
+text = '''
+@id("everyone") permit(principal, action, resource);
+@id("no-deletes") forbid(principal, action == Baton::Action::"call_tool",
+                         resource == Baton::Tool::"http_request")
+when { context.args.method == "DELETE" };
+'''
+"#;
+    let app = TestApp::spawn(Options {
+        backend,
+        extra_env: vec![
+            ("BATON_AGENTS_TOML".into(), agents.into()),
+            ("BATON_HTTP_ALLOW".into(), api.address().to_string()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let port = api.address().port();
+    let delete = app
+        .submit_ok(&format!(
+            r#"#tool=http_request #args={{"method":"delete","url":"HTTP://127.0.0.1:{port}/items/1"}}"#
+        ))
+        .await;
+    let task = app.wait_done(&delete, LONG).await;
+    let result = task["result"].as_str().unwrap_or_default();
+    assert!(
+        result.contains("refused by policy `no-deletes`"),
+        "{task}\nlog:\n{}",
+        app.log()
+    );
+    assert!(
+        api.received_requests().await.unwrap_or_default().is_empty(),
+        "nothing was sent"
+    );
+    let get = app
+        .submit_ok(&format!(
+            r#"#tool=http_request #args={{"method":"get","url":"http://127.0.0.1:{port}/items/1"}}"#
+        ))
+        .await;
+    let task = app.wait_done(&get, LONG).await;
+    assert!(
+        task["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the item"),
+        "{task}"
+    );
+    let sent = api.received_requests().await.unwrap_or_default();
+    assert_eq!(
+        sent.iter()
+            .map(|r| r.method.to_string())
+            .collect::<Vec<_>>(),
+        ["GET"]
+    );
+}
+
 #[test]
 fn an_invalid_policy_stops_start_up_naming_its_id() {
     let tracker = "http://127.0.0.1:9/mcp";
@@ -194,6 +268,24 @@ when { context.tme.hour >= 22 };
     assert!(stderr.contains("policy `tickets`"), "{stderr}");
     assert!(stderr.contains("http_tools.tickets"), "{stderr}");
 
+    // Names no call can carry: an MCP tool as the model never sees it
+    // (`.` is shown as `_`), a tool no agent has.
+    let dotted = r#"@id("issues") forbid(principal, action, resource == Baton::Tool::"mcp:tracker__get.issue");"#;
+    let stderr = refused_start(&agents_file(tracker, dotted), &[]);
+    assert!(
+        stderr.contains("policy `issues` names a tool no call can carry")
+            && stderr.contains("`mcp:tracker__get_issue`"),
+        "{stderr}"
+    );
+    let unused =
+        r#"@id("web") forbid(principal, action, resource == Baton::Tool::"http_request");"#;
+    let stderr = refused_start(&agents_file(tracker, unused), &[]);
+    assert!(
+        stderr.contains("policy `web` names a tool no call can carry")
+            && stderr.contains("no agent has it"),
+        "{stderr}"
+    );
+
     let unparsable = "permit(principal, action resource);";
     let stderr = refused_start(&agents_file(tracker, unparsable), &[]);
     assert!(stderr.contains("does not parse"), "{stderr}");
@@ -203,4 +295,5 @@ on_both_backends!(
     a_forbid_refuses_exactly_the_p0_issues,
     a_permit_requiring_approval_waits_for_it,
     a_task_start_a_policy_forbids_fails_naming_it,
+    a_forbid_on_delete_refuses_a_lowercase_delete,
 );

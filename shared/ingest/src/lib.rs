@@ -18,6 +18,7 @@ mod console;
 mod event_stream;
 mod fork;
 mod listing;
+mod mcp_origins;
 #[cfg(feature = "mcp-server")]
 mod mcp_server;
 mod new_message;
@@ -39,6 +40,7 @@ pub mod watch;
 
 pub use auth::ApiToken;
 pub use body::{Body, Delivery};
+pub use mcp_origins::{McpOrigins, OriginError};
 pub use response::ApiError;
 pub use routes::route_table;
 
@@ -95,6 +97,9 @@ pub struct Ingest {
     /// Whether `POST /tasks` may name the `user` a task acts for
     /// ([`Ingest::with_api_may_name_user`]); refused by default.
     api_may_name_user: bool,
+    /// The browser origins `/mcp` answers ([`Ingest::with_mcp_origins`]);
+    /// none by default: only requests without `Origin`.
+    mcp_origins: McpOrigins,
     /// Where created tasks are counted ([`Ingest::with_metrics`]).
     metrics: Arc<dyn baton_core::Metrics>,
     /// Sets up new assistant threads ([`Ingest::with_thread_setup`]).
@@ -140,6 +145,7 @@ impl Ingest {
             notices: None,
             max_file_bytes: baton_core::attachment::DEFAULT_MAX_FILE_BYTES,
             api_may_name_user: false,
+            mcp_origins: McpOrigins::default(),
             metrics: Arc::new(baton_core::NoMetrics),
             thread_setup: None,
             span_export: None,
@@ -218,6 +224,13 @@ impl Ingest {
     /// who connected, so it is off unless the operator says so.
     pub fn with_api_may_name_user(mut self, allowed: bool) -> Self {
         self.api_may_name_user = allowed;
+        self
+    }
+
+    /// The browser origins `/mcp` answers besides requests without an
+    /// `Origin` ([`McpOrigins`]): any other is refused with 403.
+    pub fn with_mcp_origins(mut self, origins: McpOrigins) -> Self {
+        self.mcp_origins = origins;
         self
     }
 

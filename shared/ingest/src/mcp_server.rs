@@ -15,10 +15,11 @@ mod outcome;
 use crate::auth::check_bearer;
 use crate::body::full;
 use crate::routes::Reply;
+use crate::ApiError;
 use crate::{Body, Delivery, Ingest};
 use bytes::Bytes;
 use futures::StreamExt;
-use http::{header, HeaderValue, Request};
+use http::{header, HeaderValue, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -45,8 +46,10 @@ fn wait_for(delivery: Delivery) -> Duration {
 }
 
 impl Ingest {
-    /// One MCP request: the bearer (a 401 says `WWW-Authenticate: Bearer`,
-    /// which MCP clients look for), then rmcp's stateless server.
+    /// One MCP request: its `Origin` (a browser's must be allowed, before
+    /// anything else: [`crate::McpOrigins`]), the bearer (a 401 says
+    /// `WWW-Authenticate: Bearer`, which MCP clients look for), then
+    /// rmcp's stateless server.
     pub(crate) async fn mcp(&self, request: Request<Bytes>, delivery: Delivery) -> Reply {
         self.mcp_waiting(request, delivery.streaming, wait_for(delivery))
             .await
@@ -55,6 +58,15 @@ impl Ingest {
     /// [`Ingest::mcp`] with tool calls waiting for their task at most
     /// `wait`; the answer streams when `streaming`.
     async fn mcp_waiting(&self, request: Request<Bytes>, streaming: bool, wait: Duration) -> Reply {
+        // Checked here rather than by rmcp's own Origin check, which runs
+        // only after the bearer (it is inside the service).
+        if !self.mcp_origins.allows(request.headers()) {
+            let refused = ApiError::new(
+                StatusCode::FORBIDDEN,
+                "this Origin may not call /mcp (BATON_MCP_ALLOWED_ORIGINS lists those that may)",
+            );
+            return Ok(full(refused.into_response()));
+        }
         if let Err(e) = check_bearer(self.api_token.as_ref(), request.headers()) {
             let mut answer = e.into_response();
             answer

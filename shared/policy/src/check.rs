@@ -1,5 +1,7 @@
 //! The start-up check of a policy set: it parses, it validates against
-//! Baton's schema, and every tool and agent it names exists.
+//! Baton's schema, every tool and agent it names exists, and every tool
+//! it names is one a call can carry (a name the model can be shown, of a
+//! tool some agent has).
 
 use cedar_policy::{PolicyId, PolicySet, Schema, ValidationError, ValidationMode, Validator};
 use std::collections::BTreeSet;
@@ -26,7 +28,15 @@ pub struct Known {
     /// so the check stops at the server.
     pub mcp_servers: BTreeSet<String>,
     pub agents: BTreeSet<String>,
+    /// What the agents may call, as their `tools` lists name it: a tool
+    /// by its name (a declared HTTP tool's too), an MCP server's tools as
+    /// `mcp:SERVER`; the union over every agent. `None`: not checked.
+    pub callable: Option<BTreeSet<String>>,
 }
+
+/// The longest tool name the model APIs take; a longer MCP tool's name is
+/// cut to it.
+const MAX_TOOL_NAME: usize = 64;
 
 impl Known {
     pub(crate) fn tool_id(&self, name: &str) -> String {
@@ -51,6 +61,48 @@ impl Known {
             })
             .max_by_key(|s| s.len())
             .map(String::as_str)
+    }
+
+    /// Why no call can carry the `Baton::Tool` id of a tool that exists:
+    /// the model is never shown that name (a character outside letters,
+    /// digits, `_` and `-`, which an MCP tool's name has as `_`; more than
+    /// 64 characters, which an MCP tool's name is cut to), or no agent has
+    /// the tool. `None` if a call can.
+    fn uncallable(&self, id: &str) -> Option<String> {
+        let (name, entry) = if let Some(name) = id.strip_prefix("http:") {
+            (name, name.to_owned())
+        } else if let Some(name) = id.strip_prefix("mcp:") {
+            (name, format!("mcp:{}", self.server_of(name)?))
+        } else {
+            (id, id.to_owned())
+        };
+        let shown = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if let Some(c) = name.chars().find(|c| !shown(*c)) {
+            let as_shown: String = name
+                .chars()
+                .map(|c| if shown(c) { c } else { '_' })
+                .take(MAX_TOOL_NAME)
+                .collect();
+            return Some(format!(
+                "`{id}`: tool names the model sees are letters, digits, `_` and `-`, and \
+                 `{c}` is not one (an MCP tool's name is shown with `_` for it: `{}{as_shown}`)",
+                id.strip_suffix(name).unwrap_or_default(),
+            ));
+        }
+        if name.chars().count() > MAX_TOOL_NAME {
+            let cut: String = name.chars().take(MAX_TOOL_NAME).collect();
+            return Some(format!(
+                "`{id}`: tool names the model sees are at most {MAX_TOOL_NAME} characters \
+                 (an MCP tool's longer name is cut: `{}{cut}`)",
+                id.strip_suffix(name).unwrap_or_default(),
+            ));
+        }
+        match &self.callable {
+            Some(callable) if !callable.contains(&entry) => Some(format!(
+                "`{id}`: no agent has it (an agent's `tools` would name `{entry}`)"
+            )),
+            _ => None,
+        }
     }
 
     /// Why a `Baton::Tool` id is not one of the deployment's; `None` if
@@ -131,19 +183,22 @@ pub(crate) fn names(origin: &str, set: &PolicySet, known: &Known) -> Result<(), 
             let ty = uid.type_name().to_string();
             let id = uid.id().unescaped().to_owned();
             let problem = match ty.as_str() {
-                "Baton::Tool" => known.unknown_tool(&id),
+                "Baton::Tool" => known
+                    .unknown_tool(&id)
+                    .map(|p| format!("names an unknown tool: {p}"))
+                    .or_else(|| {
+                        known
+                            .uncallable(&id)
+                            .map(|p| format!("names a tool no call can carry: {p}"))
+                    }),
                 "Baton::Agent" => (!known.agents.contains(&id))
-                    .then(|| format!("no agent `{id}` in the agents file")),
+                    .then(|| format!("names an unknown agent: no agent `{id}` in the agents file")),
                 _ => None,
             };
             if let Some(problem) = problem {
                 return Err(PolicyError {
                     origin: origin.to_owned(),
-                    message: format!(
-                        "policy `{}` names an unknown {}: {problem}",
-                        name_of(set, policy.id()),
-                        if ty == "Baton::Tool" { "tool" } else { "agent" },
-                    ),
+                    message: format!("policy `{}` {problem}", name_of(set, policy.id())),
                 });
             }
         }

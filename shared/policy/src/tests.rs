@@ -10,6 +10,16 @@ fn known() -> Known {
         http_tools: ["create_ticket"].map(str::to_owned).into(),
         mcp_servers: ["tracker"].map(str::to_owned).into(),
         agents: ["default", "ops"].map(str::to_owned).into(),
+        callable: Some(
+            [
+                "http_request",
+                "current_time",
+                "create_ticket",
+                "mcp:tracker",
+            ]
+            .map(str::to_owned)
+            .into(),
+        ),
     }
 }
 
@@ -331,6 +341,45 @@ fn unknown_tools_and_agents_refuse_naming_the_policy() {
     // The MCP server is checked, not its tools (listed only at run time).
     load(r#"permit(principal, action, resource == Baton::Tool::"mcp:tracker__anything");"#)
         .expect("a declared server's tool");
+}
+
+/// A policy naming a tool that exists but that no call can carry would
+/// never apply (a `forbid` that forbids nothing): start-up is refused,
+/// naming the policy and the tool.
+#[test]
+fn tools_no_call_can_carry_refuse_naming_them() {
+    let long = format!("tracker__{}", "x".repeat(60));
+    for (text, what) in [
+        (
+            r#"@id("t") forbid(principal, action, resource == Baton::Tool::"mcp:tracker__get.issue");"#
+                .to_owned(),
+            "`mcp:tracker__get.issue`: tool names the model sees are letters, digits, `_` and `-`, \
+             and `.` is not one (an MCP tool's name is shown with `_` for it: `mcp:tracker__get_issue`)",
+        ),
+        (
+            format!(r#"@id("t") forbid(principal, action, resource == Baton::Tool::"mcp:{long}");"#),
+            "tool names the model sees are at most 64 characters",
+        ),
+        (
+            r#"@id("t") forbid(principal, action, resource == Baton::Tool::"sleep");"#.to_owned(),
+            "`sleep`: no agent has it (an agent's `tools` would name `sleep`)",
+        ),
+    ] {
+        let e = load(&text).expect_err(&text).to_string();
+        assert!(
+            e.contains("policy `t` names a tool no call can carry: ") && e.contains(what),
+            "{e}"
+        );
+    }
+    // Unchecked where nobody says what the agents have.
+    let mut all = known();
+    all.callable = None;
+    Policies::load(
+        "p",
+        r#"forbid(principal, action, resource == Baton::Tool::"sleep");"#,
+        all,
+    )
+    .expect("loads");
 }
 
 #[test]

@@ -249,7 +249,8 @@ impl AppBuilder {
             worker = worker.with_span_export(export.clone());
         }
         let worker = Arc::new(worker);
-        let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref(), export);
+        let ingest = ingest_handler(&settings, &backend, agents, schedules.as_ref(), export)
+            .with_mcp_origins(settings.mcp_origins(Some(&public_url))?);
         let ingest = settings.with_connect_routes(ingest, &backend, Some(&public_url))?;
         Ok(App {
             ingest,

@@ -131,7 +131,10 @@ impl AppBuilder {
             schedules.as_ref(),
             export,
         );
-        settings.with_connect_routes(ingest, backend, settings.public_url.as_deref())
+        // The own origin is only ever configured: never a request's host.
+        let public_url = settings.public_url.as_deref();
+        let ingest = ingest.with_mcp_origins(settings.mcp_origins(public_url)?);
+        settings.with_connect_routes(ingest, backend, public_url)
     }
 
     /// The ingest handler of the ingest Lambda: the same settings and AWS

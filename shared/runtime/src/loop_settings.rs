@@ -11,6 +11,7 @@ use baton_settings::HttpToolDecl;
 use baton_settings::{parse_template, AgentsConfig, ConfigFileError, Problem, TemplatePart};
 use baton_tools::{AllowList, DeclaredHttpTool, HttpMethod, HttpToolDef, McpServerDef};
 use secrecy::SecretString;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,8 +98,31 @@ fn load_policies(
         http_tools: loaded.http_tools.iter().map(|d| d.name.clone()).collect(),
         mcp_servers: loaded.mcp_servers.iter().map(|d| d.name.clone()).collect(),
         agents: loaded.agents.names().map(str::to_owned).collect(),
+        callable: Some(callable(loaded, known_tools)),
     };
     baton_policy::Policies::load(&source.origin, &source.text, known).map(|p| Some(Arc::new(p)))
+}
+
+/// What the agents may call, as their `tools` lists name it: an agent
+/// without a list has the built-in and the binary's own tools (declared
+/// HTTP tools and MCP servers only where a list names them), and
+/// `delegate` only with `delegates` to start.
+fn callable(loaded: &AgentsConfig, known_tools: &[&str]) -> BTreeSet<String> {
+    let delegate = baton_core::tool_names::DELEGATE;
+    loaded
+        .agents
+        .names()
+        .filter_map(|name| loaded.agents.get(name))
+        .flat_map(|agent| {
+            let listed: Vec<String> = match &agent.tools {
+                Some(tools) => tools.clone(),
+                None => known_tools.iter().map(|t| (*t).to_owned()).collect(),
+            };
+            listed
+                .into_iter()
+                .filter(move |t| t != delegate || !agent.delegates.is_empty())
+        })
+        .collect()
 }
 
 impl Settings {

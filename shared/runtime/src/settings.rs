@@ -141,6 +141,10 @@ pub struct Settings {
     /// the address it listens on; elsewhere the default is
     /// `http://127.0.0.1:3000`.
     pub public_url: Option<String>,
+    /// `BATON_MCP_ALLOWED_ORIGINS`: browser origins `/mcp` answers besides
+    /// the deployment's own (its public URL's), comma-separated, each
+    /// `scheme://host[:port]`; none by default.
+    pub mcp_allowed_origins: Vec<String>,
     /// The per-person OAuth providers (`[mcp.NAME] auth = "oauth"`,
     /// `[oauth.NAME]`), their references resolved.
     pub(crate) oauth_providers: Vec<baton_connect::Provider>,
@@ -190,6 +194,18 @@ fn is_slack_user_id(id: &str) -> bool {
         && id
             .chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+impl Settings {
+    /// The browser origins `/mcp` answers: that of `public_url` (the
+    /// deployment's own, where it is known) and `BATON_MCP_ALLOWED_ORIGINS`.
+    pub(crate) fn mcp_origins(
+        &self,
+        public_url: Option<&str>,
+    ) -> Result<baton_ingest::McpOrigins, SettingsError> {
+        baton_ingest::McpOrigins::new(public_url, &self.mcp_allowed_origins)
+            .map_err(|e| invalid("BATON_PUBLIC_URL", e.to_string()))
+    }
 }
 
 /// `BATON_PUBLIC_URL`: an `http(s)://` URL with a host, kept without a
@@ -442,6 +458,11 @@ impl Settings {
             .unwrap_or(baton_core::attachment::DEFAULT_MAX_FILE_BYTES);
         let retention = task_retention(&src)?;
         let public_url = public_url(var("BATON_PUBLIC_URL"))?;
+        let mcp_allowed_origins = var("BATON_MCP_ALLOWED_ORIGINS")
+            .map(|v| comma_list(&v))
+            .unwrap_or_default();
+        baton_ingest::McpOrigins::new(None, &mcp_allowed_origins)
+            .map_err(|e| invalid("BATON_MCP_ALLOWED_ORIGINS", e.to_string()))?;
         let oauth_providers =
             crate::connect::resolve_providers(&src, &loaded).map_err(|problems| {
                 ConfigFileError::Invalid {
@@ -456,6 +477,7 @@ impl Settings {
         Ok(Settings {
             max_file_bytes,
             public_url,
+            mcp_allowed_origins,
             oauth_providers,
             sign_in_with_slack,
             retention,

@@ -126,6 +126,20 @@ impl fmt::Debug for HttpRequestArgs {
     }
 }
 
+/// `http_request`'s arguments as the request is made of them
+/// ([`Tool::normalise`]): the method upper-cased (GET when none), the URL
+/// parsed and written back as the `url` crate (and so the client) reads
+/// it. Arguments the tool would refuse stay as they are.
+fn normalised(arguments: serde_json::Value) -> serde_json::Value {
+    let Ok(mut args) = parse_args::<HttpRequestArgs>(HTTP_REQUEST, arguments.clone()) else {
+        return arguments;
+    };
+    if let Ok(url) = Url::parse(&args.url) {
+        args.url = url.to_string();
+    }
+    serde_json::to_value(args).unwrap_or(arguments)
+}
+
 /// Limits and reach of `http_request`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpConfig {
@@ -405,6 +419,14 @@ impl Tool for HttpRequestTool {
     /// approves it first (unless the agent's rules say otherwise).
     fn needs_approval(&self, arguments: &serde_json::Value) -> bool {
         !self.idempotent(arguments)
+    }
+
+    /// The method upper-cased (`"delete"` is `"DELETE"`, GET when none)
+    /// and the URL as it is sent: parsed, so its scheme and host are
+    /// lower-case, a default port is left out, `.` and `..` segments are
+    /// resolved and what needs it is percent-encoded.
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        normalised(arguments)
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

@@ -186,6 +186,10 @@ impl Tool for RememberTool {
         }
     }
 
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<RememberArgs>(arguments)
+    }
+
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         run(REMEMBER, arguments, |args| self.0.remember(args, ctx)).await
     }
@@ -205,6 +209,10 @@ impl Tool for RecallTool {
         }
     }
 
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<RecallArgs>(arguments)
+    }
+
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         run(RECALL, arguments, |args| self.0.recall(args, ctx)).await
     }
@@ -220,6 +228,10 @@ impl Tool for ForgetTool {
                 .into(),
             input_schema: input_schema::<ForgetArgs>(),
         }
+    }
+
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<ForgetArgs>(arguments)
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

@@ -277,6 +277,10 @@ impl Tool for ScheduleCreateTool {
         matches!(origin, Origin::Slack { .. })
     }
 
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<ScheduleCreateArgs>(arguments)
+    }
+
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         run(SCHEDULE_CREATE, arguments, |args| self.0.create(args, ctx)).await
     }
@@ -292,6 +296,10 @@ impl Tool for ScheduleListTool {
                 .into(),
             input_schema: input_schema::<ScheduleListArgs>(),
         }
+    }
+
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<ScheduleListArgs>(arguments)
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
@@ -311,6 +319,10 @@ impl Tool for ScheduleDeleteTool {
                 .into(),
             input_schema: input_schema::<ScheduleDeleteArgs>(),
         }
+    }
+
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<ScheduleDeleteArgs>(arguments)
     }
 
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput {

@@ -32,7 +32,7 @@ use baton_core::sent_files::{blob_key, Recorded, Upload, MAX_SENT_FILES};
 use baton_core::upload::{FileUploads, Thread};
 use baton_core::{Origin, TaskStore, Tool, ToolContext, ToolOutput, ToolSpec};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The tool's name as the model sees it.
@@ -44,7 +44,7 @@ pub const MAX_COMMENT_CHARS: usize = 3_000;
 const MAX_MEDIA_TYPE_CHARS: usize = 255;
 
 /// Arguments of `send_file`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendFileArgs {
     /// The file's name, e.g. "report.csv". Made safe: no directories, only
@@ -336,6 +336,10 @@ impl Tool for SendFileTool {
     /// Sending twice would show the file twice.
     fn idempotent(&self, _: &serde_json::Value) -> bool {
         false
+    }
+
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<SendFileArgs>(arguments)
     }
 
     fn resumes_interrupted(&self, _: &serde_json::Value) -> bool {

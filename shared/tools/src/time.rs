@@ -96,6 +96,10 @@ impl Tool for CurrentTimeTool {
         }
     }
 
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        crate::args::normalised::<CurrentTimeArgs>(arguments)
+    }
+
     async fn call(&self, arguments: serde_json::Value, _ctx: &ToolContext) -> ToolOutput {
         let args: CurrentTimeArgs = match parse_args(CURRENT_TIME, arguments) {
             Ok(args) => args,

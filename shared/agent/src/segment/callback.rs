@@ -6,14 +6,14 @@
 //! lets the model go on without it. The turn's other calls may carry the
 //! URL to another system: `{{callback_url}}` in their arguments.
 
+use super::arguments::asks_for_callback_url;
 use super::{start_waiting, Segment, Step};
-use crate::callback::{args_of, mint_token, url_of, CALLBACK_URL};
+use crate::callback::{args_of, mint_token, url_of};
 use crate::error::WorkerError;
 use crate::progress;
 use baton_core::callback::{self, hash_token, Callback};
 use baton_core::store::callbacks::CallbackRecord;
-use baton_core::{EntryKind, Instant, TaskStatus, Tool, ToolCall, WaitingFor};
-use std::sync::Arc;
+use baton_core::{EntryKind, Instant, TaskStatus, ToolCall, WaitingFor};
 
 impl Segment<'_> {
     pub(super) async fn wait_for_callback(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
@@ -41,33 +41,34 @@ impl Segment<'_> {
             .await
     }
 
-    /// The turn's other calls that write [`CALLBACK_URL`] in their
-    /// arguments get the URL of the turn's first `wait_for_callback` call
-    /// in its place, the callback made first: that is how the model hands
-    /// the URL to another system itself (a CI trigger, a webhook
-    /// registration) in the same turn as it waits. A POST that comes
+    /// The URL the turn's other calls get in place of
+    /// [`crate::callback::CALLBACK_URL`]:
+    /// that of its first `wait_for_callback` call, the callback made first
+    /// when one of `pending` writes the placeholder. That is how the model
+    /// hands the URL to another system itself (a CI trigger, a webhook
+    /// registration) in the same turn as it waits; the calls are decided
+    /// and run with it in place ([`super::arguments`]). A POST that comes
     /// before the task waits is kept all the same ([`callback::deliver`]).
-    pub(super) async fn hand_over_callback_url(
+    /// `None` when no call asks, or the callback was called already (its
+    /// URL forgotten: the placeholder stays).
+    pub(super) async fn callback_url(
         &mut self,
         step: u32,
         waits: &[ToolCall],
-        mut calls: Vec<(ToolCall, Arc<dyn Tool>)>,
-    ) -> Result<Vec<(ToolCall, Arc<dyn Tool>)>, WorkerError> {
-        let asks = |c: &ToolCall| c.arguments.to_string().contains(CALLBACK_URL);
-        if waits.is_empty() || !calls.iter().any(|(c, _)| asks(c)) {
-            return Ok(calls);
+        pending: &[(ToolCall, bool)],
+    ) -> Result<Option<String>, WorkerError> {
+        // Only a tool's call gets the URL ([`super::arguments::as_run`]).
+        let asks = pending
+            .iter()
+            .any(|(c, _)| self.tools.contains_key(&c.name) && asks_for_callback_url(c));
+        // A recorded fork runs nothing: it makes no callback either.
+        if waits.is_empty() || !asks || self.recorded.is_some() {
+            return Ok(None);
         }
         self.make_callbacks(step, waits).await?;
-        // Delivered already (its URL forgotten): the placeholder stays.
-        let url = waits
+        Ok(waits
             .iter()
-            .find_map(|w| callback::callback(&self.task, &w.id)?.url.clone());
-        if let Some(url) = url {
-            for (call, _) in &mut calls {
-                with_url(&mut call.arguments, &url);
-            }
-        }
-        Ok(calls)
+            .find_map(|w| callback::callback(&self.task, &w.id)?.url.clone()))
     }
 
     /// Makes the callback of each of `calls` that has none yet: its token
@@ -126,18 +127,6 @@ impl Segment<'_> {
             self.post_once(key, &text, "the callback URL").await?;
         }
         Ok(())
-    }
-}
-
-/// Replaces [`CALLBACK_URL`] with `url` in every string of `value`.
-fn with_url(value: &mut serde_json::Value, url: &str) {
-    match value {
-        serde_json::Value::String(s) if s.contains(CALLBACK_URL) => {
-            *s = s.replace(CALLBACK_URL, url);
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| with_url(v, url)),
-        serde_json::Value::Object(map) => map.values_mut().for_each(|v| with_url(v, url)),
-        _ => {}
     }
 }
 

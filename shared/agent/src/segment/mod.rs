@@ -24,6 +24,7 @@
 //! | [`budget`] | the segment's time |
 
 mod admit;
+mod arguments;
 mod ask;
 mod budget;
 mod callback;

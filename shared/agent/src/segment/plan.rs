@@ -35,6 +35,10 @@ pub(super) struct Turn<'a> {
     /// The roles of the person the task serves: their principal's parents
     /// in the policies.
     pub(super) roles: &'a [String],
+    /// The URL the turn's calls get in place of `{{callback_url}}`, when
+    /// one of them hands over a callback made in this turn
+    /// ([`super::arguments`]).
+    pub(super) callback_url: Option<&'a str>,
 }
 
 /// Why a call is answered without being run.
@@ -59,6 +63,9 @@ pub(super) enum Refusal {
     Interrupted,
     /// An `http_request` to a host outside the agent's `allow_hosts`.
     HostNotAllowed(String),
+    /// An `http_request` to the task's own callback URL: it would resume
+    /// the task with a body the model wrote.
+    OwnCallback,
     /// A Cedar policy forbids it, or none permits it: the text names the
     /// policy (docs/policies.md).
     Policy(String),
@@ -83,6 +90,11 @@ impl Refusal {
             | Refusal::Policy(text) => text.clone(),
             Refusal::TooManyDelegations => format!(
                 "refused: at most {MAX_CHILDREN_PER_STEP} delegate calls per turn; wait for these results, then delegate more"
+            ),
+            Refusal::OwnCallback => format!(
+                "refused: `{tool}` would call this task's own callback URL (from \
+                 `wait_for_callback`), which only another system may call; nothing was sent. \
+                 Hand the URL to the system that should call back instead"
             ),
             Refusal::Interrupted => "interrupted: this call was started but its result was never recorded; \
                  it may or may not have happened. It was not run again."
@@ -264,6 +276,9 @@ pub(super) fn plan(turn: &Turn<'_>, pending: Vec<(ToolCall, bool)>) -> TurnPlan 
     // the cap are refused.
     let mut used: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     for (call, was_started) in pending {
+        // Decided on, shown and run with the arguments it will run with.
+        let tool = turn.tools.get(&call.name).map(|t| t.as_ref());
+        let call = super::arguments::as_run(call, tool, turn.callback_url);
         if let Some(&cap) = turn.agent.tool_call_caps.get(&call.name) {
             let n = used
                 .entry(call.name.clone())
@@ -306,9 +321,13 @@ fn decide(
     if !is_sleep && !is_delegate && !is_ask && !is_callback && tool.is_none() {
         return Decision::Refuse(unknown(turn, &call.name));
     }
-    let host = (call.name == HTTP_REQUEST)
-        .then(|| call.arguments["url"].as_str().and_then(egress::host_of))
+    let url = (call.name == HTTP_REQUEST)
+        .then(|| call.arguments["url"].as_str())
         .flatten();
+    if url.is_some_and(|u| baton_core::callback::is_own(turn.task, u)) {
+        return Decision::Refuse(Refusal::OwnCallback);
+    }
+    let host = url.and_then(egress::host_of);
     if let (Some(allowed), Some(host)) = (&agent.http_request.allow_hosts, &host) {
         if !allowed.allows(host) {
             return Decision::Refuse(Refusal::HostNotAllowed(allowed.refusal(host)));
@@ -507,6 +526,7 @@ mod tests {
         transcript: Vec<Entry>,
         recorded: Option<Recorded>,
         policies: Option<baton_policy::Policies>,
+        callback_url: Option<String>,
     }
 
     impl World {
@@ -531,6 +551,7 @@ mod tests {
                 transcript: Vec::new(),
                 recorded: None,
                 policies: None,
+                callback_url: None,
             }
         }
 
@@ -572,6 +593,7 @@ mod tests {
                 recorded: self.recorded.as_ref(),
                 policies: self.policies.as_ref(),
                 roles: &[],
+                callback_url: self.callback_url.as_deref(),
             };
             plan(&turn, pending)
         }
@@ -642,6 +664,126 @@ mod tests {
         );
         assert_eq!(got[2], "approval", "the permit asks: {got:?}");
         assert!(got[3].contains("no policy permits `delegate`"), "{got:?}");
+    }
+
+    /// The policies see the call as it will run: `"delete"` is the
+    /// `"DELETE"` a forbid names, the URL is parsed; and the call runs
+    /// with those arguments.
+    #[test]
+    fn the_policies_decide_on_the_arguments_the_call_runs_with() {
+        let mut w = World::new(|a| a.approval.require = Some(Vec::new()));
+        let http = baton_tools::HttpRequestTool::new(baton_tools::AllowList::default());
+        w.tools.insert(HTTP_REQUEST.into(), Arc::new(http));
+        let known = baton_policy::Known {
+            tools: [HTTP_REQUEST].map(str::to_owned).into(),
+            agents: ["default"].map(str::to_owned).into(),
+            ..Default::default()
+        };
+        let text = r#"
+            @id("http") permit(principal, action, resource == Baton::Tool::"http_request");
+            @id("no-deletes") forbid(principal, action, resource)
+            when { context.args.method == "DELETE" };
+            @id("no-admin") forbid(principal, action, resource)
+            when { context.args.url like "https://api.example.com/admin*" };
+        "#;
+        w.policies = Some(baton_policy::Policies::load("p", text, known).expect("loads"));
+        let got = w.decide(&[
+            call(
+                "1",
+                HTTP_REQUEST,
+                json!({"method": "delete", "url": "https://a.example/x"}),
+            ),
+            call(
+                "2",
+                HTTP_REQUEST,
+                json!({"url": "HTTPS://API.Example.com:443/./admin/x"}),
+            ),
+            call(
+                "3",
+                HTTP_REQUEST,
+                json!({"method": "post", "url": "https://a.example:443/x"}),
+            ),
+        ]);
+        assert!(got[0].contains("`no-deletes`"), "{got:?}");
+        assert!(got[1].contains("`no-admin`"), "{got:?}");
+        assert_eq!(got[2], "run+mark");
+        let plan = w.plan(vec![(
+            call(
+                "3",
+                HTTP_REQUEST,
+                json!({"method": "post", "url": "https://a.example:443/x"}),
+            ),
+            false,
+        )]);
+        assert_eq!(
+            plan.calls[0].0.arguments,
+            json!({"method": "POST", "url": "https://a.example/x"}),
+            "it runs with what was checked"
+        );
+    }
+
+    /// `{{callback_url}}` is put in before the call is decided: a request
+    /// to the task's own callback is refused, and `allow_hosts` holds the
+    /// real URL.
+    #[test]
+    fn calls_are_decided_with_the_callback_url_in_place() {
+        use baton_core::egress::{AllowedHosts, HostPattern};
+        let mut w = World::new(|a| {
+            a.http_request.allow_hosts =
+                Some(AllowedHosts(vec![
+                    HostPattern::parse("ci.example.com").unwrap()
+                ]));
+        });
+        let http = baton_tools::HttpRequestTool::new(baton_tools::AllowList::default());
+        w.tools.insert(HTTP_REQUEST.into(), Arc::new(http));
+        let url = "https://baton.example.com/callbacks/t0k3n";
+        w.task.callbacks.push(baton_core::callback::Callback {
+            step: 1,
+            call_id: "w".into(),
+            description: "CI".into(),
+            token_hash: baton_core::callback::hash_token("t0k3n"),
+            url: Some(url.into()),
+            created_at: baton_core::Instant(0),
+            expires_at: baton_core::Instant(i64::MAX),
+            delivered: None,
+        });
+        w.callback_url = Some(url.into());
+        let post = |id: &str, to: &str| {
+            call(
+                id,
+                HTTP_REQUEST,
+                json!({"method": "POST", "url": to, "body": "{{callback_url}}"}),
+            )
+        };
+        let got = w.decide(&[
+            post("1", "{{callback_url}}"),
+            post("2", "HTTPS://Baton.Example.com/callbacks/t0k3n/"),
+            post("3", "{{callback_url}}/../../elsewhere"),
+            post("4", "https://ci.example.com/run?cb={{callback_url}}"),
+        ]);
+        for refused in &got[..2] {
+            assert!(
+                refused.contains("would call this task's own callback URL")
+                    && !refused.contains("t0k3n"),
+                "{got:?}"
+            );
+        }
+        assert!(
+            got[2].contains("`baton.example.com` is not among the hosts"),
+            "{got:?}"
+        );
+        assert_eq!(
+            got[3], "approval",
+            "a POST to an allowed host asks: {got:?}"
+        );
+        let plan = w.plan(vec![(
+            post("4", "https://ci.example.com/run?cb={{callback_url}}"),
+            false,
+        )]);
+        assert_eq!(
+            plan.calls[0].0.arguments,
+            json!({"method": "POST", "url": format!("https://ci.example.com/run?cb={url}"), "body": url})
+        );
     }
 
     #[test]

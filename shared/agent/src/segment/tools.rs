@@ -26,7 +26,12 @@ impl Segment<'_> {
             .filter(|(call, _)| may_wait && call.name == crate::callback::WAIT_FOR_CALLBACK)
             .map(|(call, _)| call.clone())
             .collect();
-        let mut batch = plan(&self.turn(step), pending).batch();
+        // The callback is made first when a call hands its URL over: the
+        // calls are decided on what they will run with.
+        let callback_url = self.callback_url(step, &waits, &pending).await?;
+        let mut turn = self.turn(step);
+        turn.callback_url = callback_url.as_deref();
+        let mut batch = plan(&turn, pending).batch();
         // A callback's body is in its result now: the task record drops it.
         let called_back: Vec<String> = batch
             .answered
@@ -63,7 +68,6 @@ impl Segment<'_> {
         // Counted as a unit of the segment's time even when nothing ran.
         let batch_clock = Instant::now();
         let runnable = std::mem::take(&mut batch.runnable);
-        let runnable = self.hand_over_callback_url(step, &waits, runnable).await?;
         let (needs, connected) = self.run_parallel(step, runnable).await?;
         if !connected.is_empty() {
             self.relist_connected(connected).await?;
@@ -107,6 +111,7 @@ impl Segment<'_> {
             recorded: self.recorded.as_ref(),
             policies: self.deps.policies.as_deref(),
             roles: &self.roles,
+            callback_url: None,
         }
     }
 

@@ -17,10 +17,12 @@ use baton_core::{
 use std::time::Duration;
 
 impl Segment<'_> {
-    /// What the approver reads about `call`: with the policy that asks
-    /// for approval named, when one does (docs/policies.md).
+    /// What the approver reads about `call`, as it will run (its URL
+    /// parsed, a callback's URL in place but its token left out: the
+    /// summary is in the task's events): with the policy that asks for
+    /// approval named, when one does (docs/policies.md).
     fn approval_summary(&self, call: &ToolCall, now: Instant) -> String {
-        let summary = approval::summary(call);
+        let summary = baton_core::callback::without_tokens(&self.task, &approval::summary(call));
         let asking = self
             .deps
             .policies

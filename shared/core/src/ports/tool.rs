@@ -199,6 +199,17 @@ pub trait Tool: Send + Sync {
         self.needs_approval(arguments)
     }
 
+    /// The arguments as this tool will take them: what its schema makes
+    /// of them (defaults filled in, aliases resolved: `http_request`'s
+    /// method upper-cased and its URL parsed). The agent loop decides a
+    /// call on this form, shows it for approval and runs it, so what the
+    /// policies check is what runs. Arguments the tool would reject are
+    /// returned as they are (the call then fails with the tool's error).
+    /// Applying it twice changes nothing more. By default, as given.
+    fn normalise(&self, arguments: serde_json::Value) -> serde_json::Value {
+        arguments
+    }
+
     async fn call(&self, arguments: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
 }
 

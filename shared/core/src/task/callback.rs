@@ -48,6 +48,39 @@ pub fn callback<'t>(t: &'t Task, call_id: &str) -> Option<&'t Callback> {
     t.callbacks.iter().find(|c| c.call_id == call_id)
 }
 
+/// Whether a request to `url` would call one of `t`'s own callbacks that
+/// may still be called: the task would resume itself with a body it
+/// wrote. Any host is compared (the deployment may be reached under
+/// several names): a path naming an open token is enough.
+pub fn is_own(t: &Task, url: &str) -> bool {
+    let Ok(target) = url::Url::parse(url.trim()) else {
+        return false;
+    };
+    t.callbacks
+        .iter()
+        .filter(|c| c.delivered.is_none())
+        .filter_map(|c| token_of(c.url.as_deref()?))
+        .any(|token| target.path().contains(&format!("{CALLBACK_PATH}{token}")))
+}
+
+/// The token at the end of a callback URL.
+fn token_of(url: &str) -> Option<&str> {
+    let (_, token) = url.rsplit_once(CALLBACK_PATH)?;
+    (!token.is_empty()).then_some(token)
+}
+
+/// `text` with the tokens of `t`'s callbacks left out: a callback URL is
+/// a capability, shown only where the task's followers read, never in
+/// its events (an approval's summary is in them).
+pub fn without_tokens(t: &Task, text: &str) -> String {
+    t.callbacks
+        .iter()
+        .filter_map(|c| token_of(c.url.as_deref()?))
+        .fold(text.to_owned(), |text, token| {
+            text.replace(token, "[token]")
+        })
+}
+
 /// The callback the task waits for, if it waits for one.
 pub fn open(t: &Task) -> Option<&Callback> {
     if t.status != TaskStatus::Waiting
@@ -139,6 +172,33 @@ mod tests {
     use crate::task::{Limits, Origin};
     use crate::TaskId;
     use serde_json::json;
+
+    /// A request to the task's own open callback is found however the
+    /// URL is written (host, case, default port, query); another token,
+    /// or the token only in the query (handing it over), is not.
+    #[test]
+    fn a_request_to_its_own_callback_is_known() {
+        let t = waiting_task();
+        for url in [
+            "http://x/callbacks/secret",
+            "HTTP://X:80/callbacks/secret?a=1",
+            "https://other-name.example/callbacks/secret/",
+            "http://x/base/callbacks/secret",
+        ] {
+            assert!(is_own(&t, url), "{url}");
+        }
+        for url in [
+            "http://x/callbacks/other",
+            "https://ci.example/run?cb=http://x/callbacks/secret",
+            "not a url",
+        ] {
+            assert!(!is_own(&t, url), "{url}");
+        }
+        assert_eq!(
+            without_tokens(&t, "POST https://ci/run body: http://x/callbacks/secret"),
+            "POST https://ci/run body: http://x/callbacks/[token]"
+        );
+    }
 
     fn waiting_task() -> Task {
         let mut t = Task::new(

@@ -146,6 +146,51 @@ async fn without_the_bearer_it_is_a_401_that_names_the_scheme() {
     assert!(f.store.active_tasks(10).await.unwrap().is_empty());
 }
 
+/// A browser's request from an origin not allowed is refused first: 403
+/// with or without the bearer, and nothing is listed or created; the own
+/// origin and a request without `Origin` are answered.
+#[tokio::test]
+async fn a_foreign_origin_is_refused_before_the_bearer() {
+    let mut f = fixture();
+    let own = crate::McpOrigins::new(Some("https://baton.example.com/prod"), &[]).unwrap();
+    f.ingest = f.ingest.with_mcp_origins(own);
+    let body = request("tools/list", json!({}), false);
+    let send = |origin: Option<&'static str>, token: Option<&'static str>| {
+        let mut req = http::Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/list");
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let req = req.body(Bytes::from(body.to_string())).unwrap();
+        let ingest = f.ingest.clone();
+        async move {
+            let resp = ingest
+                .mcp_waiting(req, false, Duration::ZERO)
+                .await
+                .unwrap();
+            resp.status().as_u16()
+        }
+    };
+    for token in [None, Some(TOKEN)] {
+        assert_eq!(send(Some("https://evil.example"), token).await, 403);
+        assert_eq!(send(Some("null"), token).await, 403);
+    }
+    assert_eq!(
+        send(Some("https://baton.example.com"), Some(TOKEN)).await,
+        200
+    );
+    assert_eq!(send(None, Some(TOKEN)).await, 200);
+    assert_eq!(send(Some("https://baton.example.com"), None).await, 401);
+}
+
 #[tokio::test]
 async fn only_agents_exposed_over_mcp_are_tools() {
     let f = fixture();

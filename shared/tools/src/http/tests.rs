@@ -553,6 +553,50 @@ async fn invalid_arguments_name_the_field() {
     }
 }
 
+/// What the policies check is what is sent: the method upper-cased, the
+/// URL as the client reads it; a second pass changes nothing; arguments
+/// the tool refuses are left for it to refuse.
+#[test]
+fn arguments_are_normalised_as_the_request_is_made() {
+    let tool = HttpRequestTool::default();
+    let n = tool.normalise(json!({
+        "method": "delete",
+        "url": "HTTPS://API.Example.COM:443/a/./b/../c?q=1#f",
+        "headers": {"X-A": "1"},
+    }));
+    assert_eq!(
+        n,
+        json!({
+            "method": "DELETE",
+            "url": "https://api.example.com/a/c?q=1#f",
+            "headers": {"X-A": "1"},
+        })
+    );
+    assert_eq!(tool.normalise(n.clone()), n);
+    // GET when none; a port that is not the default is kept.
+    assert_eq!(
+        tool.normalise(json!({"url": "http://Host:8080"})),
+        json!({"method": "GET", "url": "http://host:8080/"})
+    );
+    assert_eq!(
+        tool.normalise(json!({"url": "http://host:80/x"}))["url"],
+        "http://host/x"
+    );
+    // Refused as they are: a method it does not know, an unknown field, a
+    // URL that does not parse (kept as written: the call fails on it).
+    for bad in [
+        json!({"url": "https://x", "method": "Delete"}),
+        json!({"url": "https://x", "verb": "GET"}),
+        json!({"url": 7}),
+    ] {
+        assert_eq!(tool.normalise(bad.clone()), bad);
+    }
+    assert_eq!(
+        tool.normalise(json!({"url": "not a url", "method": "post"})),
+        json!({"method": "POST", "url": "not a url"})
+    );
+}
+
 #[test]
 fn only_get_and_head_are_idempotent() {
     let tool = HttpRequestTool::default();
