@@ -507,23 +507,25 @@ mod tests {
         let first = waits_for_connection(&w, &id).await;
         // Someone else writes: nothing changes.
         let mut lifted = false;
-        let r =
-            w.h.store
-                .update(&id, None, |t| {
-                    lifted = baton_core::wait::connection::renew_for(t, &PersonKey::new("T1", "U2"));
-                    Ok(None)
-                })
-                .await;
+        let r = w
+            .h
+            .store
+            .update(&id, None, |t| {
+                lifted = baton_core::wait::connection::renew_for(t, &PersonKey::new("T1", "U2"));
+                Ok(None)
+            })
+            .await;
         assert!(r.is_ok() && !lifted);
         // The person writes (their link failed them): the call runs again
         // and asks them again, with a fresh link shown to them.
-        let r =
-            w.h.store
-                .update(&id, None, |t| {
-                    lifted = baton_core::wait::connection::renew_for(t, &PersonKey::new("T1", "U1"));
-                    Ok(Some(Vec::new()))
-                })
-                .await;
+        let r = w
+            .h
+            .store
+            .update(&id, None, |t| {
+                lifted = baton_core::wait::connection::renew_for(t, &PersonKey::new("T1", "U1"));
+                Ok(Some(Vec::new()))
+            })
+            .await;
         assert!(r.is_ok() && lifted);
         let second = waits_for_connection(&w, &id).await;
         assert_ne!(first, second, "a fresh link");

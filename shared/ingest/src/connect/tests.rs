@@ -94,10 +94,14 @@ async fn rig_for(person: PersonKey, expires_in: Duration, sign_in: bool) -> Rig 
         expires_at,
     });
     store
-        .create(&t, vec![EntryKind::UserMessage {
+        .create(
+            &t,
+            vec![EntryKind::UserMessage {
                 text: "x".into(),
                 from: None,
-            }], None)
+            }],
+            None,
+        )
         .await
         .unwrap();
     let request = ConnectRequest {
