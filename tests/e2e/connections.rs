@@ -118,26 +118,13 @@ async fn mention_in_thread(app: &TestApp, user: &str, thread_ts: &str, ts: &str,
     assert_eq!(r.status(), 200, "log:\n{}", app.log());
 }
 
-/// Every task id the listing holds.
-async fn task_ids(app: &TestApp) -> BTreeSet<String> {
-    let (status, v) = app.get("/tasks?limit=100").await;
-    assert_eq!(status, 200, "{v}");
-    v["tasks"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|t| t["task_id"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// `user` starts a thread with `text`: its task's id.
 async fn slack_task(app: &TestApp, user: &str, ts: &str, text: &str) -> String {
-    let before = task_ids(app).await;
+    let before = app.task_ids().await;
     mention(app, user, ts, text).await;
     let started = std::time::Instant::now();
     loop {
-        if let Some(id) = task_ids(app).await.difference(&before).next() {
+        if let Some(id) = app.task_ids().await.difference(&before).next() {
             return id.clone();
         }
         assert!(started.elapsed() < LONG, "no task for {ts}");

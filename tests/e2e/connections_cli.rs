@@ -6,26 +6,10 @@
 //! callback would store them.
 
 use crate::common::{Backend, Options, TestApp};
-use baton_core::connection::{PersonKey, Sealer, Tokens};
+use baton_core::connection::{PersonKey, Tokens};
 use baton_core::store::connections::{ConnectionStore, PutCondition};
 use baton_core::Instant;
 use secrecy::SecretString;
-use std::sync::Arc;
-
-/// The app's connection store, opened beside it.
-async fn connections(app: &TestApp) -> ConnectionStore {
-    let table = app.store().await.table().clone();
-    let sealer: Arc<dyn Sealer> = match &app.aws {
-        Some((moto, env)) => Arc::new(baton_aws::KmsSealer::new(
-            baton_aws::kms_client(&moto.sdk_config().await),
-            env.connections_key.clone(),
-        )),
-        None => Arc::new(
-            baton_embedded::KeyFileSealer::open_or_create(app.data_dir()).expect("the key file"),
-        ),
-    };
-    ConnectionStore::new(table, sealer)
-}
 
 async fn connect(store: &ConnectionStore, person: &PersonKey, provider: &str) {
     let tokens = Tokens {
@@ -52,7 +36,7 @@ async fn an_operator_lists_and_revokes_connections(backend: Backend) {
         ..Options::default()
     })
     .await;
-    let store = connections(&app).await;
+    let store = app.connection_store().await;
     let alice = PersonKey::new("T1", "UALICE");
     let bob = PersonKey::new("T1", "UBOB");
     connect(&store, &alice, "github").await;

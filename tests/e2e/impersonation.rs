@@ -13,13 +13,11 @@
 //! app with the sealer it uses, as the OAuth callback stores them.
 
 use crate::common::{Backend, Options, TestApp};
-use baton_core::connection::{PersonKey, Sealer, Tokens};
-use baton_core::store::connections::{ConnectionStore, PutCondition};
+use baton_core::connection::{PersonKey, Tokens};
+use baton_core::store::connections::PutCondition;
 use baton_core::{EntryKind, TaskId};
 use secrecy::SecretString;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -100,23 +98,14 @@ async fn spawn(backend: Backend, agents: String) -> TestApp {
 /// Stores `user`'s connection to the identity provider, as the OAuth
 /// callback would.
 async fn connect(app: &TestApp, user: &str) {
-    let table = app.store().await.table().clone();
-    let sealer: Arc<dyn Sealer> = match &app.aws {
-        Some((moto, env)) => Arc::new(baton_aws::KmsSealer::new(
-            baton_aws::kms_client(&moto.sdk_config().await),
-            env.connections_key.clone(),
-        )),
-        None => Arc::new(
-            baton_embedded::KeyFileSealer::open_or_create(app.data_dir()).expect("the key file"),
-        ),
-    };
     let tokens = Tokens {
         access_token: SecretString::from(token_of(user)),
         refresh_token: None,
         expires_at: Some(baton_core::Instant(4_102_444_800_000)),
         scopes: Vec::new(),
     };
-    ConnectionStore::new(table, sealer)
+    app.connection_store()
+        .await
         .put(
             &PersonKey::new(TEAM, user),
             "idp",
@@ -126,6 +115,20 @@ async fn connect(app: &TestApp, user: &str) {
         )
         .await
         .expect("store a connection");
+}
+
+/// The task that took the conversation `key` over after `first`: its id.
+async fn next_turn(app: &TestApp, key: &str, first: &str) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let t = app.store().await.thread(key).await.unwrap().unwrap();
+        match t.active_task {
+            Some(id) if id.as_str() != first => return id.to_string(),
+            _ => {}
+        }
+        assert!(started.elapsed() < LONG, "the next turn never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 // ---- Slack
@@ -168,25 +171,13 @@ async fn in_thread(app: &TestApp, user: &str, thread: &str, ts: &str, text: &str
     send(app, &body).await;
 }
 
-async fn task_ids(app: &TestApp) -> BTreeSet<String> {
-    let (status, v) = app.get("/tasks?limit=100").await;
-    assert_eq!(status, 200, "{v}");
-    v["tasks"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|t| t["task_id"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Runs `act`, then waits for the task it made: its id.
 async fn new_task<F: std::future::Future<Output = ()>>(app: &TestApp, act: F) -> String {
-    let before = task_ids(app).await;
+    let before = app.task_ids().await;
     act.await;
     let started = std::time::Instant::now();
     loop {
-        if let Some(id) = task_ids(app).await.difference(&before).next() {
+        if let Some(id) = app.task_ids().await.difference(&before).next() {
             return id.clone();
         }
         assert!(started.elapsed() < LONG, "no task was made");
@@ -449,19 +440,7 @@ tools = ["me"]
 
     // The victim's "thanks!" is their own turn, acting for them.
     let key = format!("slack:{TEAM}:C1:{thread}");
-    let started = std::time::Instant::now();
-    let second = loop {
-        let t = app.store().await.thread(&key).await.unwrap().unwrap();
-        match t.active_task {
-            Some(id) if id.as_str() != first => break id.to_string(),
-            _ => {}
-        }
-        assert!(
-            started.elapsed() < LONG,
-            "the bystander's turn never started"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let second = next_turn(&app, &key, &first).await;
     result_of(&app, &second).await;
     assert_eq!(stored(&app, &second).await.acting_for(), Some(victim()));
     // Whatever it called, it called as the victim.
@@ -524,16 +503,7 @@ forbid(principal == Baton::User::"T1/U1", action == Baton::Action::"call_tool",
         app.log()
     );
     let key = format!("slack:{TEAM}:C1:{thread}");
-    let started = std::time::Instant::now();
-    let second = loop {
-        let t = app.store().await.thread(&key).await.unwrap().unwrap();
-        match t.active_task {
-            Some(id) if id.as_str() != first => break id.to_string(),
-            _ => {}
-        }
-        assert!(started.elapsed() < LONG, "the second turn never started");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let second = next_turn(&app, &key, &first).await;
     let answer = result_of(&app, &second).await;
     assert!(answer.contains(VICTIM), "{answer}");
     let task = stored(&app, &second).await;

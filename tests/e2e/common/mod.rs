@@ -429,6 +429,37 @@ impl TestApp {
 }
 
 impl TestApp {
+    /// Every task id the listing holds (the newest 100).
+    pub(crate) async fn task_ids(&self) -> std::collections::BTreeSet<String> {
+        let (status, v) = self.get("/tasks?limit=100").await;
+        assert_eq!(status, 200, "{v}");
+        v["tasks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|t| t["task_id"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// The app's connection store, opened beside it with the sealer it
+    /// uses (its key file; moto's KMS key from `baton bootstrap`), as the
+    /// OAuth callback stores connections.
+    pub(crate) async fn connection_store(&self) -> baton_core::store::connections::ConnectionStore {
+        let table = self.store().await.table().clone();
+        let sealer: std::sync::Arc<dyn baton_core::connection::Sealer> = match &self.aws {
+            Some((moto, env)) => std::sync::Arc::new(baton_aws::KmsSealer::new(
+                baton_aws::kms_client(&moto.sdk_config().await),
+                env.connections_key.clone(),
+            )),
+            None => std::sync::Arc::new(
+                baton_embedded::KeyFileSealer::open_or_create(self.data_dir())
+                    .expect("the key file"),
+            ),
+        };
+        baton_core::store::connections::ConnectionStore::new(table, sealer)
+    }
+
     /// The task store the running app writes to, opened beside it.
     pub(crate) async fn store(&self) -> baton_core::TaskStore {
         match &self.aws {

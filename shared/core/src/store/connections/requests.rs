@@ -161,6 +161,41 @@ impl ConnectionStore {
         }))
     }
 
+    /// Reads the request under `key`, lets `change` edit it (`None` when
+    /// there is none) and writes it back under its version, again from a
+    /// fresh read when another writer got there first. `change` answers
+    /// `false` to leave it unwritten, an error to refuse; the request as
+    /// written, if it was.
+    async fn change_request(
+        &self,
+        key: &Key,
+        mut change: impl FnMut(Option<&mut RequestData>) -> Result<bool, ConnectionError>,
+    ) -> Result<Option<RequestData>, ConnectionError> {
+        for _ in 0..MAX_RETRIES {
+            let Some((mut data, version)) = self.read_request(key).await? else {
+                change(None)?;
+                return Ok(None);
+            };
+            if !change(Some(&mut data))? {
+                return Ok(None);
+            }
+            match self
+                .write_request(
+                    key.clone(),
+                    &data,
+                    version + 1,
+                    Condition::VersionIs(version),
+                )
+                .await
+            {
+                Ok(()) => return Ok(Some(data)),
+                Err(ConnectionError::Changed) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ConnectionError::Changed)
+    }
+
     /// `GET /connect/{state}`: binds the request to `flow` (a second visit
     /// before the callback starts the flow again, replacing the first
     /// one's verifier and browser). Refused when unknown, used or expired
@@ -171,45 +206,28 @@ impl ConnectionStore {
         flow: ConnectFlow,
         now: Instant,
     ) -> Result<ConnectRequest, ConnectionError> {
-        let key = request_key(state_hash);
         let sealed = self
             .seal(
                 flow.pkce_verifier.expose_secret().as_bytes(),
                 &verifier_context(state_hash),
             )
             .await?;
-        for _ in 0..MAX_RETRIES {
-            let Some((mut data, version)) = self.read_request(&key).await? else {
-                return Err(ConnectRefused::Unknown.into());
-            };
-            if data.used_at.is_some() {
-                return Err(ConnectRefused::Used.into());
-            }
-            if now >= data.request.expires_at {
-                return Err(ConnectRefused::Expired.into());
-            }
-            data.flow = Some(FlowData {
-                pkce_verifier: sealed.clone(),
-                browser: flow.browser.clone(),
-                flow_expires_at: flow.flow_expires_at,
-            });
-            // The check is passed: it is not passed twice.
-            data.check = None;
-            match self
-                .write_request(
-                    key.clone(),
-                    &data,
-                    version + 1,
-                    Condition::VersionIs(version),
-                )
-                .await
-            {
-                Ok(()) => return Ok(data.request),
-                Err(ConnectionError::Changed) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ConnectionError::Changed)
+        let written = self
+            .change_request(&request_key(state_hash), |data| {
+                let data = open_at(data, now)?;
+                data.flow = Some(FlowData {
+                    pkce_verifier: sealed.clone(),
+                    browser: flow.browser.clone(),
+                    flow_expires_at: flow.flow_expires_at,
+                });
+                // The check is passed: it is not passed twice.
+                data.check = None;
+                Ok(true)
+            })
+            .await?;
+        written
+            .map(|d| d.request)
+            .ok_or_else(|| ConnectRefused::Unknown.into())
     }
 
     /// `GET /connect/{state}`: asks the browser to prove it is the link's
@@ -222,65 +240,32 @@ impl ConnectionStore {
         check: BrowserCheck,
         now: Instant,
     ) -> Result<ConnectRequest, ConnectionError> {
-        let key = request_key(state_hash);
-        for _ in 0..MAX_RETRIES {
-            let Some((mut data, version)) = self.read_request(&key).await? else {
-                return Err(ConnectRefused::Unknown.into());
-            };
-            if data.used_at.is_some() {
-                return Err(ConnectRefused::Used.into());
-            }
-            if now >= data.request.expires_at {
-                return Err(ConnectRefused::Expired.into());
-            }
-            data.check = Some(check.clone());
-            match self
-                .write_request(
-                    key.clone(),
-                    &data,
-                    version + 1,
-                    Condition::VersionIs(version),
-                )
-                .await
-            {
-                Ok(()) => return Ok(data.request),
-                Err(ConnectionError::Changed) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ConnectionError::Changed)
+        let written = self
+            .change_request(&request_key(state_hash), |data| {
+                open_at(data, now)?.check = Some(check.clone());
+                Ok(true)
+            })
+            .await?;
+        written
+            .map(|d| d.request)
+            .ok_or_else(|| ConnectRefused::Unknown.into())
     }
 
     /// After a claim whose code exchange failed: the link is usable again
     /// until it expires (its flow forgotten: the person opens the link
     /// again). A request not claimed is left as it is.
     pub async fn release_connect(&self, state_hash: &str) -> Result<(), ConnectionError> {
-        let key = request_key(state_hash);
-        for _ in 0..MAX_RETRIES {
-            let Some((mut data, version)) = self.read_request(&key).await? else {
-                return Ok(());
+        self.change_request(&request_key(state_hash), |data| {
+            let Some(data) = data.filter(|d| d.used_at.is_some()) else {
+                return Ok(false);
             };
-            if data.used_at.is_none() {
-                return Ok(());
-            }
             data.used_at = None;
             data.flow = None;
             data.check = None;
-            match self
-                .write_request(
-                    key.clone(),
-                    &data,
-                    version + 1,
-                    Condition::VersionIs(version),
-                )
-                .await
-            {
-                Ok(()) => return Ok(()),
-                Err(ConnectionError::Changed) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ConnectionError::Changed)
+            Ok(true)
+        })
+        .await
+        .map(|_| ())
     }
 
     /// `GET /oauth/callback`: claims the request once, from the browser
@@ -294,48 +279,48 @@ impl ConnectionStore {
         now: Instant,
     ) -> Result<ClaimedConnect, ConnectionError> {
         let key = request_key(state_hash);
-        for _ in 0..MAX_RETRIES {
-            let Some((mut data, version)) = self.read_request(&key).await? else {
-                return Err(ConnectRefused::Unknown.into());
-            };
-            if data.used_at.is_some() {
-                return Err(ConnectRefused::Used.into());
-            }
-            let Some(flow) = data.flow.clone() else {
-                return Err(ConnectRefused::Foreign.into());
-            };
-            if !same(flow.browser.as_bytes(), browser.as_bytes()) {
-                return Err(ConnectRefused::Foreign.into());
-            }
-            if now >= flow.flow_expires_at || now >= data.request.expires_at {
-                return Err(ConnectRefused::Expired.into());
-            }
-            data.used_at = Some(now);
-            match self
-                .write_request(
-                    key.clone(),
-                    &data,
-                    version + 1,
-                    Condition::VersionIs(version),
-                )
-                .await
-            {
-                Ok(()) => {}
-                Err(ConnectionError::Changed) => continue,
-                Err(e) => return Err(e),
-            }
-            let verifier = self
-                .open(&flow.pkce_verifier, &verifier_context(state_hash))
-                .await?;
-            let verifier = String::from_utf8(verifier)
-                .map_err(|_| corrupt(&key, "the opened verifier is not text"))?;
-            return Ok(ClaimedConnect {
-                request: data.request,
-                pkce_verifier: SecretString::from(verifier),
-            });
-        }
-        Err(ConnectionError::Changed)
+        let written = self
+            .change_request(&key, |data| {
+                let data = data.ok_or(ConnectRefused::Unknown)?;
+                if data.used_at.is_some() {
+                    return Err(ConnectRefused::Used.into());
+                }
+                let flow = data.flow.as_ref().ok_or(ConnectRefused::Foreign)?;
+                if !same(flow.browser.as_bytes(), browser.as_bytes()) {
+                    return Err(ConnectRefused::Foreign.into());
+                }
+                if now >= flow.flow_expires_at || now >= data.request.expires_at {
+                    return Err(ConnectRefused::Expired.into());
+                }
+                data.used_at = Some(now);
+                Ok(true)
+            })
+            .await?;
+        let data = written.ok_or(ConnectRefused::Unknown)?;
+        let flow = data.flow.ok_or(ConnectRefused::Foreign)?;
+        let verifier = self
+            .open(&flow.pkce_verifier, &verifier_context(state_hash))
+            .await?;
+        let verifier = String::from_utf8(verifier)
+            .map_err(|_| corrupt(&key, "the opened verifier is not text"))?;
+        Ok(ClaimedConnect {
+            request: data.request,
+            pkce_verifier: SecretString::from(verifier),
+        })
     }
+}
+
+/// A request a browser may still go on with at `now`: known, unused and
+/// unexpired.
+fn open_at(data: Option<&mut RequestData>, now: Instant) -> Result<&mut RequestData, ConnectionError> {
+    let data = data.ok_or(ConnectRefused::Unknown)?;
+    if data.used_at.is_some() {
+        return Err(ConnectRefused::Used.into());
+    }
+    if now >= data.request.expires_at {
+        return Err(ConnectRefused::Expired.into());
+    }
+    Ok(data)
 }
 
 /// Equality in time independent of where the bytes first differ.
