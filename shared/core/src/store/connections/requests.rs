@@ -312,7 +312,10 @@ impl ConnectionStore {
 
 /// A request a browser may still go on with at `now`: known, unused and
 /// unexpired.
-fn open_at(data: Option<&mut RequestData>, now: Instant) -> Result<&mut RequestData, ConnectionError> {
+fn open_at(
+    data: Option<&mut RequestData>,
+    now: Instant,
+) -> Result<&mut RequestData, ConnectionError> {
     let data = data.ok_or(ConnectRefused::Unknown)?;
     if data.used_at.is_some() {
         return Err(ConnectRefused::Used.into());
