@@ -40,7 +40,14 @@ impl SegmentBudget {
     /// The first unit of a segment always runs, so every segment makes
     /// progress however small the budget.
     pub fn fits_another(&self) -> bool {
-        self.units_done == 0 || self.time_left() > self.longest_step
+        self.fits_in(self.time_left())
+    }
+
+    /// [`SegmentBudget::fits_another`] with `time_left` given instead of
+    /// read from the clock: what [`super::next::next`] asks, so the
+    /// decision stays a function of what it is given.
+    pub fn fits_in(&self, time_left: Duration) -> bool {
+        self.units_done == 0 || time_left > self.longest_step
     }
 
     /// Records that a unit of work took `took`.

@@ -263,6 +263,7 @@ impl<'d> Segment<'d> {
                 owner: &self.owner,
                 context: &self.context,
                 budget: &self.budget,
+                time_left: self.budget.time_left(),
                 compaction_failed: self.compaction_failed,
                 now: Instant::now(),
             };

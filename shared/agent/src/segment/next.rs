@@ -16,6 +16,7 @@ use crate::judgment::{self, Gate};
 use baton_core::transcript::pending_tool_calls;
 use baton_core::{Entry, EntryKind, Instant, Task, ToolCall};
 use baton_settings::AgentConfig;
+use std::time::Duration;
 
 /// One action of the segment.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,9 +81,19 @@ pub(super) struct Situation<'a> {
     /// The context as the transcript makes it (for the size check).
     pub(super) context: &'a ContextCache,
     pub(super) budget: &'a SegmentBudget,
+    /// The segment's time left, read once by the caller with `now`:
+    /// [`next`] reads no clock.
+    pub(super) time_left: Duration,
     /// A compaction failed in this segment already.
     pub(super) compaction_failed: bool,
     pub(super) now: Instant,
+}
+
+impl Situation<'_> {
+    /// Whether another unit of work may fit in the time left.
+    fn fits_another(&self) -> bool {
+        self.budget.fits_in(self.time_left)
+    }
 }
 
 /// The segment's next action. The order is the loop's priority: a lost
@@ -116,7 +127,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     // Phase two of an unfinished step: its missing tool results.
     let (step, pending) = pending_tool_calls(transcript);
     if !pending.is_empty() {
-        if !s.budget.fits_another() {
+        if !s.fits_another() {
             return Next::HandOver;
         }
         return Next::RunTools { step, pending };
@@ -127,7 +138,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
         }
         // Judging costs a call, and sending back another: not past a
         // limit or the segment's time (the answer is delivered as it is).
-        let room = over_limit(task, s.agent).is_none() && s.budget.fits_another();
+        let room = over_limit(task, s.agent).is_none() && s.fits_another();
         return match judgment::gate(s.agent, task, transcript, step, &answer) {
             Gate::Judge { retried } if room => Next::Judge {
                 step,
@@ -145,7 +156,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if let Some(limit) = over_limit(task, s.agent) {
         return Next::Stop(limit);
     }
-    if !s.budget.fits_another() {
+    if !s.fits_another() {
         return Next::HandOver;
     }
     if !s.compaction_failed
@@ -333,10 +344,45 @@ mod tests {
             owner: OWNER,
             context: &ContextCache::new(&agent, &transcript),
             budget: b,
+            time_left: b.time_left(),
             compaction_failed: failed,
             now: NOW,
         };
         next(t, &transcript, &s)
+    }
+
+    #[test]
+    fn the_time_left_is_what_it_is_given_not_what_a_clock_says() {
+        // A budget whose own clock says plenty is left (600 s), with a
+        // step of 60 s recorded: the decision follows the time left given.
+        let agent = agent();
+        let transcript = entries(vec![user("go")]);
+        let mut b = roomy();
+        b.record(Duration::from_secs(60));
+        let decide_at = |time_left: Duration| {
+            let s = Situation {
+                agent: &agent,
+                owner: OWNER,
+                context: &ContextCache::new(&agent, &transcript),
+                budget: &b,
+                time_left,
+                compaction_failed: false,
+                now: NOW,
+            };
+            next(&task(), &transcript, &s)
+        };
+        for (left, hands_over) in [
+            (Duration::from_secs(10), true),
+            (Duration::from_secs(60), true),
+            (Duration::from_secs(61), false),
+            (Duration::from_secs(600), false),
+        ] {
+            assert_eq!(
+                matches!(decide_at(left), Next::HandOver),
+                hands_over,
+                "{left:?} left"
+            );
+        }
     }
 
     fn pending(ids: &[(&str, bool)]) -> Vec<(ToolCall, bool)> {
@@ -498,6 +544,7 @@ mod tests {
             owner: OWNER,
             context: &ContextCache::new(&priced, &transcript),
             budget: &roomy(),
+            time_left: roomy().time_left(),
             compaction_failed: false,
             now: NOW,
         };
@@ -607,6 +654,7 @@ mod tests {
                 owner: OWNER,
                 context: &ContextCache::new(&a, &transcript),
                 budget: b,
+                time_left: b.time_left(),
                 compaction_failed: false,
                 now: NOW,
             };
