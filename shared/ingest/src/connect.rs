@@ -26,7 +26,7 @@ use baton_core::store::connections::{
 use baton_core::{Instant, StoreError, TaskStatus, Wake};
 use baton_slack::openid::SignInWithSlack;
 use http::{HeaderMap, StatusCode};
-use page::{cookie, cookie_name, page, refusal, refused, unavailable, well_formed};
+use page::{cookie, cookie_name, page, refusal, refused, unavailable, well_formed, Query};
 use secrecy::ExposeSecret;
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,9 +67,14 @@ impl ConnectRoutes<'_> {
         )
     }
 
-    /// The pending request of `state_hash`, if it may still be used.
-    async fn usable(&self, state_hash: &str, now: Instant) -> Result<PendingConnect, Answer> {
-        let pending = match self.store.connect_request(state_hash).await {
+    /// The pending request of a link's `state`, if it may still be used,
+    /// with the state's hash (what the store keys it by).
+    async fn usable(&self, state: &str, now: Instant) -> Result<(String, PendingConnect), Answer> {
+        if !well_formed(state) {
+            return Err(refusal(ConnectRefused::Unknown));
+        }
+        let state_hash = hash_token(state);
+        let pending = match self.store.connect_request(&state_hash).await {
             Ok(Some(p)) => p,
             Ok(None) => return Err(refusal(ConnectRefused::Unknown)),
             Err(e) => return Err(unavailable(e)),
@@ -80,7 +85,7 @@ impl ConnectRoutes<'_> {
         if pending.request.expires_at <= now {
             return Err(refusal(ConnectRefused::Expired));
         }
-        Ok(pending)
+        Ok((state_hash, pending))
     }
 
     /// The browser showed it is the link's person's: starts the flow
@@ -172,26 +177,18 @@ impl Ingest {
         headers: &HeaderMap,
     ) -> Answer {
         let routes = self.connect_routes()?;
-        let params: Vec<(String, String)> =
-            serde_urlencoded::from_str(query.unwrap_or_default()).unwrap_or_default();
-        let param = |k: &str| {
-            params
-                .iter()
-                .find(|(name, _)| name == k)
-                .map(|(_, v)| v.as_str())
-        };
-        let Some(state) = param("state").filter(|s| well_formed(s)) else {
-            return refusal(ConnectRefused::Unknown);
-        };
-        let hash = hash_token(state);
-        let browser = browser_of(headers, &hash);
+        let params = Query::parse(query);
         let now = Instant::now();
         // Nothing the request carries is shown unless its state is a flow
         // this browser started.
-        let pending = match routes.usable(&hash, now).await {
-            Ok(p) => p,
+        let (hash, pending) = match routes
+            .usable(params.get("state").unwrap_or_default(), now)
+            .await
+        {
+            Ok(found) => found,
             Err(answer) => return answer,
         };
+        let browser = browser_of(headers, &hash);
         let ours = pending
             .browser
             .as_deref()
@@ -199,8 +196,8 @@ impl Ingest {
         if !ours {
             return refusal(ConnectRefused::Foreign);
         }
-        if let Some(error) = param("error") {
-            let description = param("error_description").unwrap_or_default();
+        if let Some(error) = params.get("error") {
+            let description = params.get("error_description").unwrap_or_default();
             return refused(&format!(
                 "The provider did not connect your account: {}{}{}. Open the Connect link again to retry.",
                 error.chars().take(100).collect::<String>(),
@@ -208,7 +205,7 @@ impl Ingest {
                 description.chars().take(300).collect::<String>()
             ));
         }
-        let Some(code) = param("code").filter(|c| !c.is_empty()) else {
+        let Some(code) = params.get("code").filter(|c| !c.is_empty()) else {
             return refused("The provider sent no authorization code.");
         };
         let claimed = match routes.store.claim_connect(&hash, &browser, now).await {

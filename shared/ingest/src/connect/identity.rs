@@ -16,7 +16,7 @@
 //!   checked). The weaker option: it tells an honest forwardee the link is
 //!   not theirs, but cannot stop one who clicks anyway.
 
-use super::page::{self, confirm_page, refusal, refused, someone_else, unavailable, well_formed};
+use super::page::{self, confirm_page, refusal, refused, someone_else, unavailable, Query};
 use super::{browser_of, fresh, same, ConnectRoutes, FLOW_EXPIRES_AFTER};
 use crate::response::Answer;
 use crate::Ingest;
@@ -76,13 +76,9 @@ impl Ingest {
     /// person's (Sign in with Slack, or the confirmation page).
     pub(crate) async fn connect_start(&self, state: &str) -> Answer {
         let routes = self.connect_routes()?;
-        if !well_formed(state) {
-            return refusal(ConnectRefused::Unknown);
-        }
-        let hash = hash_token(state);
         let now = Instant::now();
-        let pending = match routes.usable(&hash, now).await {
-            Ok(p) => p,
+        let (hash, pending) = match routes.usable(state, now).await {
+            Ok(found) => found,
             Err(answer) => return answer,
         };
         let request = pending.request;
@@ -136,13 +132,9 @@ impl Ingest {
         body: &[u8],
     ) -> Answer {
         let routes = self.connect_routes()?;
-        if !well_formed(state) {
-            return refusal(ConnectRefused::Unknown);
-        }
-        let hash = hash_token(state);
         let now = Instant::now();
-        let pending = match routes.usable(&hash, now).await {
-            Ok(p) => p,
+        let (hash, pending) = match routes.usable(state, now).await {
+            Ok(found) => found,
             Err(answer) => return answer,
         };
         let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(body).unwrap_or_default();
@@ -191,21 +183,11 @@ impl Ingest {
                 "Sign in with Slack is not set up (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET)",
             ));
         };
-        let params: Vec<(String, String)> =
-            serde_urlencoded::from_str(query.unwrap_or_default()).unwrap_or_default();
-        let param = |k: &str| {
-            params
-                .iter()
-                .find(|(name, _)| name == k)
-                .map(|(_, v)| v.as_str())
-        };
-        let Some(state) = param("state").filter(|s| well_formed(s)) else {
-            return refusal(ConnectRefused::Unknown);
-        };
-        let hash = hash_token(state);
+        let params = Query::parse(query);
         let now = Instant::now();
-        let pending = match routes.usable(&hash, now).await {
-            Ok(p) => p,
+        let state = params.get("state").unwrap_or_default();
+        let (hash, pending) = match routes.usable(state, now).await {
+            Ok(found) => found,
             Err(answer) => return answer,
         };
         let browser = browser_of(headers, &hash);
@@ -215,7 +197,7 @@ impl Ingest {
         else {
             return refusal(ConnectRefused::Foreign);
         };
-        let Some(code) = param("code").filter(|c| !c.is_empty()) else {
+        let Some(code) = params.get("code").filter(|c| !c.is_empty()) else {
             return refused(
                 "Slack did not sign you in, so nothing was connected. Open the Connect link again to retry.",
             );

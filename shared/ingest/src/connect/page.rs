@@ -33,6 +33,24 @@ pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
         .map(|(_, v)| v)
 }
 
+/// The parameters of a query a browser brought back (`/oauth/callback`,
+/// Sign in with Slack's return); an unreadable query has none.
+pub(super) struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub(super) fn parse(query: Option<&str>) -> Self {
+        Query(serde_urlencoded::from_str(query.unwrap_or_default()).unwrap_or_default())
+    }
+
+    /// The first value of `name`.
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// `text` safe inside HTML (text and attribute values).
 pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
