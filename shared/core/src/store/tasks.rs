@@ -110,6 +110,20 @@ pub struct TaskStore {
     retention: Retention,
 }
 
+/// Adds the tasks of an index page that `out` does not hold yet.
+fn push_tasks(out: &mut Vec<Task>, page: Vec<Item>) -> Result<(), StoreError> {
+    for item in page {
+        if item.key.sk != "TASK" {
+            continue;
+        }
+        let task = Task::from_record(&item.data, item.version).map_err(corrupt)?;
+        if !out.iter().any(|t| t.id == task.id) {
+            out.push(task);
+        }
+    }
+    Ok(())
+}
+
 /// The index shard of a task that is not terminal: `active#{n}`, `n`
 /// derived from the task id.
 pub fn active_index(id: &TaskId, shards: u32) -> String {
@@ -562,7 +576,9 @@ impl TaskStore {
 
     /// Tasks that are not terminal, at most `limit`, read evenly from every
     /// shard of the index (so no shard is starved when there are more than
-    /// `limit`) and from the unsharded index of earlier releases.
+    /// `limit`) and from the unsharded index of earlier releases. Shards
+    /// with fewer than their share leave the rest to the fuller ones, so the
+    /// answer is short of `limit` only when fewer tasks are active.
     pub async fn active_tasks(&self, limit: usize) -> Result<Vec<Task>, StoreError> {
         let mut names: Vec<String> = (0..self.active_shards)
             .map(|n| format!("{LEGACY_ACTIVE_INDEX}#{n:02}"))
@@ -570,17 +586,28 @@ impl TaskStore {
         names.push(LEGACY_ACTIVE_INDEX.to_owned());
         let per_name = limit.div_ceil(names.len()).max(1);
         let mut out = Vec::new();
+        // Shards whose page came back full, with how many were read.
+        let mut fuller = Vec::new();
         for name in names {
             let left = limit.saturating_sub(out.len()).min(per_name);
             if left == 0 {
                 break;
             }
-            for item in self.table.query_index(&name, left).await? {
-                if item.key.sk != "TASK" {
-                    continue;
-                }
-                out.push(Task::from_record(&item.data, item.version).map_err(corrupt)?);
+            let page = self.table.query_index(&name, left).await?;
+            if page.len() == left {
+                fuller.push((name, left));
             }
+            push_tasks(&mut out, page)?;
+        }
+        // The index has no cursor: a fuller shard is read again from its
+        // start, leaving out the tasks the first pass took.
+        for (name, read) in fuller {
+            let left = limit.saturating_sub(out.len());
+            if left == 0 {
+                break;
+            }
+            let page = self.table.query_index(&name, read + left).await?;
+            push_tasks(&mut out, page)?;
         }
         Ok(out)
     }
@@ -871,11 +898,15 @@ mod tests {
         want.push(old.id.clone());
         want.sort();
         assert_eq!(listed, want);
-        assert_eq!(
-            store.active_tasks(5).await.unwrap().len(),
-            5,
-            "the limit holds"
-        );
+        // Shards hold uneven numbers of tasks: the limit is met whatever
+        // it is, from the fuller shards when the others run short.
+        for limit in 1..=21 {
+            let some = store.active_tasks(limit).await.unwrap();
+            assert_eq!(some.len(), limit, "the limit holds");
+            let distinct: std::collections::BTreeSet<&TaskId> =
+                some.iter().map(|t| &t.id).collect();
+            assert_eq!(distinct.len(), limit, "no task twice");
+        }
 
         // A terminal task leaves its shard.
         store
