@@ -9,6 +9,7 @@
 //! it waited for.
 
 use crate::common::{Backend, Options, TestApp};
+use baton_core::wait;
 use baton_core::{Instant, Task, WaitingFor};
 use serde_json::json;
 use std::time::Duration;
@@ -44,26 +45,25 @@ require = ["current_time"]
 /// of what it waits for.
 fn expire(t: &mut Task, at: Instant) {
     match t.waiting_for.as_mut() {
-        Some(WaitingFor::Timer { until }) => *until = at,
-        Some(WaitingFor::Approval { .. }) => t.approvals.iter_mut().for_each(|a| a.expires_at = at),
-        Some(WaitingFor::Reply { expires_at, .. }) => {
+        Some(WaitingFor::Timer(wait::Timer { until })) => *until = at,
+        Some(WaitingFor::Approval(_)) => t.approvals.iter_mut().for_each(|a| a.expires_at = at),
+        Some(WaitingFor::Reply(wait::Reply { expires_at, .. })) => {
             *expires_at = at;
             t.questions.iter_mut().for_each(|q| q.expires_at = at);
         }
-        Some(WaitingFor::Callback { expires_at, .. }) => {
+        Some(WaitingFor::Callback(wait::Callback { expires_at, .. })) => {
             *expires_at = at;
             t.callbacks.iter_mut().for_each(|c| c.expires_at = at);
         }
-        Some(WaitingFor::Connection { expires_at, .. }) => {
+        Some(WaitingFor::Connection(wait::Connection { expires_at, .. })) => {
             *expires_at = at;
             t.connections.iter_mut().for_each(|c| c.expires_at = at);
         }
         // Not ended by a time: the reaper's unit tests cover them (a
         // queued task's wake, a child's lost report).
-        Some(
-            WaitingFor::Children { .. } | WaitingFor::Capacity { .. } | WaitingFor::Turn { .. },
-        )
-        | None => panic!("no expiry to move: {:?}", t.waiting_for),
+        Some(WaitingFor::Children(_) | WaitingFor::Capacity(_) | WaitingFor::Turn(_)) | None => {
+            panic!("no expiry to move: {:?}", t.waiting_for)
+        }
     }
 }
 

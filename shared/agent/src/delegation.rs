@@ -215,14 +215,15 @@ pub async fn report_to_parent(
             let pending = p.pending_children();
             let mut status = p.status;
             if p.status == TaskStatus::Waiting
-                && matches!(p.waiting_for, Some(WaitingFor::Children { .. }))
+                && matches!(p.waiting_for, Some(WaitingFor::Children(_)))
             {
                 if pending == 0 {
                     p.status = TaskStatus::Queued;
                     p.waiting_for = None;
                     status = TaskStatus::Queued;
                 } else {
-                    p.waiting_for = Some(WaitingFor::Children { pending });
+                    p.waiting_for =
+                        Some(WaitingFor::Children(baton_core::wait::Children { pending }));
                 }
             }
             Ok(Some(vec![EntryKind::Status {

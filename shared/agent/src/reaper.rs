@@ -10,6 +10,7 @@
 //! written.
 
 use baton_core::store::connections::{ConnectionError, ConnectionStore};
+use baton_core::wait::WrittenFirst;
 use baton_core::{
     Instant, QueueError, StoreError, Task, TaskStatus, TaskStore, WaitingFor, Wake, WorkQueue,
 };
@@ -66,28 +67,18 @@ impl Reaper {
                 continue;
             }
             if task.status == TaskStatus::Waiting {
-                if let Some(w) = &task.waiting_for {
-                    // What each kind's event writes elsewhere first.
-                    match w {
-                        WaitingFor::Children { .. } => self.settle_children(&task).await?,
-                        WaitingFor::Connection { .. } => {
-                            if self.settle_connection(&task).await? {
-                                sent += 1;
-                                continue;
-                            }
-                        }
-                        // Their event (a decision, a delivered callback, a
-                        // reply) lifts the wait in the write that records
-                        // it: a lost wake then leaves the task queued.
-                        WaitingFor::Approval { .. }
-                        | WaitingFor::Callback { .. }
-                        | WaitingFor::Reply { .. }
-                        // No event: only the time.
-                        | WaitingFor::Timer { .. }
-                        // The waits of a queued task.
-                        | WaitingFor::Capacity { .. }
-                        | WaitingFor::Turn { .. } => {}
+                // What each kind's event writes elsewhere first.
+                match task
+                    .waiting_for
+                    .as_ref()
+                    .and_then(WaitingFor::written_first)
+                {
+                    Some(WrittenFirst::Children) => self.settle_children(&task).await?,
+                    Some(WrittenFirst::Connections) if self.settle_connection(&task).await? => {
+                        sent += 1;
+                        continue;
                     }
+                    Some(WrittenFirst::Connections) | None => {}
                 }
             }
             if wake_lost(&task, stale) {

@@ -300,6 +300,7 @@ fn check_approval_id(approval_id: &str) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use crate::{ApiToken, Ingest, SlackIngest};
+    use baton_core::wait;
     use baton_core::{
         now_ms, Approval, EntryKind, Limits, Origin, Task, TaskId, TaskStatus, TaskStore, Verdict,
         WaitingFor, WorkQueue,
@@ -353,11 +354,11 @@ mod tests {
             now_ms(),
         );
         t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Approval {
+        t.waiting_for = Some(WaitingFor::Approval(wait::Approval {
             approval_id: APPROVAL.into(),
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),
-        });
+        }));
         t.approvals.push(Approval {
             approval_id: APPROVAL.into(),
             step: 1,

@@ -89,6 +89,7 @@ mod tests {
     use crate::ApiToken;
     use baton_core::callback::{hash_token, Callback};
     use baton_core::store::callbacks::CallbackRecord;
+    use baton_core::wait;
     use baton_core::{now_ms, EntryKind, Limits, Origin, Task, TaskId, TaskStore, WaitingFor};
     use baton_embedded::{EmbeddedBackend, QueueConfig};
     use baton_settings::{AgentConfig, Agents};
@@ -134,7 +135,7 @@ mod tests {
             delivered: None,
         });
         t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Callback { url, expires_at });
+        t.waiting_for = Some(WaitingFor::Callback(wait::Callback { url, expires_at }));
         store
             .create(
                 &t,

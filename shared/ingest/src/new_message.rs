@@ -14,6 +14,7 @@ use crate::response::ApiError;
 use crate::threads::{is_stop_word, slack_user, Submission};
 use crate::Ingest;
 use baton_core::store::Thread;
+use baton_core::wait;
 use baton_core::{turn, EntryKind, StoreError, Task, TaskId, Wake};
 use baton_settings::OnNewMessage;
 use std::time::Duration;
@@ -132,9 +133,9 @@ impl Ingest {
         s: &Submission,
         behind: &TaskId,
     ) -> Result<(), ApiError> {
-        task.waiting_for = Some(baton_core::WaitingFor::Turn {
+        task.waiting_for = Some(baton_core::WaitingFor::Turn(wait::Turn {
             behind: behind.clone(),
-        });
+        }));
         task.summary = Some(baton_core::task::record::summary_of(&s.text));
         task.inbox.push(s.inbox_message());
         for entry in &s.attachments {
@@ -186,7 +187,7 @@ impl Ingest {
             .await
             .map_err(|e| ApiError::unavailable_on(Some(key), e))?
             .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))?;
-        if matches!(first.waiting_for, Some(baton_core::WaitingFor::Turn { .. })) {
+        if matches!(first.waiting_for, Some(baton_core::WaitingFor::Turn(_))) {
             self.join_turns(key, id, interrupt).await?;
         }
         Ok(first.status)

@@ -35,7 +35,7 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<Gate, WorkerError> 
     {
         Admission::Start => Ok(Gate::Admitted),
         Admission::Wait { scope, limit } => {
-            let waiting_for = WaitingFor::Capacity { scope, limit };
+            let waiting_for = WaitingFor::Capacity(baton_core::wait::Capacity { scope, limit });
             deps.store
                 .update(&task.id, None, |t| {
                     // Only a task nobody runs is held back (a duplicate
@@ -120,10 +120,10 @@ mod tests {
         assert!(held.lease.is_free());
         assert_eq!(
             held.waiting_for,
-            Some(WaitingFor::Capacity {
+            Some(WaitingFor::Capacity(baton_core::wait::Capacity {
                 scope: CapacityScope::Api,
                 limit: 1
-            })
+            }))
         );
         assert_eq!(h.llm.calls(), 1, "the held task made no call");
         let woken_before = h.queue.sent().len();

@@ -57,10 +57,10 @@ impl Segment<'_> {
                 .iter()
                 .find(|q| q.reply.is_none() && q.expires_at > Instant::now())?
                 .clone();
-            let waiting_for = WaitingFor::Reply {
+            let waiting_for = WaitingFor::Reply(baton_core::wait::Reply {
                 question: open.question.clone(),
                 expires_at: open.expires_at,
-            };
+            });
             let detail = format!("waiting for a reply to: {}", open.question);
             Some(vec![start_waiting(t, waiting_for, detail)])
         })

@@ -28,10 +28,10 @@ impl Segment<'_> {
                 .callbacks
                 .iter()
                 .find(|c| c.delivered.is_none() && c.expires_at > Instant::now())?;
-            let waiting_for = WaitingFor::Callback {
+            let waiting_for = WaitingFor::Callback(baton_core::wait::Callback {
                 url: open.url.clone().unwrap_or_default(),
                 expires_at: open.expires_at,
-            };
+            });
             let detail = format!("waiting for a callback: {}", open.description);
             Some(vec![start_waiting(t, waiting_for, detail)])
         })
@@ -156,7 +156,8 @@ mod tests {
         let id = h.task("run CI and wait").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
-        let Some(WaitingFor::Callback { url, .. }) = &task.waiting_for else {
+        let Some(WaitingFor::Callback(baton_core::wait::Callback { url, .. })) = &task.waiting_for
+        else {
             panic!("waits for a callback: {:?}", task.waiting_for);
         };
         assert!(task.lease.is_free(), "no worker holds a waiting task");
@@ -227,7 +228,8 @@ mod tests {
         let id = h.task("start CI and wait for it").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
-        let Some(WaitingFor::Callback { url, .. }) = &task.waiting_for else {
+        let Some(WaitingFor::Callback(baton_core::wait::Callback { url, .. })) = &task.waiting_for
+        else {
             panic!("waits for a callback: {:?}", task.waiting_for);
         };
         let seen = h.tool.arguments.lock().unwrap().clone();

@@ -117,18 +117,20 @@ impl Segment<'_> {
                 .cloned();
             if let Some(w) = open {
                 let detail = format!("waiting for a connection to `{}`", w.provider);
-                let what = WaitingFor::Connection {
+                let what = WaitingFor::Connection(baton_core::wait::Connection {
                     provider: w.provider,
                     url: w.url,
                     expires_at: w.expires_at,
-                };
+                });
                 entries.push(start_waiting(t, what, detail));
             }
             (!entries.is_empty()).then_some(entries)
         })
         .await?;
         let expires_at = match &self.task.waiting_for {
-            Some(WaitingFor::Connection { expires_at, .. }) => Some(*expires_at),
+            Some(WaitingFor::Connection(baton_core::wait::Connection { expires_at, .. })) => {
+                Some(*expires_at)
+            }
             _ => None,
         };
         self.parked(expires_at, progress::WAITING_FOR_CONNECTION)
@@ -478,7 +480,9 @@ mod tests {
         assert_eq!(w.h.run(id, roomy()).await, SegmentEnd::Waiting);
         let task = w.h.get(id).await;
         match &task.waiting_for {
-            Some(WaitingFor::Connection { provider, url, .. }) => {
+            Some(WaitingFor::Connection(baton_core::wait::Connection {
+                provider, url, ..
+            })) => {
                 assert_eq!(provider, "github");
                 url.clone()
             }

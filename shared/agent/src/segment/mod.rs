@@ -417,10 +417,7 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     if !t.lease.take(owner, now, ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
-    if matches!(
-        t.waiting_for,
-        Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. })
-    ) {
+    if t.waiting_for.as_ref().is_some_and(WaitingFor::is_admission) {
         // Admitted (its turn taken), or running only to end (cancelled,
         // out of time).
         t.waiting_for = None;
@@ -468,22 +465,9 @@ impl Segment<'_> {
     }
 }
 
-/// When a waiting task must next be woken (its timer, or its approval's
-/// expiry), if that is still ahead.
+/// When a waiting task must next be woken ([`baton_core::wait::next_wake`]).
 fn pending_wake(t: &Task) -> Option<Instant> {
-    if t.status != TaskStatus::Waiting {
-        return None;
-    }
-    let at = match &t.waiting_for {
-        Some(WaitingFor::Timer { until }) => Some(*until),
-        Some(WaitingFor::Approval { .. }) => approval::next_expiry(t),
-        Some(WaitingFor::Children { .. }) => t.limits.deadline_at,
-        Some(WaitingFor::Reply { .. }) => baton_core::question::open(t).map(|q| q.expires_at),
-        Some(WaitingFor::Callback { .. }) => baton_core::callback::open(t).map(|c| c.expires_at),
-        Some(WaitingFor::Connection { expires_at, .. }) => Some(*expires_at),
-        Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. }) | None => None,
-    };
-    at.filter(|u| *u > Instant::now())
+    baton_core::wait::next_wake(t, Instant::now())
 }
 
 #[cfg(test)]

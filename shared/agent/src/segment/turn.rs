@@ -29,7 +29,7 @@ pub(super) enum TurnGate {
 /// Whether `task` may start now, and if it may, its first entries: the
 /// conversation's turns so far.
 pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<TurnGate, WorkerError> {
-    let Some(WaitingFor::Turn { behind }) = &task.waiting_for else {
+    let Some(WaitingFor::Turn(baton_core::wait::Turn { behind })) = &task.waiting_for else {
         return Ok(TurnGate::Open);
     };
     let now = Instant::now();
@@ -51,7 +51,7 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<TurnGate, WorkerErr
     let (task, _) = deps
         .store
         .update(&task.id, None, |t| {
-            if !matches!(t.waiting_for, Some(WaitingFor::Turn { .. })) {
+            if !matches!(t.waiting_for, Some(WaitingFor::Turn(_))) {
                 // Another wake took the turn first.
                 return Ok(None);
             }
@@ -156,9 +156,9 @@ mod tests {
             baton_core::Limits::default(),
             baton_core::now_ms(),
         );
-        task.waiting_for = Some(WaitingFor::Turn {
+        task.waiting_for = Some(WaitingFor::Turn(baton_core::wait::Turn {
             behind: behind.clone(),
-        });
+        }));
         task.inbox.push(baton_core::InboxMessage {
             text: text.into(),
             from: None,

@@ -116,11 +116,11 @@ impl Segment<'_> {
                 return (!entries.is_empty()).then_some(entries);
             };
             let detail = format!("waiting for approval {}", open.approval_id);
-            let waiting_for = WaitingFor::Approval {
+            let waiting_for = WaitingFor::Approval(baton_core::wait::Approval {
                 approval_id: open.approval_id,
                 tool: open.tool,
                 summary: open.summary,
-            };
+            });
             entries.push(start_waiting(t, waiting_for, detail));
             Some(entries)
         })
@@ -219,7 +219,7 @@ impl Segment<'_> {
             let detail = format!("waiting for {pending} child task(s)");
             Some(vec![start_waiting(
                 t,
-                WaitingFor::Children { pending },
+                WaitingFor::Children(baton_core::wait::Children { pending }),
                 detail,
             )])
         })
@@ -315,7 +315,7 @@ impl Segment<'_> {
                 return Some(vec![entry.clone()]);
             }
             let detail = format!("waiting until {until}");
-            let waiting_for = WaitingFor::Timer { until };
+            let waiting_for = WaitingFor::Timer(baton_core::wait::Timer { until });
             Some(vec![entry.clone(), start_waiting(t, waiting_for, detail)])
         })
         .await?;
@@ -358,10 +358,7 @@ mod tests {
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
         assert_eq!(task.status, TaskStatus::Waiting);
-        assert!(matches!(
-            task.waiting_for,
-            Some(WaitingFor::Approval { .. })
-        ));
+        assert!(matches!(task.waiting_for, Some(WaitingFor::Approval(_))));
         assert!(task.lease.is_free(), "no worker holds a waiting task");
         assert_eq!(task.approvals.len(), 1);
         assert_eq!(h.tool.calls(), 0);
@@ -384,7 +381,7 @@ mod tests {
         let id = h.task("wait a minute").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
-        assert!(matches!(task.waiting_for, Some(WaitingFor::Timer { .. })));
+        assert!(matches!(task.waiting_for, Some(WaitingFor::Timer(_))));
         assert!(task.lease.is_free());
         let sent = h.queue.sent();
         assert_eq!(sent.len(), 1, "{sent:?}");

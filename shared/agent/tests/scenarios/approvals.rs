@@ -4,6 +4,7 @@
 //! cancel — ends it right and tells people.
 
 use crate::harness::{self as support, Harness, Options};
+use baton_core::wait;
 
 use async_trait::async_trait;
 use baton_agent::{Worker, WorkerSettings};
@@ -117,11 +118,11 @@ async fn decide(r: &Harness, id: &TaskId, approval_id: &str, verdict: Verdict, b
 
 fn approval_of(t: &Task) -> String {
     match &t.waiting_for {
-        Some(WaitingFor::Approval {
+        Some(WaitingFor::Approval(wait::Approval {
             approval_id,
             tool,
             summary,
-        }) => {
+        })) => {
             assert_eq!(tool, "deploy");
             assert!(summary.contains("prod"), "{summary}");
             approval_id.clone()
@@ -389,7 +390,7 @@ async fn rules_cover_the_built_in_waits_too() {
     support::drain(&worker, queue).await;
     let t = store.get(&id).await.unwrap().unwrap();
     match &t.waiting_for {
-        Some(WaitingFor::Approval { tool, .. }) => assert_eq!(tool, "sleep"),
+        Some(WaitingFor::Approval(wait::Approval { tool, .. })) => assert_eq!(tool, "sleep"),
         other => panic!("expected an approval wait, got {other:?}"),
     }
 }

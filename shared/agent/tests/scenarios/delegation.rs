@@ -4,6 +4,7 @@
 //! parent cancels its children.
 
 use crate::harness::{Harness, Options};
+use baton_core::wait;
 
 use async_trait::async_trait;
 use baton_core::{
@@ -168,7 +169,7 @@ async fn cancelling_the_parent_cancels_its_children() {
     assert_eq!(parent.status, TaskStatus::Waiting);
     assert_eq!(
         parent.waiting_for,
-        Some(WaitingFor::Children { pending: 1 })
+        Some(WaitingFor::Children(wait::Children { pending: 1 }))
     );
     let child_id = parent.children[0].task_id.clone();
     assert_eq!(task(&r, &child_id).await.status, TaskStatus::Waiting);

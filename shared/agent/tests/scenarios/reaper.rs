@@ -2,6 +2,7 @@
 //! segment holds, or that just made progress, is left alone.
 
 use baton_agent::Reaper;
+use baton_core::wait;
 use baton_core::{
     EntryKind, Instant, Lease, Limits, Origin, Task, TaskId, TaskStatus, TaskStore, Wake,
     WorkMessage, WorkQueue,
@@ -127,7 +128,9 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
         Instant::now(),
     );
     parent.status = TaskStatus::Waiting;
-    parent.waiting_for = Some(baton_core::WaitingFor::Children { pending: 1 });
+    parent.waiting_for = Some(baton_core::WaitingFor::Children(wait::Children {
+        pending: 1,
+    }));
     parent.children.push(baton_core::Child {
         task_id: child.id.clone(),
         agent: "default".into(),

@@ -194,7 +194,9 @@ pub fn decide_matching(
 
 /// A waiting task whose named approval is decided becomes runnable again.
 fn lift_if_decided(t: &mut Task) -> bool {
-    let Some(WaitingFor::Approval { approval_id, .. }) = &t.waiting_for else {
+    let Some(WaitingFor::Approval(crate::task::wait::Approval { approval_id, .. })) =
+        &t.waiting_for
+    else {
         return false;
     };
     if t.status != TaskStatus::Waiting
@@ -319,11 +321,11 @@ mod tests {
 
     fn wait_on(t: &mut Task, id: &str) {
         t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Approval {
+        t.waiting_for = Some(WaitingFor::Approval(crate::task::wait::Approval {
             approval_id: id.into(),
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),
-        });
+        }));
     }
 
     #[test]

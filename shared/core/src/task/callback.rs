@@ -83,9 +83,7 @@ pub fn without_tokens(t: &Task, text: &str) -> String {
 
 /// The callback the task waits for, if it waits for one.
 pub fn open(t: &Task) -> Option<&Callback> {
-    if t.status != TaskStatus::Waiting
-        || !matches!(t.waiting_for, Some(WaitingFor::Callback { .. }))
-    {
+    if t.status != TaskStatus::Waiting || !matches!(t.waiting_for, Some(WaitingFor::Callback(_))) {
         return None;
     }
     t.callbacks.iter().find(|c| c.delivered.is_none())
@@ -118,8 +116,8 @@ pub fn deliver(
         body: Some(body),
     });
     c.url = None;
-    let waiting = t.status == TaskStatus::Waiting
-        && matches!(t.waiting_for, Some(WaitingFor::Callback { .. }));
+    let waiting =
+        t.status == TaskStatus::Waiting && matches!(t.waiting_for, Some(WaitingFor::Callback(_)));
     if waiting {
         t.stop_waiting();
     }
@@ -225,10 +223,10 @@ mod tests {
             delivered: None,
         });
         t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Callback {
+        t.waiting_for = Some(WaitingFor::Callback(crate::task::wait::Callback {
             url: "http://x/callbacks/secret".into(),
             expires_at: Instant(1_000),
-        });
+        }));
         t
     }
 

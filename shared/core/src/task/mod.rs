@@ -17,7 +17,7 @@
 //! | `recap` | a conversation's earlier turns, carried into its next task |
 //! | `judgment` | the agent's decisions about its own work: tiers, plans, supervision, verdicts |
 //! | `fork` | a new task from a step of another: what of its transcript is copied |
-//! | `wait` | when a waiting task's wait is over, by its record: for the worker and the reaper |
+//! | `wait` | what a waiting task waits for: one module per kind, its data and rules (when a wake is due, when it is over) |
 
 pub mod always;
 pub mod approval;
@@ -39,7 +39,8 @@ pub mod wait;
 
 pub use author::{Actor, Author, InboxMessage};
 pub use record::{
-    attributed, Approval, CapacityScope, ChannelType, Child, ChildOutcome, Decision, ForkedFrom,
-    Invariant, Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread,
-    Verdict, WaitingFor, API_DECIDER, SLACK_THREAD_PREFIX,
+    attributed, Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Invariant,
+    Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread, Verdict,
+    API_DECIDER, SLACK_THREAD_PREFIX,
 };
+pub use wait::{CapacityScope, WaitingFor};

@@ -22,7 +22,7 @@ pub fn question<'t>(t: &'t Task, call_id: &str) -> Option<&'t Question> {
 
 /// The question waiting for a reply, if the task waits for one.
 pub fn open(t: &Task) -> Option<&Question> {
-    if t.status != TaskStatus::Waiting || !matches!(t.waiting_for, Some(WaitingFor::Reply { .. })) {
+    if t.status != TaskStatus::Waiting || !matches!(t.waiting_for, Some(WaitingFor::Reply(_))) {
         return None;
     }
     t.questions.iter().find(|q| q.reply.is_none())
@@ -47,7 +47,7 @@ pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Instant) -> Option
         at: now,
     });
     let waiting =
-        t.status == TaskStatus::Waiting && matches!(t.waiting_for, Some(WaitingFor::Reply { .. }));
+        t.status == TaskStatus::Waiting && matches!(t.waiting_for, Some(WaitingFor::Reply(_)));
     if waiting {
         t.stop_waiting();
     }
@@ -102,10 +102,10 @@ mod tests {
             reply: None,
         });
         t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Reply {
+        t.waiting_for = Some(WaitingFor::Reply(crate::task::wait::Reply {
             question: "Which environment?".into(),
             expires_at: crate::Instant(1_000),
-        });
+        }));
         t
     }
 

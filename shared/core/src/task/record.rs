@@ -6,6 +6,7 @@ use crate::clock::Instant;
 use crate::ids::TaskId;
 use crate::lease::LeaseSlot;
 use crate::llm::Usage;
+use crate::task::wait::WaitingFor;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -102,87 +103,6 @@ impl Origin {
                 ..
             } => *kind == ChannelType::Im,
             Origin::Slack { channel, .. } => channel.starts_with('D'),
-        }
-    }
-}
-
-/// What a waiting task waits for. Serialised as the `waiting_for` of the
-/// task status JSON.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum WaitingFor {
-    Approval {
-        approval_id: String,
-        tool: String,
-        summary: String,
-    },
-    Children {
-        pending: u32,
-    },
-    Timer {
-        until: crate::clock::Instant,
-    },
-    /// `[limits.concurrency]`: the task is `queued` and has not started:
-    /// `scope` has `limit` tasks running; it starts when one of them ends
-    /// (in order of arrival). Only a `queued` task waits for this.
-    Capacity {
-        scope: CapacityScope,
-        limit: u32,
-    },
-    /// `on_new_message = "queue"` (or `"interrupt"`): the task is
-    /// `queued` behind `behind`, the conversation's task that was ahead of
-    /// it when its message came; it starts, in order of arrival, once the
-    /// tasks ahead of it on the conversation ended ([`crate::turn`]). Only
-    /// a `queued` task waits for this.
-    Turn {
-        behind: crate::TaskId,
-    },
-    /// `wait_for_callback`: the first POST to `url` (once, no bearer)
-    /// resumes the task.
-    Callback {
-        url: String,
-        /// Uncalled by then, the agent goes on without it.
-        expires_at: crate::clock::Instant,
-    },
-    /// A tool call needs a connection the person lacks (`auth = "oauth"`):
-    /// the person opens `url` (`GET /connect/{state}`) and connects;
-    /// unconnected by `expires_at`, the model is told they did not.
-    Connection {
-        provider: String,
-        url: String,
-        expires_at: crate::clock::Instant,
-    },
-    /// `ask_user`: the requester's next message answers `question`.
-    Reply {
-        question: String,
-        /// Unanswered by then, the agent goes on without it.
-        expires_at: crate::clock::Instant,
-    },
-}
-
-/// Whose running tasks a concurrency cap counts (`[limits.concurrency]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapacityScope {
-    /// One person (`per_user`): the task's Slack user, or a schedule's
-    /// creator.
-    User,
-    /// One Slack workspace (`per_team`).
-    Team,
-    /// The HTTP API's tasks, which have no person: one workspace-like
-    /// scope under `per_team`.
-    Api,
-    /// One agent (`per_agent`).
-    Agent,
-}
-
-impl CapacityScope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CapacityScope::User => "user",
-            CapacityScope::Team => "team",
-            CapacityScope::Api => "api",
-            CapacityScope::Agent => "agent",
         }
     }
 }
@@ -758,16 +678,12 @@ impl Task {
             (TaskStatus::Waiting, Some(_)) if !self.lease.is_free() => {
                 Err(Invariant::WaitingWithLease)
             }
-            (TaskStatus::Waiting, Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. })) => {
+            (TaskStatus::Waiting, Some(w)) if w.is_admission() => {
                 Err(Invariant::NotWaitingButWaitingFor("waiting"))
             }
             (TaskStatus::Waiting, Some(_)) => Ok(()),
             // Waiting for a slot is being queued: no worker holds it.
-            (TaskStatus::Queued, Some(WaitingFor::Capacity { .. } | WaitingFor::Turn { .. }))
-                if self.lease.is_free() =>
-            {
-                Ok(())
-            }
+            (TaskStatus::Queued, Some(w)) if w.is_admission() && self.lease.is_free() => Ok(()),
             (status, Some(_)) => Err(Invariant::NotWaitingButWaitingFor(status.as_str())),
             (TaskStatus::Running, None) if self.lease.is_free() => {
                 Err(Invariant::RunningWithoutLease)
@@ -1196,7 +1112,7 @@ mod tests {
 
     #[test]
     fn waiting_for_serialises_with_kind() {
-        let w = WaitingFor::Children { pending: 2 };
+        let w = WaitingFor::Children(crate::task::wait::Children { pending: 2 });
         assert_eq!(
             serde_json::to_value(&w).unwrap(),
             serde_json::json!({"kind": "children", "pending": 2})
@@ -1234,8 +1150,10 @@ mod invariant_tests {
 
     #[test]
     fn the_record_rules_hold_or_name_what_broke() {
-        let timer = || WaitingFor::Timer {
-            until: crate::clock::Instant(1),
+        let timer = || {
+            WaitingFor::Timer(crate::task::wait::Timer {
+                until: crate::clock::Instant(1),
+            })
         };
         // (status, waits for something, holds a lease) -> the rule broken.
         let cases = [
@@ -1321,7 +1239,9 @@ mod invariant_tests {
         );
         t.status = TaskStatus::Running;
         assert!(t.lease.take("w", Instant(0), Duration::from_millis(10)));
-        t.wait_for(WaitingFor::Children { pending: 1 });
+        t.wait_for(WaitingFor::Children(crate::task::wait::Children {
+            pending: 1,
+        }));
         assert_eq!(t.check(), Ok(()));
         assert!(t.lease.is_free());
         t.stop_waiting();

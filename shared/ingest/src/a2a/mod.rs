@@ -398,6 +398,30 @@ impl Ingest {
     }
 }
 
+/// Why a message cannot go to `task` while it waits for `w`: an approval
+/// and a connection are ended by someone acting elsewhere, not by a
+/// message.
+fn no_message_for(task: &Task, w: &WaitingFor) -> Option<RpcError> {
+    let id = &task.id;
+    match w {
+        WaitingFor::Approval(a) => Some(RpcError::Unsupported(format!(
+            "task {id} waits for an approval, not a message: decide it with POST /tasks/{id}/approvals/{}",
+            a.approval_id
+        ))),
+        WaitingFor::Connection(c) => Some(RpcError::Unsupported(format!(
+            "task {id} waits for its person to connect `{}`, not a message: they open the \
+             link in the task's status",
+            c.provider
+        ))),
+        WaitingFor::Children(_)
+        | WaitingFor::Timer(_)
+        | WaitingFor::Capacity(_)
+        | WaitingFor::Turn(_)
+        | WaitingFor::Callback(_)
+        | WaitingFor::Reply(_) => None,
+    }
+}
+
 /// The context a message to `task` goes to: its HTTP conversation, while
 /// it has not ended and does not wait for an approval (which its
 /// approvers decide, not a message).
@@ -409,18 +433,12 @@ fn open_context(task: &Task) -> Result<String, RpcError> {
             task.status.as_str()
         )));
     }
-    if let Some(WaitingFor::Approval { approval_id, .. }) = &task.waiting_for {
-        return Err(RpcError::Unsupported(format!(
-            "task {} waits for an approval, not a message: decide it with POST /tasks/{}/approvals/{approval_id}",
-            task.id, task.id
-        )));
-    }
-    if let Some(WaitingFor::Connection { provider, .. }) = &task.waiting_for {
-        return Err(RpcError::Unsupported(format!(
-            "task {} waits for its person to connect `{provider}`, not a message: they open the \
-             link in the task's status",
-            task.id
-        )));
+    if let Some(refused) = task
+        .waiting_for
+        .as_ref()
+        .and_then(|w| no_message_for(task, w))
+    {
+        return Err(refused);
     }
     match task.thread.as_deref().and_then(|t| t.strip_prefix("http:")) {
         Some(context) => Ok(context.to_owned()),

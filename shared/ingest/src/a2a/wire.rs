@@ -123,16 +123,14 @@ pub(super) fn state_of(task: &Task) -> State {
         TaskStatus::Queued => State::Submitted,
         TaskStatus::Running => State::Working,
         TaskStatus::Waiting => match task.waiting_for {
-            Some(WaitingFor::Reply { .. }) | Some(WaitingFor::Approval { .. }) => {
-                State::InputRequired
-            }
-            Some(WaitingFor::Connection { .. }) => State::AuthRequired,
+            Some(WaitingFor::Reply(_)) | Some(WaitingFor::Approval(_)) => State::InputRequired,
+            Some(WaitingFor::Connection(_)) => State::AuthRequired,
             Some(
-                WaitingFor::Children { .. }
-                | WaitingFor::Timer { .. }
-                | WaitingFor::Callback { .. }
-                | WaitingFor::Capacity { .. }
-                | WaitingFor::Turn { .. },
+                WaitingFor::Children(_)
+                | WaitingFor::Timer(_)
+                | WaitingFor::Callback(_)
+                | WaitingFor::Capacity(_)
+                | WaitingFor::Turn(_),
             )
             | None => State::Working,
         },
@@ -164,26 +162,39 @@ pub(super) fn agent_message(task: &Task, id: &str, text: &str) -> Value {
 /// What the status says beside its state: the question, the approval
 /// awaited, the failure's reason.
 fn status_text(task: &Task) -> Option<String> {
-    match (&task.status, &task.waiting_for) {
-        (TaskStatus::Waiting, Some(WaitingFor::Reply { question, .. })) => Some(question.clone()),
-        (
-            TaskStatus::Waiting,
-            Some(WaitingFor::Approval {
-                approval_id,
-                summary,
-                ..
-            }),
-        ) => Some(format!(
-            "waiting for approval of {summary}: decide it with POST /tasks/{}/approvals/{approval_id}",
-            task.id
+    match task.status {
+        TaskStatus::Waiting => task
+            .waiting_for
+            .as_ref()
+            .and_then(|w| waiting_text(task, w)),
+        TaskStatus::Failed => task.error.clone(),
+        TaskStatus::Queued
+        | TaskStatus::Running
+        | TaskStatus::Succeeded
+        | TaskStatus::Cancelled => None,
+    }
+}
+
+/// What a waiting task's status says of its wait: only what its client
+/// acts on (the question, the approval, the connection to make).
+fn waiting_text(task: &Task, w: &WaitingFor) -> Option<String> {
+    match w {
+        WaitingFor::Reply(r) => Some(r.question.clone()),
+        WaitingFor::Approval(a) => Some(format!(
+            "waiting for approval of {}: decide it with POST /tasks/{}/approvals/{}",
+            a.summary, task.id, a.approval_id
         )),
         // The link is the requester's (an HTTP client acting for the
         // person it named): shown to them as the status shows it.
-        (TaskStatus::Waiting, Some(WaitingFor::Connection { provider, url, .. })) => Some(
-            format!("waiting for a connection to `{provider}`: the person connects at {url}"),
-        ),
-        (TaskStatus::Failed, _) => task.error.clone(),
-        _ => None,
+        WaitingFor::Connection(c) => Some(format!(
+            "waiting for a connection to `{}`: the person connects at {}",
+            c.provider, c.url
+        )),
+        WaitingFor::Children(_)
+        | WaitingFor::Timer(_)
+        | WaitingFor::Capacity(_)
+        | WaitingFor::Turn(_)
+        | WaitingFor::Callback(_) => None,
     }
 }
 
@@ -253,6 +264,7 @@ pub(super) fn artifact_update(task: &Task, artifact: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::wait;
     use baton_core::{Limits, Origin, TaskId};
 
     fn task(status: TaskStatus, waiting_for: Option<WaitingFor>) -> Task {
@@ -271,15 +283,15 @@ mod tests {
 
     #[test]
     fn baton_statuses_map_onto_a2a_states() {
-        let reply = WaitingFor::Reply {
+        let reply = WaitingFor::Reply(wait::Reply {
             question: "Which?".into(),
             expires_at: baton_core::Instant(1),
-        };
-        let approval = WaitingFor::Approval {
+        });
+        let approval = WaitingFor::Approval(wait::Approval {
             approval_id: "ap-1".into(),
             tool: "http_request".into(),
             summary: "POST https://x".into(),
-        };
+        });
         let cases = [
             (TaskStatus::Queued, None, State::Submitted),
             (TaskStatus::Running, None, State::Working),
@@ -287,16 +299,16 @@ mod tests {
             (TaskStatus::Waiting, Some(approval), State::InputRequired),
             (
                 TaskStatus::Waiting,
-                Some(WaitingFor::Children { pending: 1 }),
+                Some(WaitingFor::Children(wait::Children { pending: 1 })),
                 State::Working,
             ),
             (
                 TaskStatus::Waiting,
-                Some(WaitingFor::Connection {
+                Some(WaitingFor::Connection(wait::Connection {
                     provider: "github".into(),
                     url: "https://b.example/connect/s".into(),
                     expires_at: baton_core::Instant(1),
-                }),
+                })),
                 State::AuthRequired,
             ),
             (TaskStatus::Succeeded, None, State::Completed),
@@ -319,10 +331,10 @@ mod tests {
         assert_eq!(v["artifacts"][0]["parts"][0]["text"], "42");
         let asking = task(
             TaskStatus::Waiting,
-            Some(WaitingFor::Reply {
+            Some(WaitingFor::Reply(wait::Reply {
                 question: "Which?".into(),
                 expires_at: baton_core::Instant(1),
-            }),
+            })),
         );
         let v = task_json(&asking);
         assert_eq!(v["status"]["state"], "TASK_STATE_INPUT_REQUIRED");

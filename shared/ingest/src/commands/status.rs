@@ -4,6 +4,7 @@ use super::{Context, NOTHING_RUNS, NO_THREAD};
 use crate::response::ApiError;
 use crate::Ingest;
 use baton_core::always::AlwaysRule;
+use baton_core::wait;
 use baton_core::{Task, TaskStatus, WaitingFor};
 
 pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, ApiError> {
@@ -79,12 +80,14 @@ pub(super) fn describe(task: &Task) -> String {
 /// What a waiting task waits for, in words.
 fn waiting_for(w: &WaitingFor) -> String {
     match w {
-        WaitingFor::Approval { tool, summary, .. } => {
+        WaitingFor::Approval(wait::Approval { tool, summary, .. }) => {
             format!("approval to run `{tool}` ({})", one_line(summary))
         }
-        WaitingFor::Children { pending } => format!("{pending} sub-task(s) to finish"),
-        WaitingFor::Timer { until } => format!("its timer, until {until}"),
-        WaitingFor::Capacity { scope, limit } => {
+        WaitingFor::Children(wait::Children { pending }) => {
+            format!("{pending} sub-task(s) to finish")
+        }
+        WaitingFor::Timer(wait::Timer { until }) => format!("its timer, until {until}"),
+        WaitingFor::Capacity(wait::Capacity { scope, limit }) => {
             let whose = match scope {
                 baton_core::CapacityScope::User => "this person",
                 baton_core::CapacityScope::Team => "this workspace",
@@ -93,20 +96,22 @@ fn waiting_for(w: &WaitingFor) -> String {
             };
             format!("a free slot ({whose} has {limit} tasks running, its limit)")
         }
-        WaitingFor::Turn { behind } => {
+        WaitingFor::Turn(wait::Turn { behind }) => {
             format!("its turn: it starts when task {behind} ends")
         }
-        WaitingFor::Reply { question, .. } => {
+        WaitingFor::Reply(wait::Reply { question, .. }) => {
             format!("its requester's answer to: {}", one_line(question))
         }
         // Not the URL: whoever holds it may resume the task.
-        WaitingFor::Callback { expires_at, .. } => format!("a callback, until {expires_at}"),
+        WaitingFor::Callback(wait::Callback { expires_at, .. }) => {
+            format!("a callback, until {expires_at}")
+        }
         // Not the URL: it is the requester's own Connect link.
-        WaitingFor::Connection {
+        WaitingFor::Connection(wait::Connection {
             provider,
             expires_at,
             ..
-        } => format!("its requester to connect `{provider}`, until {expires_at}"),
+        }) => format!("its requester to connect `{provider}`, until {expires_at}"),
     }
 }
 
@@ -164,11 +169,11 @@ mod tests {
         );
         t.status = TaskStatus::Waiting;
         t.steps = 1;
-        t.waiting_for = Some(WaitingFor::Approval {
+        t.waiting_for = Some(WaitingFor::Approval(wait::Approval {
             approval_id: "a1".into(),
             tool: "deploy".into(),
             summary: "ship <v2>\nmore".into(),
-        });
+        }));
         let text = describe(&t);
         assert!(
             text.contains("agent *ops*) is waiting, 1 step so far"),

@@ -2,6 +2,7 @@ use super::*;
 use baton_connect::{Provider, ProviderKind, StaticClient, StoredClients};
 use baton_core::connection::PersonKey;
 use baton_core::testing::TestSealer;
+use baton_core::wait;
 use baton_core::{now_ms, EntryKind, Limits, Origin, Task, TaskId, TaskStore, WaitingFor};
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_settings::{AgentConfig, Agents};
@@ -88,11 +89,11 @@ async fn rig_for(person: PersonKey, expires_in: Duration, sign_in: bool) -> Rig 
     );
     let expires_at = Instant::now().saturating_add(expires_in);
     t.status = TaskStatus::Waiting;
-    t.waiting_for = Some(WaitingFor::Connection {
+    t.waiting_for = Some(WaitingFor::Connection(wait::Connection {
         provider: "api".into(),
         url: format!("https://baton.example/connect/{STATE}"),
         expires_at,
-    });
+    }));
     store
         .create(
             &t,

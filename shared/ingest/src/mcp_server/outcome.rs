@@ -2,6 +2,7 @@
 //! answer, or where the task stands and how to go on), the tasks
 //! extension's view of it, and the status texts progress carries.
 
+use baton_core::wait;
 use baton_core::{EntryKind, Task, TaskStatus, WaitingFor};
 use rmcp::model::{
     CallToolResult, ContentBlock, DetailedTask, Task as McpTask, TaskPayload,
@@ -15,18 +16,9 @@ pub(crate) const POLL_INTERVAL_MS: u64 = 2_000;
 /// Whether a task waits on a person (an approval, a reply, a connection
 /// to make): waiting on the tool call for it would only hang the client.
 pub(crate) fn awaits_someone(task: &Task) -> bool {
-    match &task.waiting_for {
-        Some(WaitingFor::Approval { .. } | WaitingFor::Reply { .. })
-        | Some(WaitingFor::Connection { .. }) => true,
-        Some(
-            WaitingFor::Children { .. }
-            | WaitingFor::Timer { .. }
-            | WaitingFor::Capacity { .. }
-            | WaitingFor::Turn { .. }
-            | WaitingFor::Callback { .. },
-        )
-        | None => false,
-    }
+    task.waiting_for
+        .as_ref()
+        .is_some_and(WaitingFor::awaits_a_person)
 }
 
 /// What the task waits for and how to go on, in words, with where to act
@@ -41,20 +33,20 @@ pub(crate) fn awaits_someone(task: &Task) -> bool {
 pub(crate) fn awaited(task: &Task) -> Option<String> {
     let id = &task.id;
     Some(match task.waiting_for.as_ref()? {
-        WaitingFor::Approval {
+        WaitingFor::Approval(wait::Approval {
             approval_id,
             tool,
             summary,
-        } => format!(
+        }) => format!(
             "waiting for approval of `{tool}` ({summary}): approve with \
              POST /tasks/{id}/approvals/{approval_id} {{\"approve\": true}} \
              (or deny with {{\"approve\": false}}), with the API's bearer token"
         ),
-        WaitingFor::Reply { question, .. } => format!(
+        WaitingFor::Reply(wait::Reply { question, .. }) => format!(
             "waiting for a reply to its question: {question} (answer by calling \
              the agent again with the same `thread`)"
         ),
-        WaitingFor::Children { pending } => {
+        WaitingFor::Children(wait::Children { pending }) => {
             let open: Vec<String> = task
                 .children
                 .iter()
@@ -66,26 +58,26 @@ pub(crate) fn awaited(task: &Task) -> Option<String> {
                 open.join(", ")
             )
         }
-        WaitingFor::Timer { until } => format!("waiting until {until}"),
-        WaitingFor::Capacity { scope, limit } => format!(
+        WaitingFor::Timer(wait::Timer { until }) => format!("waiting until {until}"),
+        WaitingFor::Capacity(wait::Capacity { scope, limit }) => format!(
             "queued: {limit} task(s) of its {} are running, its concurrency limit; \
              it starts when one of them ends",
             scope.as_str()
         ),
-        WaitingFor::Turn { behind } => format!(
+        WaitingFor::Turn(wait::Turn { behind }) => format!(
             "queued behind task {behind} on its conversation: it starts once that one \
              has ended (`get_task` reads it)"
         ),
-        WaitingFor::Callback { expires_at, .. } => format!(
+        WaitingFor::Callback(wait::Callback { expires_at, .. }) => format!(
             "waiting for an outside system to call its one-time callback URL, until \
              {expires_at}; the URL resumes the task for whoever holds it, so it is not shown \
              here (it went to the system that is to call it)"
         ),
-        WaitingFor::Connection {
+        WaitingFor::Connection(wait::Connection {
             provider,
             expires_at,
             ..
-        } => format!(
+        }) => format!(
             "waiting for its person to connect their `{provider}` account, until {expires_at}; \
              the Connect link is theirs alone, sent to them, and not shown here"
         ),
@@ -97,17 +89,17 @@ pub(crate) fn awaited(task: &Task) -> Option<String> {
 fn shown_wait(w: &WaitingFor) -> Value {
     let mut v = json!(w);
     match w {
-        WaitingFor::Callback { .. } | WaitingFor::Connection { .. } => {
+        WaitingFor::Callback(_) | WaitingFor::Connection(_) => {
             if let Some(o) = v.as_object_mut() {
                 o.remove("url");
             }
         }
-        WaitingFor::Approval { .. }
-        | WaitingFor::Children { .. }
-        | WaitingFor::Timer { .. }
-        | WaitingFor::Capacity { .. }
-        | WaitingFor::Turn { .. }
-        | WaitingFor::Reply { .. } => {}
+        WaitingFor::Approval(_)
+        | WaitingFor::Children(_)
+        | WaitingFor::Timer(_)
+        | WaitingFor::Capacity(_)
+        | WaitingFor::Turn(_)
+        | WaitingFor::Reply(_) => {}
     }
     v
 }
@@ -272,11 +264,11 @@ mod tests {
     #[test]
     fn a_task_awaiting_approval_says_what_and_how_to_approve() {
         let mut t = task(TaskStatus::Waiting);
-        t.waiting_for = Some(WaitingFor::Approval {
+        t.waiting_for = Some(WaitingFor::Approval(wait::Approval {
             approval_id: "ap1".into(),
             tool: "http_request".into(),
             summary: "GET http://x/".into(),
-        });
+        }));
         assert!(awaits_someone(&t));
         let r = tool_result(&t);
         let said = text(&r);
@@ -310,14 +302,18 @@ mod tests {
                 assert!(!everything.contains(secret), "{}: {everything}", c.kind);
             }
             let named = match t.waiting_for.as_ref().unwrap() {
-                WaitingFor::Approval { approval_id, .. } => format!("approvals/{approval_id}"),
-                WaitingFor::Children { .. } => t.children[0].task_id.to_string(),
-                WaitingFor::Timer { .. } => "waiting until".into(),
-                WaitingFor::Capacity { .. } => "concurrency limit".into(),
-                WaitingFor::Turn { behind } => behind.to_string(),
-                WaitingFor::Callback { .. } => "callback URL".into(),
-                WaitingFor::Connection { provider, .. } => format!("`{provider}` account"),
-                WaitingFor::Reply { question, .. } => question.clone(),
+                WaitingFor::Approval(wait::Approval { approval_id, .. }) => {
+                    format!("approvals/{approval_id}")
+                }
+                WaitingFor::Children(_) => t.children[0].task_id.to_string(),
+                WaitingFor::Timer(_) => "waiting until".into(),
+                WaitingFor::Capacity(_) => "concurrency limit".into(),
+                WaitingFor::Turn(wait::Turn { behind }) => behind.to_string(),
+                WaitingFor::Callback(_) => "callback URL".into(),
+                WaitingFor::Connection(wait::Connection { provider, .. }) => {
+                    format!("`{provider}` account")
+                }
+                WaitingFor::Reply(wait::Reply { question, .. }) => question.clone(),
             };
             assert!(said.contains(&named), "{}: {said}", c.kind);
         }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::threads::Submitted;
 use baton_core::testing::SentQueue;
+use baton_core::wait;
 use baton_core::{Origin, TaskStatus, TaskStore, WaitingFor};
 use baton_embedded::{EmbeddedBackend, QueueConfig};
 use baton_settings::{AgentConfig, Agents};
@@ -87,7 +88,7 @@ async fn queue_makes_a_task_that_waits_its_turn_at_zero_cost_once() {
     assert_eq!(queued.status, TaskStatus::Queued);
     assert_eq!(
         queued.waiting_for,
-        Some(WaitingFor::Turn { behind: a.clone() })
+        Some(WaitingFor::Turn(wait::Turn { behind: a.clone() }))
     );
     assert_eq!(texts(&queued.inbox), ["second"]);
     assert_eq!(queued.summary.as_deref(), Some("second"));

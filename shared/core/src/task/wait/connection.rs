@@ -2,14 +2,39 @@
 //! stored first (by `/oauth/callback`), then the wait is lifted, in two
 //! writes; the reaper lifts one whose second write was lost.
 
+use crate::clock::Instant;
 use crate::connection::{ConnectionWait, PersonKey};
 use crate::task::{Task, TaskStatus, WaitingFor};
 use crate::transcript::EntryKind;
+use serde::{Deserialize, Serialize};
+
+/// A tool call needs a connection the person lacks (`auth = "oauth"`):
+/// the person opens `url` (`GET /connect/{state}`) and connects;
+/// unconnected by `expires_at`, the model is told they did not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connection {
+    pub provider: String,
+    pub url: String,
+    pub expires_at: Instant,
+}
+
+impl Connection {
+    /// Over at its expiry; whether the person connected is in the store
+    /// of connections, not on the task ([`crate::store::connections`]),
+    /// and the reaper looks there.
+    pub(super) fn is_over(&self, now: Instant) -> bool {
+        self.expires_at <= now
+    }
+
+    pub(super) fn wakes_at(&self) -> Option<Instant> {
+        Some(self.expires_at)
+    }
+}
 
 /// The Connect link the task waits on now: whose connection, to which
 /// provider, asked since when.
 pub fn awaited(t: &Task) -> Option<&ConnectionWait> {
-    let Some(WaitingFor::Connection { url, provider, .. }) = &t.waiting_for else {
+    let Some(WaitingFor::Connection(Connection { url, provider, .. })) = &t.waiting_for else {
         return None;
     };
     if t.status != TaskStatus::Waiting {
@@ -39,7 +64,7 @@ pub fn renew_for(t: &mut Task, from: &PersonKey) -> bool {
 /// when it does not wait for that.
 pub fn lift(t: &mut Task, provider: &str) -> Option<Vec<EntryKind>> {
     let waiting = t.status == TaskStatus::Waiting
-        && matches!(&t.waiting_for, Some(WaitingFor::Connection { provider: p, .. }) if p == provider);
+        && matches!(&t.waiting_for, Some(WaitingFor::Connection(c)) if c.provider == provider);
     if !waiting {
         return None;
     }
@@ -68,11 +93,11 @@ mod tests {
         );
         let alice = PersonKey::new("T1", "U1");
         t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Connection {
+        t.waiting_for = Some(WaitingFor::Connection(Connection {
             provider: "gh".into(),
             url: "https://b.example/connect/s".into(),
             expires_at: Instant(9_000),
-        });
+        }));
         t.connections.push(ConnectionWait {
             step: 1,
             call_id: "c1".into(),

@@ -15,14 +15,14 @@ pub const KINDS: usize = 8;
 /// place, it fails [`KINDS`]'s tests until [`cases`] has one of it.
 pub fn index(w: &WaitingFor) -> usize {
     match w {
-        WaitingFor::Approval { .. } => 0,
-        WaitingFor::Children { .. } => 1,
-        WaitingFor::Timer { .. } => 2,
-        WaitingFor::Capacity { .. } => 3,
-        WaitingFor::Turn { .. } => 4,
-        WaitingFor::Callback { .. } => 5,
-        WaitingFor::Connection { .. } => 6,
-        WaitingFor::Reply { .. } => 7,
+        WaitingFor::Approval(_) => 0,
+        WaitingFor::Children(_) => 1,
+        WaitingFor::Timer(_) => 2,
+        WaitingFor::Capacity(_) => 3,
+        WaitingFor::Turn(_) => 4,
+        WaitingFor::Callback(_) => 5,
+        WaitingFor::Connection(_) => 6,
+        WaitingFor::Reply(_) => 7,
     }
 }
 
@@ -78,17 +78,20 @@ pub fn cases(now: Instant) -> Vec<Case> {
         },
         Case {
             kind: "timer",
-            lost: waiting(task(now), WaitingFor::Timer { until: past }),
-            waiting: Some(waiting(task(now), WaitingFor::Timer { until: future })),
+            lost: waiting(task(now), WaitingFor::Timer(super::Timer { until: past })),
+            waiting: Some(waiting(
+                task(now),
+                WaitingFor::Timer(super::Timer { until: future }),
+            )),
         },
         Case {
             kind: "capacity",
             lost: queued(
                 task(now),
-                WaitingFor::Capacity {
+                WaitingFor::Capacity(super::Capacity {
                     scope: crate::CapacityScope::Agent,
                     limit: 1,
-                },
+                }),
             ),
             waiting: None,
         },
@@ -96,9 +99,9 @@ pub fn cases(now: Instant) -> Vec<Case> {
             kind: "turn",
             lost: queued(
                 task(now),
-                WaitingFor::Turn {
+                WaitingFor::Turn(super::Turn {
                     behind: TaskId::generate(),
-                },
+                }),
             ),
             waiting: None,
         },
@@ -141,11 +144,11 @@ fn approval(now: Instant, expires_at: Instant) -> Task {
     });
     waiting(
         t,
-        WaitingFor::Approval {
+        WaitingFor::Approval(super::Approval {
             approval_id: "ap-1-call_1".into(),
             tool: "http_request".into(),
             summary: "POST https://example.com/".into(),
-        },
+        }),
     )
 }
 
@@ -162,7 +165,7 @@ fn children(now: Instant, reported: bool) -> Task {
             usage: Default::default(),
         }),
     });
-    waiting(t, WaitingFor::Children { pending: 1 })
+    waiting(t, WaitingFor::Children(super::Children { pending: 1 }))
 }
 
 fn callback(now: Instant, expires_at: Instant) -> Task {
@@ -178,7 +181,7 @@ fn callback(now: Instant, expires_at: Instant) -> Task {
         expires_at,
         delivered: None,
     });
-    waiting(t, WaitingFor::Callback { url, expires_at })
+    waiting(t, WaitingFor::Callback(super::Callback { url, expires_at }))
 }
 
 fn connection(now: Instant, expires_at: Instant) -> Task {
@@ -196,11 +199,11 @@ fn connection(now: Instant, expires_at: Instant) -> Task {
     });
     waiting(
         t,
-        WaitingFor::Connection {
+        WaitingFor::Connection(super::Connection {
             provider: PROVIDER.into(),
             url,
             expires_at,
-        },
+        }),
     )
 }
 
@@ -216,9 +219,9 @@ fn reply(now: Instant, expires_at: Instant) -> Task {
     });
     waiting(
         t,
-        WaitingFor::Reply {
+        WaitingFor::Reply(super::Reply {
             question: "Which environment?".into(),
             expires_at,
-        },
+        }),
     )
 }

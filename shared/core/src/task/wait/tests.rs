@@ -53,3 +53,44 @@ fn an_answered_question_or_a_decided_approval_left_waiting_is_over() {
     });
     assert!(is_over(&reply, now));
 }
+
+#[test]
+fn each_kind_says_its_name_whether_it_is_an_admission_and_where_its_event_is_first() {
+    use WrittenFirst::{Children, Connections};
+    // kind, admission, a person acts, written first
+    let table: [(&str, bool, bool, Option<WrittenFirst>); KINDS] = [
+        ("approval", false, true, None),
+        ("children", false, false, Some(Children)),
+        ("timer", false, false, None),
+        ("capacity", true, false, None),
+        ("turn", true, false, None),
+        ("callback", false, false, None),
+        ("connection", false, true, Some(Connections)),
+        ("reply", false, true, None),
+    ];
+    for (c, (kind, admission, person, first)) in cases(Instant::now()).iter().zip(table) {
+        let w = c.lost.waiting_for.as_ref().unwrap();
+        assert_eq!(w.kind(), kind);
+        assert_eq!(w.kind(), c.kind);
+        assert_eq!(w.is_admission(), admission, "{kind}");
+        assert_eq!(c.waiting.is_none(), admission, "{kind}: only a queued task's wait is");
+        assert_eq!(w.awaits_a_person(), person, "{kind}");
+        assert_eq!(w.written_first(), first, "{kind}");
+    }
+}
+
+#[test]
+fn a_wake_is_due_at_the_expiry_ahead_and_never_for_one_past() {
+    let now = Instant::now();
+    for c in cases(now) {
+        // Past: the wake that noticed it runs now, no timer.
+        assert_eq!(next_wake(&c.lost, now), None, "{}", c.kind);
+        let Some(waiting) = c.waiting else { continue };
+        let due = next_wake(&waiting, now);
+        match c.kind {
+            // Its children end it; without a deadline nothing else does.
+            "children" => assert_eq!(due, waiting.limits.deadline_at, "{}", c.kind),
+            _ => assert!(due.is_some_and(|at| at > now), "{}: {due:?}", c.kind),
+        }
+    }
+}
