@@ -168,9 +168,9 @@ async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
         .await;
     let done = rig.store.get(&task.id).await?.context("task vanished")?;
     anyhow::ensure!(
-        done.status == TaskStatus::Succeeded,
+        done.status() == TaskStatus::Succeeded,
         "bench task ended {:?}: {:?}",
-        done.status,
+        done.status(),
         done.error
     );
     anyhow::ensure!(

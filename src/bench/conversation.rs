@@ -144,9 +144,9 @@ impl Rig {
             .await?
             .ok_or_else(|| anyhow::anyhow!("task {id} vanished"))?;
         anyhow::ensure!(
-            task.status == TaskStatus::Succeeded,
+            task.status() == TaskStatus::Succeeded,
             "message {i} ended {:?}: {:?}",
-            task.status,
+            task.status(),
             task.error
         );
         // The first model call saw the task's entries up to its input.

@@ -213,9 +213,9 @@ async fn run_task(lean: bool, result_bytes: usize, needs_plan: bool) -> anyhow::
         .await;
     let done = store.get(&task.id).await?.context("task vanished")?;
     anyhow::ensure!(
-        done.status == TaskStatus::Succeeded && done.steps == STEPS,
+        done.status() == TaskStatus::Succeeded && done.steps == STEPS,
         "the bench task ended {:?} after {} steps: {:?}",
-        done.status,
+        done.status(),
         done.steps,
         done.error
     );

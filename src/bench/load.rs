@@ -509,10 +509,10 @@ async fn record_end(store: &TaskStore, state: &RunState, id: &TaskId) -> anyhow:
     let Some(task) = store.get(id).await? else {
         return Ok(());
     };
-    if !task.status.is_terminal() {
+    if !task.status().is_terminal() {
         return Ok(());
     }
-    let ok = task.status == TaskStatus::Succeeded;
+    let ok = task.status() == TaskStatus::Succeeded;
     let mut submitted = lock(&state.submitted);
     match submitted.remove(id) {
         Some(at) => state.count_end(id, at.elapsed(), ok),

@@ -595,9 +595,9 @@ pub(crate) async fn run_task(steps: u32, result_bytes: usize) -> anyhow::Result<
         .await?
         .ok_or_else(|| anyhow::anyhow!("task vanished"))?;
     anyhow::ensure!(
-        task.status == TaskStatus::Succeeded && task.steps == steps,
+        task.status() == TaskStatus::Succeeded && task.steps == steps,
         "bench task ended {:?} after {} steps: {:?}",
-        task.status,
+        task.status(),
         task.steps,
         task.error
     );

@@ -305,7 +305,7 @@ mod streaming_function {
         assert!(!body.contains("event: end"), "{body}");
 
         let mut task = stack.store.get(&t.id).await.unwrap().unwrap();
-        task.status = TaskStatus::Succeeded;
+        task.finish(TaskStatus::Succeeded);
         task.result = Some("done".into());
         let text = "bye".to_owned();
         stack

@@ -387,7 +387,7 @@ async fn ingest_serves_api_gateway_events_through_the_runtime_api() {
     let wakes = stack.drain().await;
     assert_eq!(wakes.len(), 1, "one wake for one Slack event: {wakes:?}");
     let slack_task = Wake::parse(&wakes[0].body).expect("a wake").task_id;
-    assert_eq!(stack.task(&slack_task).await.status, TaskStatus::Queued);
+    assert_eq!(stack.task(&slack_task).await.status(), TaskStatus::Queued);
 
     // POST /tasks with the bearer token: 202, a task id, and its wake is
     // really in SQS.
@@ -527,13 +527,13 @@ async fn run_until_done(
     let mut batches = 0;
     loop {
         let t = stack.task(task).await;
-        if t.status.is_terminal() {
+        if t.status().is_terminal() {
             return batches;
         }
         assert!(
             Instant::now() < deadline,
             "task still {:?} after 60 s; {}",
-            t.status,
+            t.status(),
             worker.describe()
         );
         let got = stack
@@ -586,7 +586,7 @@ async fn worker_runs_a_task_to_success_across_segments() {
 
     let task = stack.task(&task_id).await;
     assert_eq!(
-        task.status,
+        task.status(),
         TaskStatus::Succeeded,
         "{:?}; {}",
         task.error,
@@ -724,7 +724,7 @@ async fn worker_reports_poison_records_and_fails_dead_lettered_tasks() {
     let outcome = invoke(&api, &worker, &sqs_event(&[dead], &stack.dlq_arn)).await;
     assert!(failures(&outcome).is_empty(), "{}", worker.describe());
     let task = stack.task(&task_id).await;
-    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(task.status(), TaskStatus::Failed);
     let reason = task.error.unwrap_or_default();
     assert!(reason.contains("3 delivery attempts"), "{reason}");
     assert_eq!(task.steps, 0, "a dead-lettered task is not run");

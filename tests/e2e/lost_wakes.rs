@@ -9,7 +9,6 @@
 //! it waited for.
 
 use crate::common::{Backend, Options, TestApp};
-use baton_core::wait;
 use baton_core::{Instant, Task, WaitingFor};
 use serde_json::json;
 use std::time::Duration;
@@ -44,26 +43,30 @@ require = ["current_time"]
 /// Moves the task's wait's expiry to `at`, on the wait and on the record
 /// of what it waits for.
 fn expire(t: &mut Task, at: Instant) {
-    match t.waiting_for.as_mut() {
-        Some(WaitingFor::Timer(wait::Timer { until })) => *until = at,
+    let mut w = t.waiting_for().cloned();
+    match &mut w {
+        Some(WaitingFor::Timer(timer)) => timer.until = at,
         Some(WaitingFor::Approval(_)) => t.approvals.iter_mut().for_each(|a| a.expires_at = at),
-        Some(WaitingFor::Reply(wait::Reply { expires_at, .. })) => {
-            *expires_at = at;
+        Some(WaitingFor::Reply(reply)) => {
+            reply.expires_at = at;
             t.questions.iter_mut().for_each(|q| q.expires_at = at);
         }
-        Some(WaitingFor::Callback(wait::Callback { expires_at, .. })) => {
-            *expires_at = at;
+        Some(WaitingFor::Callback(callback)) => {
+            callback.expires_at = at;
             t.callbacks.iter_mut().for_each(|c| c.expires_at = at);
         }
-        Some(WaitingFor::Connection(wait::Connection { expires_at, .. })) => {
-            *expires_at = at;
+        Some(WaitingFor::Connection(connection)) => {
+            connection.expires_at = at;
             t.connections.iter_mut().for_each(|c| c.expires_at = at);
         }
         // Not ended by a time: the reaper's unit tests cover them (a
         // queued task's wake, a child's lost report).
         Some(WaitingFor::Children(_) | WaitingFor::Capacity(_) | WaitingFor::Turn(_)) | None => {
-            panic!("no expiry to move: {:?}", t.waiting_for)
+            panic!("no expiry to move: {:?}", t.waiting_for())
         }
+    }
+    if let Some(w) = w {
+        t.wait(w);
     }
 }
 

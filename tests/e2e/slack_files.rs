@@ -102,11 +102,11 @@ async fn files_reach_the_model(backend: Backend) {
     let started = std::time::Instant::now();
     loop {
         let task = store.get(&id).await.unwrap().expect("task");
-        if task.status.is_terminal() {
-            assert_eq!(task.status, baton_core::TaskStatus::Succeeded);
+        if task.status().is_terminal() {
+            assert_eq!(task.status(), baton_core::TaskStatus::Succeeded);
             break;
         }
-        assert!(started.elapsed() < LONG, "task still {:?}", task.status);
+        assert!(started.elapsed() < LONG, "task still {:?}", task.status());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -97,7 +97,11 @@ async fn untouched(app: &TestApp, id: &str) {
         .unwrap()
         .expect("the task");
     assert!(!task.cancel_requested, "{task:?}");
-    assert!(!task.status.is_terminal(), "{task:?}\nlog:\n{}", app.log());
+    assert!(
+        !task.status().is_terminal(),
+        "{task:?}\nlog:\n{}",
+        app.log()
+    );
 }
 
 /// The notes posted with `chat.postEphemeral`.

@@ -365,7 +365,7 @@ impl Capacity {
                 let live = store
                     .get(&id)
                     .await?
-                    .is_some_and(|t| !t.status.is_terminal());
+                    .is_some_and(|t| !t.status().is_terminal());
                 if live {
                     return Ok(Some((item.key.sk, id)));
                 }
@@ -418,7 +418,10 @@ impl Capacity {
             let Some(item) = &items[k] else { continue };
             let holder = holder_of(item).and_then(|h| TaskId::parse(&h).ok());
             let ended = match holder {
-                Some(h) => store.get(&h).await?.is_none_or(|t| t.status.is_terminal()),
+                Some(h) => store
+                    .get(&h)
+                    .await?
+                    .is_none_or(|t| t.status().is_terminal()),
                 None => true,
             };
             if ended {

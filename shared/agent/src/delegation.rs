@@ -189,7 +189,7 @@ pub async fn report_to_parent(
     };
     let result = store
         .update(&link.task_id, None, |p| {
-            if p.status.is_terminal() {
+            if p.status().is_terminal() {
                 return Ok(None);
             }
             let slot = match p.children.iter_mut().find(|c| c.task_id == child.id) {
@@ -213,17 +213,15 @@ pub async fn report_to_parent(
             p.usage.add(outcome.usage);
             p.cost_usd += child.cost_usd;
             let pending = p.pending_children();
-            let mut status = p.status;
-            if p.status == TaskStatus::Waiting
-                && matches!(p.waiting_for, Some(WaitingFor::Children(_)))
+            let mut status = p.status();
+            if p.status() == TaskStatus::Waiting
+                && matches!(p.waiting_for(), Some(WaitingFor::Children(_)))
             {
                 if pending == 0 {
-                    p.status = TaskStatus::Queued;
-                    p.waiting_for = None;
+                    p.wake();
                     status = TaskStatus::Queued;
                 } else {
-                    p.waiting_for =
-                        Some(WaitingFor::Children(baton_core::wait::Children { pending }));
+                    p.wait(WaitingFor::Children(baton_core::wait::Children { pending }));
                 }
             }
             Ok(Some(vec![EntryKind::Status {
@@ -243,7 +241,7 @@ pub async fn report_to_parent(
         Err(StoreError::NotFound(_)) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
-    if parent.status == TaskStatus::Queued && parent.lease.is_free() {
+    if parent.status() == TaskStatus::Queued && parent.lease().is_free() {
         queue
             .send(
                 &Wake::new(parent.id.clone(), "children done").to_body(),
@@ -259,7 +257,7 @@ pub async fn report_to_parent(
 /// dead-letter consumer, and the reaper settling a lost report. Failures
 /// are logged: the reaper retries them.
 pub async fn report_ended(store: &TaskStore, queue: &dyn WorkQueue, child: &Task) {
-    if child.parent.is_none() || !child.status.is_terminal() {
+    if child.parent.is_none() || !child.status().is_terminal() {
         return;
     }
     let text = child
@@ -267,7 +265,7 @@ pub async fn report_ended(store: &TaskStore, queue: &dyn WorkQueue, child: &Task
         .clone()
         .or_else(|| child.error.clone())
         .unwrap_or_default();
-    let outcome = outcome_of(child, child.status, &text);
+    let outcome = outcome_of(child, child.status(), &text);
     if let Err(e) = report_to_parent(store, queue, child, outcome).await {
         tracing::warn!(child = %child.id, error = %e, "could not report an ended child to its parent");
     }
@@ -280,7 +278,7 @@ pub async fn cancel_children(store: &TaskStore, queue: &dyn WorkQueue, parent: &
     for child in parent.children.iter().filter(|c| c.outcome.is_none()) {
         let result = store
             .update(&child.task_id, None, |t| {
-                if t.status.is_terminal() || t.cancel_requested {
+                if t.status().is_terminal() || t.cancel_requested {
                     return Ok(None);
                 }
                 t.cancel_requested = true;
@@ -288,7 +286,7 @@ pub async fn cancel_children(store: &TaskStore, queue: &dyn WorkQueue, parent: &
             })
             .await;
         match result {
-            Ok((t, _)) if !t.status.is_terminal() => {
+            Ok((t, _)) if !t.status().is_terminal() => {
                 let wake = Wake::new(t.id.clone(), "parent ended").to_body();
                 if let Err(e) = queue.send(&wake, Duration::ZERO).await {
                     tracing::warn!(child = %t.id, error = %e, "could not wake a child to cancel it");

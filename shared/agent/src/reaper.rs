@@ -11,9 +11,7 @@
 
 use baton_core::store::connections::{ConnectionError, ConnectionStore};
 use baton_core::wait::WrittenFirst;
-use baton_core::{
-    Instant, QueueError, StoreError, Task, TaskStatus, TaskStore, WaitingFor, Wake, WorkQueue,
-};
+use baton_core::{Instant, QueueError, StoreError, Task, TaskStatus, TaskStore, Wake, WorkQueue};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,17 +60,13 @@ impl Reaper {
         let stale = now - self.stale_after;
         let mut sent = 0;
         for task in self.store.active_tasks(10_000).await? {
-            if task.updated_at >= stale || task.lease.is_live(now) {
+            if task.updated_at >= stale || task.lease().is_live(now) {
                 // Just changed, or held by a live segment.
                 continue;
             }
-            if task.status == TaskStatus::Waiting {
+            if task.status() == TaskStatus::Waiting {
                 // What each kind's event writes elsewhere first.
-                match task
-                    .waiting_for
-                    .as_ref()
-                    .and_then(WaitingFor::written_first)
-                {
+                match task.waiting_for().and_then(|w| w.written_first()) {
                     Some(WrittenFirst::Children) => self.settle_children(&task).await?,
                     Some(WrittenFirst::Connections) if self.settle_connection(&task).await? => {
                         sent += 1;
@@ -108,7 +102,7 @@ impl Reaper {
             let Some(child) = self.store.get(&c.task_id).await? else {
                 continue;
             };
-            if !child.status.is_terminal() {
+            if !child.status().is_terminal() {
                 continue;
             }
             tracing::info!(parent = %parent.id, child = %child.id, "settling a child's lost report");
@@ -143,7 +137,7 @@ impl Reaper {
                 Ok(baton_core::wait::connection::lift(t, &provider))
             })
             .await?;
-        if task.status != TaskStatus::Queued {
+        if task.status() != TaskStatus::Queued {
             return Ok(false);
         }
         tracing::info!(task_id = %task.id, provider, "settling a connection whose wake was lost");
@@ -157,7 +151,7 @@ impl Reaper {
 /// crashed segment), or waiting for what was over by `stale` (its wait,
 /// a cancel, its deadline).
 fn wake_lost(task: &Task, stale: Instant) -> bool {
-    match task.status {
+    match task.status() {
         TaskStatus::Queued | TaskStatus::Running => true,
         TaskStatus::Waiting => {
             task.cancel_requested

@@ -47,7 +47,7 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
             author: None,
             at: task.updated_at,
         });
-    } else if task.status == baton_core::TaskStatus::Cancelled {
+    } else if task.status() == baton_core::TaskStatus::Cancelled {
         // Stopped before it answered (a `stop`, or a new message that
         // interrupted it): the next task sees how far it got.
         if let Some(text) = interrupted(task, transcript) {

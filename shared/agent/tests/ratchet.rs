@@ -7,17 +7,19 @@
 //!
 //! Counted: `fn` items directly inside `impl Segment<'_>` (or `<'a>`)
 //! blocks of `shared/agent/src/segment`, inside `impl Ingest` blocks of
-//! `shared/ingest/src`, and the `pub` fields of `struct Task` plus the
-//! `pub fn`s of `impl Task` blocks of `shared/core/src`, leaving out test
-//! code (`tests.rs`, `harness.rs`, `testing.rs`, `tests/` and what follows
-//! a top-level `#[cfg(test)]`).
+//! `shared/ingest/src`, the `pub` fields of `struct Task` (at most 20,
+//! the rest grouped into its parts) and the `pub fn`s of `impl Task`
+//! blocks of `shared/core/src`, leaving out test code (`tests.rs`,
+//! `harness.rs`, `testing.rs`, `tests/` and what follows a top-level
+//! inline `#[cfg(test)]` block).
 
 use std::path::{Path, PathBuf};
 
 /// The recorded ceilings: (what, at most).
-const SEGMENT_METHODS: usize = 68;
+const SEGMENT_METHODS: usize = 69;
 const INGEST_METHODS: usize = 110;
-const TASK_PUBLIC_ITEMS: usize = 61;
+const TASK_PUBLIC_FIELDS: usize = 41;
+const TASK_PUBLIC_METHODS: usize = 24;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -49,13 +51,19 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The source before its first top-level `#[cfg(test)]`.
+/// The source before its first top-level inline `#[cfg(test)]` block (a
+/// `#[cfg(test)] mod harness;` declaration near the top does not end it).
 fn non_test(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    match text.find("\n#[cfg(test)]") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
+    let mut from = 0;
+    while let Some(i) = text[from..].find("\n#[cfg(test)]\n").map(|i| i + from) {
+        let next = text[i + 14..].lines().next().unwrap_or_default();
+        if next.trim_end().ends_with('{') {
+            return text[..i].to_owned();
+        }
+        from = i + 14;
     }
+    text
 }
 
 fn is_pub_fn(line: &str) -> bool {
@@ -118,16 +126,19 @@ fn ingest_methods() -> usize {
     })
 }
 
-fn task_public_items() -> usize {
+/// The `pub` fields of `struct Task`: what anyone may read and write.
+fn task_public_fields() -> usize {
     let record = non_test(&root().join("shared/core/src/task/record.rs"));
     let start = record.find("pub struct Task {").unwrap_or(0);
     let body = &record[start..];
     let body = &body[..body.find("\n}").unwrap_or(body.len())];
-    let fields = body.lines().filter(|l| l.starts_with("    pub ")).count();
-    fields
-        + public_methods(&root().join("shared/core/src"), |l| {
-            l.starts_with("impl Task {")
-        })
+    body.lines().filter(|l| l.starts_with("    pub ")).count()
+}
+
+fn task_public_methods() -> usize {
+    public_methods(&root().join("shared/core/src"), |l| {
+        l.starts_with("impl Task {")
+    })
 }
 
 fn hold(what: &str, now: usize, ceiling: usize) {
@@ -156,8 +167,13 @@ fn ingest_does_not_grow_unnoticed() {
 #[test]
 fn task_does_not_grow_unnoticed() {
     hold(
-        "Task's public items",
-        task_public_items(),
-        TASK_PUBLIC_ITEMS,
+        "Task's public fields",
+        task_public_fields(),
+        TASK_PUBLIC_FIELDS,
+    );
+    hold(
+        "Task's public methods",
+        task_public_methods(),
+        TASK_PUBLIC_METHODS,
     );
 }

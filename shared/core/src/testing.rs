@@ -336,7 +336,7 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
         };
         let (ended, _) = store
             .update(&task.id, None, |t| {
-                t.status = TaskStatus::Succeeded;
+                t.finish(TaskStatus::Succeeded);
                 t.feedback = vec![crate::task::feedback::Feedback {
                     user: "U1".into(),
                     rating,
@@ -505,4 +505,17 @@ impl crate::connection::Sealer for TestSealer {
         }
         Ok(plain)
     }
+}
+
+/// Puts `t` in `status` as a record of an earlier release, a crash or a
+/// concurrent writer could leave it, past the transitions' guard
+/// ([`crate::task::lifecycle`]): for tests of what reads such a record.
+pub fn set_status(t: &mut crate::Task, status: crate::TaskStatus) {
+    t.status = status;
+}
+
+/// Takes `t`'s lease away, as another segment taking it over (or a
+/// crash) does from a running segment's view.
+pub fn lose_lease(t: &mut crate::Task) {
+    t.lease.clear();
 }

@@ -91,7 +91,7 @@ impl Ingest {
             "task_id": task.id,
             "approval_id": approval_id,
             "decision": if decision.approve { "approved" } else { "denied" },
-            "status": task.status.as_str(),
+            "status": task.status().as_str(),
         });
         if let Some(rule) = &kept {
             answer["always"] = json!(rule.describe());
@@ -119,7 +119,7 @@ impl Ingest {
                 // one, are decided by the new rule first, so this decision
                 // lifts the wait whichever of them it is on.
                 let mut by_rule = match kept {
-                    Some(rule) if !t.status.is_terminal() => {
+                    Some(rule) if !t.status().is_terminal() => {
                         approval::decide_matching(t, rule, approval_id, now)
                     }
                     _ => Vec::new(),
@@ -128,7 +128,7 @@ impl Ingest {
                     Ok((mut entries, _)) => {
                         if let Some(rule) = kept {
                             entries.push(EntryKind::Status {
-                                status: t.status,
+                                status: t.status(),
                                 detail: format!(
                                     "rule kept on the conversation: {}",
                                     rule.describe()
@@ -150,7 +150,7 @@ impl Ingest {
         }
         // Also after a repeated decision: the first one's wake may be the
         // one that failed to send.
-        if task.status == TaskStatus::Queued && task.lease.is_free() {
+        if task.status() == TaskStatus::Queued && task.lease().is_free() {
             self.queue
                 .send(&Wake::new(id.clone(), "approval").to_body(), Duration::ZERO)
                 .await
@@ -181,7 +181,7 @@ impl Ingest {
                 task.id
             )));
         };
-        if task.status.is_terminal() || a.decision.is_some() {
+        if task.status().is_terminal() || a.decision.is_some() {
             return Ok(None);
         }
         let no_rule = || {
@@ -302,8 +302,8 @@ mod tests {
     use crate::{ApiToken, Ingest, SlackIngest};
     use baton_core::wait;
     use baton_core::{
-        now_ms, Approval, EntryKind, Limits, Origin, Task, TaskId, TaskStatus, TaskStore, Verdict,
-        WaitingFor, WorkQueue,
+        now_ms, Approval, EntryKind, Limits, Origin, Task, TaskId, TaskStore, Verdict, WaitingFor,
+        WorkQueue,
     };
     use baton_embedded::{EmbeddedBackend, QueueConfig};
     use baton_settings::{AgentConfig, Agents};
@@ -353,8 +353,7 @@ mod tests {
             Limits::default(),
             now_ms(),
         );
-        t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Approval(wait::Approval {
+        t.wait(WaitingFor::Approval(wait::Approval {
             approval_id: APPROVAL.into(),
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),

@@ -70,7 +70,7 @@ impl Ingest {
             Err(CallbackError::Store(e)) => return Err(ApiError::unavailable(e)),
         };
         tracing::info!(task_id = %task.id, call_id = %record.call_id, "callback received");
-        if task.status == TaskStatus::Queued {
+        if task.status() == TaskStatus::Queued {
             self.queue
                 .send(
                     &Wake::new(task.id.clone(), "callback").to_body(),
@@ -134,8 +134,7 @@ mod tests {
             expires_at,
             delivered: None,
         });
-        t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Callback(wait::Callback { url, expires_at }));
+        t.wait(WaitingFor::Callback(wait::Callback { url, expires_at }));
         store
             .create(
                 &t,
@@ -197,7 +196,7 @@ mod tests {
         codes.sort();
         assert_eq!(codes, [202, 409], "{one:?} {two:?}");
         let task = r.store.get(&id).await.unwrap().unwrap();
-        assert_eq!(task.status, TaskStatus::Queued);
+        assert_eq!(task.status(), TaskStatus::Queued);
         let body = task.callbacks[0].delivered.clone().and_then(|d| d.body);
         let winner = if one.0 == 202 { "passed" } else { "failed" };
         assert_eq!(body, Some(json!({"status": winner})));
@@ -235,7 +234,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(5)).await;
         assert_eq!(post(&r, &token('d'), ct, b"{}").await.0, 404, "expired");
         let task = r.store.get(&id).await.unwrap().unwrap();
-        assert_eq!(task.status, TaskStatus::Waiting);
+        assert_eq!(task.status(), TaskStatus::Waiting);
     }
 
     #[test]

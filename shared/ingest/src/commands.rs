@@ -201,7 +201,7 @@ impl Ingest {
             .await
             .map_err(|e| ApiError::unavailable_on(Some(key), e))?;
         Ok(task
-            .filter(|t| !t.status.is_terminal())
+            .filter(|t| !t.status().is_terminal())
             .map(|t| (thread, t)))
     }
 }

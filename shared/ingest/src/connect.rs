@@ -276,7 +276,7 @@ impl Ingest {
                 Ok(baton_core::wait::connection::lift(t, &request.provider))
             })
             .await?;
-        if task.status == TaskStatus::Queued {
+        if task.status() == TaskStatus::Queued {
             self.queue
                 .send(
                     &Wake::new(task.id.clone(), "connection").to_body(),

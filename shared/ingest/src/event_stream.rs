@@ -140,7 +140,7 @@ impl Frames {
                 self.done = true;
                 let data = json!({
                     "task_id": task.id.to_string(),
-                    "status": task.status.as_str(),
+                    "status": task.status().as_str(),
                     "result": task.result,
                     "error": task.error,
                 });
@@ -187,7 +187,7 @@ mod tests {
         let mut t = store.get(&t.id).await.unwrap().unwrap();
         for i in 1..events {
             if i + 1 == events {
-                t.status = TaskStatus::Succeeded;
+                t.finish(TaskStatus::Succeeded);
                 t.result = Some("done".into());
             }
             let text = format!("m{i}");

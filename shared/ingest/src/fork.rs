@@ -321,8 +321,8 @@ mod tests {
         assert_eq!(after.forks, vec![fork_id.clone()]);
         assert_eq!(after.status_json()["forks"], json!([fork_id]));
         assert_eq!(
-            (after.status, after.steps, after.next_seq),
-            (before.status, before.steps, before.next_seq)
+            (after.status(), after.steps, after.next_seq),
+            (before.status(), before.steps, before.next_seq)
         );
     }
 

@@ -57,7 +57,7 @@ impl Ingest {
                 .get(id)
                 .await
                 .map_err(failed)?
-                .filter(|t| !t.status.is_terminal()),
+                .filter(|t| !t.status().is_terminal()),
             None => None,
         };
         let foreign = running.as_ref().is_some_and(|t| !s.is_for(t));
@@ -133,7 +133,7 @@ impl Ingest {
         s: &Submission,
         behind: &TaskId,
     ) -> Result<(), ApiError> {
-        task.waiting_for = Some(baton_core::WaitingFor::Turn(wait::Turn {
+        task.wait(baton_core::WaitingFor::Turn(wait::Turn {
             behind: behind.clone(),
         }));
         task.summary = Some(baton_core::task::record::summary_of(&s.text));
@@ -187,10 +187,10 @@ impl Ingest {
             .await
             .map_err(|e| ApiError::unavailable_on(Some(key), e))?
             .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))?;
-        if matches!(first.waiting_for, Some(baton_core::WaitingFor::Turn(_))) {
+        if matches!(first.waiting_for(), Some(baton_core::WaitingFor::Turn(_))) {
             self.join_turns(key, id, interrupt).await?;
         }
-        Ok(first.status)
+        Ok(first.status())
     }
 
     /// Asks `running` to cancel at its next safe point because `by` takes
@@ -199,13 +199,13 @@ impl Ingest {
         let result = self
             .store
             .update(running, None, |t| {
-                if t.status.is_terminal() || t.interrupted_by.is_some() {
+                if t.status().is_terminal() || t.interrupted_by.is_some() {
                     return Ok(None);
                 }
                 t.cancel_requested = true;
                 t.interrupted_by = Some(by.clone());
                 Ok(Some(vec![EntryKind::Status {
-                    status: t.status,
+                    status: t.status(),
                     detail: format!(
                         "interrupted by a new message in the conversation: task {by} takes over"
                     ),

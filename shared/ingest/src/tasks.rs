@@ -360,19 +360,19 @@ impl Ingest {
         let id = parse_id(id)?;
         let task = self
             .update_task(&id, |t| {
-                if t.status.is_terminal() {
+                if t.status().is_terminal() {
                     return None;
                 }
                 Some(request_cancel(t))
             })
             .await?;
-        if task.status.is_terminal() && task.status != TaskStatus::Cancelled {
+        if task.status().is_terminal() && task.status() != TaskStatus::Cancelled {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
-                format!("task already ended with status {}", task.status.as_str()),
+                format!("task already ended with status {}", task.status().as_str()),
             ));
         }
-        if !task.status.is_terminal() {
+        if !task.status().is_terminal() {
             // A wake makes a queued or handed-over task end promptly.
             self.queue
                 .send(&Wake::new(id.clone(), "cancel").to_body(), Duration::ZERO)
@@ -381,7 +381,7 @@ impl Ingest {
         }
         Ok(json(
             StatusCode::ACCEPTED,
-            &json!({"task_id": id, "status": task.status.as_str(), "cancel_requested": true}),
+            &json!({"task_id": id, "status": task.status().as_str(), "cancel_requested": true}),
         ))
     }
 
@@ -444,7 +444,7 @@ impl Ingest {
         if !spans.iter().any(|s| s.name == "task") {
             // Still running: the task span so far.
             let mut attrs = serde_json::Map::new();
-            attrs.insert("status".into(), json!(task.status.as_str()));
+            attrs.insert("status".into(), json!(task.status().as_str()));
             attrs.insert("steps".into(), json!(task.steps));
             attrs.insert("segments".into(), json!(task.segments));
             attrs.insert("in_progress".into(), json!(true));

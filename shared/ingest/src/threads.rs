@@ -382,7 +382,7 @@ impl Ingest {
             .get(id)
             .await
             .map_err(ApiError::unavailable)?
-            .map(|t| t.status)
+            .map(|t| t.status())
             .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))
     }
 
@@ -396,13 +396,13 @@ impl Ingest {
             .await
             .map_err(ApiError::unavailable)?
             .ok_or_else(|| ApiError::unavailable(format!("task {id} vanished")))?;
-        if task.status == TaskStatus::Queued {
+        if task.status() == TaskStatus::Queued {
             self.queue
                 .send(&Wake::new(id.clone(), "created").to_body(), Duration::ZERO)
                 .await
                 .map_err(ApiError::unavailable)?;
         }
-        Ok(task.status)
+        Ok(task.status())
     }
 
     /// If a task is live on the thread, gives it the message (or the stop).
@@ -448,7 +448,7 @@ impl Ingest {
                 refused = false;
                 foreign = false;
                 renewed = false;
-                if t.status.is_terminal() {
+                if t.status().is_terminal() {
                     return Ok(None);
                 }
                 if stop {
@@ -494,19 +494,19 @@ impl Ingest {
             ))),
             Ok((task, _)) if refused => {
                 self.refuse_stop_message(&task, &s.origin).await;
-                accepted(Submitted::StopRefused(task.id), task.status)
+                accepted(Submitted::StopRefused(task.id.clone()), task.status())
             }
             // "stop" with nothing running: nothing to do, and no new task.
-            Ok((task, _)) if task.status.is_terminal() && stop => {
-                accepted(Submitted::CancelRequested(task.id), task.status)
+            Ok((task, _)) if task.status().is_terminal() && stop => {
+                accepted(Submitted::CancelRequested(task.id.clone()), task.status())
             }
-            Ok((task, _)) if task.status.is_terminal() => Ok(None),
+            Ok((task, _)) if task.status().is_terminal() => Ok(None),
             Ok((task, _)) => {
                 if replied {
-                    let status = task.status;
+                    let status = task.status();
                     return accepted(self.replied(task).await?, status);
                 }
-                if renewed && task.status == TaskStatus::Queued {
+                if renewed && task.status() == TaskStatus::Queued {
                     let _ = self
                         .queue
                         .send(
@@ -515,7 +515,7 @@ impl Ingest {
                         )
                         .await;
                 }
-                if stop && task.status != TaskStatus::Cancelled {
+                if stop && task.status() != TaskStatus::Cancelled {
                     // Wake it so a queued or handed-over task ends promptly.
                     let _ = self
                         .queue
@@ -525,7 +525,7 @@ impl Ingest {
                         )
                         .await;
                 }
-                let status = task.status;
+                let status = task.status();
                 let outcome = if stop {
                     Submitted::CancelRequested(task.id)
                 } else {
@@ -597,7 +597,7 @@ impl Ingest {
 
     /// A reply was recorded on `task`: if it waited for it, it runs again.
     async fn replied(&self, task: Task) -> Result<Submitted, ApiError> {
-        if task.status == TaskStatus::Queued {
+        if task.status() == TaskStatus::Queued {
             self.queue
                 .send(
                     &Wake::new(task.id.clone(), "reply").to_body(),
@@ -857,7 +857,7 @@ mod tests {
         let id = thread.active_task.clone().unwrap();
         let (task, _) = store
             .update(&id, None, |t| {
-                t.status = TaskStatus::Succeeded;
+                t.finish(TaskStatus::Succeeded);
                 t.result = Some(format!("answer {i}: {}", "words ".repeat(60)));
                 Ok(Some(Vec::new()))
             })

@@ -99,7 +99,7 @@ impl State {
             }
             self.first = false;
             match self.store.get(&self.id).await {
-                Ok(Some(task)) if task.status.is_terminal() => self.ended = Some(task),
+                Ok(Some(task)) if task.status().is_terminal() => self.ended = Some(task),
                 Ok(Some(_)) => {}
                 Ok(None) => return Some(self.fail(StoreError::NotFound(self.id.clone()))),
                 Err(e) => return Some(self.fail(e)),
@@ -143,7 +143,7 @@ mod tests {
     async fn append(store: &TaskStore, id: &TaskId, text: &str, status: Option<TaskStatus>) {
         let mut t = store.get(id).await.unwrap().unwrap();
         if let Some(s) = status {
-            t.status = s;
+            baton_core::testing::set_status(&mut t, s);
         }
         let text = text.to_owned();
         store
@@ -187,7 +187,7 @@ mod tests {
         assert_eq!(all.len(), 7);
         assert_eq!(seqs(&seen), all);
         assert!(
-            matches!(seen.last(), Some(Ok(Seen::Ended(t))) if t.status == TaskStatus::Succeeded)
+            matches!(seen.last(), Some(Ok(Seen::Ended(t))) if t.status() == TaskStatus::Succeeded)
         );
     }
 

@@ -91,7 +91,7 @@ pub(crate) fn taken_message(task: &Task) -> Option<(&str, &str)> {
 /// The reaction that says how `task` ended; `None` for an answer that
 /// posts nothing (or a task not ended).
 pub(crate) fn outcome(task: &Task) -> Option<&'static str> {
-    match task.status {
+    match task.status() {
         TaskStatus::Succeeded => {
             let result = task.result.as_deref().unwrap_or_default().trim();
             let silent = result.is_empty() || result == "NO_REPLY" || result == "HEARTBEAT_OK";
@@ -166,7 +166,7 @@ mod tests {
         acknowledge(&client, &t, &shown).await;
         acknowledge(&client, &t, &shown).await;
         assert_eq!(fake.reactions("C1", "2.0"), ["eyes"]);
-        t.status = TaskStatus::Succeeded;
+        t.finish(TaskStatus::Succeeded);
         t.result = Some("done".into());
         conclude(&client, &t, &shown).await;
         conclude(&client, &t, &shown).await;
@@ -175,14 +175,14 @@ mod tests {
         let mut failed = task();
         failed.message_ts = Some("3.0".into());
         acknowledge(&client, &failed, &shown).await;
-        failed.status = TaskStatus::Failed;
+        failed.finish(TaskStatus::Failed);
         conclude(&client, &failed, &shown).await;
         assert_eq!(fake.reactions("C1", "3.0"), [FAILED]);
 
         let mut silent = task();
         silent.message_ts = Some("4.0".into());
         acknowledge(&client, &silent, &shown).await;
-        silent.status = TaskStatus::Succeeded;
+        silent.finish(TaskStatus::Succeeded);
         silent.result = Some("NO_REPLY".into());
         conclude(&client, &silent, &shown).await;
         assert!(fake.reactions("C1", "4.0").is_empty());

@@ -53,7 +53,7 @@ impl Rig {
         let (ended, _) = self
             .store
             .update(&t.id, None, |t| {
-                t.status = TaskStatus::Succeeded;
+                t.finish(TaskStatus::Succeeded);
                 Ok(Some(Vec::new()))
             })
             .await
@@ -139,7 +139,7 @@ async fn a_slot_of_a_task_that_ended_without_giving_it_back_is_taken_over() {
     // Ended (dead-lettered, say) without its slot given back.
     r.store
         .update(&crashed.id, None, |t| {
-            t.status = TaskStatus::Failed;
+            t.finish(TaskStatus::Failed);
             Ok(Some(Vec::new()))
         })
         .await
@@ -160,7 +160,7 @@ async fn a_waiter_that_ended_does_not_block_the_line() {
     // Cancelled while waiting, its place never given back.
     r.store
         .update(&gone.id, None, |t| {
-            t.status = TaskStatus::Cancelled;
+            t.finish(TaskStatus::Cancelled);
             Ok(Some(Vec::new()))
         })
         .await

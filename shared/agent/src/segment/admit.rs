@@ -26,7 +26,7 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<Gate, WorkerError> 
     let now = Instant::now();
     // A cancelled or out-of-time task runs only to end, at once.
     let ending = task.cancel_requested || task.limits.deadline_at.is_some_and(|d| d <= now);
-    if task.holds_capacity || task.status != TaskStatus::Queued || ending {
+    if task.holds_capacity || task.status() != TaskStatus::Queued || ending {
         return Ok(Gate::Open);
     }
     match capacity
@@ -40,12 +40,11 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<Gate, WorkerError> 
                 .update(&task.id, None, |t| {
                     // Only a task nobody runs is held back (a duplicate
                     // wake may race a segment that holds the lease).
-                    if t.status != TaskStatus::Queued || t.lease.is_live(Instant::now()) {
+                    if t.status() != TaskStatus::Queued || t.lease().is_live(Instant::now()) {
                         return Ok(None);
                     }
-                    let first = t.waiting_for.as_ref() != Some(&waiting_for);
-                    t.waiting_for = Some(waiting_for.clone());
-                    t.lease.clear();
+                    let first = t.waiting_for() != Some(&waiting_for);
+                    t.wait(waiting_for.clone());
                     // The status entry once; later checks only touch the
                     // record (the reaper's sweep sees it is still looked at).
                     Ok(Some(if first {
@@ -75,7 +74,7 @@ pub(crate) async fn release(deps: &Deps, task: &Task) {
     let Some(capacity) = &deps.capacity else {
         return;
     };
-    if !task.status.is_terminal() {
+    if !task.status().is_terminal() {
         return;
     }
     if let Err(e) = capacity
@@ -116,11 +115,11 @@ mod tests {
         assert!(h.get(&first).await.holds_capacity);
         assert_eq!(h.run(&second, roomy()).await, SegmentEnd::Waiting);
         let held = h.get(&second).await;
-        assert_eq!(held.status, TaskStatus::Queued);
-        assert!(held.lease.is_free());
+        assert_eq!(held.status(), TaskStatus::Queued);
+        assert!(held.lease().is_free());
         assert_eq!(
-            held.waiting_for,
-            Some(WaitingFor::Capacity(baton_core::wait::Capacity {
+            held.waiting_for(),
+            Some(&WaitingFor::Capacity(baton_core::wait::Capacity {
                 scope: CapacityScope::Api,
                 limit: 1
             }))
@@ -143,7 +142,7 @@ mod tests {
             SegmentEnd::Finished(TaskStatus::Succeeded)
         );
         let done = h.get(&second).await;
-        assert!(done.waiting_for.is_none());
+        assert!(done.waiting_for().is_none());
         assert_eq!(h.replies.answers(), ["first", "second"]);
     }
 }

@@ -156,11 +156,12 @@ mod tests {
         let id = h.task("run CI and wait").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
-        let Some(WaitingFor::Callback(baton_core::wait::Callback { url, .. })) = &task.waiting_for
+        let Some(WaitingFor::Callback(baton_core::wait::Callback { url, .. })) =
+            &task.waiting_for()
         else {
-            panic!("waits for a callback: {:?}", task.waiting_for);
+            panic!("waits for a callback: {:?}", task.waiting_for());
         };
-        assert!(task.lease.is_free(), "no worker holds a waiting task");
+        assert!(task.lease().is_free(), "no worker holds a waiting task");
         let token = url.rsplit('/').next().unwrap_or_default().to_owned();
         assert_eq!(token.len(), 64, "{url}");
         // The lookup item names the task and call; the token is not in it.
@@ -184,7 +185,7 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(woken.status, TaskStatus::Queued);
+        assert_eq!(woken.status(), TaskStatus::Queued);
         assert_eq!(
             h.run(&id, roomy()).await,
             SegmentEnd::Finished(TaskStatus::Succeeded)
@@ -228,9 +229,10 @@ mod tests {
         let id = h.task("start CI and wait for it").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
-        let Some(WaitingFor::Callback(baton_core::wait::Callback { url, .. })) = &task.waiting_for
+        let Some(WaitingFor::Callback(baton_core::wait::Callback { url, .. })) =
+            &task.waiting_for()
         else {
-            panic!("waits for a callback: {:?}", task.waiting_for);
+            panic!("waits for a callback: {:?}", task.waiting_for());
         };
         let seen = h.tool.arguments.lock().unwrap().clone();
         assert_eq!(seen.len(), 1);

@@ -127,7 +127,7 @@ impl Segment<'_> {
             (!entries.is_empty()).then_some(entries)
         })
         .await?;
-        let expires_at = match &self.task.waiting_for {
+        let expires_at = match &self.task.waiting_for() {
             Some(WaitingFor::Connection(baton_core::wait::Connection { expires_at, .. })) => {
                 Some(*expires_at)
             }
@@ -479,7 +479,7 @@ mod tests {
     async fn waits_for_connection(w: &World, id: &TaskId) -> String {
         assert_eq!(w.h.run(id, roomy()).await, SegmentEnd::Waiting);
         let task = w.h.get(id).await;
-        match &task.waiting_for {
+        match &task.waiting_for() {
             Some(WaitingFor::Connection(baton_core::wait::Connection {
                 provider, url, ..
             })) => {
@@ -496,7 +496,7 @@ mod tests {
         let lifted =
             w.h.store
                 .update(id, None, |t| {
-                    t.stop_waiting();
+                    t.wake();
                     Ok(Some(Vec::new()))
                 })
                 .await;
@@ -582,7 +582,7 @@ mod tests {
         assert_eq!(result_of(&transcript), None, "no result is written");
         let all = serde_json::to_string(&transcript).unwrap_or_default();
         assert!(!all.contains(state), "the link is not in the transcript");
-        assert!(w.h.get(&id).await.lease.is_free());
+        assert!(w.h.get(&id).await.lease().is_free());
         assert!(!w.h.queue.sent().is_empty(), "the expiry wake is armed");
         // A duplicate wake finds nothing to do.
         assert!(matches!(
@@ -723,7 +723,7 @@ mod tests {
         let lifted = h
             .store
             .update(&id, None, |t| {
-                t.stop_waiting();
+                t.wake();
                 Ok(Some(Vec::new()))
             })
             .await;

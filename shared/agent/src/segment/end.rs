@@ -30,7 +30,7 @@ impl Segment<'_> {
             self.deps.replies.answer(&self.task, &clean, &post).await?;
         }
         let end = self.end(TaskStatus::Succeeded, Some(clean), None).await?;
-        Ok((self.task.status == TaskStatus::Succeeded).then_some(end))
+        Ok((self.task.status() == TaskStatus::Succeeded).then_some(end))
     }
 
     /// Ends the task. Failures and cancellations are told to the user first
@@ -91,11 +91,9 @@ impl Segment<'_> {
                 }
                 return None;
             }
-            t.status = status;
+            t.finish(status);
             t.result = result.clone();
             t.error = error.clone();
-            t.lease.clear();
-            t.waiting_for = None;
             t.posting = None;
             Some(vec![EntryKind::Status {
                 status,
@@ -103,21 +101,21 @@ impl Segment<'_> {
             }])
         })
         .await?;
-        if !self.task.status.is_terminal() {
+        if !self.task.status().is_terminal() {
             // Going on with a message that arrived: this segment's view of
             // the delivered answer's message is of no further use.
             self.stream = Default::default();
         }
         self.events.emit(&self.task, Event::Ended(status));
-        if self.task.status.is_terminal() && self.task.parent.is_none() {
+        if self.task.status().is_terminal() && self.task.parent.is_none() {
             super::admit::release(self.deps, &self.task).await;
         }
-        if self.task.status.is_terminal() {
+        if self.task.status().is_terminal() {
             // After the answer was delivered and the end committed: a
             // summary call here delays nobody.
             self.remember_conversation().await;
         }
-        if self.task.status.is_terminal() && self.task.pending_children() > 0 {
+        if self.task.status().is_terminal() && self.task.pending_children() > 0 {
             let (store, queue) = (&self.deps.store, self.deps.queue.as_ref());
             delegation::cancel_children(store, queue, &self.task).await;
         }
@@ -204,7 +202,7 @@ mod tests {
         );
         let task = h.get(&id).await;
         assert_eq!(task.result.as_deref(), Some("It is 4."));
-        assert!(task.lease.is_free() && task.waiting_for.is_none());
+        assert!(task.lease().is_free() && task.waiting_for().is_none());
         assert_eq!(
             h.run(&id, roomy()).await,
             SegmentEnd::Dropped("task is not runnable")

@@ -242,7 +242,7 @@ impl Events {
                 }
             }
             Event::Ended(status) => {
-                if task.status != status {
+                if task.status() != status {
                     return;
                 }
                 if let Some(m) = metric::ended(status) {
@@ -371,10 +371,10 @@ mod tests {
         let metrics = Arc::new(Recorded::default());
         let mut events = Events::new(Instant(0), None, metrics.clone(), "scripted");
         let mut t = task();
-        t.status = TaskStatus::Running;
+        baton_core::testing::set_status(&mut t, TaskStatus::Running);
         events.emit(&t, Event::Ended(TaskStatus::Succeeded));
         assert!(counted(&metrics).is_empty());
-        t.status = TaskStatus::Succeeded;
+        t.finish(TaskStatus::Succeeded);
         events.emit(&t, Event::Ended(TaskStatus::Succeeded));
         let call = ToolCall {
             id: "c1".into(),

@@ -267,7 +267,7 @@ impl Tool for Counter {
                     }
                     Meddle::StealLease => {
                         // This one's lease expired; another wake took it.
-                        t.lease.take(
+                        t.start(
                             "another-segment",
                             baton_core::Instant::now() + Duration::from_secs(3600),
                             Duration::from_secs(600),

@@ -145,14 +145,14 @@ impl<'d> Segment<'d> {
             .store
             .update(id, fresh, |t| {
                 let mut entries = acquire(t, &owner, Instant::now(), ttl);
-                if admitted && t.lease.is_held_by(&owner) && !t.holds_capacity {
+                if admitted && t.lease().is_held_by(&owner) && !t.holds_capacity {
                     t.holds_capacity = true;
                     entries.get_or_insert_with(Vec::new);
                 }
                 Ok(entries)
             })
             .await?;
-        if admitted && task.status.is_terminal() {
+        if admitted && task.status().is_terminal() {
             // Ended meanwhile (cancelled): the slots just taken go back.
             admit::release(deps, &task).await;
         }
@@ -161,9 +161,9 @@ impl<'d> Segment<'d> {
             crate::timer::arm(deps.queue.as_ref(), deps.scheduler(), &task.id, until).await?;
             return Ok(SegmentEnd::Dropped("timer not due yet; re-armed"));
         }
-        if !task.lease.is_held_by(&owner) {
+        if !task.lease().is_held_by(&owner) {
             return Ok(SegmentEnd::Dropped(
-                if task.status.is_terminal() || task.status == TaskStatus::Waiting {
+                if task.status().is_terminal() || task.status() == TaskStatus::Waiting {
                     "task is not runnable"
                 } else {
                     "lease held by a live segment"
@@ -235,8 +235,7 @@ impl<'d> Segment<'d> {
             .store
             .update_with(&self.task.id.clone(), Some(self.task.clone()), |t| {
                 // Every commit renews the lease, and none is made without it.
-                t.lease
-                    .renew(&owner, Instant::now(), ttl)
+                t.renew_lease(&owner, Instant::now(), ttl)
                     .map_err(|_| WorkerError::LeaseLost)?;
                 Ok::<_, WorkerError>(change(t))
             })
@@ -398,31 +397,27 @@ impl<'d> Segment<'d> {
 /// The lease-taking change: expires due approvals, ends a wait that is
 /// over, and takes the lease if it is free (or already ours).
 fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec<EntryKind>> {
-    if t.status.is_terminal() {
+    if t.status().is_terminal() {
         return None;
     }
     // Approvals nobody decided in time are denied (and may lift the wait).
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
-    if t.status == TaskStatus::Waiting {
+    if t.status() == TaskStatus::Waiting {
         let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
         if t.cancel_requested || deadline_passed || baton_core::wait::is_over(t, now) {
             // Cancelled or out of time while waiting, or the wait is over
             // (its expiry passed, or what it waited for came): the loop
             // takes it from here.
-            t.waiting_for = None;
+            t.wake();
         } else {
             return (!entries.is_empty()).then_some(entries);
         }
     }
-    if !t.lease.take(owner, now, ttl) {
+    // Leaves an admission wait behind: admitted (its turn taken), or
+    // running only to end (cancelled, out of time).
+    if !t.start(owner, now, ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
-    if t.waiting_for.as_ref().is_some_and(WaitingFor::is_admission) {
-        // Admitted (its turn taken), or running only to end (cancelled,
-        // out of time).
-        t.waiting_for = None;
-    }
-    t.status = TaskStatus::Running;
     t.segments += 1;
     entries.push(EntryKind::Status {
         status: TaskStatus::Running,
@@ -431,11 +426,11 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     Some(entries)
 }
 
-/// Puts the task in `waiting` for `what` ([`Task::wait_for`]: no lease, no
+/// Puts the task in `waiting` for `what` ([`Task::wait`]: no lease, no
 /// worker runs a waiting task), and returns the status entry that records
 /// it.
 fn start_waiting(t: &mut Task, what: WaitingFor, detail: String) -> EntryKind {
-    t.wait_for(what);
+    t.wait(what);
     EntryKind::Status {
         status: TaskStatus::Waiting,
         detail,
@@ -448,7 +443,7 @@ impl Segment<'_> {
     /// unanswered wait ends, and the person told. `None` when it did not
     /// wait (cancelled, or nothing open).
     async fn parked(&mut self, expires_at: Option<Instant>, progress: &str) -> Step {
-        if self.task.status != TaskStatus::Waiting {
+        if self.task.status() != TaskStatus::Waiting {
             return Ok(None);
         }
         if let Some(at) = expires_at {
@@ -484,8 +479,8 @@ mod tests {
         let end = h.run(&id, SegmentBudget::new(Duration::ZERO)).await;
         assert_eq!(end, SegmentEnd::HandedOver);
         let task = h.get(&id).await;
-        assert_eq!(task.status, TaskStatus::Queued, "queued between segments");
-        assert!(task.lease.is_free(), "released for the next segment");
+        assert_eq!(task.status(), TaskStatus::Queued, "queued between segments");
+        assert!(task.lease().is_free(), "released for the next segment");
         assert_eq!(h.tool.calls(), 0);
         let sent = h.queue.sent();
         assert_eq!(sent.len(), 1, "one wake: {sent:?}");
@@ -533,8 +528,8 @@ mod tests {
         let id = h.task("count").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Dropped("lease lost"));
         let task = h.get(&id).await;
-        assert!(task.lease.is_held_by("another-segment"));
-        assert_eq!(task.status, TaskStatus::Running);
+        assert!(task.lease().is_held_by("another-segment"));
+        assert_eq!(task.status(), TaskStatus::Running);
         let transcript = h.transcript(&id).await;
         assert!(
             !transcript
@@ -565,7 +560,7 @@ mod tests {
         );
         let task = h.get(&id).await;
         assert_eq!(task.error.as_deref(), Some("wall-clock deadline passed"));
-        assert!(task.lease.is_free());
+        assert!(task.lease().is_free());
         let told = h.replies.endings();
         assert_eq!(told.len(), 1);
         assert!(told[0].contains("deadline") && told[0].contains("I had started."));

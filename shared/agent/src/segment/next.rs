@@ -100,7 +100,7 @@ impl Situation<'_> {
 /// lease, then a cancel, then the deadline and the hop limit, then the
 /// step in progress, then a new step.
 pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next {
-    if !task.lease.is_held_by(s.owner) {
+    if !task.lease().is_held_by(s.owner) {
         return Next::LeaseLost;
     }
     if task.cancel_requested {
@@ -221,7 +221,7 @@ pub(super) fn final_answer(transcript: &[Entry]) -> Option<(u32, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_core::{NoteReason, Origin, TaskId, TaskStatus, Usage};
+    use baton_core::{NoteReason, Origin, TaskId, Usage};
     use serde_json::json;
     use std::time::Duration;
 
@@ -252,9 +252,8 @@ mod tests {
             limits,
             NOW - Duration::from_secs(1),
         );
-        t.status = TaskStatus::Running;
         t.segments = 1;
-        assert!(t.lease.take(
+        assert!(t.start(
             OWNER,
             NOW - Duration::from_millis(500),
             Duration::from_secs(30)
@@ -491,15 +490,15 @@ mod tests {
         t.limits.deadline_at = Some(NOW - Duration::from_millis(1));
         t.steps = 10;
         assert_eq!(decide(&t, vec![user("go")], &spent()), Next::Cancel);
-        t.lease.clear();
+        baton_core::testing::lose_lease(&mut t);
         assert_eq!(decide(&t, vec![user("go")], &roomy()), Next::LeaseLost);
     }
 
     #[test]
     fn a_lost_lease_stops_the_segment_before_anything_else() {
         let mut t = task();
-        t.lease.clear();
-        assert!(t.lease.take("segment-2", NOW, Duration::from_secs(30)));
+        baton_core::testing::lose_lease(&mut t);
+        assert!(t.start("segment-2", NOW, Duration::from_secs(30)));
         for kinds in [
             vec![user("go")],
             vec![user("go"), answer(1, "", &["a"])],

@@ -96,7 +96,7 @@ impl SegmentTrace {
                 tracing::warn!(error = %e, "could not write the segment trace");
             }
         }
-        if task.status.is_terminal() {
+        if task.status().is_terminal() {
             let span = task_root_span(task, task_span);
             if let Ok(bytes) = serde_json::to_vec(&[&span]) {
                 let key = format!("traces/{}/task.json", task.id);
@@ -124,12 +124,12 @@ impl SegmentTrace {
 /// The task's root span, from its creation to now (it has ended).
 fn task_root_span(task: &Task, span_id: String) -> Span {
     let mut attrs = Map::new();
-    attrs.insert("status".into(), json!(task.status.as_str()));
+    attrs.insert("status".into(), json!(task.status().as_str()));
     attrs.insert("steps".into(), json!(task.steps));
     attrs.insert("segments".into(), json!(task.segments));
     attrs.insert("input_tokens".into(), json!(task.usage.input_tokens));
     attrs.insert("output_tokens".into(), json!(task.usage.output_tokens));
-    attrs.insert("error".into(), json!(task.status == TaskStatus::Failed));
+    attrs.insert("error".into(), json!(task.status() == TaskStatus::Failed));
     Span {
         span_id,
         parent_id: None,

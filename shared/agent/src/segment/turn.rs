@@ -29,7 +29,7 @@ pub(super) enum TurnGate {
 /// Whether `task` may start now, and if it may, its first entries: the
 /// conversation's turns so far.
 pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<TurnGate, WorkerError> {
-    let Some(WaitingFor::Turn(baton_core::wait::Turn { behind })) = &task.waiting_for else {
+    let Some(WaitingFor::Turn(baton_core::wait::Turn { behind })) = &task.waiting_for() else {
         return Ok(TurnGate::Open);
     };
     let now = Instant::now();
@@ -38,7 +38,7 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<TurnGate, WorkerErr
     let Some(key) = task.thread.as_deref().filter(|_| !ending) else {
         return Ok(TurnGate::Open);
     };
-    if task.status != TaskStatus::Queued {
+    if task.status() != TaskStatus::Queued {
         return Ok(TurnGate::Open);
     }
     if !turn::take_turn(&deps.store, key, &task.id).await? {
@@ -51,11 +51,11 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<TurnGate, WorkerErr
     let (task, _) = deps
         .store
         .update(&task.id, None, |t| {
-            if !matches!(t.waiting_for, Some(WaitingFor::Turn(_))) {
+            if !matches!(t.waiting_for(), Some(WaitingFor::Turn(_))) {
                 // Another wake took the turn first.
                 return Ok(None);
             }
-            t.waiting_for = None;
+            t.admit();
             let mut entries: Vec<EntryKind> = recap.iter().cloned().collect();
             t.carried = entries.len() as u64;
             entries.push(EntryKind::Status {
@@ -95,7 +95,7 @@ pub(crate) async fn pass_on(deps: &Deps, task: &Task) {
     let Some(key) = task.thread.as_deref() else {
         return;
     };
-    if task.parent.is_some() || !task.status.is_terminal() {
+    if task.parent.is_some() || !task.status().is_terminal() {
         return;
     }
     match turn::wake_next(&deps.store, deps.queue.as_ref(), key).await {
@@ -156,7 +156,7 @@ mod tests {
             baton_core::Limits::default(),
             baton_core::now_ms(),
         );
-        task.waiting_for = Some(WaitingFor::Turn(baton_core::wait::Turn {
+        task.wait(WaitingFor::Turn(baton_core::wait::Turn {
             behind: behind.clone(),
         }));
         task.inbox.push(baton_core::InboxMessage {
@@ -180,8 +180,8 @@ mod tests {
         // The first runs: the second is held, without a lease or a call.
         assert_eq!(h.run(&b, roomy()).await, SegmentEnd::Waiting);
         let held = h.get(&b).await;
-        assert_eq!(held.status, TaskStatus::Queued);
-        assert!(held.lease.is_free());
+        assert_eq!(held.status(), TaskStatus::Queued);
+        assert!(held.lease().is_free());
         assert_eq!(h.llm.calls(), 0);
 
         let sent_before = h.queue.sent().len();
@@ -201,7 +201,7 @@ mod tests {
             SegmentEnd::Finished(TaskStatus::Succeeded)
         );
         let done = h.get(&b).await;
-        assert!(done.waiting_for.is_none());
+        assert!(done.waiting_for().is_none());
         assert_eq!(done.carried, 1);
         let entries = h.transcript(&b).await;
         let EntryKind::Recap { turns, .. } = &entries[0].kind else {

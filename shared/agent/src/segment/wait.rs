@@ -125,7 +125,7 @@ impl Segment<'_> {
             Some(entries)
         })
         .await?;
-        if self.task.status != TaskStatus::Waiting {
+        if self.task.status() != TaskStatus::Waiting {
             return Ok(None);
         }
         if let Some(at) = approval::next_expiry(&self.task) {
@@ -224,7 +224,7 @@ impl Segment<'_> {
             )])
         })
         .await?;
-        if self.task.status != TaskStatus::Waiting {
+        if self.task.status() != TaskStatus::Waiting {
             return Ok(None);
         }
         if let Some(deadline) = self.task.limits.deadline_at {
@@ -319,7 +319,7 @@ impl Segment<'_> {
             Some(vec![entry.clone(), start_waiting(t, waiting_for, detail)])
         })
         .await?;
-        if self.task.status != TaskStatus::Waiting {
+        if self.task.status() != TaskStatus::Waiting {
             return Ok(None);
         }
         self.arm_wake(until).await?;
@@ -357,9 +357,9 @@ mod tests {
         let id = h.task("count").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
-        assert_eq!(task.status, TaskStatus::Waiting);
-        assert!(matches!(task.waiting_for, Some(WaitingFor::Approval(_))));
-        assert!(task.lease.is_free(), "no worker holds a waiting task");
+        assert_eq!(task.status(), TaskStatus::Waiting);
+        assert!(matches!(task.waiting_for(), Some(WaitingFor::Approval(_))));
+        assert!(task.lease().is_free(), "no worker holds a waiting task");
         assert_eq!(task.approvals.len(), 1);
         assert_eq!(h.tool.calls(), 0);
         // A duplicate wake finds nothing to do.
@@ -381,13 +381,13 @@ mod tests {
         let id = h.task("wait a minute").await;
         assert_eq!(h.run(&id, roomy()).await, SegmentEnd::Waiting);
         let task = h.get(&id).await;
-        assert!(matches!(task.waiting_for, Some(WaitingFor::Timer(_))));
-        assert!(task.lease.is_free());
+        assert!(matches!(task.waiting_for(), Some(WaitingFor::Timer(_))));
+        assert!(task.lease().is_free());
         let sent = h.queue.sent();
         assert_eq!(sent.len(), 1, "{sent:?}");
         assert!(sent[0].1 > Duration::from_secs(50) && sent[0].1 <= Duration::from_secs(60));
         // Woken early (a duplicate): it re-arms and waits on.
         assert!(matches!(h.run(&id, roomy()).await, SegmentEnd::Dropped(_)));
-        assert_eq!(h.get(&id).await.status, TaskStatus::Waiting);
+        assert_eq!(h.get(&id).await.status(), TaskStatus::Waiting);
     }
 }

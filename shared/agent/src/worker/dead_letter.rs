@@ -26,7 +26,7 @@ pub(super) async fn handle(
     let (task, written) = deps
         .store
         .update(&wake.task_id, None, |t| {
-            if t.status.is_terminal() {
+            if t.status().is_terminal() {
                 return Ok(None);
             }
             let last = t
@@ -34,10 +34,8 @@ pub(super) async fn handle(
                 .clone()
                 .unwrap_or_else(|| "no error was recorded".to_owned());
             let msg = format!("gave up after {receive_count} delivery attempts: {last}");
-            t.status = TaskStatus::Failed;
+            t.finish(TaskStatus::Failed);
             t.error = Some(msg.clone());
-            t.lease.clear();
-            t.waiting_for = None;
             // Whatever post was under way, the failure notice below looks
             // for its own message first.
             t.posting = None;
@@ -56,7 +54,7 @@ pub(super) async fn handle(
                 .property("task_id", task.id.to_string()),
         );
     }
-    if task.status == TaskStatus::Failed {
+    if task.status() == TaskStatus::Failed {
         crate::segment::release_capacity(deps, &task).await;
         crate::segment::pass_turn(deps, &task).await;
         let reason = task.error.clone().unwrap_or_default();

@@ -181,7 +181,7 @@ async fn create_task(
         .store
         .get(&id)
         .await?
-        .is_some_and(|t| t.status == TaskStatus::Queued);
+        .is_some_and(|t| t.status() == TaskStatus::Queued);
     if queued {
         deps.queue
             .send(&Wake::new(id.clone(), "schedule").to_body(), Duration::ZERO)

@@ -57,8 +57,7 @@ fn spawn_heartbeat(
             tokio::time::sleep(s.heartbeat_every).await;
             let renewed = store
                 .update(&id, None, |t| {
-                    Ok(t.lease
-                        .renew(&owner, Instant::now(), s.lease_ttl)
+                    Ok(t.renew_lease(&owner, Instant::now(), s.lease_ttl)
                         .ok()
                         .map(|()| Vec::new()))
                 })
@@ -80,7 +79,7 @@ async fn release_after_failure(deps: &Deps, id: &TaskId, owner: &str, reason: &s
     let _ = deps
         .store
         .update(id, None, |t| {
-            if !t.lease.is_held_by(owner) {
+            if !t.lease().is_held_by(owner) {
                 return Ok(None);
             }
             // Queued again: its retried message takes the lease anew.

@@ -111,13 +111,13 @@ async fn decide(r: &Harness, id: &TaskId, approval_id: &str, verdict: Verdict, b
         })
         .await
         .unwrap();
-    if t.status == TaskStatus::Queued {
+    if t.status() == TaskStatus::Queued {
         wake(r, id).await;
     }
 }
 
 fn approval_of(t: &Task) -> String {
-    match &t.waiting_for {
+    match &t.waiting_for() {
         Some(WaitingFor::Approval(wait::Approval {
             approval_id,
             tool,
@@ -138,8 +138,8 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
     drain(&r).await;
 
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Waiting);
-    assert!(t.lease.is_free(), "no worker holds a waiting task");
+    assert_eq!(t.status(), TaskStatus::Waiting);
+    assert!(t.lease().is_free(), "no worker holds a waiting task");
     let approval_id = approval_of(&t);
     assert_eq!(deploys.load(Ordering::SeqCst), 0, "not run before approval");
     // Slack shows the request with both buttons, in the thread.
@@ -162,7 +162,7 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
     decide(&r, &id, &approval_id, Verdict::Approved, "U_REQ").await;
     drain(&r).await;
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.error);
     assert_eq!(deploys.load(Ordering::SeqCst), 1);
     assert!(t.result.unwrap().contains("deployed"));
     // The request message now says who approved, with no buttons left.
@@ -189,7 +189,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told() {
     decide(&r, &id, &approval_id, Verdict::Denied, "U_BOSS").await;
     drain(&r).await;
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Succeeded);
+    assert_eq!(t.status(), TaskStatus::Succeeded);
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     let answer = t.result.unwrap();
     assert!(answer.contains("denied"), "{answer}");
@@ -208,14 +208,14 @@ async fn an_approval_nobody_decides_expires_as_a_denial_the_user_is_told_of() {
     // The expiry wake was queued with a delay; the drain above may already
     // have handled it. Keep draining until the task settles.
     for _ in 0..20 {
-        if task(&r, &id).await.status.is_terminal() {
+        if task(&r, &id).await.status().is_terminal() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
         drain(&r).await;
     }
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Succeeded);
+    assert_eq!(t.status(), TaskStatus::Succeeded);
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert_eq!(
         t.approvals[0].decision.as_ref().unwrap().verdict,
@@ -287,7 +287,7 @@ async fn a_decision_that_beats_the_wait_is_not_lost() {
     let id = submit(&r).await;
     drain(&r).await;
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.waiting_for);
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.waiting_for());
     assert_eq!(deploys.load(Ordering::SeqCst), 1);
     assert!(
         !r.store
@@ -311,7 +311,7 @@ async fn cancelling_a_waiting_task_ends_it_and_tells_the_user() {
     let (r, deploys) = rig().await;
     let id = submit(&r).await;
     drain(&r).await;
-    assert_eq!(task(&r, &id).await.status, TaskStatus::Waiting);
+    assert_eq!(task(&r, &id).await.status(), TaskStatus::Waiting);
 
     r.store
         .update(&id, None, |t| {
@@ -323,7 +323,7 @@ async fn cancelling_a_waiting_task_ends_it_and_tells_the_user() {
     wake(&r, &id).await;
     drain(&r).await;
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Cancelled);
+    assert_eq!(t.status(), TaskStatus::Cancelled);
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert!(r
         .slack
@@ -341,8 +341,8 @@ async fn an_early_wake_leaves_the_wait_alone() {
     wake(&r, &id).await; // a duplicate, or a 15-minute hop towards expiry
     drain(&r).await;
     let after = task(&r, &id).await;
-    assert_eq!(after.status, TaskStatus::Waiting);
-    assert_eq!(after.waiting_for, before.waiting_for);
+    assert_eq!(after.status(), TaskStatus::Waiting);
+    assert_eq!(after.waiting_for(), before.waiting_for());
     assert_eq!(r.slack.posted().len(), 1, "the request is not posted twice");
 }
 
@@ -358,7 +358,7 @@ async fn a_cancel_that_beats_the_wait_ends_the_task() {
     let id = submit(&r).await;
     drain(&r).await;
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Cancelled, "{:?}", t.waiting_for);
+    assert_eq!(t.status(), TaskStatus::Cancelled, "{:?}", t.waiting_for());
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
 }
 
@@ -389,7 +389,7 @@ async fn rules_cover_the_built_in_waits_too() {
     .await;
     support::drain(&worker, queue).await;
     let t = store.get(&id).await.unwrap().unwrap();
-    match &t.waiting_for {
+    match &t.waiting_for() {
         Some(WaitingFor::Approval(wait::Approval { tool, .. })) => assert_eq!(tool, "sleep"),
         other => panic!("expected an approval wait, got {other:?}"),
     }
@@ -455,7 +455,7 @@ async fn a_rule_of_the_conversation_decides_unasked_and_only_there() {
     let id = submit_in(&r, "slack:T1:C1:1.0").await;
     drain(&r).await;
     let t = task(&r, &id).await;
-    assert_eq!(t.status, TaskStatus::Succeeded, "{t:?}");
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{t:?}");
     assert_eq!(deploys.load(Ordering::SeqCst), 1);
     let d = t.approvals[0].decision.clone().expect("decided");
     assert_eq!(d.verdict, Verdict::Approved);
@@ -472,7 +472,7 @@ async fn a_rule_of_the_conversation_decides_unasked_and_only_there() {
     let other = submit_in(&r, "slack:T1:C1:2.0").await;
     drain(&r).await;
     let t = task(&r, &other).await;
-    assert_eq!(t.status, TaskStatus::Waiting, "{t:?}");
+    assert_eq!(t.status(), TaskStatus::Waiting, "{t:?}");
     assert_eq!(deploys.load(Ordering::SeqCst), 1);
     let asked = r.slack.posted();
     let request = asked

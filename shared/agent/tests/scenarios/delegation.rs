@@ -124,14 +124,14 @@ async fn children_run_in_parallel_and_their_answers_come_back_as_tool_results() 
     drain(&r).await;
 
     let parent = task(&r, &id).await;
-    assert_eq!(parent.status, TaskStatus::Succeeded, "{:?}", parent.error);
+    assert_eq!(parent.status(), TaskStatus::Succeeded, "{:?}", parent.error);
     let answer = parent.result.clone().unwrap();
     assert!(answer.contains("the answer is 42"), "{answer}");
     assert!(answer.contains("a fine paragraph"), "{answer}");
     assert_eq!(parent.children.len(), 2);
     for c in &parent.children {
         let child = task(&r, &c.task_id).await;
-        assert_eq!(child.status, TaskStatus::Succeeded);
+        assert_eq!(child.status(), TaskStatus::Succeeded);
         assert_eq!(child.parent.as_ref().unwrap().task_id, id);
         assert_eq!(child.agent, c.agent, "each child runs its own agent");
     }
@@ -153,7 +153,7 @@ async fn a_failed_child_is_an_error_result_not_a_stuck_parent() {
     let id = submit(&r).await;
     drain(&r).await;
     let parent = task(&r, &id).await;
-    assert_eq!(parent.status, TaskStatus::Succeeded);
+    assert_eq!(parent.status(), TaskStatus::Succeeded);
     let answer = parent.result.unwrap();
     assert!(answer.contains("ERROR"), "{answer}");
     assert!(answer.contains("step limit"), "{answer}");
@@ -166,13 +166,13 @@ async fn cancelling_the_parent_cancels_its_children() {
     let id = submit(&r).await;
     drain(&r).await;
     let parent = task(&r, &id).await;
-    assert_eq!(parent.status, TaskStatus::Waiting);
+    assert_eq!(parent.status(), TaskStatus::Waiting);
     assert_eq!(
-        parent.waiting_for,
-        Some(WaitingFor::Children(wait::Children { pending: 1 }))
+        parent.waiting_for(),
+        Some(&WaitingFor::Children(wait::Children { pending: 1 }))
     );
     let child_id = parent.children[0].task_id.clone();
-    assert_eq!(task(&r, &child_id).await.status, TaskStatus::Waiting);
+    assert_eq!(task(&r, &child_id).await.status(), TaskStatus::Waiting);
 
     r.store
         .update(&id, None, |t| {
@@ -183,14 +183,14 @@ async fn cancelling_the_parent_cancels_its_children() {
         .unwrap();
     wake(&r, &id).await;
     drain(&r).await;
-    assert_eq!(task(&r, &id).await.status, TaskStatus::Cancelled);
-    assert_eq!(task(&r, &child_id).await.status, TaskStatus::Cancelled);
+    assert_eq!(task(&r, &id).await.status(), TaskStatus::Cancelled);
+    assert_eq!(task(&r, &child_id).await.status(), TaskStatus::Cancelled);
 }
 
 #[tokio::test]
 async fn a_parent_past_its_deadline_stops_waiting_and_cancels_its_children() {
     let r = rig(vec![("writer", r#"#tool=sleep #args={"seconds":3600}"#)]).await;
-    let mut parent = Task::new(
+    let parent = Task::new(
         TaskId::generate(),
         "default",
         Origin::Http,
@@ -201,7 +201,6 @@ async fn a_parent_past_its_deadline_stops_waiting_and_cancels_its_children() {
         },
         baton_core::now_ms(),
     );
-    parent.status = TaskStatus::Queued;
     r.store
         .create(
             &parent,
@@ -215,18 +214,18 @@ async fn a_parent_past_its_deadline_stops_waiting_and_cancels_its_children() {
         .unwrap();
     wake(&r, &parent.id).await;
     drain(&r).await;
-    assert_eq!(task(&r, &parent.id).await.status, TaskStatus::Waiting);
+    assert_eq!(task(&r, &parent.id).await.status(), TaskStatus::Waiting);
     // The wake armed for the deadline arrives; keep draining until then.
     for _ in 0..30 {
-        if task(&r, &parent.id).await.status.is_terminal() {
+        if task(&r, &parent.id).await.status().is_terminal() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         drain(&r).await;
     }
     let t = task(&r, &parent.id).await;
-    assert_eq!(t.status, TaskStatus::Failed);
+    assert_eq!(t.status(), TaskStatus::Failed);
     assert!(t.error.unwrap().contains("deadline"));
     let child = task(&r, &t.children[0].task_id).await;
-    assert_eq!(child.status, TaskStatus::Cancelled);
+    assert_eq!(child.status(), TaskStatus::Cancelled);
 }

@@ -111,7 +111,7 @@ async fn the_cost_budget_ends_the_task_with_what_was_spent() {
     agent.max_identical_calls = 100;
     let (r, _llm) = rig(agent, model(10, vec![]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
-    assert_eq!(t.status, TaskStatus::Failed);
+    assert_eq!(t.status(), TaskStatus::Failed);
     let error = t.error.clone().unwrap();
     assert!(error.contains("cost budget exhausted"), "{error}");
     // Three steps ($0.006) pass the $0.005 budget; the fourth never runs.
@@ -131,15 +131,15 @@ async fn the_monthly_user_budget_stops_the_next_task_of_that_user_only() {
     let (r, _llm) = rig(agent, model(1, vec![]), budgets).await;
     // 2 steps of 2,000 tokens: over the user's 3,000 by the end.
     let first = run(&r, "U1").await;
-    assert_eq!(first.status, TaskStatus::Succeeded, "{:?}", first.error);
+    assert_eq!(first.status(), TaskStatus::Succeeded, "{:?}", first.error);
     let second = run(&r, "U1").await;
-    assert_eq!(second.status, TaskStatus::Failed);
+    assert_eq!(second.status(), TaskStatus::Failed);
     let error = second.error.unwrap();
     assert!(error.contains("monthly"), "{error}");
     assert_eq!(second.steps, 0, "no model call was made");
     let other = run(&r, "U2").await;
     assert_eq!(
-        other.status,
+        other.status(),
         TaskStatus::Succeeded,
         "another user is not affected"
     );
@@ -151,7 +151,7 @@ async fn an_overloaded_model_falls_back_along_the_agents_chain() {
     agent.fallback_models = vec!["backup".into()];
     let (r, _llm) = rig(agent, model(0, vec!["m"]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
-    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.error);
     assert_eq!(t.result.as_deref(), Some("answered by backup"));
 }
 
@@ -165,7 +165,7 @@ async fn repeated_tool_errors_escalate_to_the_stronger_model() {
     agent.max_identical_calls = 100;
     let (r, llm) = rig(agent, model(3, vec![]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
-    assert_eq!(t.status, TaskStatus::Succeeded, "{:?}", t.error);
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.error);
     let answered = llm.answered_by.lock().unwrap().clone();
     // Two failed tool calls by `m`, then `strong` for the rest of the task.
     assert_eq!(answered, ["m", "m", "strong", "strong"]);

@@ -19,12 +19,12 @@ async fn task(store: &TaskStore, status: TaskStatus, lease: Option<Lease>) -> Ta
         Limits::default(),
         Instant::now(),
     );
-    t.status = status;
     if let Some(l) = lease {
         // Planted as a segment would have taken it: held until `expires_at`.
         let ms = Duration::from_millis(1);
-        assert!(t.lease.take(&l.owner, l.expires_at - ms, ms));
+        assert!(t.start(&l.owner, l.expires_at - ms, ms));
     }
+    baton_core::testing::set_status(&mut t, status);
     store
         .create(
             &t,
@@ -109,7 +109,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
         Instant::now(),
     );
     let parent_id = TaskId::generate();
-    child.status = TaskStatus::Failed;
+    child.finish(TaskStatus::Failed);
     child.error = Some("gave up".into());
     child.parent = Some(baton_core::ParentLink {
         task_id: parent_id.clone(),
@@ -127,8 +127,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
         Limits::default(),
         Instant::now(),
     );
-    parent.status = TaskStatus::Waiting;
-    parent.waiting_for = Some(baton_core::WaitingFor::Children(wait::Children {
+    parent.wait(baton_core::WaitingFor::Children(wait::Children {
         pending: 1,
     }));
     parent.children.push(baton_core::Child {
@@ -144,7 +143,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
     reaper.sweep().await.unwrap();
 
     let parent = store.get(&parent_id).await.unwrap().unwrap();
-    assert_eq!(parent.status, TaskStatus::Queued, "runnable again");
+    assert_eq!(parent.status(), TaskStatus::Queued, "runnable again");
     let outcome = parent.children[0].outcome.clone().unwrap();
     assert_eq!(outcome.status, TaskStatus::Failed);
     assert_eq!(outcome.text, "gave up");
@@ -205,7 +204,7 @@ async fn every_kind_of_wait_whose_wake_was_lost_is_woken_and_no_other() {
     for (id, kind) in &lost {
         assert!(woken.contains(id), "the lost {kind} wait was not woken");
         let t = store.get(id).await.unwrap().unwrap();
-        if t.status == TaskStatus::Waiting {
+        if t.status() == TaskStatus::Waiting {
             // What the wake does: the wait is over for the worker too.
             assert!(baton_core::wait::is_over(&t, Instant::now()), "{kind}");
         }
@@ -264,7 +263,7 @@ async fn a_task_whose_person_connected_but_whose_wake_was_lost_is_lifted_and_wok
         .unwrap();
     assert_eq!(reaper.sweep().await.unwrap(), 1);
     let t = store.get(&task.id).await.unwrap().unwrap();
-    assert_eq!(t.status, TaskStatus::Queued, "runnable again");
-    assert_eq!(t.waiting_for, None);
+    assert_eq!(t.status(), TaskStatus::Queued, "runnable again");
+    assert_eq!(t.waiting_for(), None);
     assert_eq!(woken(b.queue.as_ref()).await, vec![task.id.clone()]);
 }

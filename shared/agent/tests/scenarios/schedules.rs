@@ -103,7 +103,7 @@ async fn one_time_schedule_fires_through_the_embedded_scheduler_and_its_task_com
         "one-time plan removed after firing"
     );
     let task = r.store.get(&task_id).await.unwrap().unwrap();
-    assert_eq!(task.status, TaskStatus::Succeeded, "{:?}", task.error);
+    assert_eq!(task.status(), TaskStatus::Succeeded, "{:?}", task.error);
     assert!(task.result.unwrap_or_default().contains("say hello"));
 }
 
@@ -169,7 +169,7 @@ async fn heartbeat_posts_nothing_when_ok_and_a_repeated_finding_once() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(task.status, TaskStatus::Succeeded);
+        assert_eq!(task.status(), TaskStatus::Succeeded);
     }
     let noisy = r.service.store().get(&noisy.id).await.unwrap().unwrap();
     assert_eq!(noisy.last_finding.as_deref(), Some("Disk full on host-1"));

@@ -476,7 +476,7 @@ mod tests {
         let finished = &ours[2];
         store
             .update(finished, None, |t| {
-                t.status = TaskStatus::Succeeded;
+                t.finish(TaskStatus::Succeeded);
                 Ok(Some(Vec::new()))
             })
             .await

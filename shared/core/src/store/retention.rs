@@ -215,7 +215,7 @@ mod tests {
 
         let (ended, _) = store
             .update(&task.id, None, |t| {
-                t.status = TaskStatus::Succeeded;
+                t.finish(TaskStatus::Succeeded);
                 Ok(Some(vec![text("done")]))
             })
             .await
@@ -253,7 +253,7 @@ mod tests {
         let pk = format!("TASK#{}", task.id);
         let (ended, _) = store
             .update(&task.id, None, |t| {
-                t.status = TaskStatus::Failed;
+                t.finish(TaskStatus::Failed);
                 Ok(Some(Vec::new()))
             })
             .await
@@ -316,7 +316,7 @@ mod tests {
             .unwrap();
         store
             .update(&task.id, None, |t| {
-                t.status = TaskStatus::Cancelled;
+                t.finish(TaskStatus::Cancelled);
                 Ok(Some(vec![text("bye")]))
             })
             .await

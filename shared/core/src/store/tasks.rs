@@ -911,7 +911,7 @@ mod tests {
         // A terminal task leaves its shard.
         store
             .update(&ids[0], None, |t| {
-                t.status = crate::task::TaskStatus::Succeeded;
+                t.finish(crate::task::TaskStatus::Succeeded);
                 Ok(Some(Vec::new()))
             })
             .await

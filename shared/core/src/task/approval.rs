@@ -204,7 +204,7 @@ fn lift_if_decided(t: &mut Task) -> bool {
     {
         return false;
     }
-    t.stop_waiting();
+    t.wake();
     true
 }
 
@@ -320,8 +320,7 @@ mod tests {
     }
 
     fn wait_on(t: &mut Task, id: &str) {
-        t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Approval(crate::task::wait::Approval {
+        t.wait(WaitingFor::Approval(crate::task::wait::Approval {
             approval_id: id.into(),
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),
@@ -504,7 +503,7 @@ mod tests {
             decide(&mut t, "nope", Verdict::Approved, None, Instant(1)),
             Err(DecideError::Unknown { .. })
         ));
-        t.status = TaskStatus::Succeeded;
+        t.finish(TaskStatus::Succeeded);
         assert_eq!(
             decide(&mut t, "ap-1-call_1", Verdict::Approved, None, Instant(1)),
             Err(DecideError::Ended("succeeded"))

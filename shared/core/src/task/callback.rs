@@ -119,7 +119,7 @@ pub fn deliver(
     let waiting =
         t.status == TaskStatus::Waiting && matches!(t.waiting_for, Some(WaitingFor::Callback(_)));
     if waiting {
-        t.stop_waiting();
+        t.wake();
     }
     Ok(vec![EntryKind::Status {
         status: t.status,
@@ -222,8 +222,7 @@ mod tests {
             expires_at: Instant(1_000),
             delivered: None,
         });
-        t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Callback(crate::task::wait::Callback {
+        t.wait(WaitingFor::Callback(crate::task::wait::Callback {
             url: "http://x/callbacks/secret".into(),
             expires_at: Instant(1_000),
         }));

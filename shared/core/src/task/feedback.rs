@@ -146,7 +146,7 @@ mod tests {
             Limits::default(),
             0,
         );
-        t.status = TaskStatus::Succeeded;
+        t.finish(TaskStatus::Succeeded);
         t.result = Some("the answer".into());
         t
     }
@@ -176,7 +176,7 @@ mod tests {
         let mut silent = task();
         silent.result = Some("NO_REPLY".into());
         let mut failed = task();
-        failed.status = TaskStatus::Failed;
+        failed.finish(TaskStatus::Failed);
         let mut child = task();
         child.parent = Some(crate::ParentLink {
             task_id: TaskId::generate(),

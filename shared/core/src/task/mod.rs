@@ -6,6 +6,7 @@
 //! | `record` | the [`Task`] record and its parts: status, origin, limits, what it waits for, approvals, children, questions, votes, pending files, the streamed answer |
 //! | `author` | who wrote a message and whom a task acts for, as facts: `Author`, `Actor`, `InboxMessage` |
 //! | `lease` | the task's `LeaseSlot`: which worker may write it now |
+//! | `lifecycle` | the task's status, wait and lease, changed only by its transitions (`start`, `wait`, `wake`, `admit`, `requeue`, `finish`) |
 //! | `transcript` | the task's append-only log (`Entry`, `EntryKind`) |
 //! | `approval` | approval ids, decisions, expiry: pure task transitions; the `ApprovalPrompts` port |
 //! | `question` | `ask_user` questions and their replies |
@@ -29,6 +30,7 @@ pub mod feedback;
 pub mod fork;
 pub mod judgment;
 pub mod lease;
+pub mod lifecycle;
 pub mod question;
 pub mod recap;
 pub mod record;

@@ -49,7 +49,7 @@ pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Instant) -> Option
     let waiting =
         t.status == TaskStatus::Waiting && matches!(t.waiting_for, Some(WaitingFor::Reply(_)));
     if waiting {
-        t.stop_waiting();
+        t.wake();
     }
     Some(vec![EntryKind::Status {
         status: t.status,
@@ -101,8 +101,7 @@ mod tests {
             expires_at: Instant(1_000),
             reply: None,
         });
-        t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Reply(crate::task::wait::Reply {
+        t.wait(WaitingFor::Reply(crate::task::wait::Reply {
             question: "Which environment?".into(),
             expires_at: crate::Instant(1_000),
         }));

@@ -300,7 +300,7 @@ pub struct Task {
     /// the table beside the body, not in it.
     #[serde(default, skip_serializing)]
     pub version: u64,
-    pub status: TaskStatus,
+    pub(crate) status: TaskStatus,
     /// The agent configuration to run (`default` unless asked otherwise).
     pub agent: String,
     pub origin: Origin,
@@ -312,7 +312,7 @@ pub struct Task {
     #[serde(with = "crate::clock::as_millis")]
     pub updated_at: Instant,
     #[serde(default, skip_serializing_if = "LeaseSlot::is_free")]
-    pub lease: LeaseSlot,
+    pub(crate) lease: LeaseSlot,
     /// Completed LLM turns.
     #[serde(default)]
     pub steps: u32,
@@ -330,7 +330,7 @@ pub struct Task {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting_for: Option<WaitingFor>,
+    pub(crate) waiting_for: Option<WaitingFor>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancel_requested: bool,
     /// Set with `cancel_requested` when a new message on the conversation
@@ -692,14 +692,6 @@ impl Task {
         }
     }
 
-    /// Puts the task in `waiting` for `what` with no lease (no worker runs
-    /// a waiting task): the one change that makes a task wait.
-    pub fn wait_for(&mut self, what: WaitingFor) {
-        self.status = TaskStatus::Waiting;
-        self.waiting_for = Some(what);
-        self.lease.clear();
-    }
-
     /// A task record as stored, at `version`. Records of earlier releases
     /// kept a handed-over task `running` with no lease; they read as
     /// `queued`, which they were, so [`Task::check`] holds for them too.
@@ -710,20 +702,6 @@ impl Task {
             task.status = TaskStatus::Queued;
         }
         Ok(task)
-    }
-
-    /// Hands the task back to the queue between segments: queued, with
-    /// no lease (its next wake takes one).
-    pub fn requeue(&mut self) {
-        self.status = TaskStatus::Queued;
-        self.lease.clear();
-    }
-
-    /// Lifts a wait: the task is queued again (wake it), waiting for
-    /// nothing.
-    pub fn stop_waiting(&mut self) {
-        self.status = TaskStatus::Queued;
-        self.waiting_for = None;
     }
 
     /// The Slack workspace and user of the schedule that started the
@@ -1239,12 +1217,12 @@ mod invariant_tests {
         );
         t.status = TaskStatus::Running;
         assert!(t.lease.take("w", Instant(0), Duration::from_millis(10)));
-        t.wait_for(WaitingFor::Children(crate::task::wait::Children {
+        t.wait(WaitingFor::Children(crate::task::wait::Children {
             pending: 1,
         }));
         assert_eq!(t.check(), Ok(()));
         assert!(t.lease.is_free());
-        t.stop_waiting();
+        t.wake();
         assert_eq!((t.status, t.check()), (TaskStatus::Queued, Ok(())));
     }
 }

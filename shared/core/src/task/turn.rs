@@ -188,7 +188,7 @@ mod tests {
     async fn end(store: &TaskStore, id: &TaskId) {
         store
             .update(id, None, |t| {
-                t.status = TaskStatus::Cancelled;
+                t.finish(TaskStatus::Cancelled);
                 Ok(Some(Vec::new()))
             })
             .await

@@ -65,20 +65,19 @@ async fn commit_with_a_stale_version_conflicts() {
     store.create(&task, vec![user("go")], None).await.unwrap();
     let mut a = store.get(&task.id).await.unwrap().unwrap();
     let mut stale = a.clone();
-    a.status = TaskStatus::Running;
-    assert!(a.lease.take(
+    assert!(a.start(
         "worker-a",
         baton_core::Instant::now(),
         std::time::Duration::from_secs(30)
     ));
     store.commit(&mut a, vec![user("a")]).await.unwrap();
     assert_eq!(a.version, 2);
-    stale.status = TaskStatus::Cancelled;
+    stale.finish(TaskStatus::Cancelled);
     let err = store.commit(&mut stale, vec![user("b")]).await.unwrap_err();
     assert_eq!(err, StoreError::Conflict(task.id.clone()));
     // Neither the task nor the transcript took the stale write.
     let now = store.get(&task.id).await.unwrap().unwrap();
-    assert_eq!((now.version, now.status), (2, TaskStatus::Running));
+    assert_eq!((now.version, now.status()), (2, TaskStatus::Running));
     let texts: Vec<_> = store
         .transcript(&task.id)
         .await

@@ -250,7 +250,7 @@ impl Ingest {
             "SubscribeToTask" => {
                 let p: wire::TaskIdParams = params(request.params)?;
                 let task = self.a2a_task(agent, &p.id).await?;
-                if task.status.is_terminal() {
+                if task.status().is_terminal() {
                     return Err(RpcError::Unsupported(format!(
                         "task {} has ended: read it with GetTask",
                         task.id
@@ -271,11 +271,11 @@ impl Ingest {
             "CancelTask" => {
                 let p: wire::TaskIdParams = params(request.params)?;
                 let task = self.a2a_task(agent, &p.id).await?;
-                if task.status.is_terminal() && task.status != TaskStatus::Cancelled {
+                if task.status().is_terminal() && task.status() != TaskStatus::Cancelled {
                     return Err(RpcError::TaskNotCancelable(format!(
                         "task {} already ended ({})",
                         task.id,
-                        task.status.as_str()
+                        task.status().as_str()
                     )));
                 }
                 self.cancel_task(task.id.as_str())
@@ -426,18 +426,14 @@ fn no_message_for(task: &Task, w: &WaitingFor) -> Option<RpcError> {
 /// it has not ended and does not wait for an approval (which its
 /// approvers decide, not a message).
 fn open_context(task: &Task) -> Result<String, RpcError> {
-    if task.status.is_terminal() {
+    if task.status().is_terminal() {
         return Err(RpcError::Unsupported(format!(
             "task {} has ended ({}): send the message without `taskId`, in its `contextId`, to go on with the conversation",
             task.id,
-            task.status.as_str()
+            task.status().as_str()
         )));
     }
-    if let Some(refused) = task
-        .waiting_for
-        .as_ref()
-        .and_then(|w| no_message_for(task, w))
-    {
+    if let Some(refused) = task.waiting_for().and_then(|w| no_message_for(task, w)) {
         return Err(refused);
     }
     match task.thread.as_deref().and_then(|t| t.strip_prefix("http:")) {

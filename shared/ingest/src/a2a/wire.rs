@@ -119,10 +119,10 @@ impl State {
 /// connect an account is `auth-required`; a task waiting for its children
 /// or a timer is still at work.
 pub(super) fn state_of(task: &Task) -> State {
-    match task.status {
+    match task.status() {
         TaskStatus::Queued => State::Submitted,
         TaskStatus::Running => State::Working,
-        TaskStatus::Waiting => match task.waiting_for {
+        TaskStatus::Waiting => match task.waiting_for() {
             Some(WaitingFor::Reply(_)) | Some(WaitingFor::Approval(_)) => State::InputRequired,
             Some(WaitingFor::Connection(_)) => State::AuthRequired,
             Some(
@@ -162,11 +162,8 @@ pub(super) fn agent_message(task: &Task, id: &str, text: &str) -> Value {
 /// What the status says beside its state: the question, the approval
 /// awaited, the failure's reason.
 fn status_text(task: &Task) -> Option<String> {
-    match task.status {
-        TaskStatus::Waiting => task
-            .waiting_for
-            .as_ref()
-            .and_then(|w| waiting_text(task, w)),
+    match task.status() {
+        TaskStatus::Waiting => task.waiting_for().and_then(|w| waiting_text(task, w)),
         TaskStatus::Failed => task.error.clone(),
         TaskStatus::Queued
         | TaskStatus::Running
@@ -214,7 +211,7 @@ pub(super) fn status(task: &Task) -> Value {
 /// The answer as an artifact (only once the task succeeded with one).
 pub(super) fn answer_artifact(task: &Task) -> Option<Value> {
     let result = task.result.as_deref()?;
-    (task.status == TaskStatus::Succeeded).then(|| {
+    (task.status() == TaskStatus::Succeeded).then(|| {
         json!({
             "artifactId": format!("{}-answer", task.id),
             "name": "answer",
@@ -231,9 +228,9 @@ pub(super) fn task_json(task: &Task) -> Value {
         "status": status(task),
         "artifacts": answer_artifact(task).into_iter().collect::<Vec<_>>(),
         "metadata": {"baton": {
-            "status": task.status.as_str(),
+            "status": task.status().as_str(),
             "agent": task.agent,
-            "waiting_for": task.waiting_for,
+            "waiting_for": task.waiting_for(),
         }},
     });
     if let Some(c) = context_of(task) {
@@ -276,8 +273,11 @@ mod tests {
             Limits::default(),
             baton_core::Instant(0),
         );
-        t.status = status;
-        t.waiting_for = waiting_for;
+        match waiting_for {
+            Some(w) => t.wait(w),
+            None => baton_core::testing::set_status(&mut t, status),
+        }
+        assert_eq!(t.status(), status);
         t
     }
 

@@ -53,7 +53,7 @@ pub(super) fn rule_list(rules: &[AlwaysRule]) -> String {
 
 /// One line on a task: its id, agent, state, steps and what it waits for.
 pub(super) fn describe(task: &Task) -> String {
-    let doing = match task.status {
+    let doing = match task.status() {
         TaskStatus::Queued => "is queued".to_owned(),
         TaskStatus::Running => "is working".to_owned(),
         TaskStatus::Waiting => "is waiting".to_owned(),
@@ -69,7 +69,7 @@ pub(super) fn describe(task: &Task) -> String {
     if task.cancel_requested {
         out.push_str(", stopping");
     }
-    if let Some(w) = &task.waiting_for {
+    if let Some(w) = &task.waiting_for() {
         out.push_str(": waiting for ");
         out.push_str(&waiting_for(w));
     }
@@ -167,9 +167,8 @@ mod tests {
             Limits::default(),
             0,
         );
-        t.status = TaskStatus::Waiting;
         t.steps = 1;
-        t.waiting_for = Some(WaitingFor::Approval(wait::Approval {
+        t.wait(WaitingFor::Approval(wait::Approval {
             approval_id: "a1".into(),
             tool: "deploy".into(),
             summary: "ship <v2>\nmore".into(),

@@ -23,7 +23,7 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
         .map_err(ApiError::unavailable)?;
     let mut mine: Vec<_> = active
         .into_iter()
-        .filter(|t| !t.status.is_terminal())
+        .filter(|t| !t.status().is_terminal())
         .filter(|t| {
             matches!(&t.origin, Origin::Slack { team_id, user, .. }
                 if *team_id == ctx.team_id && *user == ctx.user)

@@ -88,8 +88,7 @@ async fn rig_for(person: PersonKey, expires_in: Duration, sign_in: bool) -> Rig 
         now_ms(),
     );
     let expires_at = Instant::now().saturating_add(expires_in);
-    t.status = TaskStatus::Waiting;
-    t.waiting_for = Some(WaitingFor::Connection(wait::Connection {
+    t.wait(WaitingFor::Connection(wait::Connection {
         provider: "api".into(),
         url: format!("https://baton.example/connect/{STATE}"),
         expires_at,
@@ -230,8 +229,8 @@ async fn connecting_stores_the_tokens_once_and_wakes_the_task() {
     let stored = r.connections.get(&alice(), "api").await.unwrap().unwrap();
     assert_eq!(stored.tokens.access_token.expose_secret(), "at-SECRET");
     let task = r.store.get(&r.task).await.unwrap().unwrap();
-    assert_eq!(task.status, TaskStatus::Queued);
-    assert_eq!(task.waiting_for, None);
+    assert_eq!(task.status(), TaskStatus::Queued);
+    assert_eq!(task.waiting_for(), None);
 
     // Replayed: refused, and nothing changes.
     let resp = get(&r, &callback(STATE), Some(&cookie)).await;
@@ -400,7 +399,7 @@ async fn a_failed_exchange_leaves_the_link_usable_and_a_retry_connects() {
     assert!(text(&resp).contains("Open the Connect link again"));
     assert!(r.connections.get(&alice(), "api").await.unwrap().is_none());
     assert_eq!(
-        r.store.get(&r.task).await.unwrap().unwrap().status,
+        r.store.get(&r.task).await.unwrap().unwrap().status(),
         TaskStatus::Waiting
     );
     // The old callback is spent (its flow is gone); the link is not.

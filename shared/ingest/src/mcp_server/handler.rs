@@ -170,7 +170,7 @@ impl McpServer {
                     }
                 }
             }
-            let done = task.status.is_terminal() || outcome::awaits_someone(&task);
+            let done = task.status().is_terminal() || outcome::awaits_someone(&task);
             if done || tokio::time::Instant::now() >= until {
                 return Ok(task);
             }
@@ -218,7 +218,7 @@ impl McpServer {
         let supports_tasks = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        if !task.status.is_terminal() && supports_tasks {
+        if !task.status().is_terminal() && supports_tasks {
             return Ok(CallToolResponse::Task(CreateTaskResult::new(
                 outcome::detailed(&task).task,
             )));
@@ -302,7 +302,7 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         let task = self.exposed_task(&request.task_id).await?;
         // An ended task is left as it is: cancelling is only a request.
-        if task.status.is_terminal() {
+        if task.status().is_terminal() {
             return Ok(());
         }
         match self.ingest.cancel_task(task.id.as_str()).await {

@@ -16,9 +16,7 @@ pub(crate) const POLL_INTERVAL_MS: u64 = 2_000;
 /// Whether a task waits on a person (an approval, a reply, a connection
 /// to make): waiting on the tool call for it would only hang the client.
 pub(crate) fn awaits_someone(task: &Task) -> bool {
-    task.waiting_for
-        .as_ref()
-        .is_some_and(WaitingFor::awaits_a_person)
+    task.waiting_for().is_some_and(WaitingFor::awaits_a_person)
 }
 
 /// What the task waits for and how to go on, in words, with where to act
@@ -32,7 +30,7 @@ pub(crate) fn awaits_someone(task: &Task) -> bool {
 /// the same bearer token, shows them to a program that needs them.
 pub(crate) fn awaited(task: &Task) -> Option<String> {
     let id = &task.id;
-    Some(match task.waiting_for.as_ref()? {
+    Some(match task.waiting_for()? {
         WaitingFor::Approval(wait::Approval {
             approval_id,
             tool,
@@ -109,7 +107,7 @@ fn shown_wait(w: &WaitingFor) -> Value {
 pub(crate) fn status_text(task: &Task) -> String {
     match awaited(task) {
         Some(w) => w,
-        None => task.status.as_str().to_owned(),
+        None => task.status().as_str().to_owned(),
     }
 }
 
@@ -135,17 +133,17 @@ pub(crate) fn event_text(kind: &EntryKind) -> Option<String> {
 /// The machine-readable part of a result: `task_id`, `status`, and
 /// `answer`, `error`, `waiting_for` and `awaiting` when they say something.
 pub(crate) fn structured(task: &Task) -> Value {
-    let mut v = json!({"task_id": task.id, "status": task.status.as_str()});
+    let mut v = json!({"task_id": task.id, "status": task.status().as_str()});
     if let Some(thread) = task.shown_thread() {
         v["thread"] = json!(thread);
     }
-    if let Some(r) = task.result.as_ref().filter(|_| task.status.is_terminal()) {
+    if let Some(r) = task.result.as_ref().filter(|_| task.status().is_terminal()) {
         v["answer"] = json!(r);
     }
     if let Some(e) = &task.error {
         v["error"] = json!(e);
     }
-    if let Some(w) = &task.waiting_for {
+    if let Some(w) = &task.waiting_for() {
         v["waiting_for"] = shown_wait(w);
     }
     if let Some(a) = awaited(task) {
@@ -158,7 +156,7 @@ pub(crate) fn structured(task: &Task) -> Value {
 /// when it failed or was cancelled, and otherwise where it stands with how
 /// to get the answer later (`get_task`).
 pub(crate) fn tool_result(task: &Task) -> CallToolResult {
-    let text = match task.status {
+    let text = match task.status() {
         TaskStatus::Succeeded => task.result.clone().unwrap_or_default(),
         TaskStatus::Failed => format!(
             "task {} failed: {}",
@@ -173,7 +171,7 @@ pub(crate) fn tool_result(task: &Task) -> CallToolResult {
             task.id
         ),
     };
-    let mut result = if matches!(task.status, TaskStatus::Failed | TaskStatus::Cancelled) {
+    let mut result = if matches!(task.status(), TaskStatus::Failed | TaskStatus::Cancelled) {
         CallToolResult::error(vec![ContentBlock::text(text)])
     } else {
         CallToolResult::success(vec![ContentBlock::text(text)])
@@ -195,7 +193,7 @@ pub(crate) fn detailed(task: &Task) -> DetailedTask {
     )
     .with_poll_interval_ms(POLL_INTERVAL_MS)
     .with_status_message(status_text(task));
-    let payload = match task.status {
+    let payload = match task.status() {
         TaskStatus::Cancelled => TaskPayload::Cancelled,
         TaskStatus::Succeeded | TaskStatus::Failed => {
             let result = serde_json::to_value(tool_result(task))
@@ -223,7 +221,7 @@ mod tests {
             Limits::default(),
             0,
         );
-        t.status = status;
+        baton_core::testing::set_status(&mut t, status);
         t
     }
 
@@ -264,7 +262,7 @@ mod tests {
     #[test]
     fn a_task_awaiting_approval_says_what_and_how_to_approve() {
         let mut t = task(TaskStatus::Waiting);
-        t.waiting_for = Some(WaitingFor::Approval(wait::Approval {
+        t.wait(WaitingFor::Approval(wait::Approval {
             approval_id: "ap1".into(),
             tool: "http_request".into(),
             summary: "GET http://x/".into(),
@@ -301,7 +299,7 @@ mod tests {
             for secret in ["/callbacks/", "/connect/"] {
                 assert!(!everything.contains(secret), "{}: {everything}", c.kind);
             }
-            let named = match t.waiting_for.as_ref().unwrap() {
+            let named = match t.waiting_for().unwrap() {
                 WaitingFor::Approval(wait::Approval { approval_id, .. }) => {
                     format!("approvals/{approval_id}")
                 }

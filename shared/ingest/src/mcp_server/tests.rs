@@ -115,7 +115,7 @@ async fn finish(f: &Fixture, id: &str, answer: &str) {
     let id = TaskId::parse(id).unwrap();
     f.store
         .update(&id, None, |t| {
-            t.status = TaskStatus::Succeeded;
+            t.finish(TaskStatus::Succeeded);
             t.result = Some(answer.to_owned());
             Ok(Some(Vec::new()))
         })
@@ -384,7 +384,7 @@ async fn tasks_cancel_cancels_the_baton_task() {
         .unwrap()
         .unwrap();
     assert!(
-        task.cancel_requested || task.status == TaskStatus::Cancelled,
+        task.cancel_requested || task.status() == TaskStatus::Cancelled,
         "{task:?}"
     );
 }

@@ -85,10 +85,10 @@ async fn queue_makes_a_task_that_waits_its_turn_at_zero_cost_once() {
     };
     assert_eq!(behind, a);
     let queued = f.task(&b).await;
-    assert_eq!(queued.status, TaskStatus::Queued);
+    assert_eq!(queued.status(), TaskStatus::Queued);
     assert_eq!(
-        queued.waiting_for,
-        Some(WaitingFor::Turn(wait::Turn { behind: a.clone() }))
+        queued.waiting_for(),
+        Some(&WaitingFor::Turn(wait::Turn { behind: a.clone() }))
     );
     assert_eq!(texts(&queued.inbox), ["second"]);
     assert_eq!(queued.summary.as_deref(), Some("second"));
@@ -130,7 +130,7 @@ async fn a_message_queued_as_the_running_task_ends_is_woken_by_the_ingest() {
     f.ingest
         .store
         .update(&a, None, |t| {
-            t.status = TaskStatus::Succeeded;
+            t.finish(TaskStatus::Succeeded);
             Ok(Some(Vec::new()))
         })
         .await

@@ -54,7 +54,7 @@ pub fn awaited(t: &Task) -> Option<&ConnectionWait> {
 pub fn renew_for(t: &mut Task, from: &PersonKey) -> bool {
     let waiting = awaited(t).is_some_and(|w| &w.person == from);
     if waiting {
-        t.stop_waiting();
+        t.wake();
     }
     waiting
 }
@@ -68,7 +68,7 @@ pub fn lift(t: &mut Task, provider: &str) -> Option<Vec<EntryKind>> {
     if !waiting {
         return None;
     }
-    t.stop_waiting();
+    t.wake();
     Some(vec![EntryKind::Status {
         status: t.status,
         detail: format!("connected {provider}"),
@@ -92,8 +92,7 @@ mod tests {
             0,
         );
         let alice = PersonKey::new("T1", "U1");
-        t.status = TaskStatus::Waiting;
-        t.waiting_for = Some(WaitingFor::Connection(Connection {
+        t.wait(WaitingFor::Connection(Connection {
             provider: "gh".into(),
             url: "https://b.example/connect/s".into(),
             expires_at: Instant(9_000),

@@ -57,7 +57,7 @@ fn task(now: Instant) -> Task {
 }
 
 fn waiting(mut t: Task, w: WaitingFor) -> Task {
-    t.wait_for(w);
+    t.wait(w);
     t
 }
 

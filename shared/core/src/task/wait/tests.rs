@@ -73,7 +73,11 @@ fn each_kind_says_its_name_whether_it_is_an_admission_and_where_its_event_is_fir
         assert_eq!(w.kind(), kind);
         assert_eq!(w.kind(), c.kind);
         assert_eq!(w.is_admission(), admission, "{kind}");
-        assert_eq!(c.waiting.is_none(), admission, "{kind}: only a queued task's wait is");
+        assert_eq!(
+            c.waiting.is_none(),
+            admission,
+            "{kind}: only a queued task's wait is"
+        );
         assert_eq!(w.awaits_a_person(), person, "{kind}");
         assert_eq!(w.written_first(), first, "{kind}");
     }
