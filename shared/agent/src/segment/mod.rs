@@ -314,7 +314,7 @@ impl<'d> Segment<'d> {
                 self.advise_after_tool_errors().await?;
                 Ok(None)
             }
-            Next::EmptyAnswer => self.after_empty_answer().await,
+            Next::EmptyAnswer(rung) => self.after_empty_answer(rung).await,
             Next::Deliver(answer) => {
                 if let Some(end) = self.deliver(answer).await? {
                     return Ok(Some(end));

@@ -10,6 +10,7 @@
 
 use super::budget::SegmentBudget;
 use super::limit::Limit;
+use super::stuck::{self, EmptyAnswer};
 use crate::compaction;
 use crate::context_cache::ContextCache;
 use crate::judgment::{self, Gate};
@@ -41,8 +42,9 @@ pub(super) enum Next {
         step: u32,
         pending: Vec<(ToolCall, bool)>,
     },
-    /// The model's final answer is empty: nudge it, escalate, or fail.
-    EmptyAnswer,
+    /// The model's final answer is empty: nudge it, escalate, or give up
+    /// ([`stuck::empty_answer`] names the rung).
+    EmptyAnswer(EmptyAnswer),
     /// Deliver the final answer and finish (or go on with a message that
     /// arrived meanwhile).
     Deliver(String),
@@ -134,7 +136,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     }
     if let Some((step, answer)) = final_answer(transcript) {
         if crate::sanitize::sanitize(&answer).is_empty() {
-            return Next::EmptyAnswer;
+            return Next::EmptyAnswer(stuck::empty_answer(s.agent, transcript));
         }
         // Judging costs a call, and sending back another: not past a
         // limit or the segment's time (the answer is delivered as it is).
@@ -412,7 +414,7 @@ mod tests {
         let thought = "<thinking>they said hi</thinking>\n ";
         assert_eq!(
             decide(&t, vec![user("hi"), answer(1, thought, &[])], &roomy()),
-            Next::EmptyAnswer
+            Next::EmptyAnswer(EmptyAnswer::Nudge)
         );
         // A note after the answer asks for more: the model is called.
         let nudged = vec![

@@ -103,6 +103,32 @@ pub(super) fn repetition(agent: &AgentConfig, transcript: &[Entry]) -> Repetitio
     }
 }
 
+/// The rung of the empty-answer ladder the model is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum EmptyAnswer {
+    /// The first empty answer since the user spoke: a note asks it to go on.
+    Nudge,
+    /// Empty again: the escalation model takes over (when there is one).
+    Escalate,
+    /// Empty after all that: the task fails and the user is told.
+    GiveUp,
+}
+
+/// What follows an empty answer: a nudge first, then the escalation
+/// model (when configured and not yet taken over since the user spoke),
+/// then giving up. Read from the notes since the last user message, so a
+/// retried segment takes the same rung.
+pub(super) fn empty_answer(agent: &AgentConfig, transcript: &[Entry]) -> EmptyAnswer {
+    let (nudges, escalated) = empty_answer_notes(transcript);
+    if nudges == 0 {
+        EmptyAnswer::Nudge
+    } else if agent.escalation.is_some() && !escalated {
+        EmptyAnswer::Escalate
+    } else {
+        EmptyAnswer::GiveUp
+    }
+}
+
 /// Empty answers since the last user message: the nudges already given
 /// and whether the escalation model took over.
 fn empty_answer_notes(transcript: &[Entry]) -> (usize, bool) {
@@ -126,38 +152,35 @@ fn empty_answer_notes(transcript: &[Entry]) -> (usize, bool) {
 }
 
 impl Segment<'_> {
-    /// The model answered with nothing: nudge it, then escalate, then tell
-    /// the user. `None`: the loop goes on.
-    pub(super) async fn after_empty_answer(&mut self) -> Step {
-        let (nudges, escalated) = empty_answer_notes(&self.transcript);
-        let note = if nudges == 0 {
-            Some((
+    /// The model answered with nothing: the note of `rung` (a nudge, the
+    /// escalation), or the user told. `None`: the loop goes on.
+    pub(super) async fn after_empty_answer(&mut self, rung: EmptyAnswer) -> Step {
+        let (reason, text) = match rung {
+            EmptyAnswer::Nudge => (
                 NoteReason::EmptyAnswer,
                 "Your last answer was empty. Continue: answer the user, or call a tool if you need one.",
-            ))
-        } else if self.agent.escalation.is_some() && !escalated {
-            Some((
+            ),
+            EmptyAnswer::Escalate => (
                 NoteReason::Escalated,
                 "Your answer was empty again. Continue: answer the user, or call a tool if you need one.",
-            ))
-        } else {
-            None
+            ),
+            EmptyAnswer::GiveUp => {
+                let reason = "the model gave no answer, even when asked again".to_owned();
+                let told = "Sorry, I could not produce an answer: the model replied with nothing, \
+                            even when asked again. Please try rephrasing your request."
+                    .to_owned();
+                return self
+                    .finish(TaskStatus::Failed, None, Some(reason), Some(told))
+                    .await
+                    .map(Some);
+            }
         };
-        if let Some((reason, text)) = note {
-            let entry = EntryKind::Note {
-                reason,
-                text: text.to_owned(),
-            };
-            self.commit(|_| Some(vec![entry.clone()])).await?;
-            return Ok(None);
-        }
-        let reason = "the model gave no answer, even when asked again".to_owned();
-        let told = "Sorry, I could not produce an answer: the model replied with nothing, \
-                    even when asked again. Please try rephrasing your request."
-            .to_owned();
-        self.finish(TaskStatus::Failed, None, Some(reason), Some(told))
-            .await
-            .map(Some)
+        let entry = EntryKind::Note {
+            reason,
+            text: text.to_owned(),
+        };
+        self.commit(|_| Some(vec![entry.clone()])).await?;
+        Ok(None)
     }
 
     /// After the LLM step: a turn that repeats a call too often is refused
@@ -276,6 +299,60 @@ mod tests {
 
     fn agent() -> AgentConfig {
         AgentConfig::new("default", "m")
+    }
+
+    /// The empty-answer ladder, from the notes since the user last spoke:
+    /// (with an escalation model, notes since the user's message, rung).
+    #[test]
+    fn an_empty_answer_is_nudged_then_escalated_then_given_up() {
+        use EmptyAnswer::{Escalate, GiveUp, Nudge};
+        let note = |reason| EntryKind::Note {
+            reason,
+            text: "go on".into(),
+        };
+        let (nudged, escalated) = (NoteReason::EmptyAnswer, NoteReason::Escalated);
+        let cases = [
+            (false, vec![], Nudge),
+            (true, vec![], Nudge),
+            (false, vec![nudged], GiveUp),
+            (true, vec![nudged], Escalate),
+            (true, vec![nudged, escalated], GiveUp),
+            // Escalated for another reason (a refused request): given up
+            // after the nudge all the same.
+            (true, vec![escalated, nudged], GiveUp),
+            // Other notes are not rungs of this ladder.
+            (true, vec![NoteReason::Repeating], Nudge),
+            (true, vec![NoteReason::ToolErrors, nudged], Escalate),
+        ];
+        for (with_escalation, notes, rung) in cases {
+            let mut a = agent();
+            if with_escalation {
+                a.escalation = Some(baton_settings::Escalation {
+                    model: "big".into(),
+                    after_tool_errors: 3,
+                });
+            }
+            // The notes of an earlier message do not count.
+            let mut kinds = vec![
+                user("first"),
+                note(NoteReason::EmptyAnswer),
+                note(NoteReason::Escalated),
+                user("again"),
+            ];
+            kinds.extend(notes.iter().map(|r| note(*r)));
+            assert_eq!(
+                empty_answer(&a, &entries(kinds)),
+                rung,
+                "escalation: {with_escalation}, notes: {notes:?}"
+            );
+        }
+    }
+
+    fn user(text: &str) -> EntryKind {
+        EntryKind::UserMessage {
+            text: text.into(),
+            from: None,
+        }
     }
 
     #[test]
