@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | this one | taking the lease, carrying out [`next`]'s actions, commits |
 //! | [`step`] | one LLM call (phase one of a step), compaction, loop detection |
+//! | [`failed_call`] | what follows a failed model call: shrink, escalate, or end |
 //! | [`files`] | downloading the files the input carried |
 //! | [`listing`] | the tools a segment offers; MCP tools listed once per task |
 //! | [`next`] | what the segment does next: the loop's decision, a value |
@@ -31,6 +32,7 @@ mod callback;
 mod connection;
 mod end;
 mod events;
+mod failed_call;
 mod files;
 #[cfg(test)]
 mod harness;
