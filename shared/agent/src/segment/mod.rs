@@ -4,7 +4,7 @@
 //! | module | what |
 //! | --- | --- |
 //! | this one | taking the lease, carrying out [`next`]'s actions, commits |
-//! | [`step`] | one LLM call (phase one of a step), compaction, loop detection |
+//! | [`step`] | one LLM call (phase one of a step), compaction |
 //! | [`failed_call`] | what follows a failed model call: shrink, escalate, or end |
 //! | [`files`] | downloading the files the input carried |
 //! | [`listing`] | the tools a segment offers; MCP tools listed once per task |
@@ -316,6 +316,15 @@ impl<'d> Segment<'d> {
                 self.advise_after_tool_errors().await?;
                 Ok(None)
             }
+            Next::RefuseRepeated {
+                step,
+                calls,
+                tool,
+                times,
+            } => self
+                .refuse_repeated(step, calls, tool, times)
+                .await
+                .map(|()| None),
             Next::EmptyAnswer(rung) => self.after_empty_answer(rung).await,
             Next::Deliver(answer) => {
                 if let Some(end) = self.deliver(answer).await? {

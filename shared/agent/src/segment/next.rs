@@ -10,7 +10,7 @@
 
 use super::budget::SegmentBudget;
 use super::limit::Limit;
-use super::stuck::{self, EmptyAnswer};
+use super::stuck::{self, EmptyAnswer, Repetition};
 use crate::compaction;
 use crate::context_cache::ContextCache;
 use crate::judgment::{self, Gate};
@@ -41,6 +41,15 @@ pub(super) enum Next {
     RunTools {
         step: u32,
         pending: Vec<(ToolCall, bool)>,
+    },
+    /// Step `step`'s turn repeats a call too often (`tool`, `times`): its
+    /// `calls` are refused and the model warned, once (the next time it
+    /// stops, [`Limit::Loop`]).
+    RefuseRepeated {
+        step: u32,
+        calls: Vec<ToolCall>,
+        tool: String,
+        times: u32,
     },
     /// The model's final answer is empty: nudge it, escalate, or give up
     /// ([`stuck::empty_answer`] names the rung).
@@ -126,9 +135,23 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if !task.pending_files.is_empty() && task.inbox.is_empty() {
         return Next::TakeFiles;
     }
-    // Phase two of an unfinished step: its missing tool results.
+    // Phase two of an unfinished step: its missing tool results; but not
+    // of a turn that repeats a call too often, refused before any runs.
     let (step, pending) = pending_tool_calls(transcript);
     if !pending.is_empty() {
+        match stuck::repetition(s.agent, transcript) {
+            Repetition::No => {}
+            Repetition::Warn { tool, times } => {
+                let calls = pending.into_iter().map(|(call, _)| call).collect();
+                return Next::RefuseRepeated {
+                    step,
+                    calls,
+                    tool,
+                    times,
+                };
+            }
+            Repetition::Stop { tool, times } => return Next::Stop(Limit::Loop { tool, times }),
+        }
         if !s.fits_another() {
             return Next::HandOver;
         }
@@ -287,14 +310,37 @@ mod tests {
         EntryKind::AssistantMessage {
             step,
             text: text.into(),
-            tool_calls: calls
-                .iter()
-                .map(|id| ToolCall {
-                    id: (*id).into(),
-                    name: "read".into(),
-                    arguments: json!({}),
-                })
-                .collect(),
+            tool_calls: calls.iter().map(|id| read(id)).collect(),
+            usage: Usage::default(),
+            model: "m".into(),
+        }
+    }
+
+    /// A call of `read`, its arguments its own (the same call repeated is
+    /// [`same_call`]).
+    fn read(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({ "call": id }),
+        }
+    }
+
+    /// Step `step`'s call of `get`, the same as every other step's.
+    fn get_call(step: u32) -> ToolCall {
+        ToolCall {
+            id: format!("g{step}"),
+            name: "get".into(),
+            arguments: json!({ "url": "https://x.test/status" }),
+        }
+    }
+
+    /// Step `step`'s turn asking for [`get_call`].
+    fn same_call(step: u32) -> EntryKind {
+        EntryKind::AssistantMessage {
+            step,
+            text: String::new(),
+            tool_calls: vec![get_call(step)],
             usage: Usage::default(),
             model: "m".into(),
         }
@@ -389,16 +435,7 @@ mod tests {
 
     fn pending(ids: &[(&str, bool)]) -> Vec<(ToolCall, bool)> {
         ids.iter()
-            .map(|(id, was_started)| {
-                (
-                    ToolCall {
-                        id: (*id).into(),
-                        name: "read".into(),
-                        arguments: json!({}),
-                    },
-                    *was_started,
-                )
-            })
+            .map(|(id, was_started)| (read(id), *was_started))
             .collect()
     }
 
@@ -448,6 +485,71 @@ mod tests {
         let mut done = step;
         done.extend([result(1, "b"), result(1, "c")]);
         assert_eq!(decide(&t, done, &roomy()), Next::CallModel);
+    }
+
+    /// A turn that repeats a call too often is refused before its calls
+    /// run (the first time) or stops the task (after the warning): as
+    /// soon as it is written, whatever the time left, but after a cancel
+    /// and the deadline.
+    #[test]
+    fn a_turn_that_repeats_a_call_is_refused_then_stops_the_task() {
+        // Steps 1..=n asking for the same call, the last one's not run yet
+        // (`ran`: run too).
+        let calls = |n: u32, ran: bool| {
+            let mut kinds = vec![user("poll")];
+            for step in 1..=n {
+                kinds.push(same_call(step));
+                if step < n || ran {
+                    kinds.push(result(step, &format!("g{step}")));
+                }
+            }
+            kinds
+        };
+        let warned = |n: u32| {
+            let mut kinds = calls(n, false);
+            kinds.insert(
+                1,
+                EntryKind::Note {
+                    reason: NoteReason::Repeating,
+                    text: "stop".into(),
+                },
+            );
+            kinds
+        };
+        let refused = |step: u32| Next::RefuseRepeated {
+            step,
+            calls: vec![get_call(step)],
+            tool: "get".into(),
+            times: step,
+        };
+        let stopped = |times| {
+            Next::Stop(Limit::Loop {
+                tool: "get".into(),
+                times,
+            })
+        };
+        let runs = Next::RunTools {
+            step: 2,
+            pending: vec![(get_call(2), false)],
+        };
+        let mut cancelled = task();
+        cancelled.cancel_requested = true;
+        let mut late = task();
+        late.limits.deadline_at = Some(NOW);
+        let (call, cancel, over) = (Next::CallModel, Next::Cancel, Next::Stop(Limit::Deadline));
+        let cases = [
+            ("twice", task(), calls(2, false), roomy(), runs),
+            ("thrice", task(), calls(3, false), roomy(), refused(3)),
+            ("no time left", task(), calls(3, false), spent(), refused(3)),
+            ("thrice, run", task(), calls(3, true), roomy(), call),
+            ("warned", task(), warned(3), roomy(), stopped(3)),
+            ("warned, no time", task(), warned(4), spent(), stopped(4)),
+            ("cancelled", cancelled, calls(3, false), roomy(), cancel),
+            ("late", late, calls(3, false), roomy(), over),
+        ];
+        for (case, t, kinds, b, expected) in cases {
+            assert_eq!(decide(&t, kinds, &b), expected, "{case}");
+        }
     }
 
     #[test]

@@ -345,8 +345,9 @@ impl Segment<'_> {
         }
     }
 
-    /// Checkpoints the model's answer (phase one), then checks it for
-    /// repetition. A turn whose calls are all safe to repeat skips the
+    /// Checkpoints the model's answer (phase one); [`super::next`] then
+    /// checks its calls for repetition before any runs. A turn whose calls
+    /// are all safe to repeat (and repeat nothing) skips the
     /// separate checkpoint: its calls run at once and the answer is
     /// written with their results (see [`Segment::run_safe_turn`]).
     async fn record_answer(&mut self, answer: Answer) -> Step {
@@ -374,8 +375,7 @@ impl Segment<'_> {
             Some(vec![message.clone()])
         })
         .await?;
-        let step = self.task.steps;
-        self.check_repetition(step).await
+        Ok(None)
     }
 }
 

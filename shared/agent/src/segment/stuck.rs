@@ -14,7 +14,6 @@
 //! Every decision is taken from the transcript, so a retried segment takes
 //! the same one.
 
-use super::limit::Limit;
 use super::tools::result_entry;
 use super::{Segment, Step};
 use crate::model_choice::tool_error_runs;
@@ -183,39 +182,36 @@ impl Segment<'_> {
         Ok(None)
     }
 
-    /// After the LLM step: a turn that repeats a call too often is refused
-    /// with a warning the first time, and stops the task after that.
-    pub(super) async fn check_repetition(&mut self, step: u32) -> Step {
-        match repetition(self.agent, &self.transcript) {
-            Repetition::No => Ok(None),
-            Repetition::Stop { tool, times } => {
-                self.stop_at(Limit::Loop { tool, times }).await.map(Some)
-            }
-            Repetition::Warn { tool, times } => {
-                let warning = format!(
-                    "You asked for `{tool}` with the same arguments {times} times without making \
-                     progress, so this turn's calls were not run. Try a different approach, or \
-                     answer the user with what you have. Asking for the same call again ends the task."
+    /// A turn that repeats a call too often ([`repetition`] warns, and
+    /// [`super::next`] decides): its `calls` are refused with a warning;
+    /// the next time the task stops.
+    pub(super) async fn refuse_repeated(
+        &mut self,
+        step: u32,
+        calls: Vec<ToolCall>,
+        tool: String,
+        times: u32,
+    ) -> Result<(), crate::WorkerError> {
+        let warning = format!(
+            "You asked for `{tool}` with the same arguments {times} times without making \
+             progress, so this turn's calls were not run. Try a different approach, or \
+             answer the user with what you have. Asking for the same call again ends the task."
+        );
+        let max_chars = self.agent.max_tool_result_chars;
+        let mut entries: Vec<EntryKind> = calls
+            .iter()
+            .map(|call| {
+                let out = ToolOutput::error(
+                    "not run: this turn repeats a call that is not making progress",
                 );
-                let (_, pending) = baton_core::transcript::pending_tool_calls(&self.transcript);
-                let max_chars = self.agent.max_tool_result_chars;
-                let mut entries: Vec<EntryKind> = pending
-                    .iter()
-                    .map(|(call, _)| {
-                        let out = ToolOutput::error(
-                            "not run: this turn repeats a call that is not making progress",
-                        );
-                        result_entry(step, call, out, max_chars, self.deps.input_guard)
-                    })
-                    .collect();
-                entries.push(EntryKind::Note {
-                    reason: NoteReason::Repeating,
-                    text: warning,
-                });
-                self.commit(|_| Some(entries.clone())).await?;
-                Ok(None)
-            }
-        }
+                result_entry(step, call, out, max_chars, self.deps.input_guard)
+            })
+            .collect();
+        entries.push(EntryKind::Note {
+            reason: NoteReason::Repeating,
+            text: warning,
+        });
+        self.commit(|_| Some(entries.clone())).await
     }
 
     /// After a batch of tool results: several failures in a row get a note
@@ -353,6 +349,72 @@ mod tests {
             text: text.into(),
             from: None,
         }
+    }
+
+    /// Through the interpreter: the third time in a row the call is not
+    /// run and the model is warned; the fourth ends the task.
+    #[tokio::test]
+    async fn a_model_repeating_a_call_is_warned_then_stopped() {
+        use super::super::harness::{roomy, says, Harness};
+        use super::super::SegmentEnd;
+        let h = Harness::new(|_| {});
+        let same = |id: &str| baton_core::Completion {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "count".into(),
+                arguments: json!({ "label": "again" }),
+            }],
+            ..baton_core::Completion::default()
+        };
+        h.llm
+            .then(same("c1"))
+            .then(same("c2"))
+            .then(same("c3"))
+            .then(same("c4"))
+            .then(says("I kept counting."));
+        let id = h.task("count").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Failed)
+        );
+        assert_eq!(h.tool.calls(), 2, "the third and fourth never ran");
+        let task = h.get(&id).await;
+        let error = task.error.unwrap_or_default();
+        assert!(
+            error.contains("same `count` call") && error.contains("4 times"),
+            "{error}"
+        );
+        let transcript = h.transcript(&id).await;
+        let warnings = transcript
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EntryKind::Note {
+                        reason: NoteReason::Repeating,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(warnings, 1);
+        let refused: Vec<&str> = transcript
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::ToolResult {
+                    call_id,
+                    is_error: true,
+                    ..
+                } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(refused, ["c3"]);
+        let told = h.replies.endings();
+        assert!(
+            told.len() == 1 && told[0].contains("I kept counting."),
+            "{told:?}"
+        );
     }
 
     #[test]
