@@ -17,6 +17,7 @@
 //! | [`ask`] | `ask_user`: post the question, wait for the reply |
 //! | [`end`] | deliver the answer, end the task, hand over |
 //! | [`limit`] | ending at a limit, with a summary of the work |
+//! | [`monthly`] | the monthly budgets, read before each model call |
 //! | [`phase`] | the task's phase for chat front ends (Slack agent sessions) |
 //! | [`stream`] | the answer streamed as it is written (chat message, events) |
 //! | [`stuck`] | empty answers, repeated calls, failing tools |
@@ -39,6 +40,7 @@ mod harness;
 mod judge;
 mod limit;
 mod listing;
+mod monthly;
 mod next;
 mod phase;
 mod plan;
@@ -65,7 +67,6 @@ use baton_core::approval;
 use baton_core::{Entry, EntryKind, Instant, Task, TaskId, TaskStatus, ToolMode, WaitingFor};
 use baton_settings::AgentConfig;
 use events::{Event, Events};
-use limit::Limit;
 use next::{Next, Situation};
 use std::time::Duration;
 
@@ -106,6 +107,9 @@ pub(crate) struct Segment<'d> {
     /// the next one, so a failing summariser cannot eat the budget. One
     /// that succeeds may run again once the history has grown again.
     compaction_failed: bool,
+    /// What the monthly budgets said when last read, for the decision
+    /// after the reading only.
+    monthly: monthly::Monthly,
     /// How this segment writes into the task's streamed answer message.
     stream: stream::ChatStream,
     /// A recorded fork's source calls, read once per segment; `None` for
@@ -198,6 +202,7 @@ impl<'d> Segment<'d> {
                 deps.llm.name(),
             ),
             compaction_failed: false,
+            monthly: Default::default(),
             stream: Default::default(),
             recorded,
             roles: Vec::new(),
@@ -260,6 +265,12 @@ impl<'d> Segment<'d> {
         // another process than the last segment's: shown again.
         self.show_plan().await;
         loop {
+            // A reading of the monthly budgets serves one decision; without
+            // budgets there is nothing to read.
+            let monthly = match self.deps.budgets {
+                Some(_) => std::mem::take(&mut self.monthly),
+                None => monthly::Monthly::Within,
+            };
             let situation = Situation {
                 agent: self.agent,
                 owner: &self.owner,
@@ -267,6 +278,7 @@ impl<'d> Segment<'d> {
                 budget: &self.budget,
                 time_left: self.budget.time_left(),
                 compaction_failed: self.compaction_failed,
+                monthly: &monthly,
                 now: Instant::now(),
             };
             let action = next::next(&self.task, &self.transcript, &situation);
@@ -345,31 +357,11 @@ impl<'d> Segment<'d> {
             Next::Supervise => self.supervise().await,
             Next::TakeInbox => self.take_inbox().await.map(|()| None),
             Next::Compact => self.compact().await,
-            Next::CallModel => match self.monthly_budget_spent().await? {
-                Some(limit) => self.stop_at(limit).await.map(Some),
-                None => self.llm_step().await,
-            },
-        }
-    }
-
-    /// The monthly budget that forbids another model call, if one does:
-    /// the one limit kept outside the task, read just before each call.
-    async fn monthly_budget_spent(&self) -> Result<Option<Limit>, WorkerError> {
-        let Some(budgets) = &self.deps.budgets else {
-            return Ok(None);
-        };
-        match budgets
-            .exhausted(&self.task, &self.roles, Instant::now())
-            .await
-        {
-            Ok(over) => Ok(over.map(Limit::Monthly)),
-            // A counter that cannot be read will not heal by retrying: go
-            // on uncounted rather than fail every task.
-            Err(e @ baton_core::LedgerError::Corrupt(_)) => {
-                tracing::error!(error = %e, "monthly budget counter unreadable; not enforced for this step");
+            Next::ReadMonthly => {
+                self.monthly = monthly::read(self.deps, &self.task, &self.roles).await?;
                 Ok(None)
             }
-            Err(e) => Err(e.into()),
+            Next::CallModel => self.llm_step().await,
         }
     }
 

@@ -10,6 +10,7 @@
 
 use super::budget::SegmentBudget;
 use super::limit::Limit;
+use super::monthly::Monthly;
 use super::stuck::{self, EmptyAnswer, Repetition};
 use crate::compaction;
 use crate::context_cache::ContextCache;
@@ -79,8 +80,10 @@ pub(super) enum Next {
     /// The context is large, or `/compact` was asked for: summarise older
     /// turns (not again in a segment where it failed).
     Compact,
-    /// Phase one of a step: call the model. The monthly budgets, kept in
-    /// the table and read only here, are checked by the segment first.
+    /// The monthly budgets, kept in the table rather than on the task, are
+    /// read before a model call: the next decision takes what they say.
+    ReadMonthly,
+    /// Phase one of a step: call the model.
     CallModel,
 }
 
@@ -97,6 +100,8 @@ pub(super) struct Situation<'a> {
     pub(super) time_left: Duration,
     /// A compaction failed in this segment already.
     pub(super) compaction_failed: bool,
+    /// What the monthly budgets say of a model call now.
+    pub(super) monthly: &'a Monthly,
     pub(super) now: Instant,
 }
 
@@ -199,11 +204,16 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if judgment::supervision_due(s.agent, task, transcript, s.now) {
         return Next::Supervise;
     }
-    Next::CallModel
+    match s.monthly {
+        Monthly::Unread => Next::ReadMonthly,
+        Monthly::Spent(whose) => Next::Stop(Limit::Monthly(whose.clone())),
+        Monthly::Within => Next::CallModel,
+    }
 }
 
 /// The task's own limit that forbids another model call (steps, tokens,
-/// cost), if one does. The monthly budgets are the segment's to read.
+/// cost), if one does. The monthly budgets are read apart
+/// ([`Situation::monthly`]).
 fn over_limit(task: &Task, agent: &AgentConfig) -> Option<Limit> {
     let limits = &task.limits;
     if task.steps >= limits.max_steps {
@@ -394,6 +404,7 @@ mod tests {
             budget: b,
             time_left: b.time_left(),
             compaction_failed: failed,
+            monthly: &Monthly::Within,
             now: NOW,
         };
         next(t, &transcript, &s)
@@ -415,6 +426,7 @@ mod tests {
                 budget: &b,
                 time_left,
                 compaction_failed: false,
+                monthly: &Monthly::Within,
                 now: NOW,
             };
             next(&task(), &transcript, &s)
@@ -552,6 +564,62 @@ mod tests {
         }
     }
 
+    /// The monthly budgets are read just before a model call, and only
+    /// then: what they say decides whether it is made.
+    #[test]
+    fn the_monthly_budgets_are_read_before_a_model_call_and_may_stop_it() {
+        let decide_reading = |t: &Task, kinds: Vec<EntryKind>, monthly: &Monthly| {
+            let agent = agent();
+            let transcript = entries(kinds);
+            let s = Situation {
+                agent: &agent,
+                owner: OWNER,
+                context: &ContextCache::new(&agent, &transcript),
+                budget: &roomy(),
+                time_left: roomy().time_left(),
+                compaction_failed: false,
+                monthly,
+                now: NOW,
+            };
+            next(t, &transcript, &s)
+        };
+        use Monthly::{Unread, Within};
+        let whose = "the workspace's monthly budget is spent";
+        let spent = || Monthly::Spent(whose.into());
+        let over = Next::Stop(Limit::Monthly(whose.into()));
+        let (read, call) = (Next::ReadMonthly, Next::CallModel);
+        let deliver = Next::Deliver("done".into());
+        let (compact, steps) = (Next::Compact, Next::Stop(Limit::Steps(10)));
+        let mut at_limit = task();
+        at_limit.steps = 10;
+        let go = || vec![user("go")];
+        let tools = vec![user("go"), answer(1, "", &["a"])];
+        let done = vec![user("go"), answer(1, "done", &[])];
+        let asked = vec![user("/compact")];
+        let cases = [
+            ("unread", task(), go(), Unread, read),
+            ("within", task(), go(), Within, call),
+            ("spent", task(), go(), spent(), over),
+            // Only a model call needs them: not running tools, delivering,
+            // compacting, nor a task at its own limit.
+            ("tools", task(), tools, Unread, runs("a")),
+            ("done", task(), done, spent(), deliver),
+            ("compact", task(), asked, spent(), compact),
+            ("own limit", at_limit, go(), Unread, steps),
+        ];
+        for (case, t, kinds, monthly, expected) in cases {
+            assert_eq!(decide_reading(&t, kinds, &monthly), expected, "{case}");
+        }
+    }
+
+    /// Step 1's call `id`, to run.
+    fn runs(id: &str) -> Next {
+        Next::RunTools {
+            step: 1,
+            pending: vec![(read(id), false)],
+        }
+    }
+
     #[test]
     fn the_budget_hands_over_before_a_unit_that_may_not_fit() {
         let t = task();
@@ -650,6 +718,7 @@ mod tests {
             budget: &roomy(),
             time_left: roomy().time_left(),
             compaction_failed: false,
+            monthly: &Monthly::Within,
             now: NOW,
         };
         assert!(matches!(
@@ -760,6 +829,7 @@ mod tests {
                 budget: b,
                 time_left: b.time_left(),
                 compaction_failed: false,
+                monthly: &Monthly::Within,
                 now: NOW,
             };
             next(t, &transcript, &s)
