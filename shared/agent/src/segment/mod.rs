@@ -107,6 +107,8 @@ pub(crate) struct Segment<'d> {
     /// the next one, so a failing summariser cannot eat the budget. One
     /// that succeeds may run again once the history has grown again.
     compaction_failed: bool,
+    /// The segment has begun: its tools taken, its plan shown.
+    begun: bool,
     /// What the monthly budgets said when last read, for the decision
     /// after the reading only.
     monthly: monthly::Monthly,
@@ -202,6 +204,7 @@ impl<'d> Segment<'d> {
                 deps.llm.name(),
             ),
             compaction_failed: false,
+            begun: false,
             monthly: Default::default(),
             stream: Default::default(),
             recorded,
@@ -257,13 +260,11 @@ impl<'d> Segment<'d> {
     /// The loop: asks [`next::next`] what to do, does it, and asks again
     /// until the segment ends.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
-        if let Some(reason) = self.start_refused() {
-            return self.end(TaskStatus::Failed, None, Some(reason)).await;
-        }
-        self.take_listing().await?;
-        // A front end that keeps the plan in memory (Slack's stream) may be
-        // another process than the last segment's: shown again.
-        self.show_plan().await;
+        // What the policies say of the task's start, asked once;
+        // `next` decides whether it still matters.
+        let refusal = self.deps.policies.as_deref().and_then(|policies| {
+            crate::policy::start_refusal(policies, &self.task, &self.roles, Instant::now())
+        });
         loop {
             // A reading of the monthly budgets serves one decision; without
             // budgets there is nothing to read.
@@ -279,6 +280,8 @@ impl<'d> Segment<'d> {
                 time_left: self.budget.time_left(),
                 compaction_failed: self.compaction_failed,
                 monthly: &monthly,
+                refusal: refusal.as_deref(),
+                begun: self.begun,
                 now: Instant::now(),
             };
             let action = next::next(&self.task, &self.transcript, &situation);
@@ -288,24 +291,24 @@ impl<'d> Segment<'d> {
         }
     }
 
-    /// Why the policies refuse this task's start (docs/policies.md),
-    /// asked once: before its first model call.
-    fn start_refused(&self) -> Option<String> {
-        let policies = self.deps.policies.as_deref()?;
-        let started = self
-            .transcript
-            .iter()
-            .any(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }));
-        if started {
-            return None;
-        }
-        crate::policy::start_refusal(policies, &self.task, &self.roles, Instant::now())
-    }
-
     /// Carries out one action; `Some` when the segment ends with it.
     async fn carry_out(&mut self, action: Next) -> Step {
         match action {
             Next::LeaseLost => Err(WorkerError::LeaseLost),
+            // The policies' refusal (docs/policies.md).
+            Next::Refuse(reason) => self
+                .end(TaskStatus::Failed, None, Some(reason))
+                .await
+                .map(Some),
+            Next::Begin => {
+                self.take_listing().await?;
+                // A front end that keeps the plan in memory (Slack's
+                // stream) may be another process than the last segment's:
+                // shown again.
+                self.show_plan().await;
+                self.begun = true;
+                Ok(None)
+            }
             Next::Cancel => {
                 let reason = Some(match &self.task.interrupted_by {
                     Some(by) => format!(
@@ -563,6 +566,63 @@ mod tests {
         );
         assert!(h.replies.answers().is_empty() && h.replies.endings().is_empty());
         assert!(h.queue.sent().is_empty());
+    }
+
+    /// The policies refuse a task's start before anything of it runs;
+    /// once it started, they are not asked.
+    #[tokio::test]
+    async fn a_start_the_policies_refuse_fails_before_anything_runs() {
+        let known = baton_policy::Known {
+            tools: ["count", "sleep"].map(str::to_owned).into(),
+            agents: ["default"].map(str::to_owned).into(),
+            ..Default::default()
+        };
+        let text = r#"
+            @id("all") permit(principal, action, resource);
+            @id("no-api-starts") forbid(principal == Baton::Api::"default",
+                action == Baton::Action::"start_task", resource);
+        "#;
+        let policies = match baton_policy::Policies::load("p", text, known) {
+            Ok(p) => std::sync::Arc::new(p),
+            Err(e) => panic!("{e}"),
+        };
+        let settings = crate::WorkerSettings::default();
+        let h = Harness::build(|_| {}, Vec::new(), settings, |w| w.with_policies(policies));
+        let id = h.task("go").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Failed)
+        );
+        assert_eq!(h.llm.calls(), 0);
+        let error = h.get(&id).await.error.unwrap_or_default();
+        assert!(error.contains("no-api-starts"), "{error}");
+        assert_eq!(h.replies.endings().len(), 1);
+
+        // A task the model has answered once has started: not asked again.
+        let started = h.task("go on").await;
+        let answered = vec![
+            EntryKind::AssistantMessage {
+                step: 1,
+                text: "earlier".into(),
+                tool_calls: Vec::new(),
+                usage: Default::default(),
+                model: "m".into(),
+            },
+            EntryKind::UserMessage {
+                text: "and then?".into(),
+                from: None,
+            },
+        ];
+        let written = h
+            .store
+            .update(&started, None, |_| Ok(Some(answered.clone())))
+            .await;
+        assert!(written.is_ok());
+        h.llm.then(says("went on"));
+        assert_eq!(
+            h.run(&started, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
     }
 
     #[tokio::test]

@@ -25,6 +25,12 @@ use std::time::Duration;
 pub(super) enum Next {
     /// The lease is no longer this segment's: stop without writing.
     LeaseLost,
+    /// The policies refuse the task's start (the reason names the policy):
+    /// it fails before anything of it runs.
+    Refuse(String),
+    /// The segment's start: the tools it offers taken (its MCP servers'
+    /// listing, once per task) and the plan shown again.
+    Begin,
     /// Cancellation was asked for: end the task as cancelled.
     Cancel,
     /// A limit forbids going on: end with a summary of the work.
@@ -102,6 +108,12 @@ pub(super) struct Situation<'a> {
     pub(super) compaction_failed: bool,
     /// What the monthly budgets say of a model call now.
     pub(super) monthly: &'a Monthly,
+    /// Why the policies refuse the task's start, as they said at the
+    /// segment's start (`None` without policies); it counts only before
+    /// the task's first model call.
+    pub(super) refusal: Option<&'a str>,
+    /// The segment has begun ([`Next::Begin`]).
+    pub(super) begun: bool,
     pub(super) now: Instant,
 }
 
@@ -113,11 +125,20 @@ impl Situation<'_> {
 }
 
 /// The segment's next action. The order is the loop's priority: a lost
-/// lease, then a cancel, then the deadline and the hop limit, then the
-/// step in progress, then a new step.
+/// lease, then a refused start, then the segment's beginning, then a
+/// cancel, then the deadline and the hop limit, then the step in
+/// progress, then a new step.
 pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next {
     if !task.lease.is_held_by(s.owner) {
         return Next::LeaseLost;
+    }
+    // Asked before anything of the task runs, even its tools' listing
+    // (which may act for its person); once it started, no longer.
+    if let Some(reason) = s.refusal.filter(|_| !started(transcript)) {
+        return Next::Refuse(reason.to_owned());
+    }
+    if !s.begun {
+        return Next::Begin;
     }
     if task.cancel_requested {
         return Next::Cancel;
@@ -209,6 +230,13 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
         Monthly::Spent(whose) => Next::Stop(Limit::Monthly(whose.clone())),
         Monthly::Within => Next::CallModel,
     }
+}
+
+/// Whether the task has started: the model has answered once.
+fn started(transcript: &[Entry]) -> bool {
+    transcript
+        .iter()
+        .any(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }))
 }
 
 /// The task's own limit that forbids another model call (steps, tokens,
@@ -405,6 +433,8 @@ mod tests {
             time_left: b.time_left(),
             compaction_failed: failed,
             monthly: &Monthly::Within,
+            refusal: None,
+            begun: true,
             now: NOW,
         };
         next(t, &transcript, &s)
@@ -427,6 +457,8 @@ mod tests {
                 time_left,
                 compaction_failed: false,
                 monthly: &Monthly::Within,
+                refusal: None,
+                begun: true,
                 now: NOW,
             };
             next(&task(), &transcript, &s)
@@ -564,6 +596,62 @@ mod tests {
         }
     }
 
+    /// The segment's start: a start the policies refuse fails before the
+    /// segment begins (its tools taken), even cancelled; a task that has
+    /// started is not refused; the beginning comes before a cancel.
+    #[test]
+    fn a_refused_start_fails_before_the_segment_begins() {
+        let decide_at_start = |t: &Task, kinds: Vec<EntryKind>, refusal, begun| {
+            let agent = agent();
+            let transcript = entries(kinds);
+            let s = Situation {
+                agent: &agent,
+                owner: OWNER,
+                context: &ContextCache::new(&agent, &transcript),
+                budget: &roomy(),
+                time_left: roomy().time_left(),
+                compaction_failed: false,
+                monthly: &Monthly::Within,
+                refusal,
+                begun,
+                now: NOW,
+            };
+            next(t, &transcript, &s)
+        };
+        let why = "refused by policy `no-api`";
+        let (no, refused) = (Some(why), || Next::Refuse(why.into()));
+        let cancelled = || {
+            let mut t = task();
+            t.cancel_requested = true;
+            t
+        };
+        let mut stolen = task();
+        stolen.lease.clear();
+        let go = || vec![user("go")];
+        let tools = vec![user("go"), answer(1, "", &["a"])];
+        let again = vec![user("go"), answer(1, "hi", &[]), user("more")];
+        let (begin, call) = (|| Next::Begin, || Next::CallModel);
+        let (lost, cancel) = (Next::LeaseLost, Next::Cancel);
+        let cases = [
+            ("refused", task(), go(), no, false, refused()),
+            ("refused, begun", task(), go(), no, true, refused()),
+            ("cancelled", cancelled(), go(), no, false, refused()),
+            ("lease lost", stolen, go(), no, false, lost),
+            ("started", task(), tools, no, false, begin()),
+            ("started, begun", task(), again, no, true, call()),
+            ("allowed", task(), go(), None, false, begin()),
+            ("allowed, begun", task(), go(), None, true, call()),
+            ("cancelled, begun", cancelled(), go(), None, true, cancel),
+        ];
+        for (case, t, kinds, refusal, begun, expected) in cases {
+            assert_eq!(
+                decide_at_start(&t, kinds, refusal, begun),
+                expected,
+                "{case}"
+            );
+        }
+    }
+
     /// The monthly budgets are read just before a model call, and only
     /// then: what they say decides whether it is made.
     #[test]
@@ -579,6 +667,8 @@ mod tests {
                 time_left: roomy().time_left(),
                 compaction_failed: false,
                 monthly,
+                refusal: None,
+                begun: true,
                 now: NOW,
             };
             next(t, &transcript, &s)
@@ -719,6 +809,8 @@ mod tests {
             time_left: roomy().time_left(),
             compaction_failed: false,
             monthly: &Monthly::Within,
+            refusal: None,
+            begun: true,
             now: NOW,
         };
         assert!(matches!(
@@ -830,6 +922,8 @@ mod tests {
                 time_left: b.time_left(),
                 compaction_failed: false,
                 monthly: &Monthly::Within,
+                refusal: None,
+                begun: true,
                 now: NOW,
             };
             next(t, &transcript, &s)
