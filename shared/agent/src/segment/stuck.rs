@@ -215,37 +215,11 @@ impl Segment<'_> {
     }
 
     /// After a batch of tool results: several failures in a row get a note
-    /// to try something else (once per run of failures).
+    /// to try something else, when [`tool_errors_advice`] says so.
     pub(super) async fn advise_after_tool_errors(&mut self) -> Result<(), crate::WorkerError> {
-        let (run, _) = tool_error_runs(&self.transcript);
-        if run < TOOL_ERRORS_ADVICE_AFTER {
+        let Some(run) = tool_errors_advice(&self.transcript) else {
             return Ok(());
-        }
-        let since_success = self
-            .transcript
-            .iter()
-            .rposition(|e| {
-                matches!(
-                    e.kind,
-                    EntryKind::ToolResult {
-                        is_error: false,
-                        ..
-                    }
-                )
-            })
-            .map_or(0, |p| p + 1);
-        let advised = self.transcript[since_success..].iter().any(|e| {
-            matches!(
-                e.kind,
-                EntryKind::Note {
-                    reason: NoteReason::ToolErrors,
-                    ..
-                }
-            )
-        });
-        if advised {
-            return Ok(());
-        }
+        };
         let entry = EntryKind::Note {
             reason: NoteReason::ToolErrors,
             text: format!(
@@ -255,6 +229,38 @@ impl Segment<'_> {
         };
         self.commit(|_| Some(vec![entry.clone()])).await
     }
+}
+
+/// The failed tool results in a row the model is to be advised about, if
+/// it is: [`TOOL_ERRORS_ADVICE_AFTER`] or more, and no advice since the
+/// last success (once per run of failures).
+pub(super) fn tool_errors_advice(transcript: &[Entry]) -> Option<u32> {
+    let (run, _) = tool_error_runs(transcript);
+    if run < TOOL_ERRORS_ADVICE_AFTER {
+        return None;
+    }
+    let since_success = transcript
+        .iter()
+        .rposition(|e| {
+            matches!(
+                e.kind,
+                EntryKind::ToolResult {
+                    is_error: false,
+                    ..
+                }
+            )
+        })
+        .map_or(0, |p| p + 1);
+    let advised = transcript[since_success..].iter().any(|e| {
+        matches!(
+            e.kind,
+            EntryKind::Note {
+                reason: NoteReason::ToolErrors,
+                ..
+            }
+        )
+    });
+    (!advised).then_some(run)
 }
 
 #[cfg(test)]
@@ -341,6 +347,45 @@ mod tests {
                 rung,
                 "escalation: {with_escalation}, notes: {notes:?}"
             );
+        }
+    }
+
+    /// (results and notes in order — `x` failed, `o` succeeded, `n` the
+    /// advice, `u` a user message — the run to advise about).
+    #[test]
+    fn failing_tools_are_advised_about_once_per_run() {
+        let cases = [
+            ("xx", None),
+            ("xxx", Some(3)),
+            ("xxxx", Some(4)),
+            ("oxxx", Some(3)),
+            ("xxoxx", None),
+            ("xxxn", None),
+            ("xxxnx", None),
+            ("xxxnoxxx", Some(3)),
+            // Other entries do not break a run.
+            ("xuxx", Some(3)),
+        ];
+        for (shape, run) in cases {
+            let kinds = shape
+                .chars()
+                .map(|c| match c {
+                    'n' => EntryKind::Note {
+                        reason: NoteReason::ToolErrors,
+                        text: "try another way".into(),
+                    },
+                    'u' => user("and?"),
+                    c => EntryKind::ToolResult {
+                        step: 1,
+                        call_id: "c".into(),
+                        name: "http_request".into(),
+                        content: "out".into(),
+                        is_error: c == 'x',
+                        truncated_chars: 0,
+                    },
+                })
+                .collect();
+            assert_eq!(tool_errors_advice(&entries(kinds)), run, "{shape}");
         }
     }
 
