@@ -359,7 +359,7 @@ impl<'d> Segment<'d> {
             Next::Plan => self.plan().await,
             Next::Supervise => self.supervise().await,
             Next::TakeInbox => self.take_inbox().await.map(|()| None),
-            Next::Compact => self.compact().await,
+            Next::Compact { ends } => self.compact(ends).await,
             Next::ReadMonthly => {
                 self.monthly = monthly::read(self.deps, &self.task, &self.roles).await?;
                 Ok(None)

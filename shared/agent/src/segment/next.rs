@@ -84,8 +84,10 @@ pub(super) enum Next {
     /// Messages arrived while the task ran: they are the next input.
     TakeInbox,
     /// The context is large, or `/compact` was asked for: summarise older
-    /// turns (not again in a segment where it failed).
-    Compact,
+    /// turns (not again in a segment where it failed). `ends`: a bare
+    /// `/compact` (nothing else to answer, no parent to report to): its
+    /// outcome is told as the answer and the task ends.
+    Compact { ends: bool },
     /// The monthly budgets, kept in the table rather than on the task, are
     /// read before a model call: the next decision takes what they say.
     ReadMonthly,
@@ -210,10 +212,11 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if !s.fits_another() {
         return Next::HandOver;
     }
-    if !s.compaction_failed
-        && (compaction::compact_requested(transcript) || s.context.needs_compaction(s.agent))
-    {
-        return Next::Compact;
+    let asked = compaction::compact_requested(transcript);
+    if !s.compaction_failed && (asked || s.context.needs_compaction(s.agent)) {
+        // The summary it writes leaves what needs an answer as it was.
+        let ends = asked && !compaction::answer_needed(transcript) && task.parent.is_none();
+        return Next::Compact { ends };
     }
     // Thinking before acting: the route, then the plan, then checkpoints.
     if judgment::needs_route(s.agent, transcript) {
@@ -679,7 +682,7 @@ mod tests {
         let over = Next::Stop(Limit::Monthly(whose.into()));
         let (read, call) = (Next::ReadMonthly, Next::CallModel);
         let deliver = Next::Deliver("done".into());
-        let (compact, steps) = (Next::Compact, Next::Stop(Limit::Steps(10)));
+        let (compact, steps) = (Next::Compact { ends: true }, Next::Stop(Limit::Steps(10)));
         let mut at_limit = task();
         at_limit.steps = 10;
         let go = || vec![user("go")];
@@ -883,7 +886,10 @@ mod tests {
     fn a_failed_compaction_is_not_asked_for_again_in_the_segment() {
         let t = task();
         let asked = vec![user("/compact")];
-        assert_eq!(decide(&t, asked.clone(), &roomy()), Next::Compact);
+        assert_eq!(
+            decide(&t, asked.clone(), &roomy()),
+            Next::Compact { ends: true }
+        );
         assert_eq!(
             decide_with(&t, asked, &roomy(), true),
             Next::CallModel,
@@ -896,7 +902,40 @@ mod tests {
             long.push(answer(i, "", &[id.as_str()]));
             long.push(result(i, &id));
         }
-        assert_eq!(decide(&t, long, &roomy()), Next::Compact);
+        assert_eq!(decide(&t, long, &roomy()), Next::Compact { ends: false });
+    }
+
+    /// A bare `/compact` is answered with its outcome and ends the task;
+    /// one with something else to answer, or in a sub-agent, goes on.
+    #[test]
+    fn a_bare_compact_ends_the_task() {
+        let mut child = task();
+        child.parent = Some(baton_core::ParentLink {
+            task_id: TaskId::generate(),
+            call_id: "d1".into(),
+            root_task_id: None,
+            actor: None,
+        });
+        let compact = |ends| Next::Compact { ends };
+        let bare = || vec![user("/compact")];
+        let answered = vec![user("go"), answer(1, "done", &[]), user("/compact")];
+        let unanswered = vec![user("go"), user("/compact")];
+        let mid_step = vec![
+            user("go"),
+            answer(1, "", &["a"]),
+            result(1, "a"),
+            user("/compact"),
+        ];
+        let cases = [
+            ("bare", task(), bare(), compact(true)),
+            ("after an answer", task(), answered, compact(true)),
+            ("a message unanswered", task(), unanswered, compact(false)),
+            ("tool results unanswered", task(), mid_step, compact(false)),
+            ("a sub-agent", child, bare(), compact(false)),
+        ];
+        for (case, t, kinds, expected) in cases {
+            assert_eq!(decide(&t, kinds, &roomy()), expected, "{case}");
+        }
     }
 
     /// The agent's judgment, in order: routed, planned, supervised, and

@@ -22,15 +22,14 @@ impl Segment<'_> {
     /// Compaction, when the context is large or `/compact` was asked for
     /// ([`super::next`] decides): older turns are summarised by the model
     /// into a summary entry; if summarising fails the history stays as it
-    /// is. A bare `/compact` answers and ends the task. A failure is not
-    /// retried in the segment, so a failing summariser cannot eat the
-    /// budget; after a success the history may be compacted again once it
-    /// has grown again (a long segment).
-    pub(super) async fn compact(&mut self) -> Step {
-        let forced = compaction::compact_requested(&self.transcript);
+    /// is. A bare `/compact` (`ends`) answers and ends the task. A failure
+    /// is not retried in the segment, so a failing summariser cannot eat
+    /// the budget; after a success the history may be compacted again once
+    /// it has grown again (a long segment).
+    pub(super) async fn compact(&mut self, ends: bool) -> Step {
         let outcome = self.compact_history().await?;
         self.compaction_failed = outcome.is_err();
-        if forced && !compaction::answer_needed(&self.transcript) && self.task.parent.is_none() {
+        if ends {
             let msg = match &outcome {
                 Ok(d) => format!(
                     "Compacted: {} earlier messages are now a summary.",
