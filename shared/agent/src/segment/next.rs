@@ -1,6 +1,7 @@
 //! What the segment does next, as a value: [`next`] looks at the task, its
-//! transcript, the segment's budget, the kept context and the time, and
-//! names one action.
+//! transcript, the segment's budget, the kept context, the time, and what
+//! the monthly budgets and the policies said when asked, and names one
+//! action.
 //! It reads nothing else and writes nothing, so every rule of the loop is
 //! here, in order, and tested from tables below; the segment
 //! ([`super::Segment::steps`]) only carries the action out and asks again.
@@ -421,50 +422,75 @@ mod tests {
         budget(Duration::from_secs(60), Duration::from_secs(10))
     }
 
+    /// What a case knows besides the agent, the task and its transcript.
+    /// The default: a roomy budget and its own time left, no failed
+    /// compaction, the monthly budgets within, no refusal, a begun segment.
+    struct Facts {
+        budget: SegmentBudget,
+        /// The time left given, when not the budget's own.
+        time_left: Option<Duration>,
+        compaction_failed: bool,
+        monthly: Monthly,
+        refusal: Option<&'static str>,
+        begun: bool,
+    }
+
+    impl Default for Facts {
+        fn default() -> Self {
+            Facts {
+                budget: roomy(),
+                time_left: None,
+                compaction_failed: false,
+                monthly: Monthly::Within,
+                refusal: None,
+                begun: true,
+            }
+        }
+    }
+
+    fn decide_on(agent: &AgentConfig, t: &Task, kinds: Vec<EntryKind>, f: &Facts) -> Next {
+        let transcript = entries(kinds);
+        let s = Situation {
+            agent,
+            owner: OWNER,
+            context: &ContextCache::new(agent, &transcript),
+            budget: &f.budget,
+            time_left: f.time_left.unwrap_or_else(|| f.budget.time_left()),
+            compaction_failed: f.compaction_failed,
+            monthly: &f.monthly,
+            refusal: f.refusal,
+            begun: f.begun,
+            now: NOW,
+        };
+        next(t, &transcript, &s)
+    }
+
     fn decide(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget) -> Next {
         decide_with(t, kinds, b, false)
     }
 
     fn decide_with(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget, failed: bool) -> Next {
-        let agent = agent();
-        let transcript = entries(kinds);
-        let s = Situation {
-            agent: &agent,
-            owner: OWNER,
-            context: &ContextCache::new(&agent, &transcript),
-            budget: b,
-            time_left: b.time_left(),
+        let facts = Facts {
+            budget: b.clone(),
             compaction_failed: failed,
-            monthly: &Monthly::Within,
-            refusal: None,
-            begun: true,
-            now: NOW,
+            ..Facts::default()
         };
-        next(t, &transcript, &s)
+        decide_on(&agent(), t, kinds, &facts)
     }
 
     #[test]
     fn the_time_left_is_what_it_is_given_not_what_a_clock_says() {
         // A budget whose own clock says plenty is left (600 s), with a
         // step of 60 s recorded: the decision follows the time left given.
-        let agent = agent();
-        let transcript = entries(vec![user("go")]);
         let mut b = roomy();
         b.record(Duration::from_secs(60));
         let decide_at = |time_left: Duration| {
-            let s = Situation {
-                agent: &agent,
-                owner: OWNER,
-                context: &ContextCache::new(&agent, &transcript),
-                budget: &b,
-                time_left,
-                compaction_failed: false,
-                monthly: &Monthly::Within,
-                refusal: None,
-                begun: true,
-                now: NOW,
+            let facts = Facts {
+                budget: b.clone(),
+                time_left: Some(time_left),
+                ..Facts::default()
             };
-            next(&task(), &transcript, &s)
+            decide_on(&agent(), &task(), vec![user("go")], &facts)
         };
         for (left, hands_over) in [
             (Duration::from_secs(10), true),
@@ -605,21 +631,12 @@ mod tests {
     #[test]
     fn a_refused_start_fails_before_the_segment_begins() {
         let decide_at_start = |t: &Task, kinds: Vec<EntryKind>, refusal, begun| {
-            let agent = agent();
-            let transcript = entries(kinds);
-            let s = Situation {
-                agent: &agent,
-                owner: OWNER,
-                context: &ContextCache::new(&agent, &transcript),
-                budget: &roomy(),
-                time_left: roomy().time_left(),
-                compaction_failed: false,
-                monthly: &Monthly::Within,
+            let facts = Facts {
                 refusal,
                 begun,
-                now: NOW,
+                ..Facts::default()
             };
-            next(t, &transcript, &s)
+            decide_on(&agent(), t, kinds, &facts)
         };
         let why = "refused by policy `no-api`";
         let (no, refused) = (Some(why), || Next::Refuse(why.into()));
@@ -659,22 +676,12 @@ mod tests {
     /// then: what they say decides whether it is made.
     #[test]
     fn the_monthly_budgets_are_read_before_a_model_call_and_may_stop_it() {
-        let decide_reading = |t: &Task, kinds: Vec<EntryKind>, monthly: &Monthly| {
-            let agent = agent();
-            let transcript = entries(kinds);
-            let s = Situation {
-                agent: &agent,
-                owner: OWNER,
-                context: &ContextCache::new(&agent, &transcript),
-                budget: &roomy(),
-                time_left: roomy().time_left(),
-                compaction_failed: false,
+        let decide_reading = |t: &Task, kinds: Vec<EntryKind>, monthly: Monthly| {
+            let facts = Facts {
                 monthly,
-                refusal: None,
-                begun: true,
-                now: NOW,
+                ..Facts::default()
             };
-            next(t, &transcript, &s)
+            decide_on(&agent(), t, kinds, &facts)
         };
         use Monthly::{Unread, Within};
         let whose = "the workspace's monthly budget is spent";
@@ -701,7 +708,7 @@ mod tests {
             ("own limit", at_limit, go(), Unread, steps),
         ];
         for (case, t, kinds, monthly, expected) in cases {
-            assert_eq!(decide_reading(&t, kinds, &monthly), expected, "{case}");
+            assert_eq!(decide_reading(&t, kinds, monthly), expected, "{case}");
         }
     }
 
@@ -803,21 +810,8 @@ mod tests {
         t.cost_usd = 2.0;
         let mut priced = agent();
         priced.max_cost_usd = Some(1.0);
-        let transcript = entries(go());
-        let s = Situation {
-            agent: &priced,
-            owner: OWNER,
-            context: &ContextCache::new(&priced, &transcript),
-            budget: &roomy(),
-            time_left: roomy().time_left(),
-            compaction_failed: false,
-            monthly: &Monthly::Within,
-            refusal: None,
-            begun: true,
-            now: NOW,
-        };
         assert!(matches!(
-            next(&t, &transcript, &s),
+            decide_on(&priced, &t, go(), &Facts::default()),
             Next::Stop(Limit::Cost(_))
         ));
     }
@@ -952,20 +946,11 @@ mod tests {
             every: Duration::from_secs(3600),
         });
         let decide_as = |t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget| {
-            let transcript = entries(kinds);
-            let s = Situation {
-                agent: &a,
-                owner: OWNER,
-                context: &ContextCache::new(&a, &transcript),
-                budget: b,
-                time_left: b.time_left(),
-                compaction_failed: false,
-                monthly: &Monthly::Within,
-                refusal: None,
-                begun: true,
-                now: NOW,
+            let facts = Facts {
+                budget: b.clone(),
+                ..Facts::default()
             };
-            next(t, &transcript, &s)
+            decide_on(&a, t, kinds, &facts)
         };
         let route = EntryKind::Route {
             tier: Tier::Default,
