@@ -4,7 +4,8 @@
 //! | module | what |
 //! | --- | --- |
 //! | this one | taking the lease, carrying out [`next`]'s actions, commits |
-//! | [`step`] | one LLM call (phase one of a step), compaction, loop detection |
+//! | [`step`] | one LLM call (phase one of a step), compaction |
+//! | [`failed_call`] | what follows a failed model call: shrink, escalate, or end |
 //! | [`files`] | downloading the files the input carried |
 //! | [`listing`] | the tools a segment offers; MCP tools listed once per task |
 //! | [`next`] | what the segment does next: the loop's decision, a value |
@@ -16,6 +17,7 @@
 //! | [`ask`] | `ask_user`: post the question, wait for the reply |
 //! | [`end`] | deliver the answer, end the task, hand over |
 //! | [`limit`] | ending at a limit, with a summary of the work |
+//! | [`monthly`] | the monthly budgets, read before each model call |
 //! | [`phase`] | the task's phase for chat front ends (Slack agent sessions) |
 //! | [`stream`] | the answer streamed as it is written (chat message, events) |
 //! | [`stuck`] | empty answers, repeated calls, failing tools |
@@ -31,12 +33,14 @@ mod callback;
 mod connection;
 mod end;
 mod events;
+mod failed_call;
 mod files;
 #[cfg(test)]
 mod harness;
 mod judge;
 mod limit;
 mod listing;
+mod monthly;
 mod next;
 mod phase;
 mod plan;
@@ -63,7 +67,6 @@ use baton_core::approval;
 use baton_core::{Entry, EntryKind, Instant, Task, TaskId, TaskStatus, ToolMode, WaitingFor};
 use baton_settings::AgentConfig;
 use events::{Event, Events};
-use limit::Limit;
 use next::{Next, Situation};
 use std::time::Duration;
 
@@ -104,6 +107,11 @@ pub(crate) struct Segment<'d> {
     /// the next one, so a failing summariser cannot eat the budget. One
     /// that succeeds may run again once the history has grown again.
     compaction_failed: bool,
+    /// The segment has begun: its tools taken, its plan shown.
+    begun: bool,
+    /// What the monthly budgets said when last read, for the decision
+    /// after the reading only.
+    monthly: monthly::Monthly,
     /// How this segment writes into the task's streamed answer message.
     stream: stream::ChatStream,
     /// A recorded fork's source calls, read once per segment; `None` for
@@ -196,6 +204,8 @@ impl<'d> Segment<'d> {
                 deps.llm.name(),
             ),
             compaction_failed: false,
+            begun: false,
+            monthly: Default::default(),
             stream: Default::default(),
             recorded,
             roles: Vec::new(),
@@ -249,14 +259,18 @@ impl<'d> Segment<'d> {
     /// The loop: asks [`next::next`] what to do, does it, and asks again
     /// until the segment ends.
     async fn steps(&mut self) -> Result<SegmentEnd, WorkerError> {
-        if let Some(reason) = self.start_refused() {
-            return self.end(TaskStatus::Failed, None, Some(reason)).await;
-        }
-        self.take_listing().await?;
-        // A front end that keeps the plan in memory (Slack's stream) may be
-        // another process than the last segment's: shown again.
-        self.show_plan().await;
+        // What the policies say of the task's start, asked once;
+        // `next` decides whether it still matters.
+        let refusal = self.deps.policies.as_deref().and_then(|policies| {
+            crate::policy::start_refusal(policies, &self.task, &self.roles, Instant::now())
+        });
         loop {
+            // A reading of the monthly budgets serves one decision; without
+            // budgets there is nothing to read.
+            let monthly = match self.deps.budgets {
+                Some(_) => std::mem::take(&mut self.monthly),
+                None => monthly::Monthly::Within,
+            };
             let situation = Situation {
                 agent: self.agent,
                 owner: &self.owner,
@@ -264,6 +278,9 @@ impl<'d> Segment<'d> {
                 budget: &self.budget,
                 time_left: self.budget.time_left(),
                 compaction_failed: self.compaction_failed,
+                monthly: &monthly,
+                refusal: refusal.as_deref(),
+                begun: self.begun,
                 now: Instant::now(),
             };
             let action = next::next(&self.task, &self.transcript, &situation);
@@ -273,24 +290,24 @@ impl<'d> Segment<'d> {
         }
     }
 
-    /// Why the policies refuse this task's start (docs/policies.md),
-    /// asked once: before its first model call.
-    fn start_refused(&self) -> Option<String> {
-        let policies = self.deps.policies.as_deref()?;
-        let started = self
-            .transcript
-            .iter()
-            .any(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }));
-        if started {
-            return None;
-        }
-        crate::policy::start_refusal(policies, &self.task, &self.roles, Instant::now())
-    }
-
     /// Carries out one action; `Some` when the segment ends with it.
     async fn carry_out(&mut self, action: Next) -> Step {
         match action {
             Next::LeaseLost => Err(WorkerError::LeaseLost),
+            // The policies' refusal (docs/policies.md).
+            Next::Refuse(reason) => self
+                .end(TaskStatus::Failed, None, Some(reason))
+                .await
+                .map(Some),
+            Next::Begin => {
+                self.take_listing().await?;
+                // A front end that keeps the plan in memory (Slack's
+                // stream) may be another process than the last segment's:
+                // shown again.
+                self.show_plan().await;
+                self.begun = true;
+                Ok(None)
+            }
             Next::Cancel => {
                 let reason = Some(match &self.task.interrupted_by {
                     Some(by) => format!(
@@ -313,7 +330,16 @@ impl<'d> Segment<'d> {
                 self.advise_after_tool_errors().await?;
                 Ok(None)
             }
-            Next::EmptyAnswer => self.after_empty_answer().await,
+            Next::RefuseRepeated {
+                step,
+                calls,
+                tool,
+                times,
+            } => self
+                .refuse_repeated(step, calls, tool, times)
+                .await
+                .map(|()| None),
+            Next::EmptyAnswer(rung) => self.after_empty_answer(rung).await,
             Next::Deliver(answer) => {
                 if let Some(end) = self.deliver(answer).await? {
                     return Ok(Some(end));
@@ -332,32 +358,12 @@ impl<'d> Segment<'d> {
             Next::Plan => self.plan().await,
             Next::Supervise => self.supervise().await,
             Next::TakeInbox => self.take_inbox().await.map(|()| None),
-            Next::Compact => self.compact().await,
-            Next::CallModel => match self.monthly_budget_spent().await? {
-                Some(limit) => self.stop_at(limit).await.map(Some),
-                None => self.llm_step().await,
-            },
-        }
-    }
-
-    /// The monthly budget that forbids another model call, if one does:
-    /// the one limit kept outside the task, read just before each call.
-    async fn monthly_budget_spent(&self) -> Result<Option<Limit>, WorkerError> {
-        let Some(budgets) = &self.deps.budgets else {
-            return Ok(None);
-        };
-        match budgets
-            .exhausted(&self.task, &self.roles, Instant::now())
-            .await
-        {
-            Ok(over) => Ok(over.map(Limit::Monthly)),
-            // A counter that cannot be read will not heal by retrying: go
-            // on uncounted rather than fail every task.
-            Err(e @ baton_core::LedgerError::Corrupt(_)) => {
-                tracing::error!(error = %e, "monthly budget counter unreadable; not enforced for this step");
+            Next::Compact { ends } => self.compact(ends).await,
+            Next::ReadMonthly => {
+                self.monthly = monthly::read(self.deps, &self.task, &self.roles).await?;
                 Ok(None)
             }
-            Err(e) => Err(e.into()),
+            Next::CallModel => self.llm_step().await,
         }
     }
 
@@ -539,6 +545,63 @@ mod tests {
         );
         assert!(h.replies.answers().is_empty() && h.replies.endings().is_empty());
         assert!(h.queue.sent().is_empty());
+    }
+
+    /// The policies refuse a task's start before anything of it runs;
+    /// once it started, they are not asked.
+    #[tokio::test]
+    async fn a_start_the_policies_refuse_fails_before_anything_runs() {
+        let known = baton_policy::Known {
+            tools: ["count", "sleep"].map(str::to_owned).into(),
+            agents: ["default"].map(str::to_owned).into(),
+            ..Default::default()
+        };
+        let text = r#"
+            @id("all") permit(principal, action, resource);
+            @id("no-api-starts") forbid(principal == Baton::Api::"default",
+                action == Baton::Action::"start_task", resource);
+        "#;
+        let policies = match baton_policy::Policies::load("p", text, known) {
+            Ok(p) => std::sync::Arc::new(p),
+            Err(e) => panic!("{e}"),
+        };
+        let settings = crate::WorkerSettings::default();
+        let h = Harness::build(|_| {}, Vec::new(), settings, |w| w.with_policies(policies));
+        let id = h.task("go").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Failed)
+        );
+        assert_eq!(h.llm.calls(), 0);
+        let error = h.get(&id).await.error.unwrap_or_default();
+        assert!(error.contains("no-api-starts"), "{error}");
+        assert_eq!(h.replies.endings().len(), 1);
+
+        // A task the model has answered once has started: not asked again.
+        let started = h.task("go on").await;
+        let answered = vec![
+            EntryKind::AssistantMessage {
+                step: 1,
+                text: "earlier".into(),
+                tool_calls: Vec::new(),
+                usage: Default::default(),
+                model: "m".into(),
+            },
+            EntryKind::UserMessage {
+                text: "and then?".into(),
+                from: None,
+            },
+        ];
+        let written = h
+            .store
+            .update(&started, None, |_| Ok(Some(answered.clone())))
+            .await;
+        assert!(written.is_ok());
+        h.llm.then(says("went on"));
+        assert_eq!(
+            h.run(&started, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Succeeded)
+        );
     }
 
     #[tokio::test]

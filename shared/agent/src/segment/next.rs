@@ -1,6 +1,7 @@
 //! What the segment does next, as a value: [`next`] looks at the task, its
-//! transcript, the segment's budget, the kept context and the time, and
-//! names one action.
+//! transcript, the segment's budget, the kept context, the time, and what
+//! the monthly budgets and the policies said when asked, and names one
+//! action.
 //! It reads nothing else and writes nothing, so every rule of the loop is
 //! here, in order, and tested from tables below; the segment
 //! ([`super::Segment::steps`]) only carries the action out and asks again.
@@ -10,6 +11,8 @@
 
 use super::budget::SegmentBudget;
 use super::limit::Limit;
+use super::monthly::Monthly;
+use super::stuck::{self, EmptyAnswer, Repetition};
 use crate::compaction;
 use crate::context_cache::ContextCache;
 use crate::judgment::{self, Gate};
@@ -23,6 +26,12 @@ use std::time::Duration;
 pub(super) enum Next {
     /// The lease is no longer this segment's: stop without writing.
     LeaseLost,
+    /// The policies refuse the task's start (the reason names the policy):
+    /// it fails before anything of it runs.
+    Refuse(String),
+    /// The segment's start: the tools it offers taken (its MCP servers'
+    /// listing, once per task) and the plan shown again.
+    Begin,
     /// Cancellation was asked for: end the task as cancelled.
     Cancel,
     /// A limit forbids going on: end with a summary of the work.
@@ -41,8 +50,18 @@ pub(super) enum Next {
         step: u32,
         pending: Vec<(ToolCall, bool)>,
     },
-    /// The model's final answer is empty: nudge it, escalate, or fail.
-    EmptyAnswer,
+    /// Step `step`'s turn repeats a call too often (`tool`, `times`): its
+    /// `calls` are refused and the model warned, once (the next time it
+    /// stops, [`Limit::Loop`]).
+    RefuseRepeated {
+        step: u32,
+        calls: Vec<ToolCall>,
+        tool: String,
+        times: u32,
+    },
+    /// The model's final answer is empty: nudge it, escalate, or give up
+    /// ([`stuck::empty_answer`] names the rung).
+    EmptyAnswer(EmptyAnswer),
     /// Deliver the final answer and finish (or go on with a message that
     /// arrived meanwhile).
     Deliver(String),
@@ -66,10 +85,14 @@ pub(super) enum Next {
     /// Messages arrived while the task ran: they are the next input.
     TakeInbox,
     /// The context is large, or `/compact` was asked for: summarise older
-    /// turns (not again in a segment where it failed).
-    Compact,
-    /// Phase one of a step: call the model. The monthly budgets, kept in
-    /// the table and read only here, are checked by the segment first.
+    /// turns (not again in a segment where it failed). `ends`: a bare
+    /// `/compact` (nothing else to answer, no parent to report to): its
+    /// outcome is told as the answer and the task ends.
+    Compact { ends: bool },
+    /// The monthly budgets, kept in the table rather than on the task, are
+    /// read before a model call: the next decision takes what they say.
+    ReadMonthly,
+    /// Phase one of a step: call the model.
     CallModel,
 }
 
@@ -86,6 +109,14 @@ pub(super) struct Situation<'a> {
     pub(super) time_left: Duration,
     /// A compaction failed in this segment already.
     pub(super) compaction_failed: bool,
+    /// What the monthly budgets say of a model call now.
+    pub(super) monthly: &'a Monthly,
+    /// Why the policies refuse the task's start, as they said at the
+    /// segment's start (`None` without policies); it counts only before
+    /// the task's first model call.
+    pub(super) refusal: Option<&'a str>,
+    /// The segment has begun ([`Next::Begin`]).
+    pub(super) begun: bool,
     pub(super) now: Instant,
 }
 
@@ -97,11 +128,20 @@ impl Situation<'_> {
 }
 
 /// The segment's next action. The order is the loop's priority: a lost
-/// lease, then a cancel, then the deadline and the hop limit, then the
-/// step in progress, then a new step.
+/// lease, then a refused start, then the segment's beginning, then a
+/// cancel, then the deadline and the hop limit, then the step in
+/// progress, then a new step.
 pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next {
     if !task.lease().is_held_by(s.owner) {
         return Next::LeaseLost;
+    }
+    // Asked before anything of the task runs, even its tools' listing
+    // (which may act for its person); once it started, no longer.
+    if let Some(reason) = s.refusal.filter(|_| !started(transcript)) {
+        return Next::Refuse(reason.to_owned());
+    }
+    if !s.begun {
+        return Next::Begin;
     }
     if task.cancel_requested {
         return Next::Cancel;
@@ -124,9 +164,23 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if !task.pending_files.is_empty() && task.inbox.is_empty() {
         return Next::TakeFiles;
     }
-    // Phase two of an unfinished step: its missing tool results.
+    // Phase two of an unfinished step: its missing tool results; but not
+    // of a turn that repeats a call too often, refused before any runs.
     let (step, pending) = pending_tool_calls(transcript);
     if !pending.is_empty() {
+        match stuck::repetition(s.agent, transcript) {
+            Repetition::No => {}
+            Repetition::Warn { tool, times } => {
+                let calls = pending.into_iter().map(|(call, _)| call).collect();
+                return Next::RefuseRepeated {
+                    step,
+                    calls,
+                    tool,
+                    times,
+                };
+            }
+            Repetition::Stop { tool, times } => return Next::Stop(Limit::Loop { tool, times }),
+        }
         if !s.fits_another() {
             return Next::HandOver;
         }
@@ -134,7 +188,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     }
     if let Some((step, answer)) = final_answer(transcript) {
         if crate::sanitize::sanitize(&answer).is_empty() {
-            return Next::EmptyAnswer;
+            return Next::EmptyAnswer(stuck::empty_answer(s.agent, transcript));
         }
         // Judging costs a call, and sending back another: not past a
         // limit or the segment's time (the answer is delivered as it is).
@@ -159,10 +213,11 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if !s.fits_another() {
         return Next::HandOver;
     }
-    if !s.compaction_failed
-        && (compaction::compact_requested(transcript) || s.context.needs_compaction(s.agent))
-    {
-        return Next::Compact;
+    let asked = compaction::compact_requested(transcript);
+    if !s.compaction_failed && (asked || s.context.needs_compaction(s.agent)) {
+        // The summary it writes leaves what needs an answer as it was.
+        let ends = asked && !compaction::answer_needed(transcript) && task.parent.is_none();
+        return Next::Compact { ends };
     }
     // Thinking before acting: the route, then the plan, then checkpoints.
     if judgment::needs_route(s.agent, transcript) {
@@ -174,11 +229,23 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if judgment::supervision_due(s.agent, task, transcript, s.now) {
         return Next::Supervise;
     }
-    Next::CallModel
+    match s.monthly {
+        Monthly::Unread => Next::ReadMonthly,
+        Monthly::Spent(whose) => Next::Stop(Limit::Monthly(whose.clone())),
+        Monthly::Within => Next::CallModel,
+    }
+}
+
+/// Whether the task has started: the model has answered once.
+fn started(transcript: &[Entry]) -> bool {
+    transcript
+        .iter()
+        .any(|e| matches!(e.kind, EntryKind::AssistantMessage { .. }))
 }
 
 /// The task's own limit that forbids another model call (steps, tokens,
-/// cost), if one does. The monthly budgets are the segment's to read.
+/// cost), if one does. The monthly budgets are read apart
+/// ([`Situation::monthly`]).
 fn over_limit(task: &Task, agent: &AgentConfig) -> Option<Limit> {
     let limits = &task.limits;
     if task.steps >= limits.max_steps {
@@ -284,14 +351,37 @@ mod tests {
         EntryKind::AssistantMessage {
             step,
             text: text.into(),
-            tool_calls: calls
-                .iter()
-                .map(|id| ToolCall {
-                    id: (*id).into(),
-                    name: "read".into(),
-                    arguments: json!({}),
-                })
-                .collect(),
+            tool_calls: calls.iter().map(|id| read(id)).collect(),
+            usage: Usage::default(),
+            model: "m".into(),
+        }
+    }
+
+    /// A call of `read`, its arguments its own (the same call repeated is
+    /// [`same_call`]).
+    fn read(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({ "call": id }),
+        }
+    }
+
+    /// Step `step`'s call of `get`, the same as every other step's.
+    fn get_call(step: u32) -> ToolCall {
+        ToolCall {
+            id: format!("g{step}"),
+            name: "get".into(),
+            arguments: json!({ "url": "https://x.test/status" }),
+        }
+    }
+
+    /// Step `step`'s turn asking for [`get_call`].
+    fn same_call(step: u32) -> EntryKind {
+        EntryKind::AssistantMessage {
+            step,
+            text: String::new(),
+            tool_calls: vec![get_call(step)],
             usage: Usage::default(),
             model: "m".into(),
         }
@@ -331,44 +421,75 @@ mod tests {
         budget(Duration::from_secs(60), Duration::from_secs(10))
     }
 
+    /// What a case knows besides the agent, the task and its transcript.
+    /// The default: a roomy budget and its own time left, no failed
+    /// compaction, the monthly budgets within, no refusal, a begun segment.
+    struct Facts {
+        budget: SegmentBudget,
+        /// The time left given, when not the budget's own.
+        time_left: Option<Duration>,
+        compaction_failed: bool,
+        monthly: Monthly,
+        refusal: Option<&'static str>,
+        begun: bool,
+    }
+
+    impl Default for Facts {
+        fn default() -> Self {
+            Facts {
+                budget: roomy(),
+                time_left: None,
+                compaction_failed: false,
+                monthly: Monthly::Within,
+                refusal: None,
+                begun: true,
+            }
+        }
+    }
+
+    fn decide_on(agent: &AgentConfig, t: &Task, kinds: Vec<EntryKind>, f: &Facts) -> Next {
+        let transcript = entries(kinds);
+        let s = Situation {
+            agent,
+            owner: OWNER,
+            context: &ContextCache::new(agent, &transcript),
+            budget: &f.budget,
+            time_left: f.time_left.unwrap_or_else(|| f.budget.time_left()),
+            compaction_failed: f.compaction_failed,
+            monthly: &f.monthly,
+            refusal: f.refusal,
+            begun: f.begun,
+            now: NOW,
+        };
+        next(t, &transcript, &s)
+    }
+
     fn decide(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget) -> Next {
         decide_with(t, kinds, b, false)
     }
 
     fn decide_with(t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget, failed: bool) -> Next {
-        let agent = agent();
-        let transcript = entries(kinds);
-        let s = Situation {
-            agent: &agent,
-            owner: OWNER,
-            context: &ContextCache::new(&agent, &transcript),
-            budget: b,
-            time_left: b.time_left(),
+        let facts = Facts {
+            budget: b.clone(),
             compaction_failed: failed,
-            now: NOW,
+            ..Facts::default()
         };
-        next(t, &transcript, &s)
+        decide_on(&agent(), t, kinds, &facts)
     }
 
     #[test]
     fn the_time_left_is_what_it_is_given_not_what_a_clock_says() {
         // A budget whose own clock says plenty is left (600 s), with a
         // step of 60 s recorded: the decision follows the time left given.
-        let agent = agent();
-        let transcript = entries(vec![user("go")]);
         let mut b = roomy();
         b.record(Duration::from_secs(60));
         let decide_at = |time_left: Duration| {
-            let s = Situation {
-                agent: &agent,
-                owner: OWNER,
-                context: &ContextCache::new(&agent, &transcript),
-                budget: &b,
-                time_left,
-                compaction_failed: false,
-                now: NOW,
+            let facts = Facts {
+                budget: b.clone(),
+                time_left: Some(time_left),
+                ..Facts::default()
             };
-            next(&task(), &transcript, &s)
+            decide_on(&agent(), &task(), vec![user("go")], &facts)
         };
         for (left, hands_over) in [
             (Duration::from_secs(10), true),
@@ -386,16 +507,7 @@ mod tests {
 
     fn pending(ids: &[(&str, bool)]) -> Vec<(ToolCall, bool)> {
         ids.iter()
-            .map(|(id, was_started)| {
-                (
-                    ToolCall {
-                        id: (*id).into(),
-                        name: "read".into(),
-                        arguments: json!({}),
-                    },
-                    *was_started,
-                )
-            })
+            .map(|(id, was_started)| (read(id), *was_started))
             .collect()
     }
 
@@ -411,7 +523,7 @@ mod tests {
         let thought = "<thinking>they said hi</thinking>\n ";
         assert_eq!(
             decide(&t, vec![user("hi"), answer(1, thought, &[])], &roomy()),
-            Next::EmptyAnswer
+            Next::EmptyAnswer(EmptyAnswer::Nudge)
         );
         // A note after the answer asks for more: the model is called.
         let nudged = vec![
@@ -445,6 +557,166 @@ mod tests {
         let mut done = step;
         done.extend([result(1, "b"), result(1, "c")]);
         assert_eq!(decide(&t, done, &roomy()), Next::CallModel);
+    }
+
+    /// A turn that repeats a call too often is refused before its calls
+    /// run (the first time) or stops the task (after the warning): as
+    /// soon as it is written, whatever the time left, but after a cancel
+    /// and the deadline.
+    #[test]
+    fn a_turn_that_repeats_a_call_is_refused_then_stops_the_task() {
+        // Steps 1..=n asking for the same call, the last one's not run yet
+        // (`ran`: run too).
+        let calls = |n: u32, ran: bool| {
+            let mut kinds = vec![user("poll")];
+            for step in 1..=n {
+                kinds.push(same_call(step));
+                if step < n || ran {
+                    kinds.push(result(step, &format!("g{step}")));
+                }
+            }
+            kinds
+        };
+        let warned = |n: u32| {
+            let mut kinds = calls(n, false);
+            kinds.insert(
+                1,
+                EntryKind::Note {
+                    reason: NoteReason::Repeating,
+                    text: "stop".into(),
+                },
+            );
+            kinds
+        };
+        let refused = |step: u32| Next::RefuseRepeated {
+            step,
+            calls: vec![get_call(step)],
+            tool: "get".into(),
+            times: step,
+        };
+        let stopped = |times| {
+            Next::Stop(Limit::Loop {
+                tool: "get".into(),
+                times,
+            })
+        };
+        let runs = Next::RunTools {
+            step: 2,
+            pending: vec![(get_call(2), false)],
+        };
+        let mut cancelled = task();
+        cancelled.cancel_requested = true;
+        let mut late = task();
+        late.limits.deadline_at = Some(NOW);
+        let (call, cancel, over) = (Next::CallModel, Next::Cancel, Next::Stop(Limit::Deadline));
+        let cases = [
+            ("twice", task(), calls(2, false), roomy(), runs),
+            ("thrice", task(), calls(3, false), roomy(), refused(3)),
+            ("no time left", task(), calls(3, false), spent(), refused(3)),
+            ("thrice, run", task(), calls(3, true), roomy(), call),
+            ("warned", task(), warned(3), roomy(), stopped(3)),
+            ("warned, no time", task(), warned(4), spent(), stopped(4)),
+            ("cancelled", cancelled, calls(3, false), roomy(), cancel),
+            ("late", late, calls(3, false), roomy(), over),
+        ];
+        for (case, t, kinds, b, expected) in cases {
+            assert_eq!(decide(&t, kinds, &b), expected, "{case}");
+        }
+    }
+
+    /// The segment's start: a start the policies refuse fails before the
+    /// segment begins (its tools taken), even cancelled; a task that has
+    /// started is not refused; the beginning comes before a cancel.
+    #[test]
+    fn a_refused_start_fails_before_the_segment_begins() {
+        let decide_at_start = |t: &Task, kinds: Vec<EntryKind>, refusal, begun| {
+            let facts = Facts {
+                refusal,
+                begun,
+                ..Facts::default()
+            };
+            decide_on(&agent(), t, kinds, &facts)
+        };
+        let why = "refused by policy `no-api`";
+        let (no, refused) = (Some(why), || Next::Refuse(why.into()));
+        let cancelled = || {
+            let mut t = task();
+            t.cancel_requested = true;
+            t
+        };
+        let mut stolen = task();
+        baton_core::testing::lose_lease(&mut stolen);
+        let go = || vec![user("go")];
+        let tools = vec![user("go"), answer(1, "", &["a"])];
+        let again = vec![user("go"), answer(1, "hi", &[]), user("more")];
+        let (begin, call) = (|| Next::Begin, || Next::CallModel);
+        let (lost, cancel) = (Next::LeaseLost, Next::Cancel);
+        let cases = [
+            ("refused", task(), go(), no, false, refused()),
+            ("refused, begun", task(), go(), no, true, refused()),
+            ("cancelled", cancelled(), go(), no, false, refused()),
+            ("lease lost", stolen, go(), no, false, lost),
+            ("started", task(), tools, no, false, begin()),
+            ("started, begun", task(), again, no, true, call()),
+            ("allowed", task(), go(), None, false, begin()),
+            ("allowed, begun", task(), go(), None, true, call()),
+            ("cancelled, begun", cancelled(), go(), None, true, cancel),
+        ];
+        for (case, t, kinds, refusal, begun, expected) in cases {
+            assert_eq!(
+                decide_at_start(&t, kinds, refusal, begun),
+                expected,
+                "{case}"
+            );
+        }
+    }
+
+    /// The monthly budgets are read just before a model call, and only
+    /// then: what they say decides whether it is made.
+    #[test]
+    fn the_monthly_budgets_are_read_before_a_model_call_and_may_stop_it() {
+        let decide_reading = |t: &Task, kinds: Vec<EntryKind>, monthly: Monthly| {
+            let facts = Facts {
+                monthly,
+                ..Facts::default()
+            };
+            decide_on(&agent(), t, kinds, &facts)
+        };
+        use Monthly::{Unread, Within};
+        let whose = "the workspace's monthly budget is spent";
+        let spent = || Monthly::Spent(whose.into());
+        let over = Next::Stop(Limit::Monthly(whose.into()));
+        let (read, call) = (Next::ReadMonthly, Next::CallModel);
+        let deliver = Next::Deliver("done".into());
+        let (compact, steps) = (Next::Compact { ends: true }, Next::Stop(Limit::Steps(10)));
+        let mut at_limit = task();
+        at_limit.steps = 10;
+        let go = || vec![user("go")];
+        let tools = vec![user("go"), answer(1, "", &["a"])];
+        let done = vec![user("go"), answer(1, "done", &[])];
+        let asked = vec![user("/compact")];
+        let cases = [
+            ("unread", task(), go(), Unread, read),
+            ("within", task(), go(), Within, call),
+            ("spent", task(), go(), spent(), over),
+            // Only a model call needs them: not running tools, delivering,
+            // compacting, nor a task at its own limit.
+            ("tools", task(), tools, Unread, runs("a")),
+            ("done", task(), done, spent(), deliver),
+            ("compact", task(), asked, spent(), compact),
+            ("own limit", at_limit, go(), Unread, steps),
+        ];
+        for (case, t, kinds, monthly, expected) in cases {
+            assert_eq!(decide_reading(&t, kinds, monthly), expected, "{case}");
+        }
+    }
+
+    /// Step 1's call `id`, to run.
+    fn runs(id: &str) -> Next {
+        Next::RunTools {
+            step: 1,
+            pending: vec![(read(id), false)],
+        }
     }
 
     #[test]
@@ -537,18 +809,8 @@ mod tests {
         t.cost_usd = 2.0;
         let mut priced = agent();
         priced.max_cost_usd = Some(1.0);
-        let transcript = entries(go());
-        let s = Situation {
-            agent: &priced,
-            owner: OWNER,
-            context: &ContextCache::new(&priced, &transcript),
-            budget: &roomy(),
-            time_left: roomy().time_left(),
-            compaction_failed: false,
-            now: NOW,
-        };
         assert!(matches!(
-            next(&t, &transcript, &s),
+            decide_on(&priced, &t, go(), &Facts::default()),
             Next::Stop(Limit::Cost(_))
         ));
     }
@@ -617,7 +879,10 @@ mod tests {
     fn a_failed_compaction_is_not_asked_for_again_in_the_segment() {
         let t = task();
         let asked = vec![user("/compact")];
-        assert_eq!(decide(&t, asked.clone(), &roomy()), Next::Compact);
+        assert_eq!(
+            decide(&t, asked.clone(), &roomy()),
+            Next::Compact { ends: true }
+        );
         assert_eq!(
             decide_with(&t, asked, &roomy(), true),
             Next::CallModel,
@@ -630,7 +895,40 @@ mod tests {
             long.push(answer(i, "", &[id.as_str()]));
             long.push(result(i, &id));
         }
-        assert_eq!(decide(&t, long, &roomy()), Next::Compact);
+        assert_eq!(decide(&t, long, &roomy()), Next::Compact { ends: false });
+    }
+
+    /// A bare `/compact` is answered with its outcome and ends the task;
+    /// one with something else to answer, or in a sub-agent, goes on.
+    #[test]
+    fn a_bare_compact_ends_the_task() {
+        let mut child = task();
+        child.parent = Some(baton_core::ParentLink {
+            task_id: TaskId::generate(),
+            call_id: "d1".into(),
+            root_task_id: None,
+            actor: None,
+        });
+        let compact = |ends| Next::Compact { ends };
+        let bare = || vec![user("/compact")];
+        let answered = vec![user("go"), answer(1, "done", &[]), user("/compact")];
+        let unanswered = vec![user("go"), user("/compact")];
+        let mid_step = vec![
+            user("go"),
+            answer(1, "", &["a"]),
+            result(1, "a"),
+            user("/compact"),
+        ];
+        let cases = [
+            ("bare", task(), bare(), compact(true)),
+            ("after an answer", task(), answered, compact(true)),
+            ("a message unanswered", task(), unanswered, compact(false)),
+            ("tool results unanswered", task(), mid_step, compact(false)),
+            ("a sub-agent", child, bare(), compact(false)),
+        ];
+        for (case, t, kinds, expected) in cases {
+            assert_eq!(decide(&t, kinds, &roomy()), expected, "{case}");
+        }
     }
 
     /// The agent's judgment, in order: routed, planned, supervised, and
@@ -647,17 +945,11 @@ mod tests {
             every: Duration::from_secs(3600),
         });
         let decide_as = |t: &Task, kinds: Vec<EntryKind>, b: &SegmentBudget| {
-            let transcript = entries(kinds);
-            let s = Situation {
-                agent: &a,
-                owner: OWNER,
-                context: &ContextCache::new(&a, &transcript),
-                budget: b,
-                time_left: b.time_left(),
-                compaction_failed: false,
-                now: NOW,
+            let facts = Facts {
+                budget: b.clone(),
+                ..Facts::default()
             };
-            next(t, &transcript, &s)
+            decide_on(&a, t, kinds, &facts)
         };
         let route = EntryKind::Route {
             tier: Tier::Default,

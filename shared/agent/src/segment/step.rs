@@ -3,6 +3,7 @@
 //! history, counting tokens in the monthly budgets, loop detection.
 
 use super::events::{Call, Event};
+use super::failed_call::{after_failure, plain_failure, AfterFailure, FailedCall};
 use super::{Segment, Step};
 use crate::compaction::{self, CompactionError};
 use crate::context;
@@ -21,15 +22,14 @@ impl Segment<'_> {
     /// Compaction, when the context is large or `/compact` was asked for
     /// ([`super::next`] decides): older turns are summarised by the model
     /// into a summary entry; if summarising fails the history stays as it
-    /// is. A bare `/compact` answers and ends the task. A failure is not
-    /// retried in the segment, so a failing summariser cannot eat the
-    /// budget; after a success the history may be compacted again once it
-    /// has grown again (a long segment).
-    pub(super) async fn compact(&mut self) -> Step {
-        let forced = compaction::compact_requested(&self.transcript);
+    /// is. A bare `/compact` (`ends`) answers and ends the task. A failure
+    /// is not retried in the segment, so a failing summariser cannot eat
+    /// the budget; after a success the history may be compacted again once
+    /// it has grown again (a long segment).
+    pub(super) async fn compact(&mut self, ends: bool) -> Step {
         let outcome = self.compact_history().await?;
         self.compaction_failed = outcome.is_err();
-        if forced && !compaction::answer_needed(&self.transcript) && self.task.parent.is_none() {
+        if ends {
             let msg = match &outcome {
                 Ok(d) => format!(
                     "Compacted: {} earlier messages are now a summary.",
@@ -234,9 +234,9 @@ impl Segment<'_> {
     }
 
     /// Phase one: one LLM call, checkpointed with its tool calls before any
-    /// tool runs. A request too long for the model is shrunk (a forced
-    /// compaction, old tool results cleared) and tried once more; another
-    /// refusal hands the task to the escalation model when there is one.
+    /// tool runs. A failed call goes where [`after_failure`] says: shrunk
+    /// (a forced compaction, old tool results cleared) and tried once more,
+    /// handed to the escalation model, or the task ended.
     pub(super) async fn llm_step(&mut self) -> Step {
         let mut shrunk = false;
         loop {
@@ -252,37 +252,41 @@ impl Segment<'_> {
                 Called::OutOfTime => return self.hand_over().await.map(Some),
                 Called::Failed(e) => e,
             };
-            let last = failed.last_error();
-            if !shrunk && last.is_some_and(LlmError::is_context_overflow) {
-                tracing::warn!(task_id = %self.task.id, "request too long for the model; compacting and retrying");
-                shrunk = true;
-                // A failed summary leaves the history as it is: clearing
-                // old tool results may still be enough.
-                if let Err(e) = self.compact_history().await? {
-                    tracing::warn!(task_id = %self.task.id, error = %e, "forced compaction did not shrink the history");
+            let situation = FailedCall {
+                error: failed.last_error(),
+                shrunk,
+                can_escalate: self.agent.escalation.is_some()
+                    && !crate::model_choice::escalated(self.agent, &self.transcript),
+            };
+            match after_failure(&situation) {
+                AfterFailure::Shrink => {
+                    tracing::warn!(task_id = %self.task.id, "request too long for the model; compacting and retrying");
+                    shrunk = true;
+                    // A failed summary leaves the history as it is: clearing
+                    // old tool results may still be enough.
+                    if let Err(e) = self.compact_history().await? {
+                        tracing::warn!(task_id = %self.task.id, error = %e, "forced compaction did not shrink the history");
+                    }
+                    continue;
                 }
-                continue;
+                AfterFailure::Escalate => {
+                    let note = EntryKind::Note {
+                        reason: NoteReason::Escalated,
+                        text:
+                            "The model provider refused the last request; continue with the task."
+                                .to_owned(),
+                    };
+                    self.commit(|_| Some(vec![note.clone()])).await?;
+                    return Ok(None);
+                }
+                AfterFailure::Fail => {
+                    let reason = plain_failure(&failed, clock.elapsed());
+                    tracing::error!(task_id = %self.task.id, error = %failed, %reason, "model call failed; ending the task");
+                    let tried: Vec<String> =
+                        failed.failures.iter().map(|f| f.model.clone()).collect();
+                    return self.fail_unanswered(reason, &tried).await.map(Some);
+                }
             }
-            let refused = matches!(
-                last,
-                Some(LlmError::Rejected { .. } | LlmError::ContextOverflow { .. })
-            );
-            if refused
-                && self.agent.escalation.is_some()
-                && !crate::model_choice::escalated(self.agent, &self.transcript)
-            {
-                let note = EntryKind::Note {
-                    reason: NoteReason::Escalated,
-                    text: "The model provider refused the last request; continue with the task."
-                        .to_owned(),
-                };
-                self.commit(|_| Some(vec![note.clone()])).await?;
-                return Ok(None);
-            }
-            let reason = plain_failure(&failed, clock.elapsed());
-            tracing::error!(task_id = %self.task.id, error = %failed, %reason, "model call failed; ending the task");
-            let tried: Vec<String> = failed.failures.iter().map(|f| f.model.clone()).collect();
-            return self.fail_unanswered(reason, &tried).await.map(Some);
         }
     }
 
@@ -340,8 +344,9 @@ impl Segment<'_> {
         }
     }
 
-    /// Checkpoints the model's answer (phase one), then checks it for
-    /// repetition. A turn whose calls are all safe to repeat skips the
+    /// Checkpoints the model's answer (phase one); [`super::next`] then
+    /// checks its calls for repetition before any runs. A turn whose calls
+    /// are all safe to repeat (and repeat nothing) skips the
     /// separate checkpoint: its calls run at once and the answer is
     /// written with their results (see [`Segment::run_safe_turn`]).
     async fn record_answer(&mut self, answer: Answer) -> Step {
@@ -369,8 +374,7 @@ impl Segment<'_> {
             Some(vec![message.clone()])
         })
         .await?;
-        let step = self.task.steps;
-        self.check_repetition(step).await
+        Ok(None)
     }
 }
 
@@ -396,82 +400,4 @@ enum Called {
     /// It would outlast the segment: the next one tries again.
     OutOfTime,
     Failed(ModelsFailed),
-}
-
-/// Why the model call failed, in words for the person who asked: no model
-/// ids, provider bodies or account names (those go to the logs and the
-/// trace, keyed by the task id).
-fn plain_failure(e: &ModelsFailed, took: Duration) -> String {
-    let tried = e.failures.len();
-    match e.last_error() {
-        Some(err) if err.is_retryable() => format!(
-            "the model provider is unavailable (tried {tried} model{}, with retries, over {})",
-            if tried == 1 { "" } else { "s" },
-            human(took)
-        ),
-        Some(err) if err.is_context_overflow() => {
-            "the conversation is too long for the model, even after summarising it".to_owned()
-        }
-        Some(LlmError::Rejected { .. }) => "the model provider refused the request".to_owned(),
-        Some(LlmError::Decode(_)) => {
-            "the model provider sent an answer that could not be read".to_owned()
-        }
-        Some(LlmError::Config(_)) => {
-            "the model provider is not set up correctly (the logs say how)".to_owned()
-        }
-        _ => "the model could not be reached".to_owned(),
-    }
-}
-
-/// "40 seconds", "3 minutes".
-fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    if s < 90 {
-        format!("{} second{}", s.max(1), if s == 1 { "" } else { "s" })
-    } else {
-        format!("{} minutes", (s + 30) / 60)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model_choice::ModelFailure;
-
-    fn failed(error: LlmError) -> ModelsFailed {
-        ModelsFailed {
-            failures: vec![ModelFailure {
-                model: "us.anthropic.claude-secret-model-v1:0".into(),
-                error,
-            }],
-        }
-    }
-
-    #[test]
-    fn failures_are_told_without_provider_detail() {
-        let body = r#"{"message":"User: arn:aws:iam::123456789012:role/x is not authorized"}"#;
-        let refused = plain_failure(
-            &failed(LlmError::Rejected {
-                status: 403,
-                message: body.into(),
-            }),
-            Duration::from_secs(1),
-        );
-        assert_eq!(refused, "the model provider refused the request");
-        let down = plain_failure(
-            &failed(LlmError::Server {
-                status: 503,
-                message: "upstream connect error".into(),
-                retry_after: None,
-            }),
-            Duration::from_secs(125),
-        );
-        assert_eq!(
-            down,
-            "the model provider is unavailable (tried 1 model, with retries, over 2 minutes)"
-        );
-        for text in [refused, down] {
-            assert!(!text.contains("arn:") && !text.contains("claude") && !text.contains("503"));
-        }
-    }
 }

@@ -14,7 +14,6 @@
 //! Every decision is taken from the transcript, so a retried segment takes
 //! the same one.
 
-use super::limit::Limit;
 use super::tools::result_entry;
 use super::{Segment, Step};
 use crate::model_choice::tool_error_runs;
@@ -103,6 +102,32 @@ pub(super) fn repetition(agent: &AgentConfig, transcript: &[Entry]) -> Repetitio
     }
 }
 
+/// The rung of the empty-answer ladder the model is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum EmptyAnswer {
+    /// The first empty answer since the user spoke: a note asks it to go on.
+    Nudge,
+    /// Empty again: the escalation model takes over (when there is one).
+    Escalate,
+    /// Empty after all that: the task fails and the user is told.
+    GiveUp,
+}
+
+/// What follows an empty answer: a nudge first, then the escalation
+/// model (when configured and not yet taken over since the user spoke),
+/// then giving up. Read from the notes since the last user message, so a
+/// retried segment takes the same rung.
+pub(super) fn empty_answer(agent: &AgentConfig, transcript: &[Entry]) -> EmptyAnswer {
+    let (nudges, escalated) = empty_answer_notes(transcript);
+    if nudges == 0 {
+        EmptyAnswer::Nudge
+    } else if agent.escalation.is_some() && !escalated {
+        EmptyAnswer::Escalate
+    } else {
+        EmptyAnswer::GiveUp
+    }
+}
+
 /// Empty answers since the last user message: the nudges already given
 /// and whether the escalation model took over.
 fn empty_answer_notes(transcript: &[Entry]) -> (usize, bool) {
@@ -126,107 +151,75 @@ fn empty_answer_notes(transcript: &[Entry]) -> (usize, bool) {
 }
 
 impl Segment<'_> {
-    /// The model answered with nothing: nudge it, then escalate, then tell
-    /// the user. `None`: the loop goes on.
-    pub(super) async fn after_empty_answer(&mut self) -> Step {
-        let (nudges, escalated) = empty_answer_notes(&self.transcript);
-        let note = if nudges == 0 {
-            Some((
+    /// The model answered with nothing: the note of `rung` (a nudge, the
+    /// escalation), or the user told. `None`: the loop goes on.
+    pub(super) async fn after_empty_answer(&mut self, rung: EmptyAnswer) -> Step {
+        let (reason, text) = match rung {
+            EmptyAnswer::Nudge => (
                 NoteReason::EmptyAnswer,
                 "Your last answer was empty. Continue: answer the user, or call a tool if you need one.",
-            ))
-        } else if self.agent.escalation.is_some() && !escalated {
-            Some((
+            ),
+            EmptyAnswer::Escalate => (
                 NoteReason::Escalated,
                 "Your answer was empty again. Continue: answer the user, or call a tool if you need one.",
-            ))
-        } else {
-            None
+            ),
+            EmptyAnswer::GiveUp => {
+                let reason = "the model gave no answer, even when asked again".to_owned();
+                let told = "Sorry, I could not produce an answer: the model replied with nothing, \
+                            even when asked again. Please try rephrasing your request."
+                    .to_owned();
+                return self
+                    .finish(TaskStatus::Failed, None, Some(reason), Some(told))
+                    .await
+                    .map(Some);
+            }
         };
-        if let Some((reason, text)) = note {
-            let entry = EntryKind::Note {
-                reason,
-                text: text.to_owned(),
-            };
-            self.commit(|_| Some(vec![entry.clone()])).await?;
-            return Ok(None);
-        }
-        let reason = "the model gave no answer, even when asked again".to_owned();
-        let told = "Sorry, I could not produce an answer: the model replied with nothing, \
-                    even when asked again. Please try rephrasing your request."
-            .to_owned();
-        self.finish(TaskStatus::Failed, None, Some(reason), Some(told))
-            .await
-            .map(Some)
+        let entry = EntryKind::Note {
+            reason,
+            text: text.to_owned(),
+        };
+        self.commit(|_| Some(vec![entry.clone()])).await?;
+        Ok(None)
     }
 
-    /// After the LLM step: a turn that repeats a call too often is refused
-    /// with a warning the first time, and stops the task after that.
-    pub(super) async fn check_repetition(&mut self, step: u32) -> Step {
-        match repetition(self.agent, &self.transcript) {
-            Repetition::No => Ok(None),
-            Repetition::Stop { tool, times } => {
-                self.stop_at(Limit::Loop { tool, times }).await.map(Some)
-            }
-            Repetition::Warn { tool, times } => {
-                let warning = format!(
-                    "You asked for `{tool}` with the same arguments {times} times without making \
-                     progress, so this turn's calls were not run. Try a different approach, or \
-                     answer the user with what you have. Asking for the same call again ends the task."
+    /// A turn that repeats a call too often ([`repetition`] warns, and
+    /// [`super::next`] decides): its `calls` are refused with a warning;
+    /// the next time the task stops.
+    pub(super) async fn refuse_repeated(
+        &mut self,
+        step: u32,
+        calls: Vec<ToolCall>,
+        tool: String,
+        times: u32,
+    ) -> Result<(), crate::WorkerError> {
+        let warning = format!(
+            "You asked for `{tool}` with the same arguments {times} times without making \
+             progress, so this turn's calls were not run. Try a different approach, or \
+             answer the user with what you have. Asking for the same call again ends the task."
+        );
+        let max_chars = self.agent.max_tool_result_chars;
+        let mut entries: Vec<EntryKind> = calls
+            .iter()
+            .map(|call| {
+                let out = ToolOutput::error(
+                    "not run: this turn repeats a call that is not making progress",
                 );
-                let (_, pending) = baton_core::transcript::pending_tool_calls(&self.transcript);
-                let max_chars = self.agent.max_tool_result_chars;
-                let mut entries: Vec<EntryKind> = pending
-                    .iter()
-                    .map(|(call, _)| {
-                        let out = ToolOutput::error(
-                            "not run: this turn repeats a call that is not making progress",
-                        );
-                        result_entry(step, call, out, max_chars, self.deps.input_guard)
-                    })
-                    .collect();
-                entries.push(EntryKind::Note {
-                    reason: NoteReason::Repeating,
-                    text: warning,
-                });
-                self.commit(|_| Some(entries.clone())).await?;
-                Ok(None)
-            }
-        }
+                result_entry(step, call, out, max_chars, self.deps.input_guard)
+            })
+            .collect();
+        entries.push(EntryKind::Note {
+            reason: NoteReason::Repeating,
+            text: warning,
+        });
+        self.commit(|_| Some(entries.clone())).await
     }
 
     /// After a batch of tool results: several failures in a row get a note
-    /// to try something else (once per run of failures).
+    /// to try something else, when [`tool_errors_advice`] says so.
     pub(super) async fn advise_after_tool_errors(&mut self) -> Result<(), crate::WorkerError> {
-        let (run, _) = tool_error_runs(&self.transcript);
-        if run < TOOL_ERRORS_ADVICE_AFTER {
+        let Some(run) = tool_errors_advice(&self.transcript) else {
             return Ok(());
-        }
-        let since_success = self
-            .transcript
-            .iter()
-            .rposition(|e| {
-                matches!(
-                    e.kind,
-                    EntryKind::ToolResult {
-                        is_error: false,
-                        ..
-                    }
-                )
-            })
-            .map_or(0, |p| p + 1);
-        let advised = self.transcript[since_success..].iter().any(|e| {
-            matches!(
-                e.kind,
-                EntryKind::Note {
-                    reason: NoteReason::ToolErrors,
-                    ..
-                }
-            )
-        });
-        if advised {
-            return Ok(());
-        }
+        };
         let entry = EntryKind::Note {
             reason: NoteReason::ToolErrors,
             text: format!(
@@ -236,6 +229,38 @@ impl Segment<'_> {
         };
         self.commit(|_| Some(vec![entry.clone()])).await
     }
+}
+
+/// The failed tool results in a row the model is to be advised about, if
+/// it is: [`TOOL_ERRORS_ADVICE_AFTER`] or more, and no advice since the
+/// last success (once per run of failures).
+pub(super) fn tool_errors_advice(transcript: &[Entry]) -> Option<u32> {
+    let (run, _) = tool_error_runs(transcript);
+    if run < TOOL_ERRORS_ADVICE_AFTER {
+        return None;
+    }
+    let since_success = transcript
+        .iter()
+        .rposition(|e| {
+            matches!(
+                e.kind,
+                EntryKind::ToolResult {
+                    is_error: false,
+                    ..
+                }
+            )
+        })
+        .map_or(0, |p| p + 1);
+    let advised = transcript[since_success..].iter().any(|e| {
+        matches!(
+            e.kind,
+            EntryKind::Note {
+                reason: NoteReason::ToolErrors,
+                ..
+            }
+        )
+    });
+    (!advised).then_some(run)
 }
 
 #[cfg(test)]
@@ -276,6 +301,165 @@ mod tests {
 
     fn agent() -> AgentConfig {
         AgentConfig::new("default", "m")
+    }
+
+    /// The empty-answer ladder, from the notes since the user last spoke:
+    /// (with an escalation model, notes since the user's message, rung).
+    #[test]
+    fn an_empty_answer_is_nudged_then_escalated_then_given_up() {
+        use EmptyAnswer::{Escalate, GiveUp, Nudge};
+        let note = |reason| EntryKind::Note {
+            reason,
+            text: "go on".into(),
+        };
+        let (nudged, escalated) = (NoteReason::EmptyAnswer, NoteReason::Escalated);
+        let cases = [
+            (false, vec![], Nudge),
+            (true, vec![], Nudge),
+            (false, vec![nudged], GiveUp),
+            (true, vec![nudged], Escalate),
+            (true, vec![nudged, escalated], GiveUp),
+            // Escalated for another reason (a refused request): given up
+            // after the nudge all the same.
+            (true, vec![escalated, nudged], GiveUp),
+            // Other notes are not rungs of this ladder.
+            (true, vec![NoteReason::Repeating], Nudge),
+            (true, vec![NoteReason::ToolErrors, nudged], Escalate),
+        ];
+        for (with_escalation, notes, rung) in cases {
+            let mut a = agent();
+            if with_escalation {
+                a.escalation = Some(baton_settings::Escalation {
+                    model: "big".into(),
+                    after_tool_errors: 3,
+                });
+            }
+            // The notes of an earlier message do not count.
+            let mut kinds = vec![
+                user("first"),
+                note(NoteReason::EmptyAnswer),
+                note(NoteReason::Escalated),
+                user("again"),
+            ];
+            kinds.extend(notes.iter().map(|r| note(*r)));
+            assert_eq!(
+                empty_answer(&a, &entries(kinds)),
+                rung,
+                "escalation: {with_escalation}, notes: {notes:?}"
+            );
+        }
+    }
+
+    /// (results and notes in order — `x` failed, `o` succeeded, `n` the
+    /// advice, `u` a user message — the run to advise about).
+    #[test]
+    fn failing_tools_are_advised_about_once_per_run() {
+        let cases = [
+            ("xx", None),
+            ("xxx", Some(3)),
+            ("xxxx", Some(4)),
+            ("oxxx", Some(3)),
+            ("xxoxx", None),
+            ("xxxn", None),
+            ("xxxnx", None),
+            ("xxxnoxxx", Some(3)),
+            // Other entries do not break a run.
+            ("xuxx", Some(3)),
+        ];
+        for (shape, run) in cases {
+            let kinds = shape
+                .chars()
+                .map(|c| match c {
+                    'n' => EntryKind::Note {
+                        reason: NoteReason::ToolErrors,
+                        text: "try another way".into(),
+                    },
+                    'u' => user("and?"),
+                    c => EntryKind::ToolResult {
+                        step: 1,
+                        call_id: "c".into(),
+                        name: "http_request".into(),
+                        content: "out".into(),
+                        is_error: c == 'x',
+                        truncated_chars: 0,
+                    },
+                })
+                .collect();
+            assert_eq!(tool_errors_advice(&entries(kinds)), run, "{shape}");
+        }
+    }
+
+    fn user(text: &str) -> EntryKind {
+        EntryKind::UserMessage {
+            text: text.into(),
+            from: None,
+        }
+    }
+
+    /// Through the interpreter: the third time in a row the call is not
+    /// run and the model is warned; the fourth ends the task.
+    #[tokio::test]
+    async fn a_model_repeating_a_call_is_warned_then_stopped() {
+        use super::super::harness::{roomy, says, Harness};
+        use super::super::SegmentEnd;
+        let h = Harness::new(|_| {});
+        let same = |id: &str| baton_core::Completion {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "count".into(),
+                arguments: json!({ "label": "again" }),
+            }],
+            ..baton_core::Completion::default()
+        };
+        h.llm
+            .then(same("c1"))
+            .then(same("c2"))
+            .then(same("c3"))
+            .then(same("c4"))
+            .then(says("I kept counting."));
+        let id = h.task("count").await;
+        assert_eq!(
+            h.run(&id, roomy()).await,
+            SegmentEnd::Finished(TaskStatus::Failed)
+        );
+        assert_eq!(h.tool.calls(), 2, "the third and fourth never ran");
+        let task = h.get(&id).await;
+        let error = task.error.unwrap_or_default();
+        assert!(
+            error.contains("same `count` call") && error.contains("4 times"),
+            "{error}"
+        );
+        let transcript = h.transcript(&id).await;
+        let warnings = transcript
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EntryKind::Note {
+                        reason: NoteReason::Repeating,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(warnings, 1);
+        let refused: Vec<&str> = transcript
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EntryKind::ToolResult {
+                    call_id,
+                    is_error: true,
+                    ..
+                } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(refused, ["c3"]);
+        let told = h.replies.endings();
+        assert!(
+            told.len() == 1 && told[0].contains("I kept counting."),
+            "{told:?}"
+        );
     }
 
     #[test]
