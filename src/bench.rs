@@ -171,12 +171,12 @@ async fn run_task(rig: &Rig, steps: u32) -> anyhow::Result<TaskId> {
         done.status() == TaskStatus::Succeeded,
         "bench task ended {:?}: {:?}",
         done.status(),
-        done.error
+        done.answer.error
     );
     anyhow::ensure!(
-        done.steps == steps,
+        done.budget.steps == steps,
         "expected {steps} steps, got {}",
-        done.steps
+        done.budget.steps
     );
     Ok(task.id)
 }

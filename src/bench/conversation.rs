@@ -147,7 +147,7 @@ impl Rig {
             task.status() == TaskStatus::Succeeded,
             "message {i} ended {:?}: {:?}",
             task.status(),
-            task.error
+            task.answer.error
         );
         // The first model call saw the task's entries up to its input.
         let transcript = self.store.transcript(&id).await?;

@@ -213,11 +213,11 @@ async fn run_task(lean: bool, result_bytes: usize, needs_plan: bool) -> anyhow::
         .await;
     let done = store.get(&task.id).await?.context("task vanished")?;
     anyhow::ensure!(
-        done.status() == TaskStatus::Succeeded && done.steps == STEPS,
+        done.status() == TaskStatus::Succeeded && done.budget.steps == STEPS,
         "the bench task ended {:?} after {} steps: {:?}",
         done.status(),
-        done.steps,
-        done.error
+        done.budget.steps,
+        done.answer.error
     );
     let steps: u64 = store
         .transcript(&task.id)
@@ -237,7 +237,7 @@ async fn run_task(lean: bool, result_bytes: usize, needs_plan: bool) -> anyhow::
         lean,
         result_bytes,
         needs_plan,
-        total: done.usage.total(),
+        total: done.budget.usage.total(),
         steps,
         tally,
     };

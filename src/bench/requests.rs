@@ -595,11 +595,11 @@ pub(crate) async fn run_task(steps: u32, result_bytes: usize) -> anyhow::Result<
         .await?
         .ok_or_else(|| anyhow::anyhow!("task vanished"))?;
     anyhow::ensure!(
-        task.status() == TaskStatus::Succeeded && task.steps == steps,
+        task.status() == TaskStatus::Succeeded && task.budget.steps == steps,
         "bench task ended {:?} after {} steps: {:?}",
         task.status(),
-        task.steps,
-        task.error
+        task.budget.steps,
+        task.answer.error
     );
     let end = rig.counts.snapshot();
     Ok(TaskRun {

@@ -143,7 +143,7 @@ async fn succeeded_at(app: &TestApp, id: &TaskId) -> SystemTime {
 
 async fn usage_of(app: &TestApp, id: &TaskId) -> Usage {
     let t = app.store().await.get(id).await.unwrap().unwrap();
-    t.usage
+    t.budget.usage
 }
 
 /// 60 turns; the next task is given the model's summary, holding the fact.

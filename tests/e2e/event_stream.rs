@@ -306,7 +306,7 @@ mod streaming_function {
 
         let mut task = stack.store.get(&t.id).await.unwrap().unwrap();
         task.finish(TaskStatus::Succeeded);
-        task.result = Some("done".into());
+        task.answer.result = Some("done".into());
         let text = "bye".to_owned();
         stack
             .store

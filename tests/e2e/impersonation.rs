@@ -507,7 +507,13 @@ forbid(principal == Baton::User::"T1/U1", action == Baton::Action::"call_tool",
     let answer = result_of(&app, &second).await;
     assert!(answer.contains(VICTIM), "{answer}");
     let task = stored(&app, &second).await;
-    let child = task.children.first().expect("a sub-agent").task_id.clone();
+    let child = task
+        .waits
+        .children
+        .first()
+        .expect("a sub-agent")
+        .task_id
+        .clone();
     let child = app
         .store()
         .await

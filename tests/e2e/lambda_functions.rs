@@ -589,22 +589,23 @@ async fn worker_runs_a_task_to_success_across_segments() {
         task.status(),
         TaskStatus::Succeeded,
         "{:?}; {}",
-        task.error,
+        task.answer.error,
         worker.describe()
     );
-    assert_eq!(task.steps, 2);
+    assert_eq!(task.budget.steps, 2);
     assert!(
-        task.segments >= 2,
+        task.budget.segments >= 2,
         "handed over between segments: {} segments",
-        task.segments
+        task.budget.segments
     );
     assert!(batches >= 2, "{batches} batches");
     assert!(
-        task.result
+        task.answer
+            .result
             .as_deref()
             .is_some_and(|r| r.contains("done after 2 steps")),
         "{:?}",
-        task.result
+        task.answer.result
     );
     assert!(stack.drain().await.is_empty(), "no wake left behind");
     // The trace reached S3.
@@ -632,7 +633,7 @@ async fn worker_runs_a_task_to_success_across_segments() {
     );
     assert_eq!(
         of_task(&worker_metrics, "Segments"),
-        f64::from(task.segments)
+        f64::from(task.budget.segments)
     );
     assert_eq!(of_task(&metric_documents(&ingest), "TasksCreated"), 1.0);
     for d in &worker_metrics {
@@ -725,9 +726,9 @@ async fn worker_reports_poison_records_and_fails_dead_lettered_tasks() {
     assert!(failures(&outcome).is_empty(), "{}", worker.describe());
     let task = stack.task(&task_id).await;
     assert_eq!(task.status(), TaskStatus::Failed);
-    let reason = task.error.unwrap_or_default();
+    let reason = task.answer.error.unwrap_or_default();
     assert!(reason.contains("3 delivery attempts"), "{reason}");
-    assert_eq!(task.steps, 0, "a dead-lettered task is not run");
+    assert_eq!(task.budget.steps, 0, "a dead-lettered task is not run");
 
     // Without BATON_DLQ_ARN the same record would have run the task: the
     // ARN is what tells them apart.

@@ -32,7 +32,11 @@ async fn wait_answered(app: &TestApp, key: &str, marker: &str) {
         if let Some(thread) = store.thread(key).await.unwrap() {
             if let Some(id) = thread.active_task.clone() {
                 let task = store.get(&id).await.unwrap().unwrap();
-                let answered = task.result.as_deref().is_some_and(|r| r.contains(marker));
+                let answered = task
+                    .answer
+                    .result
+                    .as_deref()
+                    .is_some_and(|r| r.contains(marker));
                 if task.status().is_terminal() && answered && thread.recap.recorded.contains(&id) {
                     assert_eq!(task.status(), TaskStatus::Succeeded, "{task:?}");
                     return;

@@ -46,18 +46,23 @@ fn expire(t: &mut Task, at: Instant) {
     let mut w = t.waiting_for().cloned();
     match &mut w {
         Some(WaitingFor::Timer(timer)) => timer.until = at,
-        Some(WaitingFor::Approval(_)) => t.approvals.iter_mut().for_each(|a| a.expires_at = at),
+        Some(WaitingFor::Approval(_)) => {
+            t.waits.approvals.iter_mut().for_each(|a| a.expires_at = at)
+        }
         Some(WaitingFor::Reply(reply)) => {
             reply.expires_at = at;
-            t.questions.iter_mut().for_each(|q| q.expires_at = at);
+            t.waits.questions.iter_mut().for_each(|q| q.expires_at = at);
         }
         Some(WaitingFor::Callback(callback)) => {
             callback.expires_at = at;
-            t.callbacks.iter_mut().for_each(|c| c.expires_at = at);
+            t.waits.callbacks.iter_mut().for_each(|c| c.expires_at = at);
         }
         Some(WaitingFor::Connection(connection)) => {
             connection.expires_at = at;
-            t.connections.iter_mut().for_each(|c| c.expires_at = at);
+            t.waits
+                .connections
+                .iter_mut()
+                .for_each(|c| c.expires_at = at);
         }
         // Not ended by a time: the reaper's unit tests cover them (a
         // queued task's wake, a child's lost report).

@@ -98,7 +98,11 @@ async fn files_reach_the_model(backend: Backend) {
     let thread = store.thread("slack:T1:D1").await.unwrap().expect("thread");
     let id = thread.active_task.expect("the task");
     let task = store.get(&id).await.unwrap().expect("task");
-    assert!(task.pending_files.is_empty(), "{:?}", task.pending_files);
+    assert!(
+        task.conversation.pending_files.is_empty(),
+        "{:?}",
+        task.conversation.pending_files
+    );
     let started = std::time::Instant::now();
     loop {
         let task = store.get(&id).await.unwrap().expect("task");

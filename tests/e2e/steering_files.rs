@@ -91,7 +91,11 @@ async fn http_files_reach_a_running_task(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert!(task.pending_files.is_empty(), "{:?}", task.pending_files);
+    assert!(
+        task.conversation.pending_files.is_empty(),
+        "{:?}",
+        task.conversation.pending_files
+    );
 }
 
 async fn slack_files_reach_a_running_task(backend: Backend) {

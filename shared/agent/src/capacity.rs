@@ -101,7 +101,7 @@ impl Capacity {
     /// the schedule's owner kept on it), so crons and heartbeats count
     /// against the person who made them.
     pub fn scopes_of(&self, task: &Task) -> Vec<Capped> {
-        if task.parent.is_some() {
+        if task.source.parent.is_some() {
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -112,9 +112,9 @@ impl Capacity {
                 key: format!("agent:{}", task.agent),
             });
         }
-        let person = match &task.origin {
+        let person = match &task.source.origin {
             Origin::Slack { team_id, user, .. } => Some((team_id.as_str(), user.as_str())),
-            Origin::Http => task.schedule_person(),
+            Origin::Http => task.source.schedule_person(),
         };
         match person {
             None => {

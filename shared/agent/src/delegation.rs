@@ -121,18 +121,18 @@ pub fn dedupe_key(parent: &TaskId, call_id: &str) -> String {
 /// and it can never outlive the parent's deadline.
 pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Instant) -> Task {
     let mut limits = child.task_limits(now);
-    if let Some(parent_deadline) = parent.limits.deadline_at {
+    if let Some(parent_deadline) = parent.budget.limits.deadline_at {
         limits.deadline_at = Some(parent_deadline.capped(limits.deadline_at));
     }
     let mut task = Task::new(
         TaskId::generate(),
         &child.name,
-        parent.origin.clone(),
+        parent.source.origin.clone(),
         None,
         limits,
         now,
     );
-    task.parent = Some(ParentLink {
+    task.source.parent = Some(ParentLink {
         task_id: parent.id.clone(),
         call_id: call_id.to_owned(),
         root_task_id: Some(parent.trace_root().clone()),
@@ -140,7 +140,7 @@ pub fn child_task(parent: &Task, child: &AgentConfig, call_id: &str, now: Instan
     });
     // A sub-agent acts for exactly its parent's person ([`Task::actor`]):
     // principal, roles, connections, memory and budgets alike.
-    task.user = parent.acting_for();
+    task.source.user = parent.acting_for();
     task
 }
 
@@ -172,7 +172,7 @@ pub fn outcome_of(child: &Task, status: TaskStatus, text: &str) -> ChildOutcome 
     ChildOutcome {
         status,
         text,
-        usage: child.usage,
+        usage: child.budget.usage,
     }
 }
 
@@ -184,7 +184,7 @@ pub async fn report_to_parent(
     child: &Task,
     outcome: ChildOutcome,
 ) -> Result<(), WorkerError> {
-    let Some(link) = &child.parent else {
+    let Some(link) = &child.source.parent else {
         return Ok(());
     };
     let result = store
@@ -192,27 +192,27 @@ pub async fn report_to_parent(
             if p.status().is_terminal() {
                 return Ok(None);
             }
-            let slot = match p.children.iter_mut().find(|c| c.task_id == child.id) {
+            let slot = match p.waits.children.iter_mut().find(|c| c.task_id == child.id) {
                 Some(slot) if slot.outcome.is_some() => return Ok(None),
                 Some(slot) => slot,
                 None => {
                     // The child ran before its parent recorded it (a crash
                     // window): record it now; the parent will find it.
-                    p.children.push(Child {
+                    p.waits.children.push(Child {
                         task_id: child.id.clone(),
                         agent: child.agent.clone(),
                         call_id: link.call_id.clone(),
                         outcome: None,
                     });
-                    let last = p.children.len() - 1;
-                    &mut p.children[last]
+                    let last = p.waits.children.len() - 1;
+                    &mut p.waits.children[last]
                 }
             };
             slot.outcome = Some(outcome.clone());
             // Children's model use counts against the parent's budgets.
-            p.usage.add(outcome.usage);
-            p.cost_usd += child.cost_usd;
-            let pending = p.pending_children();
+            p.budget.usage.add(outcome.usage);
+            p.budget.cost_usd += child.budget.cost_usd;
+            let pending = p.waits.pending_children();
             let mut status = p.status();
             if p.status() == TaskStatus::Waiting
                 && matches!(p.waiting_for(), Some(WaitingFor::Children(_)))
@@ -257,13 +257,14 @@ pub async fn report_to_parent(
 /// dead-letter consumer, and the reaper settling a lost report. Failures
 /// are logged: the reaper retries them.
 pub async fn report_ended(store: &TaskStore, queue: &dyn WorkQueue, child: &Task) {
-    if child.parent.is_none() || !child.status().is_terminal() {
+    if child.source.parent.is_none() || !child.status().is_terminal() {
         return;
     }
     let text = child
+        .answer
         .result
         .clone()
-        .or_else(|| child.error.clone())
+        .or_else(|| child.answer.error.clone())
         .unwrap_or_default();
     let outcome = outcome_of(child, child.status(), &text);
     if let Err(e) = report_to_parent(store, queue, child, outcome).await {
@@ -275,7 +276,7 @@ pub async fn report_ended(store: &TaskStore, queue: &dyn WorkQueue, child: &Task
 /// cannot be reached now ends on its own budgets, and its report to an
 /// ended parent is ignored).
 pub async fn cancel_children(store: &TaskStore, queue: &dyn WorkQueue, parent: &Task) {
-    for child in parent.children.iter().filter(|c| c.outcome.is_none()) {
+    for child in parent.waits.children.iter().filter(|c| c.outcome.is_none()) {
         let result = store
             .update(&child.task_id, None, |t| {
                 if t.status().is_terminal() || t.cancel_requested {
@@ -360,7 +361,7 @@ mod tests {
             Limits::default(),
             0,
         );
-        fired.schedule_owner = Some("slack:T9:U9".into());
+        fired.source.schedule_owner = Some("slack:T9:U9".into());
         let child = child_task(&fired, a.resolve("researcher"), "call_1", Instant(1_000));
         assert_eq!(child.actor(), fired.actor());
         // A parent acting for nobody has children acting for nobody.
@@ -419,9 +420,12 @@ mod tests {
         };
         let parent = Task::new(TaskId::generate(), "default", Origin::Http, None, limits, 0);
         let child = child_task(&parent, a.resolve("researcher"), "call_1", Instant(1_000));
-        assert_eq!(child.limits.deadline_at, Some(baton_core::Instant(30_000)));
-        assert_eq!(child.parent.as_ref().unwrap().task_id, parent.id);
-        assert_eq!(child.thread, None);
+        assert_eq!(
+            child.budget.limits.deadline_at,
+            Some(baton_core::Instant(30_000))
+        );
+        assert_eq!(child.source.parent.as_ref().unwrap().task_id, parent.id);
+        assert_eq!(child.conversation.thread, None);
         let free = Task::new(
             TaskId::generate(),
             "default",
@@ -431,7 +435,7 @@ mod tests {
             0,
         );
         let child = child_task(&free, a.resolve("researcher"), "call_1", Instant(1_000));
-        assert_eq!(child.limits.deadline_at, Some(Instant(61_000)));
+        assert_eq!(child.budget.limits.deadline_at, Some(Instant(61_000)));
     }
 
     #[test]
@@ -452,7 +456,7 @@ mod tests {
         assert_eq!(grandchild.trace_root(), &root.id);
         // A link written before the root was recorded: the parent is it.
         let mut old = grandchild.clone();
-        old.parent.as_mut().unwrap().root_task_id = None;
+        old.source.parent.as_mut().unwrap().root_task_id = None;
         assert_eq!(old.trace_root(), &child.id);
     }
 

@@ -30,7 +30,7 @@ pub(crate) fn served(task: &Task) -> baton_core::Person {
 }
 
 fn origin(task: &Task) -> Origin<'_> {
-    match &task.origin {
+    match &task.source.origin {
         TaskOrigin::Slack {
             channel,
             thread_ts,

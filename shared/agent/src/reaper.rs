@@ -98,7 +98,7 @@ impl Reaper {
     /// report was lost, e.g. dead-lettered with the store down) gets their
     /// outcomes now.
     async fn settle_children(&self, parent: &Task) -> Result<(), ReaperError> {
-        for c in parent.children.iter().filter(|c| c.outcome.is_none()) {
+        for c in parent.waits.children.iter().filter(|c| c.outcome.is_none()) {
             let Some(child) = self.store.get(&c.task_id).await? else {
                 continue;
             };
@@ -155,7 +155,7 @@ fn wake_lost(task: &Task, stale: Instant) -> bool {
         TaskStatus::Queued | TaskStatus::Running => true,
         TaskStatus::Waiting => {
             task.cancel_requested
-                || task.limits.deadline_at.is_some_and(|d| d < stale)
+                || task.budget.limits.deadline_at.is_some_and(|d| d < stale)
                 || baton_core::wait::is_over(task, stale)
         }
         TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Cancelled => false,

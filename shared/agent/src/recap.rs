@@ -14,7 +14,7 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
     let requester = approval::requester(task).map(str::to_owned);
     let mut turns: Vec<Turn> = transcript
         .iter()
-        .filter(|e| e.seq >= task.carried)
+        .filter(|e| e.seq >= task.conversation.carried)
         .filter_map(|e| match &e.kind {
             EntryKind::UserMessage { text, from }
                 if !crate::compaction::is_compact_command(text) =>
@@ -32,7 +32,12 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
             _ => None,
         })
         .collect();
-    if let Some(answer) = task.result.as_deref().filter(|a| !a.trim().is_empty()) {
+    if let Some(answer) = task
+        .answer
+        .result
+        .as_deref()
+        .filter(|a| !a.trim().is_empty())
+    {
         let tools = tool_digest(task, transcript);
         turns.push(Turn {
             speaker: Speaker::Agent,
@@ -68,7 +73,7 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
 fn interrupted(task: &Task, transcript: &[Entry]) -> Option<String> {
     let said = transcript
         .iter()
-        .filter(|e| e.seq >= task.carried)
+        .filter(|e| e.seq >= task.conversation.carried)
         .rev()
         .find_map(|e| match &e.kind {
             EntryKind::AssistantMessage { text, .. } if !text.trim().is_empty() => {
@@ -107,7 +112,7 @@ const TOOL_DIGEST_CHARS: usize = 1_500;
 fn tool_digest(task: &Task, transcript: &[Entry]) -> String {
     let mut parts: Vec<String> = transcript
         .iter()
-        .filter(|e| e.seq >= task.carried)
+        .filter(|e| e.seq >= task.conversation.carried)
         .filter_map(|e| match &e.kind {
             EntryKind::ToolResult {
                 name,
@@ -140,10 +145,10 @@ fn tool_digest(task: &Task, transcript: &[Entry]) -> String {
 /// adds nothing). Best effort: a failure is logged, and the next task on
 /// the thread starts without these turns.
 pub(crate) async fn record(store: &TaskStore, task: &Task, transcript: &[Entry]) {
-    let Some(key) = task.thread.as_deref() else {
+    let Some(key) = task.conversation.thread.as_deref() else {
         return;
     };
-    if task.parent.is_some() {
+    if task.source.parent.is_some() {
         return;
     }
     let turns = turns_of(task, transcript);
@@ -194,8 +199,8 @@ mod tests {
             Limits::default(),
             0,
         );
-        task.carried = 1;
-        task.result = Some("It is 9:00 in Berlin.".into());
+        task.conversation.carried = 1;
+        task.answer.result = Some("It is 9:00 in Berlin.".into());
         let transcript = vec![
             entry(
                 0,

@@ -347,7 +347,7 @@ mod tests {
         )
         .unwrap();
         let mut fired = task(Origin::Http);
-        fired.schedule_owner = Some("slack:T1:U1".into());
+        fired.source.schedule_owner = Some("slack:T1:U1".into());
         b.record(&fired, &[], usage(10, 0), 0.0, NOV).await.unwrap();
         let alice = task(slack("T1", "U1"));
         assert_eq!(
@@ -357,7 +357,7 @@ mod tests {
         assert!(b.exhausted(&fired, &[], NOV).await.unwrap().is_some());
         // An API-made schedule's task is the API's, with no user budget.
         let mut api = task(Origin::Http);
-        api.schedule_owner = Some("api".into());
+        api.source.schedule_owner = Some("api".into());
         assert_eq!(b.exhausted(&api, &[], NOV).await.unwrap(), None);
     }
 

@@ -337,7 +337,7 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
         let (ended, _) = store
             .update(&task.id, None, |t| {
                 t.finish(TaskStatus::Succeeded);
-                t.feedback = vec![crate::task::feedback::Feedback {
+                t.answer.feedback = vec![crate::task::feedback::Feedback {
                     user: "U1".into(),
                     rating,
                     at: t.updated_at,
@@ -391,7 +391,7 @@ pub async fn check_task_listing(store: &crate::TaskStore) {
     };
     assert_eq!(
         pages(store, &by_thread, 4).await,
-        want(&|t| t.thread.is_some())
+        want(&|t| t.conversation.thread.is_some())
     );
     let by_status = TaskFilter {
         status: Some(TaskStatus::Succeeded),

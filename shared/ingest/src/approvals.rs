@@ -175,7 +175,7 @@ impl Ingest {
         approval_id: &str,
         by: &str,
     ) -> Result<Option<AlwaysRule>, ApiError> {
-        let Some(a) = task.approval(approval_id) else {
+        let Some(a) = task.waits.approval(approval_id) else {
             return Err(ApiError::not_found(format!(
                 "task {} has no approval `{approval_id}`",
                 task.id
@@ -194,7 +194,8 @@ impl Ingest {
                 ),
             )
         };
-        let (Some(key), Some(allowed)) = (task.thread.as_deref(), a.always.clone()) else {
+        let (Some(key), Some(allowed)) = (task.conversation.thread.as_deref(), a.always.clone())
+        else {
             return Err(no_rule());
         };
         let rule = AlwaysRule {
@@ -358,7 +359,7 @@ mod tests {
             tool: "http_request".into(),
             summary: "POST https://example.com".into(),
         }));
-        t.approvals.push(Approval {
+        t.waits.approvals.push(Approval {
             approval_id: APPROVAL.into(),
             step: 1,
             call_id: "call_1".into(),
@@ -448,7 +449,8 @@ mod tests {
 
     async fn decision(r: &Rig, id: &TaskId) -> Option<(Verdict, Option<String>)> {
         let t = r.store.get(id).await.unwrap().unwrap();
-        t.approval(APPROVAL)
+        t.waits
+            .approval(APPROVAL)
             .and_then(|a| a.decision.clone())
             .map(|d| (d.verdict, d.by))
     }
@@ -600,8 +602,8 @@ mod tests {
         assert!(r.store.put_thread(&thread).await.unwrap());
         r.store
             .update(&id, None, |t| {
-                t.thread = Some(KEY.into());
-                t.approvals[0].always = Some(Allowed::Http {
+                t.conversation.thread = Some(KEY.into());
+                t.waits.approvals[0].always = Some(Allowed::Http {
                     method: "POST".into(),
                     host: "example.com".into(),
                 });

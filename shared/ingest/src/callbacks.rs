@@ -124,7 +124,7 @@ mod tests {
         );
         let expires_at = Instant::now() + expires_in;
         let url = format!("http://x/callbacks/{token}");
-        t.callbacks.push(Callback {
+        t.waits.callbacks.push(Callback {
             step: 1,
             call_id: "w".into(),
             description: "CI".into(),
@@ -197,7 +197,10 @@ mod tests {
         assert_eq!(codes, [202, 409], "{one:?} {two:?}");
         let task = r.store.get(&id).await.unwrap().unwrap();
         assert_eq!(task.status(), TaskStatus::Queued);
-        let body = task.callbacks[0].delivered.clone().and_then(|d| d.body);
+        let body = task.waits.callbacks[0]
+            .delivered
+            .clone()
+            .and_then(|d| d.body);
         let winner = if one.0 == 202 { "passed" } else { "failed" };
         assert_eq!(body, Some(json!({"status": winner})));
         // Later POSTs change nothing.

@@ -141,8 +141,8 @@ impl Frames {
                 let data = json!({
                     "task_id": task.id.to_string(),
                     "status": task.status().as_str(),
-                    "result": task.result,
-                    "error": task.error,
+                    "result": task.answer.result,
+                    "error": task.answer.error,
                 });
                 Some(sse::event(None, "end", &data.to_string()))
             }
@@ -188,7 +188,7 @@ mod tests {
         for i in 1..events {
             if i + 1 == events {
                 t.finish(TaskStatus::Succeeded);
-                t.result = Some("done".into());
+                t.answer.result = Some("done".into());
             }
             let text = format!("m{i}");
             store

@@ -115,7 +115,7 @@ impl Ingest {
         // own commits re-apply their change over, as for a message sent in.
         match self
             .store
-            .update(&source_id, None, |t| Ok(t.add_fork(&id).then(Vec::new)))
+            .update(&source_id, None, |t| Ok(t.fork.add(&id).then(Vec::new)))
             .await
         {
             Ok(_) => {}
@@ -217,7 +217,7 @@ mod tests {
             Limits::default(),
             now_ms(),
         );
-        t.steps = 2;
+        t.budget.steps = 2;
         let entries = vec![
             EntryKind::UserMessage {
                 text: "go".into(),
@@ -287,10 +287,10 @@ mod tests {
         let fork = r.store.get(&fork_id).await.unwrap().unwrap();
         assert_eq!(fork.agent, "other");
         assert_eq!(
-            (fork.origin.clone(), fork.thread.clone()),
+            (fork.source.origin.clone(), fork.conversation.thread.clone()),
             (Origin::Http, None)
         );
-        assert_eq!(fork.tools, ToolMode::Recorded);
+        assert_eq!(fork.fork.tools, ToolMode::Recorded);
         assert_eq!(fork.model.as_deref(), Some("m2"));
         let status = fork.status_json();
         assert_eq!(status["forked_from"], json!({"task_id": src, "step": 1}));
@@ -318,11 +318,11 @@ mod tests {
         );
 
         let after = r.store.get(&src).await.unwrap().unwrap();
-        assert_eq!(after.forks, vec![fork_id.clone()]);
+        assert_eq!(after.fork.forks, vec![fork_id.clone()]);
         assert_eq!(after.status_json()["forks"], json!([fork_id]));
         assert_eq!(
-            (after.status(), after.steps, after.next_seq),
-            (before.status(), before.steps, before.next_seq)
+            (after.status(), after.budget.steps, after.next_seq),
+            (before.status(), before.budget.steps, before.next_seq)
         );
     }
 
@@ -388,6 +388,14 @@ mod tests {
         let unknown = format!("/tasks/{}/fork", TaskId::generate());
         assert_eq!(post(&r, &unknown, r#"{"from_step": 1}"#).await.0, 404);
         assert_eq!(wakes(&r).await, 0);
-        assert!(r.store.get(&src).await.unwrap().unwrap().forks.is_empty());
+        assert!(r
+            .store
+            .get(&src)
+            .await
+            .unwrap()
+            .unwrap()
+            .fork
+            .forks
+            .is_empty());
     }
 }

@@ -78,6 +78,7 @@ impl Ingest {
             // (the worker may not be waiting for it yet).
             let now = baton_core::Instant::now();
             let asked = t
+                .waits
                 .questions
                 .iter()
                 .any(|q| q.reply.is_none() && q.expires_at > now);
@@ -136,14 +137,14 @@ impl Ingest {
         task.wait(baton_core::WaitingFor::Turn(wait::Turn {
             behind: behind.clone(),
         }));
-        task.summary = Some(baton_core::task::record::summary_of(&s.text));
-        task.inbox.push(s.inbox_message());
+        task.conversation.summary = Some(baton_core::task::parts::summary_of(&s.text));
+        task.conversation.inbox.push(s.inbox_message());
         for entry in &s.attachments {
             let pending =
                 baton_core::attachment::stash(self.store.blobs().as_ref(), &task.id, entry)
                     .await
                     .map_err(|e| ApiError::unavailable_on(s.thread.as_deref(), e))?;
-            task.pending_files.push(pending);
+            task.conversation.pending_files.push(pending);
         }
         Ok(())
     }
@@ -199,11 +200,11 @@ impl Ingest {
         let result = self
             .store
             .update(running, None, |t| {
-                if t.status().is_terminal() || t.interrupted_by.is_some() {
+                if t.status().is_terminal() || t.conversation.interrupted_by.is_some() {
                     return Ok(None);
                 }
                 t.cancel_requested = true;
-                t.interrupted_by = Some(by.clone());
+                t.conversation.interrupted_by = Some(by.clone());
                 Ok(Some(vec![EntryKind::Status {
                     status: t.status(),
                     detail: format!(

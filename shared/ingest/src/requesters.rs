@@ -45,7 +45,7 @@ impl Ingest {
 
 /// The Slack workspace and user who asked for `task`, if one did.
 fn slack_requester(task: &Task) -> Option<(&str, &str)> {
-    match &task.origin {
+    match &task.source.origin {
         Origin::Slack { team_id, user, .. } => Some((team_id.as_str(), user.as_str())),
         Origin::Http => None,
     }

@@ -355,7 +355,7 @@ impl Ingest {
             return Ok(Clicked::Own(None));
         };
         let task = self.store.get(&id).await.map_err(ApiError::unavailable)?;
-        match task.as_ref().map(|t| &t.origin) {
+        match task.as_ref().map(|t| &t.source.origin) {
             None => Ok(Clicked::Own(None)),
             Some(Origin::Slack { team_id, .. }) if *team_id == action.team_id => {
                 Ok(Clicked::Own(task.map(Box::new)))

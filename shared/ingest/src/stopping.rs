@@ -68,7 +68,7 @@ impl Ingest {
         thread_ts: Option<&str>,
     ) {
         tracing::info!(task_id = %task.id, user, "stop by someone who may not stop the task; refused");
-        let (task_channel, task_thread) = match &task.origin {
+        let (task_channel, task_thread) = match &task.source.origin {
             Origin::Slack {
                 channel, thread_ts, ..
             } => (Some(channel.as_str()), Some(thread_ts.as_str())),
@@ -266,7 +266,7 @@ pub(crate) mod tests {
         }
         // A task nobody in Slack asked for: approvers and admins only.
         let mut http = task.clone();
-        http.origin = Origin::Http;
+        http.source.origin = Origin::Http;
         assert!(!s.ingest.may_stop(Some("U1"), &[], &http));
         assert!(s.ingest.may_stop(Some("U9"), &[], &http));
         assert_eq!(
@@ -312,7 +312,15 @@ pub(crate) mod tests {
             matches!(&out, Submitted::Queued { behind, .. } if *behind == id),
             "{out:?}"
         );
-        assert!(s.store.get(&id).await.unwrap().unwrap().inbox.is_empty());
+        assert!(s
+            .store
+            .get(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .conversation
+            .inbox
+            .is_empty());
 
         // The requester's stop stops it.
         let stop = from_slack("U1", "1700000000.000400", "Stop!");

@@ -47,7 +47,7 @@ impl Ingest {
                 .await
                 .map_err(ApiError::unavailable)?;
             let same_thread = task.is_some_and(|t| {
-                matches!(&t.origin, Origin::Slack { thread_ts, .. } if *thread_ts == s.thread_ts)
+                matches!(&t.source.origin, Origin::Slack { thread_ts, .. } if *thread_ts == s.thread_ts)
             });
             if !same_thread {
                 continue;

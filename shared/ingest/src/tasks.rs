@@ -445,8 +445,8 @@ impl Ingest {
             // Still running: the task span so far.
             let mut attrs = serde_json::Map::new();
             attrs.insert("status".into(), json!(task.status().as_str()));
-            attrs.insert("steps".into(), json!(task.steps));
-            attrs.insert("segments".into(), json!(task.segments));
+            attrs.insert("steps".into(), json!(task.budget.steps));
+            attrs.insert("segments".into(), json!(task.budget.segments));
             attrs.insert("in_progress".into(), json!(true));
             spans.push(Span {
                 span_id: baton_core::trace::task_span_id(&id),

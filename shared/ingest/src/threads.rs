@@ -266,17 +266,17 @@ impl Ingest {
         // what accepting a message writes does not grow with it.
         let unread = unread_thread(&s, thread.as_ref(), agent.slack.thread_context);
         let mut task = task;
-        task.pending_files = s.files.clone();
-        task.message_ts = s.message_ts.clone();
-        task.unread_thread = unread;
+        task.conversation.pending_files = s.files.clone();
+        task.conversation.message_ts = s.message_ts.clone();
+        task.conversation.unread_thread = unread;
         task.model = s.model.clone();
-        task.user = s.user.clone();
+        task.source.user = s.user.clone();
         let mut first = Vec::new();
         if let Some((behind, _)) = &queued {
             self.wait_turn(&mut task, &s, behind).await?;
         } else {
             first.extend(thread.and_then(|t| t.recap.entry()));
-            task.carried = first.len() as u64;
+            task.conversation.carried = first.len() as u64;
             first.push(EntryKind::UserMessage {
                 text: s.text.clone(),
                 from: Some(baton_core::Author::Person(s.author())),
@@ -309,7 +309,7 @@ impl Ingest {
         };
         if let Some(rate) = &self.rate {
             // Counted once: a retried request found its task above.
-            if let Err(e) = rate.count(&task.origin, now.0).await {
+            if let Err(e) = rate.count(&task.source.origin, now.0).await {
                 tracing::warn!(task_id = %id, error = %e, "could not count the task against the hourly rate");
             }
         }
@@ -471,16 +471,16 @@ impl Ingest {
                 if let Some(entries) = question::reply(t, &text, author, baton_core::Instant::now())
                 {
                     replied = true;
-                    t.pending_files.extend(files.iter().cloned());
+                    t.conversation.pending_files.extend(files.iter().cloned());
                     return Ok(Some(entries));
                 }
-                t.pending_files.extend(files.iter().cloned());
+                t.conversation.pending_files.extend(files.iter().cloned());
                 // The person a connection wait is for writes: their link
                 // may have failed them, so the call asks again (#38).
                 if let Some(person) = s.author().person() {
                     renewed = baton_core::wait::connection::renew_for(t, &person);
                 }
-                t.inbox.push(message.clone());
+                t.conversation.inbox.push(message.clone());
                 Ok(Some(Vec::new()))
             })
             .await;
@@ -858,7 +858,7 @@ mod tests {
         let (task, _) = store
             .update(&id, None, |t| {
                 t.finish(TaskStatus::Succeeded);
-                t.result = Some(format!("answer {i}: {}", "words ".repeat(60)));
+                t.answer.result = Some(format!("answer {i}: {}", "words ".repeat(60)));
                 Ok(Some(Vec::new()))
             })
             .await
@@ -874,7 +874,7 @@ mod tests {
             &task.id,
             vec![
                 turn(Speaker::User, format!("message {i}")),
-                turn(Speaker::Agent, task.result.clone().unwrap()),
+                turn(Speaker::Agent, task.answer.result.clone().unwrap()),
             ],
         );
         assert!(store.put_thread(&thread).await.unwrap());
@@ -999,9 +999,9 @@ mod tests {
         assert_eq!(steered, Submitted::Steered(id.clone()));
         let task = ingest.store.get(&id).await.unwrap().unwrap();
         assert!(
-            task.inbox[0].text.starts_with("[Input guard:"),
+            task.conversation.inbox[0].text.starts_with("[Input guard:"),
             "{:?}",
-            task.inbox
+            task.conversation.inbox
         );
     }
 

@@ -42,7 +42,7 @@ impl Ingest {
         let Some(export) = &self.span_export else {
             return;
         };
-        let source = match task.origin {
+        let source = match task.source.origin {
             Origin::Http => "http",
             Origin::Slack { .. } => "slack",
         };
@@ -62,7 +62,7 @@ impl Ingest {
         let sent = export.export(SpanBatch {
             task_id: task.id.clone(),
             trace_root: task.trace_root().clone(),
-            parent_task: task.parent.as_ref().map(|p| p.task_id.clone()),
+            parent_task: task.source.parent.as_ref().map(|p| p.task_id.clone()),
             agent: task.agent.clone(),
             spans: vec![span],
             content: HashMap::new(),

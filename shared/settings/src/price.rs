@@ -125,10 +125,10 @@ pub fn completion_cost(agent: &AgentConfig, model: &str, usage: Usage) -> f64 {
 /// before each LLM call.
 pub fn exhausted(task: &Task, agent: &AgentConfig) -> Option<String> {
     let max = agent.max_cost_usd?;
-    (task.cost_usd >= max).then(|| {
+    (task.budget.cost_usd >= max).then(|| {
         format!(
             "cost budget exhausted: {} of {}",
-            usd(task.cost_usd),
+            usd(task.budget.cost_usd),
             usd(max)
         )
     })
@@ -231,16 +231,16 @@ mod tests {
     fn cost_budget_is_exhausted_at_the_limit() {
         let mut a = agent();
         let mut t = task(Origin::Http);
-        t.cost_usd = 0.52;
+        t.budget.cost_usd = 0.52;
         assert_eq!(exhausted(&t, &a), None, "no budget set");
         a.max_cost_usd = Some(0.5);
         assert_eq!(
             exhausted(&t, &a).as_deref(),
             Some("cost budget exhausted: $0.52 of $0.50")
         );
-        t.cost_usd = 0.4999;
+        t.budget.cost_usd = 0.4999;
         assert_eq!(exhausted(&t, &a), None);
-        t.cost_usd = 0.5;
+        t.budget.cost_usd = 0.5;
         assert!(exhausted(&t, &a).is_some());
     }
 

@@ -67,7 +67,7 @@ pub fn request_blocks(task: &Task, a: &Approval) -> Value {
         json!({"type": "button", "action_id": DENY_ACTION, "style": "danger",
                "text": {"type": "plain_text", "text": "Deny"}, "value": value}),
     ];
-    if a.always.is_some() && task.thread.is_some() {
+    if a.always.is_some() && task.conversation.thread.is_some() {
         buttons.push(json!({"type": "button", "action_id": ALWAYS_ACTION,
             "text": {"type": "plain_text", "text": ALWAYS_LABEL}, "value": value}));
     }
@@ -118,7 +118,7 @@ impl ApprovalPrompts for SlackApprovals {
     ) -> Result<Option<PostedMessage>, ReplyError> {
         let Origin::Slack {
             channel, thread_ts, ..
-        } = &task.origin
+        } = &task.source.origin
         else {
             return Ok(None);
         };
@@ -159,7 +159,7 @@ impl ApprovalPrompts for SlackApprovals {
             Origin::Slack {
                 channel, thread_ts, ..
             },
-        ) = (expired, &task.origin)
+        ) = (expired, &task.source.origin)
         {
             // Updating the request is safe to repeat; the notice is looked
             // for first, so a retried update does not post it twice.
@@ -200,7 +200,7 @@ mod tests {
             Limits::default(),
             0,
         );
-        t.approvals.push(Approval {
+        t.waits.approvals.push(Approval {
             approval_id: "ap-1-call_1".into(),
             step: 1,
             call_id: "call_1".into(),
@@ -218,8 +218,8 @@ mod tests {
     #[test]
     fn slack_text_cannot_mention_or_link() {
         let mut t = task_with_approval(10_000);
-        t.approvals[0].summary = "POST <!channel> <https://evil|ok> `x`".into();
-        let text = request_text(&t, &t.approvals[0]);
+        t.waits.approvals[0].summary = "POST <!channel> <https://evil|ok> `x`".into();
+        let text = request_text(&t, &t.waits.approvals[0]);
         assert!(
             !text.contains("<!channel>") && !text.contains("<https"),
             "{text}"
@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn buttons_carry_task_and_approval() {
         let t = task_with_approval(10_000);
-        let blocks = request_blocks(&t, &t.approvals[0]);
+        let blocks = request_blocks(&t, &t.waits.approvals[0]);
         let buttons = blocks[1]["elements"].as_array().unwrap();
         assert_eq!(buttons[0]["action_id"], APPROVE_ACTION);
         assert_eq!(buttons[1]["action_id"], DENY_ACTION);
@@ -245,7 +245,7 @@ mod tests {
     #[test]
     fn always_is_offered_only_where_a_rule_can_be_kept() {
         let labels = |t: &Task| -> Vec<String> {
-            request_blocks(t, &t.approvals[0])[1]["elements"]
+            request_blocks(t, &t.waits.approvals[0])[1]["elements"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -254,15 +254,15 @@ mod tests {
         };
         let mut t = task_with_approval(10_000);
         assert_eq!(labels(&t), ["Approve", "Deny"]);
-        t.approvals[0].always = Some(baton_core::always::Allowed::Http {
+        t.waits.approvals[0].always = Some(baton_core::always::Allowed::Http {
             method: "POST".into(),
             host: "example.com".into(),
         });
         // No conversation: no rule to keep, no button.
         assert_eq!(labels(&t), ["Approve", "Deny"]);
-        t.thread = Some("slack:T1:C1:1.0".into());
+        t.conversation.thread = Some("slack:T1:C1:1.0".into());
         assert_eq!(labels(&t), ["Approve", "Deny", "Always in this thread"]);
-        let blocks = request_blocks(&t, &t.approvals[0]);
+        let blocks = request_blocks(&t, &t.waits.approvals[0]);
         let always = &blocks[1]["elements"][2];
         assert_eq!(always["action_id"], ALWAYS_ACTION);
         assert_eq!(always["value"], blocks[1]["elements"][0]["value"]);
@@ -271,12 +271,12 @@ mod tests {
     #[test]
     fn an_expired_decision_says_so() {
         let mut t = task_with_approval(10_000);
-        t.approvals[0].decision = Some(baton_core::Decision {
+        t.waits.approvals[0].decision = Some(baton_core::Decision {
             verdict: Verdict::Expired,
             by: None,
             at: baton_core::Instant(10_000),
             rule: None,
         });
-        assert!(decided_text(&t.approvals[0]).contains("Expired"));
+        assert!(decided_text(&t.waits.approvals[0]).contains("Expired"));
     }
 }

@@ -51,11 +51,14 @@ fn key(task: &Task) -> String {
 pub(crate) fn shows_message(task: &Task) -> Option<(&str, &str)> {
     let Origin::Slack {
         channel, thread_ts, ..
-    } = &task.origin
+    } = &task.source.origin
     else {
         return None;
     };
-    if task.parent.is_some() || thread_ts.is_empty() || task.origin.is_direct_message() {
+    if task.source.parent.is_some()
+        || thread_ts.is_empty()
+        || task.source.origin.is_direct_message()
+    {
         return None;
     }
     Some((channel.as_str(), thread_ts.as_str()))
@@ -198,7 +201,7 @@ mod tests {
             Limits::default(),
             baton_core::Instant::now() - Duration::from_secs(60),
         );
-        t.message_ts = Some("1.0".into());
+        t.conversation.message_ts = Some("1.0".into());
         t
     }
 

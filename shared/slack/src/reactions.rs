@@ -76,13 +76,14 @@ impl SlackClient {
 /// The message a task took, when it has one to react on: `(channel, ts)`.
 /// Children and scheduled tasks have none.
 pub(crate) fn taken_message(task: &Task) -> Option<(&str, &str)> {
-    let Origin::Slack { channel, .. } = &task.origin else {
+    let Origin::Slack { channel, .. } = &task.source.origin else {
         return None;
     };
-    if task.parent.is_some() {
+    if task.source.parent.is_some() {
         return None;
     }
-    task.message_ts
+    task.conversation
+        .message_ts
         .as_deref()
         .filter(|ts| !ts.is_empty())
         .map(|ts| (channel.as_str(), ts))
@@ -93,7 +94,7 @@ pub(crate) fn taken_message(task: &Task) -> Option<(&str, &str)> {
 pub(crate) fn outcome(task: &Task) -> Option<&'static str> {
     match task.status() {
         TaskStatus::Succeeded => {
-            let result = task.result.as_deref().unwrap_or_default().trim();
+            let result = task.answer.result.as_deref().unwrap_or_default().trim();
             let silent = result.is_empty() || result == "NO_REPLY" || result == "HEARTBEAT_OK";
             (!silent).then_some(SUCCEEDED)
         }
@@ -153,7 +154,7 @@ mod tests {
             Limits::default(),
             baton_core::Instant::now(),
         );
-        t.message_ts = Some("2.0".into());
+        t.conversation.message_ts = Some("2.0".into());
         t
     }
 
@@ -167,23 +168,23 @@ mod tests {
         acknowledge(&client, &t, &shown).await;
         assert_eq!(fake.reactions("C1", "2.0"), ["eyes"]);
         t.finish(TaskStatus::Succeeded);
-        t.result = Some("done".into());
+        t.answer.result = Some("done".into());
         conclude(&client, &t, &shown).await;
         conclude(&client, &t, &shown).await;
         assert_eq!(fake.reactions("C1", "2.0"), [SUCCEEDED]);
 
         let mut failed = task();
-        failed.message_ts = Some("3.0".into());
+        failed.conversation.message_ts = Some("3.0".into());
         acknowledge(&client, &failed, &shown).await;
         failed.finish(TaskStatus::Failed);
         conclude(&client, &failed, &shown).await;
         assert_eq!(fake.reactions("C1", "3.0"), [FAILED]);
 
         let mut silent = task();
-        silent.message_ts = Some("4.0".into());
+        silent.conversation.message_ts = Some("4.0".into());
         acknowledge(&client, &silent, &shown).await;
         silent.finish(TaskStatus::Succeeded);
-        silent.result = Some("NO_REPLY".into());
+        silent.answer.result = Some("NO_REPLY".into());
         conclude(&client, &silent, &shown).await;
         assert!(fake.reactions("C1", "4.0").is_empty());
     }
@@ -197,7 +198,7 @@ mod tests {
         };
         acknowledge(&fake.client(), &task(), &off).await;
         let mut scheduled = task();
-        scheduled.message_ts = None;
+        scheduled.conversation.message_ts = None;
         acknowledge(&fake.client(), &scheduled, &WorkShown::default()).await;
         assert!(fake.calls("reactions.add").is_empty());
     }

@@ -144,7 +144,7 @@ impl SlackReplies {
     ) -> Result<(), ReplyError> {
         let Origin::Slack {
             channel, thread_ts, ..
-        } = &task.origin
+        } = &task.source.origin
         else {
             return Ok(());
         };
@@ -152,7 +152,12 @@ impl SlackReplies {
         let blocks = buttons
             .then(|| crate::feedback::answer_blocks(&mrkdwn, task.id.as_str()))
             .flatten();
-        if let Some(message) = task.answer_stream.as_ref().and_then(|s| s.message.as_ref()) {
+        if let Some(message) = task
+            .answer
+            .answer_stream
+            .as_ref()
+            .and_then(|s| s.message.as_ref())
+        {
             // The answer streamed into a message: it ends showing exactly
             // this text (an update, safe to repeat after a crash).
             let shown =
@@ -278,7 +283,7 @@ impl SlackReplies {
     async fn set_status(&self, task: &Task, status: &str) {
         let Origin::Slack {
             channel, thread_ts, ..
-        } = &task.origin
+        } = &task.source.origin
         else {
             return;
         };
@@ -386,7 +391,7 @@ fn classify(e: &SlackError) -> StatusFailure {
 #[async_trait]
 impl ReplySink for SlackReplies {
     fn posts_for(&self, task: &Task) -> bool {
-        matches!(task.origin, Origin::Slack { .. })
+        matches!(task.source.origin, Origin::Slack { .. })
     }
 
     async fn answer(&self, task: &Task, text: &str, post: &PostKey) -> Result<(), ReplyError> {
@@ -459,13 +464,13 @@ impl ReplySink for SlackReplies {
             thread_ts,
             user,
             ..
-        } = &task.origin
+        } = &task.source.origin
         else {
             return;
         };
         // Children post nothing of their own; a scheduled post has no
         // thread to hold a session.
-        if task.parent.is_some() || thread_ts.is_empty() {
+        if task.source.parent.is_some() || thread_ts.is_empty() {
             return;
         }
         match phase {
@@ -509,7 +514,7 @@ impl ReplySink for SlackReplies {
             let sent = self.status_client.set_session_status(target, status);
             self.best_effort(task, "agents.sessions.setStatus", &self.sessions_off, sent)
                 .await;
-        } else if let Some(title) = title.filter(|_| task.origin.is_direct_message()) {
+        } else if let Some(title) = title.filter(|_| task.source.origin.is_direct_message()) {
             // Assistant threads live in the app's direct messages; a DM
             // thread that is not one refuses the title, which is harmless.
             let sent = self
@@ -525,8 +530,12 @@ impl ReplySink for SlackReplies {
     /// else — no stream, chunks refused, Slack slow — is `false`, and the
     /// worker says it in the status text.
     async fn tool_call(&self, task: &Task, call: ToolCallShown<'_>) -> bool {
-        let streaming = task.answer_stream.as_ref().and_then(|s| s.message.as_ref());
-        let Some(message) = streaming.filter(|_| task.parent.is_none()) else {
+        let streaming = task
+            .answer
+            .answer_stream
+            .as_ref()
+            .and_then(|s| s.message.as_ref());
+        let Some(message) = streaming.filter(|_| task.source.parent.is_none()) else {
             return false;
         };
         if self.chunks_off.load(Ordering::Relaxed) {
@@ -570,8 +579,8 @@ impl ReplySink for SlackReplies {
     /// [`stream_open`]: ReplySink::stream_open
     async fn plan(&self, task: &Task, steps: &[PlanStep], done: &[bool]) {
         let shows =
-            matches!(&task.origin, Origin::Slack { thread_ts, .. } if !thread_ts.is_empty());
-        if !shows || task.parent.is_some() {
+            matches!(&task.source.origin, Origin::Slack { thread_ts, .. } if !thread_ts.is_empty());
+        if !shows || task.source.parent.is_some() {
             return;
         }
         let view = PlanView::new(steps, done);
@@ -579,7 +588,11 @@ impl ReplySink for SlackReplies {
             return;
         }
         let before = self.plans.remember(task.id.as_str(), view.clone());
-        let streaming = task.answer_stream.as_ref().and_then(|s| s.message.as_ref());
+        let streaming = task
+            .answer
+            .answer_stream
+            .as_ref()
+            .and_then(|s| s.message.as_ref());
         if let Some(message) = streaming {
             let shown_before = before
                 .filter(|s| &s.message == message)
@@ -631,7 +644,7 @@ mod tests {
         replies.progress(&slack_task(), "is thinking…").await;
         assert!(fake.calls("assistant.threads.setStatus").is_empty());
         let mut dm = slack_task();
-        if let Origin::Slack { channel, .. } = &mut dm.origin {
+        if let Origin::Slack { channel, .. } = &mut dm.source.origin {
             *channel = "D1".into();
         }
         replies.progress(&dm, "is thinking…").await;
@@ -696,7 +709,7 @@ mod tests {
         assert_eq!(fake.session("C1", "1.0").as_deref(), Some("closed"));
         // A child shows nothing of its own.
         let mut child = slack_task();
-        child.parent = Some(baton_core::task::ParentLink {
+        child.source.parent = Some(baton_core::task::ParentLink {
             task_id: task.id.clone(),
             call_id: "c".into(),
             root_task_id: None,
@@ -710,7 +723,7 @@ mod tests {
         plain.phase(&task, TaskPhase::Processing { title }).await;
         assert!(fake.calls("assistant.threads.setTitle").is_empty());
         let mut dm = slack_task();
-        if let Origin::Slack { channel, .. } = &mut dm.origin {
+        if let Origin::Slack { channel, .. } = &mut dm.source.origin {
             *channel = "D1".into();
         }
         plain.phase(&dm, TaskPhase::Processing { title }).await;

@@ -24,9 +24,9 @@ fn failed(e: SlackError) -> ReplyError {
 /// conversation) post whole, so a heartbeat finding held back as a repeat
 /// never shows.
 pub(crate) fn streams(task: &Task) -> bool {
-    matches!(&task.origin, Origin::Slack { thread_ts, .. } if !thread_ts.is_empty())
-        && task.parent.is_none()
-        && task.thread.is_some()
+    matches!(&task.source.origin, Origin::Slack { thread_ts, .. } if !thread_ts.is_empty())
+        && task.source.parent.is_none()
+        && task.conversation.thread.is_some()
 }
 
 /// A stream opened by [`open`], and what became of the plan it was to show.
@@ -61,7 +61,7 @@ pub(crate) async fn open(
         thread_ts,
         user,
         ..
-    } = &task.origin
+    } = &task.source.origin
     else {
         return Err(ReplyError("not a Slack task".to_owned()));
     };
@@ -215,7 +215,7 @@ pub(crate) async fn find(
 ) -> Option<StreamedMessage> {
     let Origin::Slack {
         channel, thread_ts, ..
-    } = &task.origin
+    } = &task.source.origin
     else {
         return None;
     };

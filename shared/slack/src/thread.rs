@@ -42,11 +42,11 @@ impl ThreadHistory for SlackThreads {
     ) -> Result<Vec<EarlierMessage>, HistoryError> {
         let Origin::Slack {
             channel, thread_ts, ..
-        } = &task.origin
+        } = &task.source.origin
         else {
             return Ok(Vec::new());
         };
-        let Some(before) = task.message_ts.as_deref() else {
+        let Some(before) = task.conversation.message_ts.as_deref() else {
             return Ok(Vec::new());
         };
         if limit == 0 || thread_ts.is_empty() {
@@ -181,7 +181,7 @@ mod tests {
             Limits::default(),
             baton_core::Instant::now(),
         );
-        t.message_ts = Some(ts.into());
+        t.conversation.message_ts = Some(ts.into());
         t
     }
 

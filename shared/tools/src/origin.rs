@@ -10,7 +10,7 @@ use baton_core::{Origin, TaskStore, ToolContext};
 /// the error is text for the model.
 pub(crate) async fn task_origin(tasks: &TaskStore, ctx: &ToolContext) -> Result<Origin, String> {
     match tasks.get(&ctx.task_id).await {
-        Ok(Some(t)) => Ok(t.origin),
+        Ok(Some(t)) => Ok(t.source.origin),
         Ok(None) => Err("this task is not in the store".into()),
         Err(e) => Err(format!("could not read the task: {e}")),
     }

@@ -134,7 +134,7 @@ impl ScheduleTools {
     /// for (who owns what it schedules).
     async fn origin(&self, ctx: &ToolContext) -> Result<(Origin, baton_core::Actor), String> {
         match self.tasks.get(&ctx.task_id).await {
-            Ok(Some(t)) => Ok((t.origin.clone(), t.actor())),
+            Ok(Some(t)) => Ok((t.source.origin.clone(), t.actor())),
             Ok(None) => Err("this task is not in the store".into()),
             Err(e) => Err(format!("could not read the task: {e}")),
         }

@@ -228,7 +228,7 @@ async fn http_tasks_share_the_api_scope_and_children_are_not_counted() {
         }
     );
     let mut child = r.task(slack("T1", "U1"), 3).await;
-    child.parent = Some(baton_core::ParentLink {
+    child.source.parent = Some(baton_core::ParentLink {
         task_id: one.id.clone(),
         call_id: "c".into(),
         root_task_id: None,
@@ -256,8 +256,8 @@ async fn a_schedule_that_posts_nowhere_counts_against_its_creator() {
         Limits::default(),
         Instant(2),
     );
-    fired.schedule_id = Some("s1".into());
-    fired.schedule_owner = Some("slack:T1:U1".into());
+    fired.source.schedule_id = Some("s1".into());
+    fired.source.schedule_owner = Some("slack:T1:U1".into());
     r.store.create(&fired, Vec::new(), None).await.unwrap();
     let keys: Vec<String> = r
         .capacity
@@ -275,7 +275,7 @@ async fn a_schedule_that_posts_nowhere_counts_against_its_creator() {
     );
     // A schedule made through the HTTP API is the API's.
     let mut api = fired.clone();
-    api.schedule_owner = Some("api".into());
+    api.source.schedule_owner = Some("api".into());
     let keys: Vec<String> = r
         .capacity
         .scopes_of(&api)

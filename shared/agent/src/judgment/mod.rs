@@ -149,10 +149,10 @@ pub fn supervision_due(
         _ => None,
     });
     let (since_step, since_at) = last.unwrap_or((0, transcript.first().map_or(now, |e| e.at)));
-    if task.steps <= since_step {
+    if task.budget.steps <= since_step {
         return false;
     }
-    task.steps - since_step >= cadence.every_steps || now.since(since_at) >= cadence.every
+    task.budget.steps - since_step >= cadence.every_steps || now.since(since_at) >= cadence.every
 }
 
 /// The supervisor's `stop`, when it was the last checkpoint's decision:
@@ -197,7 +197,7 @@ pub fn gate(
     // parent's answer; a silent answer is not sent to anyone.
     if !agent.quality_gate
         || !has_fast_tier(agent)
-        || task.parent.is_some()
+        || task.source.parent.is_some()
         || is_no_reply(&sanitize(answer))
     {
         return Gate::Deliver;

@@ -250,11 +250,11 @@ fn supervision_is_due_by_steps_or_time_after_progress() {
     });
     let mut t = task();
     let entries = log(vec![user("x")]); // at 0 ms
-    t.steps = 2;
+    t.budget.steps = 2;
     assert!(!supervision_due(&a, &t, &entries, Instant(1_000)));
-    t.steps = 3;
+    t.budget.steps = 3;
     assert!(supervision_due(&a, &t, &entries, Instant(1_000)));
-    t.steps = 1;
+    t.budget.steps = 1;
     assert!(
         supervision_due(&a, &t, &entries, Instant(61_000)),
         "a minute passed"
@@ -265,7 +265,7 @@ fn supervision_is_due_by_steps_or_time_after_progress() {
         supervision(SupervisorAction::Continue, vec![]),
     ]);
     assert!(!supervision_due(&a, &t, &checked, Instant(500_000)));
-    t.steps = 30;
+    t.budget.steps = 30;
     let mut plain = a.clone();
     plain.tiers.fast = None;
     assert!(

@@ -25,8 +25,8 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<Gate, WorkerError> 
     };
     let now = Instant::now();
     // A cancelled or out-of-time task runs only to end, at once.
-    let ending = task.cancel_requested || task.limits.deadline_at.is_some_and(|d| d <= now);
-    if task.holds_capacity || task.status() != TaskStatus::Queued || ending {
+    let ending = task.cancel_requested || task.budget.limits.deadline_at.is_some_and(|d| d <= now);
+    if task.budget.holds_capacity || task.status() != TaskStatus::Queued || ending {
         return Ok(Gate::Open);
     }
     match capacity
@@ -112,7 +112,7 @@ mod tests {
             h.run(&first, SegmentBudget::new(Duration::ZERO)).await,
             SegmentEnd::HandedOver
         );
-        assert!(h.get(&first).await.holds_capacity);
+        assert!(h.get(&first).await.budget.holds_capacity);
         assert_eq!(h.run(&second, roomy()).await, SegmentEnd::Waiting);
         let held = h.get(&second).await;
         assert_eq!(held.status(), TaskStatus::Queued);

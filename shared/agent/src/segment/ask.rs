@@ -13,7 +13,7 @@ impl Segment<'_> {
     pub(super) async fn wait_for_reply(&mut self, step: u32, calls: Vec<ToolCall>) -> Step {
         let now = Instant::now();
         let expires_at =
-            (now + self.agent.ask_user_expires_after).capped(self.task.limits.deadline_at);
+            (now + self.agent.ask_user_expires_after).capped(self.task.budget.limits.deadline_at);
         let new: Vec<Question> = calls
             .iter()
             .filter(|c| question::question(&self.task, &c.id).is_none())
@@ -36,7 +36,7 @@ impl Segment<'_> {
                 if question::question(t, &q.call_id).is_some() {
                     return None;
                 }
-                t.questions.push(q.clone());
+                t.waits.questions.push(q.clone());
                 Some(vec![EntryKind::Status {
                     status: TaskStatus::Running,
                     detail: format!("asked: {}", q.question),
@@ -53,6 +53,7 @@ impl Segment<'_> {
                 return None;
             }
             let open = t
+                .waits
                 .questions
                 .iter()
                 .find(|q| q.reply.is_none() && q.expires_at > Instant::now())?

@@ -25,6 +25,7 @@ impl Segment<'_> {
                 return None;
             }
             let open = t
+                .waits
                 .callbacks
                 .iter()
                 .find(|c| c.delivered.is_none() && c.expires_at > Instant::now())?;
@@ -83,7 +84,7 @@ impl Segment<'_> {
             let Ok((description, expires_after)) = args_of(&call.arguments) else {
                 continue;
             };
-            let expires_at = (now + expires_after).capped(self.task.limits.deadline_at);
+            let expires_at = (now + expires_after).capped(self.task.budget.limits.deadline_at);
             let token = mint_token();
             let token_hash = hash_token(&token);
             let url = url_of(&self.deps.settings.public_url, &token);
@@ -111,7 +112,7 @@ impl Segment<'_> {
                 if callback::callback(t, &made.call_id).is_some() {
                     return None;
                 }
-                t.callbacks.push(made.clone());
+                t.waits.callbacks.push(made.clone());
                 // The URL is a capability: not in the entry (the events).
                 Some(vec![EntryKind::Status {
                     status: TaskStatus::Running,
@@ -203,9 +204,9 @@ mod tests {
         let result = result.unwrap_or_default();
         assert!(result.contains("\"passed\""), "{result}");
         let task = h.get(&id).await;
-        assert_eq!(task.callbacks[0].url, None);
+        assert_eq!(task.waits.callbacks[0].url, None);
         assert!(
-            task.callbacks[0]
+            task.waits.callbacks[0]
                 .delivered
                 .as_ref()
                 .is_some_and(|d| d.body.is_none()),

@@ -23,9 +23,12 @@ impl Segment<'_> {
     pub(super) async fn deliver(&mut self, answer: String) -> Step {
         let clean = sanitize(&answer);
         // A child's answer goes to its parent, not to the user.
-        if !is_no_reply(&clean) && self.task.parent.is_none() {
+        if !is_no_reply(&clean) && self.task.source.parent.is_none() {
             let post = self
-                .begin_post(format!("{}:answer:{}", self.task.id, self.task.steps))
+                .begin_post(format!(
+                    "{}:answer:{}",
+                    self.task.id, self.task.budget.steps
+                ))
                 .await?;
             self.deps.replies.answer(&self.task, &clean, &post).await?;
         }
@@ -60,7 +63,7 @@ impl Segment<'_> {
         error: Option<String>,
         told: Option<String>,
     ) -> Result<SegmentEnd, WorkerError> {
-        if self.task.parent.is_some() {
+        if self.task.source.parent.is_some() {
             // Report first: a crash after it only repeats the (idempotent)
             // report, a crash before the task's own end re-runs this.
             let text = error.clone().or_else(|| result.clone()).unwrap_or_default();
@@ -81,20 +84,20 @@ impl Segment<'_> {
         let detail = error.clone().or_else(|| result.clone()).unwrap_or_default();
         let detail: String = detail.chars().take(500).collect();
         self.commit(|t| {
-            if status == TaskStatus::Succeeded && !t.inbox.is_empty() {
+            if status == TaskStatus::Succeeded && !t.conversation.inbox.is_empty() {
                 // The answer was delivered into its message, which it
                 // keeps: the next answer opens a message of its own.
-                if t.answer_stream.is_some() || t.posting.is_some() {
-                    t.answer_stream = None;
-                    t.posting = None;
+                if t.answer.answer_stream.is_some() || t.answer.posting.is_some() {
+                    t.answer.answer_stream = None;
+                    t.answer.posting = None;
                     return Some(Vec::new());
                 }
                 return None;
             }
             t.finish(status);
-            t.result = result.clone();
-            t.error = error.clone();
-            t.posting = None;
+            t.answer.result = result.clone();
+            t.answer.error = error.clone();
+            t.answer.posting = None;
             Some(vec![EntryKind::Status {
                 status,
                 detail: detail.clone(),
@@ -107,7 +110,7 @@ impl Segment<'_> {
             self.stream = Default::default();
         }
         self.events.emit(&self.task, Event::Ended(status));
-        if self.task.status().is_terminal() && self.task.parent.is_none() {
+        if self.task.status().is_terminal() && self.task.source.parent.is_none() {
             super::admit::release(self.deps, &self.task).await;
         }
         if self.task.status().is_terminal() {
@@ -115,7 +118,7 @@ impl Segment<'_> {
             // summary call here delays nobody.
             self.remember_conversation().await;
         }
-        if self.task.status().is_terminal() && self.task.pending_children() > 0 {
+        if self.task.status().is_terminal() && self.task.waits.pending_children() > 0 {
             let (store, queue) = (&self.deps.store, self.deps.queue.as_ref());
             delegation::cancel_children(store, queue, &self.task).await;
         }
@@ -126,10 +129,10 @@ impl Segment<'_> {
     /// so that a retry after a crash looks for the message before posting
     /// it again. Nothing is written for a task nobody is told about.
     pub(super) async fn begin_post(&mut self, key: String) -> Result<PostKey, WorkerError> {
-        let maybe_posted = self.task.posting.as_deref() == Some(key.as_str());
+        let maybe_posted = self.task.answer.posting.as_deref() == Some(key.as_str());
         if !maybe_posted && self.deps.replies.posts_for(&self.task) {
             self.commit(|t| {
-                t.posting = Some(key.clone());
+                t.answer.posting = Some(key.clone());
                 Some(Vec::new())
             })
             .await?;
@@ -152,7 +155,7 @@ impl Segment<'_> {
             tracing::warn!(task_id = %self.task.id, error = %e, "could not post {what}");
         }
         self.commit(|t| {
-            t.posting = None;
+            t.answer.posting = None;
             Some(Vec::new())
         })
         .await
@@ -162,7 +165,7 @@ impl Segment<'_> {
     /// (by returning) acknowledge the current one: a crash in between can
     /// duplicate a wake but never lose one.
     pub(super) async fn hand_over(&mut self) -> Result<SegmentEnd, WorkerError> {
-        let segments = self.task.segments;
+        let segments = self.task.budget.segments;
         self.commit(|t| {
             t.requeue();
             Some(vec![EntryKind::Status {
@@ -201,7 +204,7 @@ mod tests {
             "cleaned before it is shown"
         );
         let task = h.get(&id).await;
-        assert_eq!(task.result.as_deref(), Some("It is 4."));
+        assert_eq!(task.answer.result.as_deref(), Some("It is 4."));
         assert!(task.lease().is_free() && task.waiting_for().is_none());
         assert_eq!(
             h.run(&id, roomy()).await,
@@ -234,6 +237,6 @@ mod tests {
             })
             .collect();
         assert_eq!(users, ["one", "two"]);
-        assert_eq!(h.get(&id).await.result.as_deref(), Some("second"));
+        assert_eq!(h.get(&id).await.answer.result.as_deref(), Some("second"));
     }
 }

@@ -13,13 +13,13 @@ impl Segment<'_> {
     /// cleared list in one commit, so a retried segment never downloads
     /// them again.
     pub(super) async fn take_files(&mut self) -> Result<(), WorkerError> {
-        if self.task.pending_files.is_empty() {
+        if self.task.conversation.pending_files.is_empty() {
             return Ok(());
         }
         let source = self.deps.files.as_deref();
         let max_bytes = self.deps.max_file_bytes;
-        let mut entries = Vec::with_capacity(self.task.pending_files.len());
-        for file in &self.task.pending_files {
+        let mut entries = Vec::with_capacity(self.task.conversation.pending_files.len());
+        for file in &self.task.conversation.pending_files {
             let entry = match &file.stashed {
                 Some(key) => unstash(self.deps.store.blobs().as_ref(), file, key)
                     .await
@@ -35,7 +35,7 @@ impl Segment<'_> {
             entries.push(entry);
         }
         self.commit(|t| {
-            t.pending_files.clear();
+            t.conversation.pending_files.clear();
             Some(entries.clone())
         })
         .await

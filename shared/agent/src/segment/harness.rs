@@ -321,7 +321,7 @@ impl ReplySink for Replies {
         if let Some((store, message)) = arriving {
             let r = store
                 .update(&task.id, None, |t| {
-                    t.inbox.push(baton_core::InboxMessage {
+                    t.conversation.inbox.push(baton_core::InboxMessage {
                         text: message.clone(),
                         from: None,
                     });

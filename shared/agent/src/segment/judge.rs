@@ -63,10 +63,10 @@ impl Segment<'_> {
     ) -> Result<(), WorkerError> {
         self.commit(|t| {
             if let Some((usage, cost)) = spent {
-                t.usage.add(usage);
-                t.cost_usd += cost;
+                t.budget.usage.add(usage);
+                t.budget.cost_usd += cost;
             }
-            t.steps += steps;
+            t.budget.steps += steps;
             Some(entries.clone())
         })
         .await
@@ -111,12 +111,16 @@ impl Segment<'_> {
         let now = baton_core::Instant::now();
         let first_at = self.transcript.first().map_or(now, |e| e.at);
         let elapsed_s = i64::try_from(now.since(first_at).as_secs()).unwrap_or(i64::MAX);
-        let request =
-            calls::supervise_request(self.agent, &self.transcript, self.task.steps, elapsed_s);
+        let request = calls::supervise_request(
+            self.agent,
+            &self.transcript,
+            self.task.budget.steps,
+            elapsed_s,
+        );
         let (answer, spent) = self.judging_call(Purpose::Supervise, &request).await;
         let can_ask =
-            self.task.parent.is_none() && self.agent.allows_tool(crate::question::ASK_USER);
-        let entry = calls::supervision_entry(self.task.steps, can_ask, answer.as_ref());
+            self.task.source.parent.is_none() && self.agent.allows_tool(crate::question::ASK_USER);
+        let entry = calls::supervision_entry(self.task.budget.steps, can_ask, answer.as_ref());
         let marks_done = matches!(&entry, EntryKind::Supervision { done, .. } if !done.is_empty());
         let mut entries = vec![entry.clone()];
         let mut steps = 0;

@@ -172,8 +172,8 @@ impl Segment<'_> {
         self.events.emit(&self.task, summarised);
         self.count_monthly(usage, cost).await;
         self.commit(|t| {
-            t.usage.add(usage);
-            t.cost_usd += cost;
+            t.budget.usage.add(usage);
+            t.budget.cost_usd += cost;
             Some(Vec::new())
         })
         .await?;

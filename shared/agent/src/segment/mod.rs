@@ -153,8 +153,8 @@ impl<'d> Segment<'d> {
             .store
             .update(id, fresh, |t| {
                 let mut entries = acquire(t, &owner, Instant::now(), ttl);
-                if admitted && t.lease().is_held_by(&owner) && !t.holds_capacity {
-                    t.holds_capacity = true;
+                if admitted && t.lease().is_held_by(&owner) && !t.budget.holds_capacity {
+                    t.budget.holds_capacity = true;
                     entries.get_or_insert_with(Vec::new);
                 }
                 Ok(entries)
@@ -179,7 +179,7 @@ impl<'d> Segment<'d> {
             ));
         }
         let transcript = deps.store.transcript(id).await?;
-        let recorded = match (&task.tools, &task.forked_from) {
+        let recorded = match (&task.fork.tools, &task.fork.forked_from) {
             (ToolMode::Live, _) => None,
             (ToolMode::Recorded, Some(from)) => {
                 let source = deps.store.transcript(&from.task_id).await?;
@@ -309,7 +309,7 @@ impl<'d> Segment<'d> {
                 Ok(None)
             }
             Next::Cancel => {
-                let reason = Some(match &self.task.interrupted_by {
+                let reason = Some(match &self.task.conversation.interrupted_by {
                     Some(by) => format!(
                         "interrupted by a new message in the conversation (task {by} answers it)"
                     ),
@@ -382,12 +382,12 @@ impl<'d> Segment<'d> {
     /// each with its author. Whom the task acts for does not change: it
     /// was decided by the message that started the turn ([`Task::actor`]).
     async fn take_inbox(&mut self) -> Result<(), WorkerError> {
-        if self.task.inbox.is_empty() {
+        if self.task.conversation.inbox.is_empty() {
             return Ok(());
         }
         self.commit(|t| {
             Some(
-                std::mem::take(&mut t.inbox)
+                std::mem::take(&mut t.conversation.inbox)
                     .into_iter()
                     .map(|m| EntryKind::UserMessage {
                         text: m.text,
@@ -409,7 +409,7 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     // Approvals nobody decided in time are denied (and may lift the wait).
     let mut entries = approval::expire_due(t, now).unwrap_or_default();
     if t.status() == TaskStatus::Waiting {
-        let deadline_passed = t.limits.deadline_at.is_some_and(|d| d <= now);
+        let deadline_passed = t.budget.limits.deadline_at.is_some_and(|d| d <= now);
         if t.cancel_requested || deadline_passed || baton_core::wait::is_over(t, now) {
             // Cancelled or out of time while waiting, or the wait is over
             // (its expiry passed, or what it waited for came): the loop
@@ -424,10 +424,10 @@ fn acquire(t: &mut Task, owner: &str, now: Instant, ttl: Duration) -> Option<Vec
     if !t.start(owner, now, ttl) {
         return (!entries.is_empty()).then_some(entries);
     }
-    t.segments += 1;
+    t.budget.segments += 1;
     entries.push(EntryKind::Status {
         status: TaskStatus::Running,
-        detail: format!("segment {} started", t.segments),
+        detail: format!("segment {} started", t.budget.segments),
     });
     Some(entries)
 }
@@ -498,7 +498,7 @@ mod tests {
         );
         assert_eq!(h.tool.calls(), 1, "the call ran once, in the next segment");
         assert_eq!(h.replies.answers(), ["counted"]);
-        assert_eq!(h.get(&id).await.segments, 2);
+        assert_eq!(h.get(&id).await.budget.segments, 2);
     }
 
     #[tokio::test]
@@ -573,7 +573,7 @@ mod tests {
             SegmentEnd::Finished(TaskStatus::Failed)
         );
         assert_eq!(h.llm.calls(), 0);
-        let error = h.get(&id).await.error.unwrap_or_default();
+        let error = h.get(&id).await.answer.error.unwrap_or_default();
         assert!(error.contains("no-api-starts"), "{error}");
         assert_eq!(h.replies.endings().len(), 1);
 
@@ -611,7 +611,7 @@ mod tests {
         let set = h
             .store
             .update(&id, None, |t| {
-                t.limits.deadline_at = Some(Instant::now() - Duration::from_millis(1));
+                t.budget.limits.deadline_at = Some(Instant::now() - Duration::from_millis(1));
                 Ok(Some(Vec::new()))
             })
             .await;
@@ -622,7 +622,10 @@ mod tests {
             SegmentEnd::Finished(TaskStatus::Failed)
         );
         let task = h.get(&id).await;
-        assert_eq!(task.error.as_deref(), Some("wall-clock deadline passed"));
+        assert_eq!(
+            task.answer.error.as_deref(),
+            Some("wall-clock deadline passed")
+        );
         assert!(task.lease().is_free());
         let told = h.replies.endings();
         assert_eq!(told.len(), 1);

@@ -146,11 +146,11 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     if task.cancel_requested {
         return Next::Cancel;
     }
-    if task.limits.deadline_at.is_some_and(|d| s.now >= d) {
+    if task.budget.limits.deadline_at.is_some_and(|d| s.now >= d) {
         return Next::Stop(Limit::Deadline);
     }
-    if task.segments > task.limits.max_segments {
-        return Next::Stop(Limit::Segments(task.limits.max_segments));
+    if task.budget.segments > task.budget.limits.max_segments {
+        return Next::Stop(Limit::Segments(task.budget.limits.max_segments));
     }
     if let Some(reason) = judgment::stopped(transcript) {
         return Next::Stop(Limit::Supervisor(reason));
@@ -161,7 +161,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     }
     // Files follow the message they came with: while that message waits
     // in the inbox, so do they.
-    if !task.pending_files.is_empty() && task.inbox.is_empty() {
+    if !task.conversation.pending_files.is_empty() && task.conversation.inbox.is_empty() {
         return Next::TakeFiles;
     }
     // Phase two of an unfinished step: its missing tool results; but not
@@ -204,7 +204,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
         };
     }
     // Steering: messages that arrived while we ran.
-    if !task.inbox.is_empty() {
+    if !task.conversation.inbox.is_empty() {
         return Next::TakeInbox;
     }
     if let Some(limit) = over_limit(task, s.agent) {
@@ -216,7 +216,7 @@ pub(super) fn next(task: &Task, transcript: &[Entry], s: &Situation<'_>) -> Next
     let asked = compaction::compact_requested(transcript);
     if !s.compaction_failed && (asked || s.context.needs_compaction(s.agent)) {
         // The summary it writes leaves what needs an answer as it was.
-        let ends = asked && !compaction::answer_needed(transcript) && task.parent.is_none();
+        let ends = asked && !compaction::answer_needed(transcript) && task.source.parent.is_none();
         return Next::Compact { ends };
     }
     // Thinking before acting: the route, then the plan, then checkpoints.
@@ -247,11 +247,11 @@ fn started(transcript: &[Entry]) -> bool {
 /// cost), if one does. The monthly budgets are read apart
 /// ([`Situation::monthly`]).
 fn over_limit(task: &Task, agent: &AgentConfig) -> Option<Limit> {
-    let limits = &task.limits;
-    if task.steps >= limits.max_steps {
+    let limits = &task.budget.limits;
+    if task.budget.steps >= limits.max_steps {
         return Some(Limit::Steps(limits.max_steps));
     }
-    if limits.max_tokens > 0 && task.usage.total() >= limits.max_tokens {
+    if limits.max_tokens > 0 && task.budget.usage.total() >= limits.max_tokens {
         return Some(Limit::Tokens(limits.max_tokens));
     }
     baton_settings::price::exhausted(task, agent).map(Limit::Cost)
@@ -319,7 +319,7 @@ mod tests {
             limits,
             NOW - Duration::from_secs(1),
         );
-        t.segments = 1;
+        t.budget.segments = 1;
         assert!(t.start(
             OWNER,
             NOW - Duration::from_millis(500),
@@ -607,7 +607,7 @@ mod tests {
         let mut cancelled = task();
         cancelled.cancel_requested = true;
         let mut late = task();
-        late.limits.deadline_at = Some(NOW);
+        late.budget.limits.deadline_at = Some(NOW);
         let (call, cancel, over) = (Next::CallModel, Next::Cancel, Next::Stop(Limit::Deadline));
         let cases = [
             ("twice", task(), calls(2, false), roomy(), runs),
@@ -690,7 +690,7 @@ mod tests {
         let deliver = Next::Deliver("done".into());
         let (compact, steps) = (Next::Compact { ends: true }, Next::Stop(Limit::Steps(10)));
         let mut at_limit = task();
-        at_limit.steps = 10;
+        at_limit.budget.steps = 10;
         let go = || vec![user("go")];
         let tools = vec![user("go"), answer(1, "", &["a"])];
         let done = vec![user("go"), answer(1, "done", &[])];
@@ -759,8 +759,8 @@ mod tests {
             decide(&t, vec![user("go"), answer(1, "done", &[])], &roomy()),
             Next::Cancel
         );
-        t.limits.deadline_at = Some(NOW - Duration::from_millis(1));
-        t.steps = 10;
+        t.budget.limits.deadline_at = Some(NOW - Duration::from_millis(1));
+        t.budget.steps = 10;
         assert_eq!(decide(&t, vec![user("go")], &spent()), Next::Cancel);
         baton_core::testing::lose_lease(&mut t);
         assert_eq!(decide(&t, vec![user("go")], &roomy()), Next::LeaseLost);
@@ -784,14 +784,14 @@ mod tests {
     fn every_limit_stops_the_task() {
         let go = || vec![user("go")];
         let mut deadline = task();
-        deadline.limits.deadline_at = Some(NOW);
+        deadline.budget.limits.deadline_at = Some(NOW);
         let mut hops = task();
-        hops.segments = 6;
+        hops.budget.segments = 6;
         let mut steps = task();
-        steps.steps = 10;
+        steps.budget.steps = 10;
         let mut tokens = task();
-        tokens.limits.max_tokens = 1_000;
-        tokens.usage.add(Usage {
+        tokens.budget.limits.max_tokens = 1_000;
+        tokens.budget.usage.add(Usage {
             input_tokens: 900,
             output_tokens: 100,
         });
@@ -806,7 +806,7 @@ mod tests {
         }
         // The per-task cost budget, from the agent's prices.
         let mut t = task();
-        t.cost_usd = 2.0;
+        t.budget.cost_usd = 2.0;
         let mut priced = agent();
         priced.max_cost_usd = Some(1.0);
         assert!(matches!(
@@ -820,7 +820,7 @@ mod tests {
         // At the step limit, the last step's tools still run and its final
         // answer is still delivered; the deadline stops both.
         let mut t = task();
-        t.steps = 10;
+        t.budget.steps = 10;
         let tools = vec![user("go"), answer(10, "", &["a"])];
         assert!(matches!(
             decide(&t, tools.clone(), &roomy()),
@@ -831,7 +831,7 @@ mod tests {
             decide(&t, done.clone(), &roomy()),
             Next::Deliver("done".into())
         );
-        t.limits.deadline_at = Some(NOW - Duration::from_millis(1));
+        t.budget.limits.deadline_at = Some(NOW - Duration::from_millis(1));
         assert_eq!(decide(&t, tools, &roomy()), Next::Stop(Limit::Deadline));
         assert_eq!(decide(&t, done, &roomy()), Next::Stop(Limit::Deadline));
     }
@@ -839,7 +839,7 @@ mod tests {
     #[test]
     fn steering_messages_and_files_are_taken_before_the_next_call() {
         let mut t = task();
-        t.inbox.push(baton_core::InboxMessage {
+        t.conversation.inbox.push(baton_core::InboxMessage {
             text: "and also this".into(),
             from: None,
         });
@@ -852,24 +852,26 @@ mod tests {
         let done = vec![user("go"), answer(1, "done", &[])];
         assert_eq!(decide(&t, done, &roomy()), Next::Deliver("done".into()));
         // Files follow their message: taken once it is, before all else.
-        t.pending_files.push(baton_core::attachment::PendingFile {
-            id: "F1".into(),
-            name: "a.txt".into(),
-            media_type: None,
-            size: 3,
-            url: String::new(),
-            stashed: None,
-        });
+        t.conversation
+            .pending_files
+            .push(baton_core::attachment::PendingFile {
+                id: "F1".into(),
+                name: "a.txt".into(),
+                media_type: None,
+                size: 3,
+                url: String::new(),
+                stashed: None,
+            });
         let mid = vec![user("go"), answer(1, "", &["a"])];
         assert!(matches!(
             decide(&t, mid.clone(), &roomy()),
             Next::RunTools { .. }
         ));
-        t.inbox.clear();
+        t.conversation.inbox.clear();
         assert_eq!(decide(&t, mid.clone(), &roomy()), Next::TakeFiles);
         // The thread's earlier messages come before even the files; a
         // cancel still wins.
-        t.unread_thread = Some(baton_core::UnreadThread { after: None });
+        t.conversation.unread_thread = Some(baton_core::UnreadThread { after: None });
         assert_eq!(decide(&t, mid.clone(), &roomy()), Next::ReadThread);
         t.cancel_requested = true;
         assert_eq!(decide(&t, mid, &roomy()), Next::Cancel);
@@ -903,7 +905,7 @@ mod tests {
     #[test]
     fn a_bare_compact_ends_the_task() {
         let mut child = task();
-        child.parent = Some(baton_core::ParentLink {
+        child.source.parent = Some(baton_core::ParentLink {
             task_id: TaskId::generate(),
             call_id: "d1".into(),
             root_task_id: None,
@@ -973,7 +975,7 @@ mod tests {
         let mut working = planned.clone();
         working.extend([answer(1, "", &["c1"]), result(1, "c1")]);
         working.extend([answer(2, "", &["c2"]), result(2, "c2")]);
-        t.steps = 2;
+        t.budget.steps = 2;
         assert_eq!(decide_as(&t, working.clone(), &roomy()), Next::Supervise);
         let checkpoint = |action| EntryKind::Supervision {
             step: 2,
@@ -994,7 +996,7 @@ mod tests {
         working.push(checkpoint(SupervisorAction::Continue));
         assert_eq!(decide_as(&t, working.clone(), &roomy()), Next::CallModel);
         // The answer is judged, a narration sent back by rule.
-        t.steps = 3;
+        t.budget.steps = 3;
         let mut answered = working.clone();
         answered.push(answer(3, "Here it is.", &[]));
         assert_eq!(

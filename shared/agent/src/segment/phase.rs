@@ -14,14 +14,14 @@ impl Segment<'_> {
     /// conversation's first task: a follow-up (which carries earlier
     /// turns) keeps the title its conversation has.
     pub(super) async fn show_processing(&self) {
-        if self.task.parent.is_some() {
+        if self.task.source.parent.is_some() {
             return;
         }
-        let title = (self.task.segments == 1 && self.task.carried == 0)
+        let title = (self.task.budget.segments == 1 && self.task.conversation.carried == 0)
             .then(|| {
                 self.transcript
                     .iter()
-                    .skip(usize::try_from(self.task.carried).unwrap_or(usize::MAX))
+                    .skip(usize::try_from(self.task.conversation.carried).unwrap_or(usize::MAX))
                     .find_map(|e| match &e.kind {
                         EntryKind::UserMessage { text, .. } => Some(text.as_str()),
                         _ => None,
@@ -37,7 +37,7 @@ impl Segment<'_> {
     /// The segment ended: suspended when the task waits, closed when it
     /// ended; nothing when it handed over (the next segment is processing).
     pub(super) async fn show_end(&self, result: &Result<SegmentEnd, WorkerError>) {
-        if self.task.parent.is_some() {
+        if self.task.source.parent.is_some() {
             return;
         }
         let phase = match result {

@@ -293,7 +293,7 @@ pub(super) fn plan(turn: &Turn<'_>, pending: Vec<(ToolCall, bool)>) -> TurnPlan 
         let mut decision = decide(turn, &call, was_started, &mut plan.decided);
         if matches!(decision, Decision::Delegate) {
             // A child that exists already is waited for whatever the count.
-            let new = turn.task.child_for_call(&call.id).is_none();
+            let new = turn.task.waits.child_for_call(&call.id).is_none();
             if new && delegating >= MAX_CHILDREN_PER_STEP {
                 decision = Decision::Refuse(Refusal::TooManyDelegations);
             } else {
@@ -349,7 +349,7 @@ fn decide(
     // `delegate` included), and a new host once untrusted text is read.
     let declared = tool
         .as_ref()
-        .is_some_and(|t| t.needs_approval_for(&call.arguments, &turn.task.origin));
+        .is_some_and(|t| t.needs_approval_for(&call.arguments, &turn.task.source.origin));
     let new_host = agent.http_request.approve_new_hosts
         && host.as_deref().is_some_and(|h| {
             egress::holds_untrusted_output(turn.transcript) && !egress::seen(turn.transcript, h)
@@ -360,7 +360,7 @@ fn decide(
             .approval
             .requires_approval(&call.name, &call.arguments, declared)
     {
-        match turn.task.approval(&approval_id(turn.step, &call.id)) {
+        match turn.task.waits.approval(&approval_id(turn.step, &call.id)) {
             Some(a) if a.decision.is_some() => {
                 decided.push(a.clone());
                 if let Some(text) = refusal(a) {
@@ -381,7 +381,7 @@ fn decide(
         return await_callback(turn, call);
     }
     if is_delegate {
-        if let Some(child) = turn.task.child_for_call(&call.id) {
+        if let Some(child) = turn.task.waits.child_for_call(&call.id) {
             return match delegation::result_of(child) {
                 Some(out) => Decision::Answer(out),
                 None => Decision::Delegate,
@@ -396,7 +396,7 @@ fn decide(
         return Decision::Refuse(unknown(turn, &call.name));
     };
     let idempotent = tool.idempotent(&call.arguments);
-    if baton_core::connection::wait_of(&turn.task.connections, &call.id)
+    if baton_core::connection::wait_of(&turn.task.waits.connections, &call.id)
         .is_some_and(|w| !w.retrying)
     {
         return Decision::Retry { tool };
@@ -434,7 +434,7 @@ fn unknown(turn: &Turn<'_>, name: &str) -> Refusal {
 /// An `ask_user` call: its reply (or that none came in time) once there
 /// is one; else it waits. A sub-agent has nobody to ask.
 fn ask(turn: &Turn<'_>, call: &ToolCall) -> Decision {
-    if turn.task.parent.is_some() {
+    if turn.task.source.parent.is_some() {
         return Decision::Answer(ToolOutput::error(
             "a sub-agent cannot ask the user: answer with what you need to know, and the agent that delegated to you will ask",
         ));
@@ -737,7 +737,7 @@ mod tests {
         let http = baton_tools::HttpRequestTool::new(baton_tools::AllowList::default());
         w.tools.insert(HTTP_REQUEST.into(), Arc::new(http));
         let url = "https://baton.example.com/callbacks/t0k3n";
-        w.task.callbacks.push(baton_core::callback::Callback {
+        w.task.waits.callbacks.push(baton_core::callback::Callback {
             step: 1,
             call_id: "w".into(),
             description: "CI".into(),
@@ -868,12 +868,12 @@ mod tests {
             }),
         };
         // Made and uncalled: still waits (`now` is 0 in the world).
-        w.task.callbacks = vec![made("c3", 100, None)];
+        w.task.waits.callbacks = vec![made("c3", 100, None)];
         assert_eq!(w.decide(&[wait("c3")]), ["callback"]);
-        w.task.callbacks = vec![made("c4", 100, Some(json!({"status": "passed"})))];
+        w.task.waits.callbacks = vec![made("c4", 100, Some(json!({"status": "passed"})))];
         let got = w.decide(&[wait("c4")]);
         assert!(got[0].contains("\"passed\""), "{got:?}");
-        w.task.callbacks = vec![made("c5", 0, None)];
+        w.task.waits.callbacks = vec![made("c5", 0, None)];
         let got = w.decide(&[wait("c5")]);
         assert!(got[0].starts_with("answer: no callback"), "{got:?}");
         // An agent whose `tools` leave it out has no such tool.
@@ -903,15 +903,15 @@ mod tests {
             }),
         };
         // Asked and unanswered: still waits (`now` is 0 in the world).
-        w.task.questions = vec![question("c3", 100, None)];
+        w.task.waits.questions = vec![question("c3", 100, None)];
         assert_eq!(w.decide(&[ask("c3", "Which env?")]), ["ask"]);
-        w.task.questions = vec![question("c4", 100, Some("staging"))];
+        w.task.waits.questions = vec![question("c4", 100, Some("staging"))];
         assert_eq!(w.decide(&[ask("c4", "Which env?")]), ["answer: staging"]);
-        w.task.questions = vec![question("c5", 0, None)];
+        w.task.waits.questions = vec![question("c5", 0, None)];
         let got = w.decide(&[ask("c5", "Which env?")]);
         assert!(got[0].starts_with("answer: no reply"), "{got:?}");
         // A sub-agent has nobody to ask.
-        w.task.parent = Some(baton_core::ParentLink {
+        w.task.source.parent = Some(baton_core::ParentLink {
             task_id: TaskId::generate(),
             call_id: "p".into(),
             root_task_id: None,
@@ -1117,7 +1117,7 @@ mod tests {
 
         let id = approval_id(w.step(), "c1");
         let decide = |w: &mut World, verdict| {
-            w.task.approvals = vec![Approval {
+            w.task.waits.approvals = vec![Approval {
                 approval_id: id.clone(),
                 step: 1,
                 call_id: "c1".into(),
@@ -1199,14 +1199,14 @@ mod tests {
     fn a_child_that_reported_answers_its_call() {
         let mut w = World::new(|_| {});
         let d = call("d1", DELEGATE, json!({"agent": "helper", "input": "x"}));
-        w.task.children.push(baton_core::Child {
+        w.task.waits.children.push(baton_core::Child {
             task_id: TaskId::generate(),
             agent: "helper".into(),
             call_id: "d1".into(),
             outcome: None,
         });
         assert_eq!(w.decide(std::slice::from_ref(&d)), ["delegate"]);
-        w.task.children[0].outcome = Some(ChildOutcome {
+        w.task.waits.children[0].outcome = Some(ChildOutcome {
             status: TaskStatus::Succeeded,
             text: "the answer".into(),
             usage: Usage::default(),

@@ -20,9 +20,10 @@ impl Segment<'_> {
         super::turn::pass_on(self.deps, &self.task).await;
         let Some(key) = self
             .task
+            .conversation
             .thread
             .clone()
-            .filter(|_| self.task.parent.is_none())
+            .filter(|_| self.task.source.parent.is_none())
         else {
             return;
         };
@@ -84,8 +85,8 @@ impl Segment<'_> {
             .deps
             .store
             .update_with(&id, Some(self.task.clone()), |t| {
-                t.usage.add(usage);
-                t.cost_usd += cost;
+                t.budget.usage.add(usage);
+                t.budget.cost_usd += cost;
                 Ok::<_, StoreError>(Some(Vec::new()))
             })
             .await;

@@ -103,8 +103,8 @@ impl Segment<'_> {
         if let (Some((entry, usage)), Some(cost)) = (spent, cost) {
             self.count_monthly(usage, cost).await;
             self.commit(|t| {
-                t.usage.add(usage);
-                t.cost_usd += cost;
+                t.budget.usage.add(usage);
+                t.budget.cost_usd += cost;
                 Some(entry.clone().into_iter().collect())
             })
             .await?;
@@ -150,7 +150,7 @@ impl Segment<'_> {
             )
             // A sub-agent has nobody to ask.
             .chain(
-                (agent.allows_tool(crate::question::ASK_USER) && self.task.parent.is_none())
+                (agent.allows_tool(crate::question::ASK_USER) && self.task.source.parent.is_none())
                     .then(crate::question::ask_user_spec),
             )
             .chain(
@@ -181,7 +181,7 @@ impl Segment<'_> {
         }
         if let Some(query) = context::memory_query(&request, &self.transcript) {
             let memory = baton_core::memory::MemoryStore::new(self.deps.store.table().clone());
-            let facts = context::recall_for_prompt(&memory, &self.task.origin, query).await;
+            let facts = context::recall_for_prompt(&memory, &self.task.source.origin, query).await;
             context::with_memory(&mut request, &facts);
         }
         request
@@ -192,7 +192,7 @@ impl Segment<'_> {
     /// Slack or without names.
     async fn people_note(&self) -> Option<String> {
         let people = self.deps.people.as_ref()?;
-        let baton_core::Origin::Slack { team_id, user, .. } = &self.task.origin else {
+        let baton_core::Origin::Slack { team_id, user, .. } = &self.task.source.origin else {
             return None;
         };
         let mut others: Vec<&str> = self
@@ -318,7 +318,7 @@ impl Segment<'_> {
             request,
             started,
             took: clock.elapsed(),
-            step: self.task.steps + 1,
+            step: self.task.budget.steps + 1,
         };
         match result {
             Ok(answer) => {
@@ -359,7 +359,7 @@ impl Segment<'_> {
             completion.model.clone()
         };
         let message = EntryKind::AssistantMessage {
-            step: self.task.steps + 1,
+            step: self.task.budget.steps + 1,
             text: completion.content,
             tool_calls: completion.tool_calls,
             usage,
@@ -388,9 +388,9 @@ pub(super) struct Spent {
 
 impl Spent {
     pub(super) fn count(&self, t: &mut baton_core::Task) {
-        t.steps += 1;
-        t.usage.add(self.usage);
-        t.cost_usd += self.cost;
+        t.budget.steps += 1;
+        t.budget.usage.add(self.usage);
+        t.budget.cost_usd += self.cost;
     }
 }
 

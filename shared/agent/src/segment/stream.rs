@@ -210,12 +210,12 @@ impl Segment<'_> {
             return None;
         }
         let to_chat = !self.stream.broken && self.deps.replies.streams_for(&self.task);
-        let to_events = matches!(self.task.origin, Origin::Http);
+        let to_events = matches!(self.task.source.origin, Origin::Http);
         (to_chat || to_events).then(|| {
             // A new step's text follows the last step's in the message.
             self.stream.step_start = self.stream.shown.len();
             CallStream {
-                step: self.task.steps + 1,
+                step: self.task.budget.steps + 1,
                 chunker: Chunker::new(Instant::now()),
                 to_chat,
                 to_events,
@@ -328,7 +328,7 @@ impl Segment<'_> {
         if let Some(m) = &self.stream.message {
             return Ok(Some(m.clone()));
         }
-        let recorded = self.task.answer_stream.clone();
+        let recorded = self.task.answer.answer_stream.clone();
         let found = match &recorded {
             Some(AnswerStream {
                 message: Some(m), ..
@@ -362,8 +362,9 @@ impl Segment<'_> {
     async fn record_stream(&mut self, message: Option<StreamedMessage>) -> Result<(), WorkerError> {
         let opened_at = baton_core::Instant::now();
         self.commit(|t| {
-            t.answer_stream = Some(AnswerStream {
+            t.answer.answer_stream = Some(AnswerStream {
                 opened_at: t
+                    .answer
                     .answer_stream
                     .as_ref()
                     .filter(|_| message.is_some())

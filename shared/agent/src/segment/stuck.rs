@@ -424,7 +424,7 @@ mod tests {
         );
         assert_eq!(h.tool.calls(), 2, "the third and fourth never ran");
         let task = h.get(&id).await;
-        let error = task.error.unwrap_or_default();
+        let error = task.answer.error.unwrap_or_default();
         assert!(
             error.contains("same `count` call") && error.contains("4 times"),
             "{error}"

@@ -31,7 +31,7 @@ impl Segment<'_> {
     /// Reads the thread's earlier messages into the transcript (or a note
     /// saying why not) and clears the task's unread mark, in one commit.
     pub(super) async fn read_thread(&mut self) -> Result<(), WorkerError> {
-        let Some(unread) = self.task.unread_thread.clone() else {
+        let Some(unread) = self.task.conversation.unread_thread.clone() else {
             return Ok(());
         };
         let agent = self.deps.agents.resolve(&self.task.agent);
@@ -65,7 +65,7 @@ impl Segment<'_> {
             .into_iter()
             .collect();
         self.commit(|t| {
-            t.unread_thread = None;
+            t.conversation.unread_thread = None;
             Some(entries.clone())
         })
         .await
@@ -75,7 +75,7 @@ impl Segment<'_> {
     async fn names(&self, messages: &[EarlierMessage]) -> HashMap<String, String> {
         let mut names = HashMap::new();
         let (Some(people), Origin::Slack { team_id, .. }) =
-            (self.deps.people.as_deref(), &self.task.origin)
+            (self.deps.people.as_deref(), &self.task.source.origin)
         else {
             return names;
         };
@@ -143,7 +143,7 @@ fn unreadable(e: &HistoryError) -> String {
 
 /// Whether `task` still has its thread to read (for [`super::next`]).
 pub(super) fn unread(task: &Task) -> bool {
-    task.unread_thread.is_some()
+    task.conversation.unread_thread.is_some()
 }
 
 #[cfg(test)]

@@ -75,8 +75,8 @@ impl SegmentTrace {
         result: &Result<SegmentEnd, WorkerError>,
     ) {
         let mut attrs = Map::new();
-        attrs.insert("segment".into(), json!(task.segments));
-        attrs.insert("steps_total".into(), json!(task.steps));
+        attrs.insert("segment".into(), json!(task.budget.segments));
+        attrs.insert("steps_total".into(), json!(task.budget.steps));
         attrs.insert("outcome".into(), json!(format!("{result:?}")));
         attrs.insert("error".into(), json!(result.is_err()));
         let task_span = task_span_id(&task.id);
@@ -90,7 +90,10 @@ impl SegmentTrace {
             attributes: attrs,
         });
         let blobs = store.blobs();
-        let key = format!("traces/{}/segment-{:06}.json", task.id, task.segments);
+        let key = format!(
+            "traces/{}/segment-{:06}.json",
+            task.id, task.budget.segments
+        );
         if let Ok(bytes) = serde_json::to_vec(&spans) {
             if let Err(e) = blobs.put(&key, bytes).await {
                 tracing::warn!(error = %e, "could not write the segment trace");
@@ -111,7 +114,7 @@ impl SegmentTrace {
                 .export(SpanBatch {
                     task_id: task.id.clone(),
                     trace_root: task.trace_root().clone(),
-                    parent_task: task.parent.as_ref().map(|p| p.task_id.clone()),
+                    parent_task: task.source.parent.as_ref().map(|p| p.task_id.clone()),
                     agent: task.agent.clone(),
                     spans,
                     content: self.content.take().unwrap_or_default(),
@@ -125,10 +128,13 @@ impl SegmentTrace {
 fn task_root_span(task: &Task, span_id: String) -> Span {
     let mut attrs = Map::new();
     attrs.insert("status".into(), json!(task.status().as_str()));
-    attrs.insert("steps".into(), json!(task.steps));
-    attrs.insert("segments".into(), json!(task.segments));
-    attrs.insert("input_tokens".into(), json!(task.usage.input_tokens));
-    attrs.insert("output_tokens".into(), json!(task.usage.output_tokens));
+    attrs.insert("steps".into(), json!(task.budget.steps));
+    attrs.insert("segments".into(), json!(task.budget.segments));
+    attrs.insert("input_tokens".into(), json!(task.budget.usage.input_tokens));
+    attrs.insert(
+        "output_tokens".into(),
+        json!(task.budget.usage.output_tokens),
+    );
     attrs.insert("error".into(), json!(task.status() == TaskStatus::Failed));
     Span {
         span_id,

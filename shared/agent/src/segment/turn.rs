@@ -34,8 +34,8 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<TurnGate, WorkerErr
     };
     let now = Instant::now();
     // A cancelled or out-of-time task runs only to end, at once.
-    let ending = task.cancel_requested || task.limits.deadline_at.is_some_and(|d| d <= now);
-    let Some(key) = task.thread.as_deref().filter(|_| !ending) else {
+    let ending = task.cancel_requested || task.budget.limits.deadline_at.is_some_and(|d| d <= now);
+    let Some(key) = task.conversation.thread.as_deref().filter(|_| !ending) else {
         return Ok(TurnGate::Open);
     };
     if task.status() != TaskStatus::Queued {
@@ -57,7 +57,7 @@ pub(super) async fn gate(deps: &Deps, task: &Task) -> Result<TurnGate, WorkerErr
             }
             t.admit();
             let mut entries: Vec<EntryKind> = recap.iter().cloned().collect();
-            t.carried = entries.len() as u64;
+            t.conversation.carried = entries.len() as u64;
             entries.push(EntryKind::Status {
                 status: TaskStatus::Queued,
                 detail: format!("its turn on the conversation came (after task {behind})"),
@@ -92,10 +92,10 @@ async fn recorded(deps: &Deps, key: &str, behind: &TaskId) -> Option<Thread> {
 /// its conversation. Logged, never failing the end: the reaper re-sends
 /// the wake of a task left queued.
 pub(crate) async fn pass_on(deps: &Deps, task: &Task) {
-    let Some(key) = task.thread.as_deref() else {
+    let Some(key) = task.conversation.thread.as_deref() else {
         return;
     };
-    if task.parent.is_some() || !task.status().is_terminal() {
+    if task.source.parent.is_some() || !task.status().is_terminal() {
         return;
     }
     match turn::wake_next(&deps.store, deps.queue.as_ref(), key).await {
@@ -159,7 +159,7 @@ mod tests {
         task.wait(WaitingFor::Turn(baton_core::wait::Turn {
             behind: behind.clone(),
         }));
-        task.inbox.push(baton_core::InboxMessage {
+        task.conversation.inbox.push(baton_core::InboxMessage {
             text: text.into(),
             from: None,
         });
@@ -202,7 +202,7 @@ mod tests {
         );
         let done = h.get(&b).await;
         assert!(done.waiting_for().is_none());
-        assert_eq!(done.carried, 1);
+        assert_eq!(done.conversation.carried, 1);
         let entries = h.transcript(&b).await;
         let EntryKind::Recap { turns, .. } = &entries[0].kind else {
             panic!("{entries:?}");
@@ -245,7 +245,7 @@ mod tests {
         h.store
             .update(&a, None, |t| {
                 t.cancel_requested = true;
-                t.interrupted_by = Some(b.clone());
+                t.conversation.interrupted_by = Some(b.clone());
                 Ok(Some(Vec::new()))
             })
             .await
@@ -257,6 +257,7 @@ mod tests {
         let ended = h.get(&a).await;
         assert!(
             ended
+                .answer
                 .error
                 .as_deref()
                 .unwrap_or_default()

@@ -43,12 +43,12 @@ impl Segment<'_> {
         let now = Instant::now();
         // An approval never outlives the task's deadline.
         let expires_at =
-            (now + self.agent.approval.expires_after).capped(self.task.limits.deadline_at);
+            (now + self.agent.approval.expires_after).capped(self.task.budget.limits.deadline_at);
         let ids: Vec<String> = calls.iter().map(|c| approval_id(step, &c.id)).collect();
         let new: Vec<Approval> = calls
             .iter()
             .zip(&ids)
-            .filter(|(_, id)| self.task.approval(id).is_none())
+            .filter(|(_, id)| self.task.waits.approval(id).is_none())
             .map(|(call, id)| Approval {
                 approval_id: id.clone(),
                 step,
@@ -61,6 +61,7 @@ impl Segment<'_> {
                 decision: None,
                 always: self
                     .task
+                    .conversation
                     .thread
                     .as_ref()
                     .and_then(|_| always::Allowed::of(call)),
@@ -73,13 +74,13 @@ impl Segment<'_> {
             let by_rule: Vec<Option<&AlwaysRule>> = calls
                 .iter()
                 .zip(&ids)
-                .filter(|(_, id)| self.task.approval(id).is_none())
+                .filter(|(_, id)| self.task.waits.approval(id).is_none())
                 .map(|(call, _)| always::matching(&rules, call))
                 .collect();
             self.commit(|t| {
                 let mut entries = Vec::new();
                 for (a, rule) in new.iter().zip(&by_rule) {
-                    if t.approval(&a.approval_id).is_some() {
+                    if t.waits.approval(&a.approval_id).is_some() {
                         continue;
                     }
                     let mut a = a.clone();
@@ -93,7 +94,7 @@ impl Segment<'_> {
                             ),
                         },
                     });
-                    t.approvals.push(a);
+                    t.waits.approvals.push(a);
                 }
                 Some(entries)
             })
@@ -108,7 +109,7 @@ impl Segment<'_> {
             }
             let Some(open) = ids
                 .iter()
-                .filter_map(|id| t.approval(id))
+                .filter_map(|id| t.waits.approval(id))
                 .find(|a| a.decision.is_none())
                 .cloned()
             else {
@@ -143,7 +144,7 @@ impl Segment<'_> {
     /// without one, or when it cannot be read (then the call is asked for,
     /// as without a rule).
     async fn always_rules(&self) -> Vec<AlwaysRule> {
-        let Some(key) = self.task.thread.as_deref() else {
+        let Some(key) = self.task.conversation.thread.as_deref() else {
             return Vec::new();
         };
         match self.deps.store.thread(key).await {
@@ -164,7 +165,7 @@ impl Segment<'_> {
         };
         let unshown: Vec<Approval> = ids
             .iter()
-            .filter_map(|id| self.task.approval(id))
+            .filter_map(|id| self.task.waits.approval(id))
             .filter(|a| a.message.is_none() && a.decision.is_none())
             .cloned()
             .collect();
@@ -176,8 +177,9 @@ impl Segment<'_> {
                 continue;
             };
             self.commit(|t| {
-                t.posting = None;
+                t.answer.posting = None;
                 let slot = t
+                    .waits
                     .approvals
                     .iter_mut()
                     .find(|x| x.approval_id == a.approval_id)?;
@@ -193,13 +195,14 @@ impl Segment<'_> {
     /// children, then wait at zero compute until they have all reported.
     pub(super) async fn delegate(&mut self, calls: Vec<ToolCall>) -> Step {
         for call in &calls {
-            if self.task.child_for_call(&call.id).is_none() {
+            if self.task.waits.child_for_call(&call.id).is_none() {
                 self.start_child(call).await?;
             }
         }
         let call_ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
         let open: Vec<TaskId> = self
             .task
+            .waits
             .children
             .iter()
             .filter(|c| call_ids.contains(&c.call_id.as_str()) && c.outcome.is_none())
@@ -211,7 +214,7 @@ impl Segment<'_> {
             self.deps.queue.send(&wake, Duration::ZERO).await?;
         }
         self.commit(|t| {
-            let pending = t.pending_children();
+            let pending = t.waits.pending_children();
             if pending == 0 || t.cancel_requested {
                 // They all ended already: their results are on the task.
                 return None;
@@ -227,7 +230,7 @@ impl Segment<'_> {
         if self.task.status() != TaskStatus::Waiting {
             return Ok(None);
         }
-        if let Some(deadline) = self.task.limits.deadline_at {
+        if let Some(deadline) = self.task.budget.limits.deadline_at {
             // Children may take longer than the parent may: wake at its
             // deadline, which ends it (and cancels them).
             self.arm_wake(deadline).await?;
@@ -236,7 +239,7 @@ impl Segment<'_> {
             .replies
             .progress(
                 &self.task,
-                &progress::waiting_for_subtasks(&self.task.children),
+                &progress::waiting_for_subtasks(&self.task.waits.children),
             )
             .await;
         Ok(Some(SegmentEnd::Waiting))
@@ -276,10 +279,10 @@ impl Segment<'_> {
             outcome: None,
         };
         self.commit(|t| {
-            if t.child_for_call(&record.call_id).is_some() {
+            if t.waits.child_for_call(&record.call_id).is_some() {
                 return None;
             }
-            t.children.push(record.clone());
+            t.waits.children.push(record.clone());
             Some(vec![EntryKind::Status {
                 status: TaskStatus::Running,
                 detail: format!(
@@ -360,7 +363,7 @@ mod tests {
         assert_eq!(task.status(), TaskStatus::Waiting);
         assert!(matches!(task.waiting_for(), Some(WaitingFor::Approval(_))));
         assert!(task.lease().is_free(), "no worker holds a waiting task");
-        assert_eq!(task.approvals.len(), 1);
+        assert_eq!(task.waits.approvals.len(), 1);
         assert_eq!(h.tool.calls(), 0);
         // A duplicate wake finds nothing to do.
         assert!(matches!(h.run(&id, roomy()).await, SegmentEnd::Dropped(_)));

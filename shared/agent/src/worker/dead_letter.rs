@@ -30,15 +30,16 @@ pub(super) async fn handle(
                 return Ok(None);
             }
             let last = t
+                .answer
                 .error
                 .clone()
                 .unwrap_or_else(|| "no error was recorded".to_owned());
             let msg = format!("gave up after {receive_count} delivery attempts: {last}");
             t.finish(TaskStatus::Failed);
-            t.error = Some(msg.clone());
+            t.answer.error = Some(msg.clone());
             // Whatever post was under way, the failure notice below looks
             // for its own message first.
-            t.posting = None;
+            t.answer.posting = None;
             Ok(Some(vec![EntryKind::Status {
                 status: TaskStatus::Failed,
                 detail: msg,
@@ -57,8 +58,8 @@ pub(super) async fn handle(
     if task.status() == TaskStatus::Failed {
         crate::segment::release_capacity(deps, &task).await;
         crate::segment::pass_turn(deps, &task).await;
-        let reason = task.error.clone().unwrap_or_default();
-        if task.parent.is_some() {
+        let reason = task.answer.error.clone().unwrap_or_default();
+        if task.source.parent.is_some() {
             // The parent waits for this child: it hears of the failure.
             delegation::report_ended(&deps.store, deps.queue.as_ref(), &task).await;
         } else {

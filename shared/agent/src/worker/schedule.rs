@@ -155,8 +155,8 @@ async fn create_task(
         limits,
         now,
     );
-    task.schedule_id = Some(s.id.clone());
-    task.schedule_owner = Some(s.owner.clone());
+    task.source.schedule_id = Some(s.id.clone());
+    task.source.schedule_owner = Some(s.owner.clone());
     // Written first so the answer's delivery can always find it.
     schedules.link_task(&task.id, &s.id).await?;
     let first = vec![EntryKind::UserMessage {

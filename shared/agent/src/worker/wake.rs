@@ -84,7 +84,7 @@ async fn release_after_failure(deps: &Deps, id: &TaskId, owner: &str, reason: &s
             }
             // Queued again: its retried message takes the lease anew.
             t.requeue();
-            t.error = Some(reason.to_owned());
+            t.answer.error = Some(reason.to_owned());
             Ok(Some(Vec::new()))
         })
         .await;

@@ -162,9 +162,9 @@ async fn the_task_waits_at_zero_compute_then_runs_the_approved_call() {
     decide(&r, &id, &approval_id, Verdict::Approved, "U_REQ").await;
     drain(&r).await;
     let t = task(&r, &id).await;
-    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.error);
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.answer.error);
     assert_eq!(deploys.load(Ordering::SeqCst), 1);
-    assert!(t.result.unwrap().contains("deployed"));
+    assert!(t.answer.result.unwrap().contains("deployed"));
     // The request message now says who approved, with no buttons left.
     let ts: Vec<_> = r
         .slack
@@ -191,7 +191,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told() {
     let t = task(&r, &id).await;
     assert_eq!(t.status(), TaskStatus::Succeeded);
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
-    let answer = t.result.unwrap();
+    let answer = t.answer.result.unwrap();
     assert!(answer.contains("denied"), "{answer}");
     let update = &r.slack.calls("chat.update")[0];
     assert!(update["text"]
@@ -218,10 +218,10 @@ async fn an_approval_nobody_decides_expires_as_a_denial_the_user_is_told_of() {
     assert_eq!(t.status(), TaskStatus::Succeeded);
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert_eq!(
-        t.approvals[0].decision.as_ref().unwrap().verdict,
+        t.waits.approvals[0].decision.as_ref().unwrap().verdict,
         Verdict::Expired
     );
-    assert!(t.result.unwrap().contains("expired"));
+    assert!(t.answer.result.unwrap().contains("expired"));
     // Told in the thread, not only in the (edited) request message.
     let thread: Vec<_> = r
         .slack
@@ -405,7 +405,7 @@ async fn submit_in(r: &Harness, key: &str) -> TaskId {
         baton_core::Limits::default(),
         baton_core::now_ms(),
     );
-    t.thread = Some(key.into());
+    t.conversation.thread = Some(key.into());
     r.store
         .create(
             &t,
@@ -457,7 +457,7 @@ async fn a_rule_of_the_conversation_decides_unasked_and_only_there() {
     let t = task(&r, &id).await;
     assert_eq!(t.status(), TaskStatus::Succeeded, "{t:?}");
     assert_eq!(deploys.load(Ordering::SeqCst), 1);
-    let d = t.approvals[0].decision.clone().expect("decided");
+    let d = t.waits.approvals[0].decision.clone().expect("decided");
     assert_eq!(d.verdict, Verdict::Approved);
     assert_eq!(d.by.as_deref(), Some("U_BOSS"));
     assert_eq!(

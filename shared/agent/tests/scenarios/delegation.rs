@@ -124,15 +124,20 @@ async fn children_run_in_parallel_and_their_answers_come_back_as_tool_results() 
     drain(&r).await;
 
     let parent = task(&r, &id).await;
-    assert_eq!(parent.status(), TaskStatus::Succeeded, "{:?}", parent.error);
-    let answer = parent.result.clone().unwrap();
+    assert_eq!(
+        parent.status(),
+        TaskStatus::Succeeded,
+        "{:?}",
+        parent.answer.error
+    );
+    let answer = parent.answer.result.clone().unwrap();
     assert!(answer.contains("the answer is 42"), "{answer}");
     assert!(answer.contains("a fine paragraph"), "{answer}");
-    assert_eq!(parent.children.len(), 2);
-    for c in &parent.children {
+    assert_eq!(parent.waits.children.len(), 2);
+    for c in &parent.waits.children {
         let child = task(&r, &c.task_id).await;
         assert_eq!(child.status(), TaskStatus::Succeeded);
-        assert_eq!(child.parent.as_ref().unwrap().task_id, id);
+        assert_eq!(child.source.parent.as_ref().unwrap().task_id, id);
         assert_eq!(child.agent, c.agent, "each child runs its own agent");
     }
     // The parent waited for both, with no worker running.
@@ -141,7 +146,11 @@ async fn children_run_in_parallel_and_their_answers_come_back_as_tool_results() 
         EntryKind::Status { status: TaskStatus::Waiting, detail } if detail.contains("2 child"))));
     // Children's model use counts on the parent: 2 lead turns (15 each)
     // plus whatever the children used.
-    assert!(parent.usage.total() > 30, "{:?}", parent.usage);
+    assert!(
+        parent.budget.usage.total() > 30,
+        "{:?}",
+        parent.budget.usage
+    );
     let json = parent.status_json();
     assert_eq!(json["children"].as_array().unwrap().len(), 2);
 }
@@ -154,7 +163,7 @@ async fn a_failed_child_is_an_error_result_not_a_stuck_parent() {
     drain(&r).await;
     let parent = task(&r, &id).await;
     assert_eq!(parent.status(), TaskStatus::Succeeded);
-    let answer = parent.result.unwrap();
+    let answer = parent.answer.result.unwrap();
     assert!(answer.contains("ERROR"), "{answer}");
     assert!(answer.contains("step limit"), "{answer}");
 }
@@ -171,7 +180,7 @@ async fn cancelling_the_parent_cancels_its_children() {
         parent.waiting_for(),
         Some(&WaitingFor::Children(wait::Children { pending: 1 }))
     );
-    let child_id = parent.children[0].task_id.clone();
+    let child_id = parent.waits.children[0].task_id.clone();
     assert_eq!(task(&r, &child_id).await.status(), TaskStatus::Waiting);
 
     r.store
@@ -225,7 +234,7 @@ async fn a_parent_past_its_deadline_stops_waiting_and_cancels_its_children() {
     }
     let t = task(&r, &parent.id).await;
     assert_eq!(t.status(), TaskStatus::Failed);
-    assert!(t.error.unwrap().contains("deadline"));
-    let child = task(&r, &t.children[0].task_id).await;
+    assert!(t.answer.error.unwrap().contains("deadline"));
+    let child = task(&r, &t.waits.children[0].task_id).await;
     assert_eq!(child.status(), TaskStatus::Cancelled);
 }

@@ -112,12 +112,16 @@ async fn the_cost_budget_ends_the_task_with_what_was_spent() {
     let (r, _llm) = rig(agent, model(10, vec![]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
     assert_eq!(t.status(), TaskStatus::Failed);
-    let error = t.error.clone().unwrap();
+    let error = t.answer.error.clone().unwrap();
     assert!(error.contains("cost budget exhausted"), "{error}");
     // Three steps ($0.006) pass the $0.005 budget; the fourth never runs.
-    assert_eq!(t.steps, 3);
-    assert!((t.cost_usd - 0.006).abs() < 1e-9, "{}", t.cost_usd);
-    assert_eq!(t.status_json()["cost_usd"], json!(t.cost_usd));
+    assert_eq!(t.budget.steps, 3);
+    assert!(
+        (t.budget.cost_usd - 0.006).abs() < 1e-9,
+        "{}",
+        t.budget.cost_usd
+    );
+    assert_eq!(t.status_json()["cost_usd"], json!(t.budget.cost_usd));
 }
 
 #[tokio::test]
@@ -131,12 +135,17 @@ async fn the_monthly_user_budget_stops_the_next_task_of_that_user_only() {
     let (r, _llm) = rig(agent, model(1, vec![]), budgets).await;
     // 2 steps of 2,000 tokens: over the user's 3,000 by the end.
     let first = run(&r, "U1").await;
-    assert_eq!(first.status(), TaskStatus::Succeeded, "{:?}", first.error);
+    assert_eq!(
+        first.status(),
+        TaskStatus::Succeeded,
+        "{:?}",
+        first.answer.error
+    );
     let second = run(&r, "U1").await;
     assert_eq!(second.status(), TaskStatus::Failed);
-    let error = second.error.unwrap();
+    let error = second.answer.error.unwrap();
     assert!(error.contains("monthly"), "{error}");
-    assert_eq!(second.steps, 0, "no model call was made");
+    assert_eq!(second.budget.steps, 0, "no model call was made");
     let other = run(&r, "U2").await;
     assert_eq!(
         other.status(),
@@ -151,8 +160,8 @@ async fn an_overloaded_model_falls_back_along_the_agents_chain() {
     agent.fallback_models = vec!["backup".into()];
     let (r, _llm) = rig(agent, model(0, vec!["m"]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
-    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.error);
-    assert_eq!(t.result.as_deref(), Some("answered by backup"));
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.answer.error);
+    assert_eq!(t.answer.result.as_deref(), Some("answered by backup"));
 }
 
 #[tokio::test]
@@ -165,9 +174,9 @@ async fn repeated_tool_errors_escalate_to_the_stronger_model() {
     agent.max_identical_calls = 100;
     let (r, llm) = rig(agent, model(3, vec![]), BudgetSettings::default()).await;
     let t = run(&r, "U1").await;
-    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.error);
+    assert_eq!(t.status(), TaskStatus::Succeeded, "{:?}", t.answer.error);
     let answered = llm.answered_by.lock().unwrap().clone();
     // Two failed tool calls by `m`, then `strong` for the rest of the task.
     assert_eq!(answered, ["m", "m", "strong", "strong"]);
-    assert_eq!(t.result.as_deref(), Some("answered by strong"));
+    assert_eq!(t.answer.result.as_deref(), Some("answered by strong"));
 }

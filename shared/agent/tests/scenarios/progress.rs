@@ -196,7 +196,7 @@ async fn only_slack_threads_get_status() {
     let clock = Manual::new();
     let r = replies(&fake, &clock);
     let mut http = slack_task("D1", "1.0");
-    http.origin = Origin::Http;
+    http.source.origin = Origin::Http;
     r.progress(&http, THINKING).await;
     // A scheduled post to a channel has no thread.
     r.progress(&slack_task("D1", ""), THINKING).await;

@@ -110,8 +110,8 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
     );
     let parent_id = TaskId::generate();
     child.finish(TaskStatus::Failed);
-    child.error = Some("gave up".into());
-    child.parent = Some(baton_core::ParentLink {
+    child.answer.error = Some("gave up".into());
+    child.source.parent = Some(baton_core::ParentLink {
         task_id: parent_id.clone(),
         call_id: "call_1".into(),
         root_task_id: None,
@@ -130,7 +130,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
     parent.wait(baton_core::WaitingFor::Children(wait::Children {
         pending: 1,
     }));
-    parent.children.push(baton_core::Child {
+    parent.waits.children.push(baton_core::Child {
         task_id: child.id.clone(),
         agent: "default".into(),
         call_id: "call_1".into(),
@@ -144,7 +144,7 @@ async fn a_parent_whose_child_report_was_lost_is_settled_and_woken() {
 
     let parent = store.get(&parent_id).await.unwrap().unwrap();
     assert_eq!(parent.status(), TaskStatus::Queued, "runnable again");
-    let outcome = parent.children[0].outcome.clone().unwrap();
+    let outcome = parent.waits.children[0].outcome.clone().unwrap();
     assert_eq!(outcome.status, TaskStatus::Failed);
     assert_eq!(outcome.text, "gave up");
     let woken: Vec<_> = b

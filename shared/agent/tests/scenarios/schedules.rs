@@ -103,8 +103,13 @@ async fn one_time_schedule_fires_through_the_embedded_scheduler_and_its_task_com
         "one-time plan removed after firing"
     );
     let task = r.store.get(&task_id).await.unwrap().unwrap();
-    assert_eq!(task.status(), TaskStatus::Succeeded, "{:?}", task.error);
-    assert!(task.result.unwrap_or_default().contains("say hello"));
+    assert_eq!(
+        task.status(),
+        TaskStatus::Succeeded,
+        "{:?}",
+        task.answer.error
+    );
+    assert!(task.answer.result.unwrap_or_default().contains("say hello"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

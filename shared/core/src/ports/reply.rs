@@ -9,7 +9,7 @@
 
 use crate::clock::Instant;
 use crate::judgment::PlanStep;
-pub use crate::task::record::{AnswerStream, StreamedMessage};
+pub use crate::task::parts::{AnswerStream, StreamedMessage};
 use crate::task::Task;
 use async_trait::async_trait;
 

@@ -121,7 +121,7 @@ impl FeedbackFilter {
     }
 
     fn keeps(self, task: &Task) -> bool {
-        match (self, feedback::verdict(&task.feedback)) {
+        match (self, feedback::verdict(&task.answer.feedback)) {
             (_, None) => false,
             (FeedbackFilter::Any, Some(_)) => true,
             (FeedbackFilter::Up, Some(r)) => r == Rating::Positive,
@@ -144,19 +144,18 @@ impl TaskFilter {
     fn matches_text(task: &Task, text: &str) -> bool {
         let needle = text.to_lowercase();
         let has = |hay: &str| hay.to_lowercase().contains(&needle);
-        task.summary.as_deref().is_some_and(has)
+        task.conversation.summary.as_deref().is_some_and(has)
             || has(task.id.as_str())
             || has(&task.agent)
-            || matches!(&task.origin, crate::task::Origin::Slack { user, .. } if has(user))
+            || matches!(&task.source.origin, crate::task::Origin::Slack { user, .. } if has(user))
     }
 
     fn matches(&self, task: &Task) -> bool {
         self.status.is_none_or(|s| task.status == s)
             && self.agent.as_deref().is_none_or(|a| task.agent == a)
-            && self
-                .thread
-                .as_deref()
-                .is_none_or(|t| task.thread.as_deref() == Some(stored_thread(t).as_ref()))
+            && self.thread.as_deref().is_none_or(|t| {
+                task.conversation.thread.as_deref() == Some(stored_thread(t).as_ref())
+            })
             && self
                 .text
                 .as_deref()
@@ -436,11 +435,11 @@ mod tests {
         assert_eq!(all_pages(&store, &filter, 2).await.concat(), found);
         let first = store.get(&found[0]).await.unwrap().unwrap();
         assert_eq!(
-            first.summary.as_deref(),
+            first.conversation.summary.as_deref(),
             Some("Deploy the Billing service #20")
         );
-        let long = crate::task::record::summary_of(&"x".repeat(500));
-        assert_eq!(long.chars().count(), crate::task::record::SUMMARY_CHARS + 1);
+        let long = crate::task::parts::summary_of(&"x".repeat(500));
+        assert_eq!(long.chars().count(), crate::task::parts::SUMMARY_CHARS + 1);
         assert!(long.ends_with('…'));
     }
 

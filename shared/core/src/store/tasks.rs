@@ -333,9 +333,9 @@ impl TaskStore {
         check(task)?;
         let mut task = task.clone();
         task.version = 1;
-        if task.summary.is_none() {
-            task.summary = first_entries.iter().find_map(|e| match e {
-                EntryKind::UserMessage { text, .. } => Some(crate::task::record::summary_of(text)),
+        if task.conversation.summary.is_none() {
+            task.conversation.summary = first_entries.iter().find_map(|e| match e {
+                EntryKind::UserMessage { text, .. } => Some(crate::task::parts::summary_of(text)),
                 _ => None,
             });
         }
@@ -401,7 +401,7 @@ impl TaskStore {
         next.version = task.version + 1;
         next.updated_at = now.max(task.updated_at);
         let commit_id = uuid::Uuid::new_v4().simple().to_string();
-        next.last_commit = Some(commit_id.clone());
+        next.answer.last_commit = Some(commit_id.clone());
         let (entries, items) = self.entry_items(&mut next, new_entries, now).await?;
         let mut writes = vec![Write::Put {
             item: self.task_item(&next)?,
@@ -444,7 +444,9 @@ impl TaskStore {
                 // A retried write that had in fact applied fails its own
                 // condition: the stored commit id tells.
                 match self.get(&task.id).await? {
-                    Some(stored) if stored.last_commit.as_deref() == Some(commit_id.as_str()) => {
+                    Some(stored)
+                        if stored.answer.last_commit.as_deref() == Some(commit_id.as_str()) =>
+                    {
                         *task = stored;
                         Ok(entries)
                     }
@@ -798,7 +800,7 @@ mod tests {
             .unwrap();
         let mut current = store.get(&task.id).await.unwrap().unwrap();
         table.lie_after_next_write();
-        current.steps += 1;
+        current.budget.steps += 1;
         let written = store
             .commit(
                 &mut current,
@@ -813,7 +815,7 @@ mod tests {
         let transcript = store.transcript(&task.id).await.unwrap();
         assert_eq!(transcript.len(), 2, "applied exactly once");
         assert_eq!(current.version, 2);
-        assert_eq!(store.get(&task.id).await.unwrap().unwrap().steps, 1);
+        assert_eq!(store.get(&task.id).await.unwrap().unwrap().budget.steps, 1);
     }
 
     #[tokio::test]
@@ -824,7 +826,7 @@ mod tests {
         let mut stale = store.get(&task.id).await.unwrap().unwrap();
         store
             .update(&task.id, None, |t| {
-                t.inbox.push(crate::InboxMessage {
+                t.conversation.inbox.push(crate::InboxMessage {
                     text: "steer".into(),
                     from: None,
                 });
@@ -838,13 +840,14 @@ mod tests {
         ));
         let (fresh, _) = store
             .update(&task.id, Some(stale), |t| {
-                t.steps += 1;
+                t.budget.steps += 1;
                 Ok(Some(Vec::new()))
             })
             .await
             .unwrap();
         assert_eq!(
             fresh
+                .conversation
                 .inbox
                 .iter()
                 .map(|m| m.text.as_str())
@@ -852,7 +855,7 @@ mod tests {
             vec!["steer"],
             "the concurrent write survives"
         );
-        assert_eq!(fresh.steps, 1);
+        assert_eq!(fresh.budget.steps, 1);
     }
 
     #[tokio::test]
@@ -952,7 +955,7 @@ mod tests {
             "the duplicate wrote nothing"
         );
         let steer = |t: &mut Task| {
-            t.inbox.push(crate::InboxMessage {
+            t.conversation.inbox.push(crate::InboxMessage {
                 text: "x".into(),
                 from: None,
             });
@@ -966,7 +969,17 @@ mod tests {
             .update_claiming(&task.id, None, Some("s".into()), steer)
             .await;
         assert!(matches!(again, Err(StoreError::AlreadyClaimed(_))));
-        assert_eq!(store.get(&task.id).await.unwrap().unwrap().inbox.len(), 1);
+        assert_eq!(
+            store
+                .get(&task.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .conversation
+                .inbox
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]

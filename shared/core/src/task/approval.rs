@@ -115,6 +115,7 @@ pub fn decide(
     }
     let task_id = t.id.to_string();
     let approval = t
+        .waits
         .approvals
         .iter_mut()
         .find(|a| a.approval_id == approval_id)
@@ -178,7 +179,8 @@ pub fn decide_matching(
     now: Instant,
 ) -> Vec<EntryKind> {
     let status = t.status;
-    t.approvals
+    t.waits
+        .approvals
         .iter_mut()
         .filter(|a| {
             a.decision.is_none()
@@ -200,7 +202,9 @@ fn lift_if_decided(t: &mut Task) -> bool {
         return false;
     };
     if t.status != TaskStatus::Waiting
-        || t.approval(approval_id).is_none_or(|a| a.decision.is_none())
+        || t.waits
+            .approval(approval_id)
+            .is_none_or(|a| a.decision.is_none())
     {
         return false;
     }
@@ -212,6 +216,7 @@ fn lift_if_decided(t: &mut Task) -> bool {
 /// Returns the entries to append, or `None` when nothing expired.
 pub fn expire_due(t: &mut Task, now: Instant) -> Option<Vec<EntryKind>> {
     let due: Vec<String> = t
+        .waits
         .approvals
         .iter()
         .filter(|a| a.decision.is_none() && a.expires_at <= now)
@@ -228,7 +233,8 @@ pub fn expire_due(t: &mut Task, now: Instant) -> Option<Vec<EntryKind>> {
 
 /// When the earliest undecided approval expires.
 pub fn next_expiry(t: &Task) -> Option<Instant> {
-    t.approvals
+    t.waits
+        .approvals
         .iter()
         .filter(|a| a.decision.is_none())
         .map(|a| a.expires_at)
@@ -263,7 +269,7 @@ pub fn refusal(a: &Approval) -> Option<String> {
 /// The Slack user who asked for the task, the one person who may always
 /// decide.
 pub fn requester(task: &Task) -> Option<&str> {
-    match &task.origin {
+    match &task.source.origin {
         Origin::Slack { user, .. } if !user.is_empty() => Some(user.as_str()),
         _ => None,
     }
@@ -304,7 +310,7 @@ mod tests {
             Limits::default(),
             0,
         );
-        t.approvals.push(Approval {
+        t.waits.approvals.push(Approval {
             approval_id: "ap-1-call_1".into(),
             step: 1,
             call_id: "call_1".into(),
@@ -391,7 +397,8 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(t.status, TaskStatus::Running);
         assert_eq!(
-            t.approval("ap-1-call_1")
+            t.waits
+                .approval("ap-1-call_1")
                 .unwrap()
                 .decision
                 .as_ref()
@@ -427,7 +434,7 @@ mod tests {
         assert!(lifted);
         assert_eq!(t.status, TaskStatus::Queued);
         assert_eq!(t.waiting_for, None);
-        let refusal = refusal(t.approval("ap-1-call_1").unwrap()).unwrap();
+        let refusal = refusal(t.waits.approval("ap-1-call_1").unwrap()).unwrap();
         assert!(refusal.contains("denied"), "{refusal}");
     }
 
@@ -442,8 +449,8 @@ mod tests {
             by: "U_BOSS".into(),
             at: Instant(1),
         };
-        let entry = decide_by_rule(&mut t.approvals[0], &rule, Instant(5));
-        let d = t.approvals[0].decision.as_ref().unwrap();
+        let entry = decide_by_rule(&mut t.waits.approvals[0], &rule, Instant(5));
+        let d = t.waits.approvals[0].decision.as_ref().unwrap();
         assert_eq!(d.verdict, Verdict::Approved);
         assert_eq!(d.by.as_deref(), Some("U_BOSS"));
         assert_eq!(
@@ -457,7 +464,7 @@ mod tests {
             detail.contains("approved without asking: always in this thread"),
             "{detail}"
         );
-        assert_eq!(refusal(&t.approvals[0]), None);
+        assert_eq!(refusal(&t.waits.approvals[0]), None);
         let shown = t.status_json();
         assert_eq!(shown["approvals"][0]["decision"], "approved", "{shown}");
         assert_eq!(
@@ -473,14 +480,14 @@ mod tests {
             method: "POST".into(),
             host: "example.com".into(),
         };
-        t.approvals[0].always = Some(allowed.clone());
-        let mut same = t.approvals[0].clone();
+        t.waits.approvals[0].always = Some(allowed.clone());
+        let mut same = t.waits.approvals[0].clone();
         same.approval_id = "ap-1-call_2".into();
         let mut other = same.clone();
         other.approval_id = "ap-1-call_3".into();
         other.always = None;
-        t.approvals.push(same);
-        t.approvals.push(other);
+        t.waits.approvals.push(same);
+        t.waits.approvals.push(other);
         let rule = AlwaysRule {
             allowed,
             by: "U1".into(),
@@ -489,11 +496,19 @@ mod tests {
         let entries = decide_matching(&mut t, &rule, "ap-1-call_1", Instant(5));
         assert_eq!(entries.len(), 1);
         assert!(
-            t.approvals[0].decision.is_none(),
+            t.waits.approvals[0].decision.is_none(),
             "the clicked one is the person's"
         );
-        assert!(t.approvals[1].decision.as_ref().unwrap().rule.is_some());
-        assert!(t.approvals[2].decision.is_none(), "another kind still asks");
+        assert!(t.waits.approvals[1]
+            .decision
+            .as_ref()
+            .unwrap()
+            .rule
+            .is_some());
+        assert!(
+            t.waits.approvals[2].decision.is_none(),
+            "another kind still asks"
+        );
     }
 
     #[test]
@@ -519,7 +534,7 @@ mod tests {
         assert!(expire_due(&mut t, Instant(10_000)).is_some());
         assert_eq!(t.status, TaskStatus::Queued);
         assert_eq!(next_expiry(&t), None);
-        let a = t.approval("ap-1-call_1").unwrap();
+        let a = t.waits.approval("ap-1-call_1").unwrap();
         assert!(refusal(a).unwrap().contains("expired"));
     }
 }

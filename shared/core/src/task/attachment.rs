@@ -7,7 +7,7 @@
 //! else is named to the model as a file it cannot read. The bytes live in
 //! the entry, which the store keeps in the blob store when it is large.
 
-pub use crate::task::record::PendingFile;
+pub use crate::task::parts::PendingFile;
 use crate::transcript::EntryKind;
 use base64::Engine;
 

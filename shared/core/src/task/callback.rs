@@ -10,7 +10,7 @@
 //! says nobody called.
 
 use crate::clock::Instant;
-pub use crate::task::record::{Callback, Delivered};
+pub use crate::task::parts::{Callback, Delivered};
 use crate::task::{Task, TaskStatus, WaitingFor};
 use crate::transcript::EntryKind;
 use sha2::{Digest, Sha256};
@@ -45,7 +45,7 @@ pub fn hash_token(token: &str) -> String {
 
 /// The callback of call `call_id`, if it was made.
 pub fn callback<'t>(t: &'t Task, call_id: &str) -> Option<&'t Callback> {
-    t.callbacks.iter().find(|c| c.call_id == call_id)
+    t.waits.callbacks.iter().find(|c| c.call_id == call_id)
 }
 
 /// Whether a request to `url` would call one of `t`'s own callbacks that
@@ -56,7 +56,8 @@ pub fn is_own(t: &Task, url: &str) -> bool {
     let Ok(target) = url::Url::parse(url.trim()) else {
         return false;
     };
-    t.callbacks
+    t.waits
+        .callbacks
         .iter()
         .filter(|c| c.delivered.is_none())
         .filter_map(|c| token_of(c.url.as_deref()?))
@@ -73,7 +74,8 @@ fn token_of(url: &str) -> Option<&str> {
 /// a capability, shown only where the task's followers read, never in
 /// its events (an approval's summary is in them).
 pub fn without_tokens(t: &Task, text: &str) -> String {
-    t.callbacks
+    t.waits
+        .callbacks
         .iter()
         .filter_map(|c| token_of(c.url.as_deref()?))
         .fold(text.to_owned(), |text, token| {
@@ -86,7 +88,7 @@ pub fn open(t: &Task) -> Option<&Callback> {
     if t.status != TaskStatus::Waiting || !matches!(t.waiting_for, Some(WaitingFor::Callback(_))) {
         return None;
     }
-    t.callbacks.iter().find(|c| c.delivered.is_none())
+    t.waits.callbacks.iter().find(|c| c.delivered.is_none())
 }
 
 /// Records `body` as the callback whose token hashes to `token_hash`, if
@@ -101,6 +103,7 @@ pub fn deliver(
 ) -> Result<Vec<EntryKind>, Refused> {
     let terminal = t.status.is_terminal() || t.cancel_requested;
     let c = t
+        .waits
         .callbacks
         .iter_mut()
         .find(|c| c.token_hash == token_hash)
@@ -155,7 +158,7 @@ pub fn result_of(c: &Callback, now: Instant) -> Option<String> {
 
 /// Drops the bodies of calls `call_ids`, whose results now hold them.
 pub fn forget_bodies(t: &mut Task, call_ids: &[&str]) {
-    for c in &mut t.callbacks {
+    for c in &mut t.waits.callbacks {
         if let Some(d) = &mut c.delivered {
             if call_ids.contains(&c.call_id.as_str()) {
                 d.body = None;
@@ -212,7 +215,7 @@ mod tests {
             },
             0,
         );
-        t.callbacks.push(Callback {
+        t.waits.callbacks.push(Callback {
             step: 1,
             call_id: "c1".into(),
             description: "CI result".into(),
@@ -287,9 +290,19 @@ mod tests {
         let mut t = waiting_task();
         deliver(&mut t, &hash_token("secret"), json!([1]), Instant(5)).unwrap();
         forget_bodies(&mut t, &["other"]);
-        assert!(t.callbacks[0].delivered.as_ref().unwrap().body.is_some());
+        assert!(t.waits.callbacks[0]
+            .delivered
+            .as_ref()
+            .unwrap()
+            .body
+            .is_some());
         forget_bodies(&mut t, &["c1"]);
-        assert!(t.callbacks[0].delivered.as_ref().unwrap().body.is_none());
+        assert!(t.waits.callbacks[0]
+            .delivered
+            .as_ref()
+            .unwrap()
+            .body
+            .is_none());
     }
 
     #[test]

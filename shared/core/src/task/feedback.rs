@@ -8,7 +8,7 @@
 //! of an earlier click) is ignored rather than undoing a newer one.
 
 use crate::clock::Instant;
-pub use crate::task::record::{Feedback, Rating};
+pub use crate::task::parts::{Feedback, Rating};
 use crate::task::{Task, TaskStatus};
 use crate::transcript::EntryKind;
 
@@ -55,15 +55,15 @@ pub fn record(t: &mut Task, vote: &Vote<'_>, now: Instant) -> Result<Vec<EntryKi
         at: now,
         action_ts: vote.action_ts.map(str::to_owned),
     };
-    let full = t.feedback.len() >= MAX_VOTES;
-    match t.feedback.iter_mut().find(|f| f.user == vote.user) {
+    let full = t.answer.feedback.len() >= MAX_VOTES;
+    match t.answer.feedback.iter_mut().find(|f| f.user == vote.user) {
         Some(f) if f.rating == vote.rating => return Err(Unchanged::Same),
         Some(f) if is_older(vote.action_ts, f.action_ts.as_deref()) => {
             return Err(Unchanged::Stale)
         }
         Some(f) => *f = entry,
         None if full => return Err(Unchanged::Full),
-        None => t.feedback.push(entry),
+        None => t.answer.feedback.push(entry),
     }
     Ok(vec![EntryKind::Feedback {
         user: vote.user.to_owned(),
@@ -76,11 +76,12 @@ pub fn record(t: &mut Task, vote: &Vote<'_>, now: Instant) -> Result<Vec<EntryKi
 /// once it has one, is not silent. (A running task may already have
 /// answered a first message of its thread.)
 fn has_slack_answer(t: &Task) -> bool {
-    if !matches!(t.origin, crate::Origin::Slack { .. }) || t.parent.is_some() {
+    if !matches!(t.source.origin, crate::Origin::Slack { .. }) || t.source.parent.is_some() {
         return false;
     }
     match t.status {
         TaskStatus::Succeeded => t
+            .answer
             .result
             .as_deref()
             .is_some_and(|r| !r.trim().is_empty() && r.trim() != "NO_REPLY"),
@@ -123,7 +124,7 @@ pub fn verdict(votes: &[Feedback]) -> Option<Rating> {
 
 /// The `feedback` of the task status JSON.
 pub fn status_json(t: &Task) -> serde_json::Value {
-    crate::task::record::feedback_json(&t.feedback)
+    crate::task::parts::feedback_json(&t.answer.feedback)
 }
 
 #[cfg(test)]
@@ -147,7 +148,7 @@ mod tests {
             0,
         );
         t.finish(TaskStatus::Succeeded);
-        t.result = Some("the answer".into());
+        t.answer.result = Some("the answer".into());
         t
     }
 
@@ -172,13 +173,13 @@ mod tests {
     fn only_an_answer_given_in_slack_is_rated() {
         let up = vote("U1", Rating::Positive, "1700000000.000100");
         let mut http = task();
-        http.origin = Origin::Http;
+        http.source.origin = Origin::Http;
         let mut silent = task();
-        silent.result = Some("NO_REPLY".into());
+        silent.answer.result = Some("NO_REPLY".into());
         let mut failed = task();
         failed.finish(TaskStatus::Failed);
         let mut child = task();
-        child.parent = Some(crate::ParentLink {
+        child.source.parent = Some(crate::ParentLink {
             task_id: TaskId::generate(),
             call_id: "c".into(),
             root_task_id: None,
@@ -190,7 +191,7 @@ mod tests {
                 Err(Unchanged::NoAnswer),
                 "{t:?}"
             );
-            assert!(t.feedback.is_empty());
+            assert!(t.answer.feedback.is_empty());
         }
         assert!(record(&mut task(), &up, Instant(5)).is_ok());
     }
@@ -234,9 +235,9 @@ mod tests {
         // ...and a late redelivery of their first click does not undo it.
         let late = vote("U1", Rating::Positive, "1700000000.000100");
         assert_eq!(record(&mut t, &late, Instant(9)), Err(Unchanged::Stale));
-        assert_eq!(t.feedback.len(), 2);
-        assert_eq!(t.feedback[0].rating, Rating::Negative);
-        assert_eq!(t.feedback[0].at, Instant(8));
+        assert_eq!(t.answer.feedback.len(), 2);
+        assert_eq!(t.answer.feedback[0].rating, Rating::Negative);
+        assert_eq!(t.answer.feedback[0].at, Instant(8));
         let json = status_json(&t);
         assert_eq!(json[0]["user"], "U1");
         assert_eq!(json[0]["value"], "negative");

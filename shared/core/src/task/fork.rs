@@ -12,7 +12,8 @@
 //! the thread's context, no judgment and no tool listing.
 
 use crate::ids::TaskId;
-use crate::task::record::{ForkedFrom, Task, ToolMode};
+use crate::task::parts::{ForkedFrom, ToolMode};
+use crate::task::Task;
 use crate::transcript::{Entry, EntryKind, NoteReason};
 
 /// What a fork asks besides its source.
@@ -94,7 +95,10 @@ pub fn fork(
         }
         _ => true,
     });
-    let carried = kept.iter().filter(|(seq, _)| *seq < source.carried).count() as u64;
+    let carried = kept
+        .iter()
+        .filter(|(seq, _)| *seq < source.conversation.carried)
+        .count() as u64;
     let mut entries: Vec<EntryKind> = kept.into_iter().map(|(_, kind)| kind).collect();
     if let Some(input) = &req.input {
         // The fork's client (the API token's holder) wrote the new input.
@@ -117,10 +121,10 @@ pub fn fork(
         }
     }
     let mut task = fresh;
-    task.steps = step;
-    task.carried = carried;
-    task.tools = req.tools;
-    task.forked_from = Some(ForkedFrom {
+    task.budget.steps = step;
+    task.conversation.carried = carried;
+    task.fork.tools = req.tools;
+    task.fork.forked_from = Some(ForkedFrom {
         task_id: source.id.clone(),
         step,
     });
@@ -189,7 +193,7 @@ mod tests {
     use super::*;
     use crate::clock::Instant;
     use crate::llm::{ToolCall, Usage};
-    use crate::task::record::{Limits, Origin, TaskStatus};
+    use crate::task::parts::{Limits, Origin, TaskStatus};
 
     fn entry(seq: u64, kind: EntryKind) -> Entry {
         Entry {
@@ -276,7 +280,7 @@ mod tests {
             assistant(4, Vec::new()),
             EntryKind::Feedback {
                 user: "U1".into(),
-                rating: crate::task::record::Rating::Positive,
+                rating: crate::task::parts::Rating::Positive,
             },
         ];
         kinds
@@ -295,8 +299,8 @@ mod tests {
             Limits::default(),
             0,
         );
-        t.carried = 1;
-        t.steps = 4;
+        t.conversation.carried = 1;
+        t.budget.steps = 4;
         t
     }
 
@@ -347,18 +351,18 @@ mod tests {
             entries[7],
             EntryKind::Summary { through_seq: 4, .. }
         ));
-        assert_eq!(task.steps, 2);
-        assert_eq!(task.carried, 1);
+        assert_eq!(task.budget.steps, 2);
+        assert_eq!(task.conversation.carried, 1);
         assert_eq!(task.agent, "other");
-        assert_eq!(task.tools, ToolMode::Recorded);
+        assert_eq!(task.fork.tools, ToolMode::Recorded);
         assert_eq!(
-            task.forked_from,
+            task.fork.forked_from,
             Some(ForkedFrom {
                 task_id: src.id.clone(),
                 step: 2
             })
         );
-        assert_eq!(task.usage, Usage::default());
+        assert_eq!(task.budget.usage, Usage::default());
     }
 
     #[test]
@@ -398,7 +402,7 @@ mod tests {
                 from: Some(crate::Author::Person(crate::Actor::Api { person: None })),
             }
         );
-        assert_eq!(task.steps, 0);
+        assert_eq!(task.budget.steps, 0);
     }
 
     #[test]
@@ -438,12 +442,12 @@ mod tests {
     fn the_forks_named_are_bounded_and_not_repeated() {
         let mut t = source();
         let first = TaskId::generate();
-        assert!(t.add_fork(&first));
-        assert!(!t.add_fork(&first));
-        for _ in 0..crate::task::record::MAX_FORKS {
-            t.add_fork(&TaskId::generate());
+        assert!(t.fork.add(&first));
+        assert!(!t.fork.add(&first));
+        for _ in 0..crate::task::parts::MAX_FORKS {
+            t.fork.add(&TaskId::generate());
         }
-        assert_eq!(t.forks.len(), crate::task::record::MAX_FORKS);
-        assert!(!t.forks.contains(&first), "the oldest is dropped");
+        assert_eq!(t.fork.forks.len(), crate::task::parts::MAX_FORKS);
+        assert!(!t.fork.forks.contains(&first), "the oldest is dropped");
     }
 }

@@ -6,6 +6,7 @@
 //! | `record` | the [`Task`] record and its parts: status, origin, limits, what it waits for, approvals, children, questions, votes, pending files, the streamed answer |
 //! | `author` | who wrote a message and whom a task acts for, as facts: `Author`, `Actor`, `InboxMessage` |
 //! | `lease` | the task's `LeaseSlot`: which worker may write it now |
+//! | `parts` | the parts of a task's record: `Source`, `Budget`, `Conversation`, `Waits`, `Answer`, `Fork` |
 //! | `lifecycle` | the task's status, wait and lease, changed only by its transitions (`start`, `wait`, `wake`, `admit`, `requeue`, `finish`) |
 //! | `transcript` | the task's append-only log (`Entry`, `EntryKind`) |
 //! | `approval` | approval ids, decisions, expiry: pure task transitions; the `ApprovalPrompts` port |
@@ -31,6 +32,7 @@ pub mod fork;
 pub mod judgment;
 pub mod lease;
 pub mod lifecycle;
+pub mod parts;
 pub mod question;
 pub mod recap;
 pub mod record;
@@ -40,9 +42,10 @@ pub mod turn;
 pub mod wait;
 
 pub use author::{Actor, Author, InboxMessage};
-pub use record::{
-    attributed, Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Invariant,
-    Limits, Origin, ParentLink, PostedMessage, Task, TaskStatus, ToolMode, UnreadThread, Verdict,
-    API_DECIDER, SLACK_THREAD_PREFIX,
+pub use parts::{
+    attributed, Approval, ChannelType, Child, ChildOutcome, Decision, ForkedFrom, Limits, Origin,
+    ParentLink, PostedMessage, TaskStatus, ToolMode, UnreadThread, Verdict, API_DECIDER,
+    SLACK_THREAD_PREFIX,
 };
+pub use record::{Invariant, Task};
 pub use wait::{CapacityScope, WaitingFor};

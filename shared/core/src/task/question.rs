@@ -8,7 +8,7 @@
 //! `expires_at`, the call's result says so.
 
 use crate::clock::Instant;
-pub use crate::task::record::{Question, Reply};
+pub use crate::task::parts::{Question, Reply};
 use crate::task::{Task, TaskStatus, WaitingFor};
 use crate::transcript::EntryKind;
 
@@ -17,7 +17,7 @@ pub const ASK_USER: &str = "ask_user";
 
 /// The question of call `call_id`, if it was asked.
 pub fn question<'t>(t: &'t Task, call_id: &str) -> Option<&'t Question> {
-    t.questions.iter().find(|q| q.call_id == call_id)
+    t.waits.questions.iter().find(|q| q.call_id == call_id)
 }
 
 /// The question waiting for a reply, if the task waits for one.
@@ -25,7 +25,7 @@ pub fn open(t: &Task) -> Option<&Question> {
     if t.status != TaskStatus::Waiting || !matches!(t.waiting_for, Some(WaitingFor::Reply(_))) {
         return None;
     }
-    t.questions.iter().find(|q| q.reply.is_none())
+    t.waits.questions.iter().find(|q| q.reply.is_none())
 }
 
 /// Records `text` as the reply to the task's unanswered question, if it
@@ -38,6 +38,7 @@ pub fn reply(t: &mut Task, text: &str, by: Option<&str>, now: Instant) -> Option
         return None;
     }
     let q = t
+        .waits
         .questions
         .iter_mut()
         .find(|q| q.reply.is_none() && q.expires_at > now)?;
@@ -93,7 +94,7 @@ mod tests {
             },
             0,
         );
-        t.questions.push(Question {
+        t.waits.questions.push(Question {
             step: 1,
             call_id: "c1".into(),
             question: "Which environment?".into(),

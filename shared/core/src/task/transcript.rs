@@ -110,7 +110,7 @@ pub enum EntryKind {
     /// context.
     Feedback {
         user: String,
-        rating: crate::task::record::Rating,
+        rating: crate::task::parts::Rating,
     },
     /// Text of step `step`'s answer as the model wrote it, for clients
     /// that follow a task (`GET /tasks/{id}/events`). `restart`: the call

@@ -108,7 +108,7 @@ async fn concurrent_updates_lose_nothing() {
                 loop {
                     match store
                         .update(&id, None, |t| {
-                            t.steps += 1;
+                            t.budget.steps += 1;
                             Ok(Some(vec![EntryKind::Status {
                                 status: TaskStatus::Running,
                                 detail: format!("{w}:{i}"),
@@ -129,7 +129,7 @@ async fn concurrent_updates_lose_nothing() {
         h.await.unwrap();
     }
     let t = store.get(&task.id).await.unwrap().unwrap();
-    assert_eq!(t.steps, WRITERS * EACH);
+    assert_eq!(t.budget.steps, WRITERS * EACH);
     assert_eq!(t.version, 1 + u64::from(WRITERS * EACH));
     let entries = store.transcript(&task.id).await.unwrap();
     assert_eq!(entries.len() as u32, WRITERS * EACH);

@@ -436,7 +436,12 @@ fn open_context(task: &Task) -> Result<String, RpcError> {
     if let Some(refused) = task.waiting_for().and_then(|w| no_message_for(task, w)) {
         return Err(refused);
     }
-    match task.thread.as_deref().and_then(|t| t.strip_prefix("http:")) {
+    match task
+        .conversation
+        .thread
+        .as_deref()
+        .and_then(|t| t.strip_prefix("http:"))
+    {
         Some(context) => Ok(context.to_owned()),
         None => Err(RpcError::Unsupported(format!(
             "task {} has no HTTP conversation a message could join",

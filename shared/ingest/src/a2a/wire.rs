@@ -142,7 +142,7 @@ pub(super) fn state_of(task: &Task) -> State {
 
 /// The A2A `contextId` of a task: its conversation as the API shows it.
 pub(super) fn context_of(task: &Task) -> Option<String> {
-    task.shown_thread().map(str::to_owned)
+    task.conversation.shown_thread().map(str::to_owned)
 }
 
 /// An agent message of a task, one text part.
@@ -164,7 +164,7 @@ pub(super) fn agent_message(task: &Task, id: &str, text: &str) -> Value {
 fn status_text(task: &Task) -> Option<String> {
     match task.status() {
         TaskStatus::Waiting => task.waiting_for().and_then(|w| waiting_text(task, w)),
-        TaskStatus::Failed => task.error.clone(),
+        TaskStatus::Failed => task.answer.error.clone(),
         TaskStatus::Queued
         | TaskStatus::Running
         | TaskStatus::Succeeded
@@ -210,7 +210,7 @@ pub(super) fn status(task: &Task) -> Value {
 
 /// The answer as an artifact (only once the task succeeded with one).
 pub(super) fn answer_artifact(task: &Task) -> Option<Value> {
-    let result = task.result.as_deref()?;
+    let result = task.answer.result.as_deref()?;
     (task.status() == TaskStatus::Succeeded).then(|| {
         json!({
             "artifactId": format!("{}-answer", task.id),
@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn a_task_reads_as_an_a2a_task() {
         let mut t = task(TaskStatus::Succeeded, None);
-        t.result = Some("42".into());
+        t.answer.result = Some("42".into());
         let v = task_json(&t);
         assert_eq!(v["id"], t.id.to_string());
         assert_eq!(v["contextId"], "ctx-1");

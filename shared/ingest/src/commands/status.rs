@@ -63,8 +63,8 @@ pub(super) fn describe(task: &Task) -> String {
         "Task `{}` (agent *{}*) {doing}, {} step{} so far",
         task.id,
         task.agent,
-        task.steps,
-        if task.steps == 1 { "" } else { "s" }
+        task.budget.steps,
+        if task.budget.steps == 1 { "" } else { "s" }
     );
     if task.cancel_requested {
         out.push_str(", stopping");
@@ -167,7 +167,7 @@ mod tests {
             Limits::default(),
             0,
         );
-        t.steps = 1;
+        t.budget.steps = 1;
         t.wait(WaitingFor::Approval(wait::Approval {
             approval_id: "a1".into(),
             tool: "deploy".into(),

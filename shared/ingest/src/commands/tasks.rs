@@ -25,7 +25,7 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
         .into_iter()
         .filter(|t| !t.status().is_terminal())
         .filter(|t| {
-            matches!(&t.origin, Origin::Slack { team_id, user, .. }
+            matches!(&t.source.origin, Origin::Slack { team_id, user, .. }
                 if *team_id == ctx.team_id && *user == ctx.user)
         })
         .collect();
@@ -35,8 +35,8 @@ pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, Api
     mine.sort_by_key(|t| std::cmp::Reverse(t.created_at));
     let mut out = format!("Your running and waiting tasks ({}):\n", mine.len());
     for t in mine.iter().take(SHOWN) {
-        let place = match &t.origin {
-            Origin::Slack { channel, .. } if t.origin.is_direct_message() => {
+        let place = match &t.source.origin {
+            Origin::Slack { channel, .. } if t.source.origin.is_direct_message() => {
                 format!("in our DM ({channel})")
             }
             Origin::Slack { channel, .. } => format!("in <#{channel}>"),

@@ -46,6 +46,7 @@ pub(crate) fn awaited(task: &Task) -> Option<String> {
         ),
         WaitingFor::Children(wait::Children { pending }) => {
             let open: Vec<String> = task
+                .waits
                 .children
                 .iter()
                 .filter(|c| c.outcome.is_none())
@@ -134,13 +135,18 @@ pub(crate) fn event_text(kind: &EntryKind) -> Option<String> {
 /// `answer`, `error`, `waiting_for` and `awaiting` when they say something.
 pub(crate) fn structured(task: &Task) -> Value {
     let mut v = json!({"task_id": task.id, "status": task.status().as_str()});
-    if let Some(thread) = task.shown_thread() {
+    if let Some(thread) = task.conversation.shown_thread() {
         v["thread"] = json!(thread);
     }
-    if let Some(r) = task.result.as_ref().filter(|_| task.status().is_terminal()) {
+    if let Some(r) = task
+        .answer
+        .result
+        .as_ref()
+        .filter(|_| task.status().is_terminal())
+    {
         v["answer"] = json!(r);
     }
-    if let Some(e) = &task.error {
+    if let Some(e) = &task.answer.error {
         v["error"] = json!(e);
     }
     if let Some(w) = &task.waiting_for() {
@@ -157,11 +163,11 @@ pub(crate) fn structured(task: &Task) -> Value {
 /// to get the answer later (`get_task`).
 pub(crate) fn tool_result(task: &Task) -> CallToolResult {
     let text = match task.status() {
-        TaskStatus::Succeeded => task.result.clone().unwrap_or_default(),
+        TaskStatus::Succeeded => task.answer.result.clone().unwrap_or_default(),
         TaskStatus::Failed => format!(
             "task {} failed: {}",
             task.id,
-            task.error.as_deref().unwrap_or("no reason given")
+            task.answer.error.as_deref().unwrap_or("no reason given")
         ),
         TaskStatus::Cancelled => format!("task {} was cancelled", task.id),
         _ => format!(
@@ -235,7 +241,7 @@ mod tests {
     #[test]
     fn an_answered_task_gives_its_answer_and_a_failed_one_an_error() {
         let mut t = task(TaskStatus::Succeeded);
-        t.result = Some("42".into());
+        t.answer.result = Some("42".into());
         let r = tool_result(&t);
         assert_eq!((text(&r), r.is_error), ("42".into(), Some(false)));
         let s = r.structured_content.unwrap();
@@ -245,7 +251,7 @@ mod tests {
         );
 
         let mut t = task(TaskStatus::Failed);
-        t.error = Some("model unavailable".into());
+        t.answer.error = Some("model unavailable".into());
         let r = tool_result(&t);
         assert_eq!(r.is_error, Some(true));
         assert!(text(&r).contains("model unavailable"), "{}", text(&r));
@@ -303,7 +309,7 @@ mod tests {
                 WaitingFor::Approval(wait::Approval { approval_id, .. }) => {
                     format!("approvals/{approval_id}")
                 }
-                WaitingFor::Children(_) => t.children[0].task_id.to_string(),
+                WaitingFor::Children(_) => t.waits.children[0].task_id.to_string(),
                 WaitingFor::Timer(_) => "waiting until".into(),
                 WaitingFor::Capacity(_) => "concurrency limit".into(),
                 WaitingFor::Turn(wait::Turn { behind }) => behind.to_string(),

@@ -116,7 +116,7 @@ async fn finish(f: &Fixture, id: &str, answer: &str) {
     f.store
         .update(&id, None, |t| {
             t.finish(TaskStatus::Succeeded);
-            t.result = Some(answer.to_owned());
+            t.answer.result = Some(answer.to_owned());
             Ok(Some(Vec::new()))
         })
         .await
@@ -254,10 +254,10 @@ async fn a_task_outliving_the_call_is_a_task_id_then_get_task_answers() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (task.agent.as_str(), task.thread.as_deref()),
+        (task.agent.as_str(), task.conversation.thread.as_deref()),
         ("helper", Some("http:t9"))
     );
-    assert_eq!(task.origin, baton_core::Origin::Http);
+    assert_eq!(task.source.origin, baton_core::Origin::Http);
 
     let v = call(&f, "get_task", json!({"task_id": id}), false).await;
     assert_eq!(v["result"]["structuredContent"]["status"], "queued");

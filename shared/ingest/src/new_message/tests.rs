@@ -90,8 +90,8 @@ async fn queue_makes_a_task_that_waits_its_turn_at_zero_cost_once() {
         queued.waiting_for(),
         Some(&WaitingFor::Turn(wait::Turn { behind: a.clone() }))
     );
-    assert_eq!(texts(&queued.inbox), ["second"]);
-    assert_eq!(queued.summary.as_deref(), Some("second"));
+    assert_eq!(texts(&queued.conversation.inbox), ["second"]);
+    assert_eq!(queued.conversation.summary.as_deref(), Some("second"));
     assert!(
         f.ingest.store.transcript(&b).await.unwrap().is_empty(),
         "its conversation is written when its turn comes"
@@ -114,7 +114,7 @@ async fn queue_makes_a_task_that_waits_its_turn_at_zero_cost_once() {
     let thread = f.ingest.store.thread(KEY).await.unwrap().unwrap();
     assert_eq!(thread.waiting, [b, c]);
     // The first was not steered.
-    assert!(f.task(&a).await.inbox.is_empty());
+    assert!(f.task(&a).await.conversation.inbox.is_empty());
 }
 
 #[tokio::test]
@@ -158,7 +158,7 @@ async fn reject_changes_nothing_and_names_the_running_task() {
     let before = f.ingest.store.thread(KEY).await.unwrap().unwrap();
     assert_eq!(f.send("second", "k2").await, Submitted::Rejected(a.clone()));
     let task = f.task(&a).await;
-    assert!(task.inbox.is_empty() && !task.cancel_requested);
+    assert!(task.conversation.inbox.is_empty() && !task.cancel_requested);
     let after = f.ingest.store.thread(KEY).await.unwrap().unwrap();
     assert_eq!(before.version, after.version);
     // The same message is not taken for a retry of an earlier one.
@@ -177,7 +177,7 @@ async fn stop_and_the_answer_to_a_question_act_on_the_running_task_in_every_mode
         f.ingest
             .store
             .update(&a, None, |t| {
-                t.questions.push(baton_core::question::Question {
+                t.waits.questions.push(baton_core::question::Question {
                     step: 1,
                     call_id: "c1".into(),
                     question: "which one?".into(),
@@ -199,7 +199,7 @@ async fn stop_and_the_answer_to_a_question_act_on_the_running_task_in_every_mode
             Submitted::CancelRequested(a.clone()),
             "{mode:?}"
         );
-        assert!(f.task(&a).await.interrupted_by.is_none());
+        assert!(f.task(&a).await.conversation.interrupted_by.is_none());
     }
 }
 
@@ -213,7 +213,7 @@ async fn interrupt_cancels_the_running_task_and_queues_the_message() {
     assert_eq!(behind, a);
     let interrupted = f.task(&a).await;
     assert!(interrupted.cancel_requested);
-    assert_eq!(interrupted.interrupted_by.as_ref(), Some(&b));
+    assert_eq!(interrupted.conversation.interrupted_by.as_ref(), Some(&b));
     assert!(f.woken(&a), "woken to end promptly");
     let entries = f.ingest.store.transcript(&a).await.unwrap();
     assert!(
@@ -238,7 +238,7 @@ async fn steer_is_todays_path() {
         f.send("and this", "k2").await,
         Submitted::Steered(a.clone())
     );
-    assert_eq!(texts(&f.task(&a).await.inbox), ["and this"]);
+    assert_eq!(texts(&f.task(&a).await.conversation.inbox), ["and this"]);
 }
 
 /// The texts of inbox items.
@@ -274,13 +274,16 @@ async fn under_steer_only_the_person_a_task_acts_for_steers_it() {
         Some(baton_core::connection::PersonKey::new("api", "bob"))
     );
     assert_eq!(
-        queued.inbox[0].from,
+        queued.conversation.inbox[0].from,
         Some(baton_core::Author::Person(baton_core::Actor::Api {
             person: Some(baton_core::connection::PersonKey::new("api", "bob"))
         }))
     );
     let running = f.task(&a).await;
-    assert!(running.inbox.is_empty(), "alice's task is not steered");
+    assert!(
+        running.conversation.inbox.is_empty(),
+        "alice's task is not steered"
+    );
     assert_eq!(
         running.acting_for(),
         Some(baton_core::connection::PersonKey::new("api", "alice"))
@@ -294,9 +297,12 @@ async fn under_steer_only_the_person_a_task_acts_for_steers_it() {
         Some(Submitted::Steered(a.clone()))
     );
     let steered = f.task(&a).await;
-    assert_eq!(texts(&steered.inbox), ["and this"]);
+    assert_eq!(texts(&steered.conversation.inbox), ["and this"]);
     assert_eq!(
-        steered.inbox[0].from.as_ref().and_then(|a| a.actor()),
+        steered.conversation.inbox[0]
+            .from
+            .as_ref()
+            .and_then(|a| a.actor()),
         Some(&baton_core::Actor::Api {
             person: Some(baton_core::connection::PersonKey::new("api", "alice"))
         })
@@ -319,7 +325,7 @@ async fn a_forged_mark_is_text_and_steers_as_its_real_author() {
         Some(Submitted::Steered(a.clone()))
     );
     let task = f.task(&a).await;
-    assert_eq!(texts(&task.inbox), [forged]);
+    assert_eq!(texts(&task.conversation.inbox), [forged]);
     assert_eq!(
         task.acting_for(),
         Some(baton_core::connection::PersonKey::new("api", "alice"))

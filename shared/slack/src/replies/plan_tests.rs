@@ -76,7 +76,7 @@ fn row(id: &str, title: &str, status: &str) -> (String, String, String) {
 
 /// As the agent records the message it streams into.
 fn record(task: &mut Task, m: &StreamedMessage) {
-    task.answer_stream = Some(AnswerStream {
+    task.answer.answer_stream = Some(AnswerStream {
         opened_at: baton_core::Instant(0),
         message: Some(m.clone()),
     });
@@ -288,7 +288,7 @@ async fn without_a_stream_the_plan_is_the_status() {
     let fake = FakeSlack::start().await;
     let r = replies(&fake);
     let mut t = task();
-    t.thread = None;
+    t.conversation.thread = None;
     let titles: Vec<String> = (1..=8)
         .map(|i| format!("Check source number {i}"))
         .collect();
@@ -313,7 +313,7 @@ async fn plans_that_are_not_the_threads_are_not_shown() {
     let fake = FakeSlack::start().await;
     let r = replies(&fake);
     let mut child = task();
-    child.parent = Some(baton_core::task::ParentLink {
+    child.source.parent = Some(baton_core::task::ParentLink {
         task_id: TaskId::generate(),
         call_id: "c".into(),
         root_task_id: None,
@@ -322,7 +322,7 @@ async fn plans_that_are_not_the_threads_are_not_shown() {
     r.plan(&child, &steps(&["Mine"]), &[]).await;
     r.plan(&task(), &[], &[]).await;
     let mut http = task();
-    http.origin = Origin::Http;
+    http.source.origin = Origin::Http;
     r.plan(&http, &steps(&["Mine"]), &[]).await;
     assert!(statuses(&fake).is_empty());
     assert!(fake.calls("chat.startStream").is_empty());

@@ -36,7 +36,7 @@ fn call(state: ToolCallState) -> ToolCallShown<'static> {
 async fn streaming(r: &SlackReplies) -> (Task, StreamedMessage) {
     let mut t = task();
     let m = r.stream_open(&t, "Let me look").await.expect("opened");
-    t.answer_stream = Some(AnswerStream {
+    t.answer.answer_stream = Some(AnswerStream {
         opened_at: baton_core::Instant(0),
         message: Some(m.clone()),
     });

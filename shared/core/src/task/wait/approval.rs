@@ -18,7 +18,8 @@ impl Approval {
     /// Over once the named approval is decided (or gone), or when an
     /// undecided one expired (its expiry decides it at the next take).
     pub(super) fn is_over(&self, t: &Task, now: Instant) -> bool {
-        t.approval(&self.approval_id)
+        t.waits
+            .approval(&self.approval_id)
             .is_none_or(|a| a.decision.is_some())
             || self.wakes_at(t).is_some_and(|at| at <= now)
     }

@@ -15,11 +15,11 @@ pub struct Children {
 impl Children {
     /// Over once every child reported.
     pub(super) fn is_over(&self, t: &Task) -> bool {
-        t.pending_children() == 0
+        t.waits.pending_children() == 0
     }
 
     /// The task's deadline, if it has one: the children may not outlive it.
     pub(super) fn wakes_at(&self, t: &Task) -> Option<Instant> {
-        t.limits.deadline_at
+        t.budget.limits.deadline_at
     }
 }

@@ -40,7 +40,8 @@ pub fn awaited(t: &Task) -> Option<&ConnectionWait> {
     if t.status != TaskStatus::Waiting {
         return None;
     }
-    t.connections
+    t.waits
+        .connections
         .iter()
         .rev()
         .find(|w| !w.retrying && &w.url == url && &w.provider == provider)
@@ -97,7 +98,7 @@ mod tests {
             url: "https://b.example/connect/s".into(),
             expires_at: Instant(9_000),
         }));
-        t.connections.push(ConnectionWait {
+        t.waits.connections.push(ConnectionWait {
             step: 1,
             call_id: "c1".into(),
             provider: "gh".into(),

@@ -3,7 +3,7 @@
 
 use crate::clock::Instant;
 use crate::connection::{ConnectionWait, PersonKey};
-use crate::task::record::{Callback, Question};
+use crate::task::parts::{Callback, Question};
 use crate::task::{Approval, Child, ChildOutcome, Limits, Origin, Task, TaskStatus, WaitingFor};
 use crate::TaskId;
 use std::time::Duration;
@@ -130,7 +130,7 @@ fn queued(mut t: Task, w: WaitingFor) -> Task {
 
 fn approval(now: Instant, expires_at: Instant) -> Task {
     let mut t = task(now);
-    t.approvals.push(Approval {
+    t.waits.approvals.push(Approval {
         approval_id: "ap-1-call_1".into(),
         step: 1,
         call_id: "call_1".into(),
@@ -155,7 +155,7 @@ fn approval(now: Instant, expires_at: Instant) -> Task {
 /// `reported`: the child's outcome is on the parent, which still waits.
 fn children(now: Instant, reported: bool) -> Task {
     let mut t = task(now);
-    t.children.push(Child {
+    t.waits.children.push(Child {
         task_id: TaskId::generate(),
         agent: "default".into(),
         call_id: "call_1".into(),
@@ -171,7 +171,7 @@ fn children(now: Instant, reported: bool) -> Task {
 fn callback(now: Instant, expires_at: Instant) -> Task {
     let mut t = task(now);
     let url = "https://baton.invalid/callbacks/token".to_owned();
-    t.callbacks.push(Callback {
+    t.waits.callbacks.push(Callback {
         step: 1,
         call_id: "call_1".into(),
         description: "CI result".into(),
@@ -187,7 +187,7 @@ fn callback(now: Instant, expires_at: Instant) -> Task {
 fn connection(now: Instant, expires_at: Instant) -> Task {
     let mut t = task(now);
     let url = "https://baton.invalid/connect/state".to_owned();
-    t.connections.push(ConnectionWait {
+    t.waits.connections.push(ConnectionWait {
         step: 1,
         call_id: "call_1".into(),
         provider: PROVIDER.into(),
@@ -209,7 +209,7 @@ fn connection(now: Instant, expires_at: Instant) -> Task {
 
 fn reply(now: Instant, expires_at: Instant) -> Task {
     let mut t = task(now);
-    t.questions.push(Question {
+    t.waits.questions.push(Question {
         step: 1,
         call_id: "call_1".into(),
         question: "Which environment?".into(),

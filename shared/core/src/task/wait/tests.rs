@@ -38,7 +38,7 @@ fn an_answered_question_or_a_decided_approval_left_waiting_is_over() {
     let now = Instant::now();
     let mut cases = cases(now);
     let mut approval = cases[0].waiting.take().unwrap();
-    approval.approvals[0].decision = Some(crate::Decision {
+    approval.waits.approvals[0].decision = Some(crate::Decision {
         verdict: crate::Verdict::Approved,
         by: None,
         at: now,
@@ -46,7 +46,7 @@ fn an_answered_question_or_a_decided_approval_left_waiting_is_over() {
     });
     assert!(is_over(&approval, now));
     let mut reply = cases[7].waiting.take().unwrap();
-    reply.questions[0].reply = Some(crate::question::Reply {
+    reply.waits.questions[0].reply = Some(crate::question::Reply {
         text: "staging".into(),
         by: None,
         at: now,
@@ -93,7 +93,7 @@ fn a_wake_is_due_at_the_expiry_ahead_and_never_for_one_past() {
         let due = next_wake(&waiting, now);
         match c.kind {
             // Its children end it; without a deadline nothing else does.
-            "children" => assert_eq!(due, waiting.limits.deadline_at, "{}", c.kind),
+            "children" => assert_eq!(due, waiting.budget.limits.deadline_at, "{}", c.kind),
             _ => assert!(due.is_some_and(|at| at > now), "{}: {due:?}", c.kind),
         }
     }
