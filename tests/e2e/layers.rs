@@ -90,6 +90,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Your own tools (docs/tools.md): the builder and its re-exports are
     // all a crate adding tools needs.
     ("baton-example-custom-tool", &["baton-runtime"]),
+    // Dev-only (every crate's tests/module_graph.rs): std and nothing else.
+    ("baton-module-graph", &[]),
 ];
 
 #[test]

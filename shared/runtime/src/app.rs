@@ -5,7 +5,8 @@
 use crate::backend::Backend;
 use crate::builder::{ingest_handler, schedule_service, AppBuilder};
 use crate::metrics::MetricsMode;
-use crate::settings::{Settings, SettingsError};
+use crate::settings::Settings;
+use crate::source::SettingsError;
 use crate::BoxError;
 use baton_agent::{Worker, WorkerSettings};
 use baton_core::{NoReplies, ReplySink, Tool};

@@ -1,6 +1,6 @@
 //! The adapters of one backend, embedded or AWS.
 
-use crate::settings::AwsResources;
+use crate::aws_resources::AwsResources;
 use baton_core::store::connections::ConnectionStore;
 use baton_core::{QueueError, TaskStore, WorkQueue};
 #[cfg(feature = "embedded")]

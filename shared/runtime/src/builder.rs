@@ -6,7 +6,8 @@
 
 use crate::backend::Backend;
 use crate::metrics::MetricsMode;
-use crate::settings::{Settings, SettingsError};
+use crate::settings::Settings;
+use crate::source::SettingsError;
 use crate::BoxError;
 use baton_core::tool_names::BUILT_IN;
 use baton_core::Tool;

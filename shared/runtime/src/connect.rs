@@ -1,16 +1,15 @@
 //! Per-person OAuth providers (`[mcp.NAME] auth = "oauth"`,
 //! `[oauth.NAME]`), resolved: their `${NAME}` references replaced from the
 //! environment (and the secrets loaded from SSM), every unset name refused
-//! at start-up by its key; and the flows and credentials built over them
-//! (docs/connections.md). Sign in with Slack (`SLACK_CLIENT_ID`,
+//! at start-up by its key (the flows and credentials built over them are
+//! [`crate::Settings::connector`]'s and [`crate::Settings::credentials`]'s;
+//! docs/connections.md). Sign in with Slack (`SLACK_CLIENT_ID`,
 //! `SLACK_CLIENT_SECRET`) proves who opened a Slack person's Connect link.
 
-use crate::backend::Backend;
-use crate::settings::{Settings, SettingsError, Source};
-use baton_connect::{ConnectionVault, Connector, Provider, ProviderKind, StaticClient};
+use crate::source::{SettingsError, Source};
+use baton_connect::{Provider, ProviderKind, StaticClient};
 use baton_settings::{parse_template, AgentsConfig, Problem, TemplatePart};
 use secrecy::SecretString;
-use std::sync::Arc;
 use url::Url;
 
 /// Sign in with Slack for Connect links: the Slack app's `SLACK_CLIENT_ID`
@@ -20,7 +19,7 @@ use url::Url;
 #[derive(Clone)]
 pub struct SignInSettings {
     pub client_id: String,
-    client_secret: SecretString,
+    pub(crate) client_secret: SecretString,
     pub api_url: String,
     pub authorize_url: String,
 }
@@ -170,95 +169,5 @@ pub(crate) fn resolve_providers(
         Ok(out)
     } else {
         Err(problems)
-    }
-}
-
-impl Settings {
-    /// The flows of the deployment's per-person providers under
-    /// `public_url`; `None` when none is declared or the backend keeps no
-    /// connections (no key to seal them with).
-    pub fn connector(
-        &self,
-        backend: &Backend,
-        public_url: &str,
-    ) -> Result<Option<Arc<Connector>>, SettingsError> {
-        let Some(store) = &backend.connections else {
-            if !self.oauth_providers.is_empty() {
-                tracing::warn!("{}", baton_core::store::connections::NOT_CONFIGURED);
-            }
-            return Ok(None);
-        };
-        if self.oauth_providers.is_empty() {
-            return Ok(None);
-        }
-        let invalid = |message: String| SettingsError::Invalid {
-            name: "BATON_PUBLIC_URL",
-            message,
-        };
-        let url = Url::parse(public_url).map_err(|e| invalid(e.to_string()))?;
-        let connector = Connector::new(
-            self.oauth_providers.clone(),
-            &url,
-            Arc::new(baton_connect::StoredClients(store.clone())),
-        )
-        .map_err(invalid)?;
-        Ok(Some(Arc::new(connector)))
-    }
-
-    /// `ingest` serving the Connect routes under `public_url` (with Sign in
-    /// with Slack when set up); unchanged when no per-person provider is
-    /// declared, or without a public URL (said at start-up: the flows'
-    /// URLs are never taken from a request's `Host`).
-    pub(crate) fn with_connect_routes(
-        &self,
-        ingest: baton_ingest::Ingest,
-        backend: &Backend,
-        public_url: Option<&str>,
-    ) -> Result<baton_ingest::Ingest, SettingsError> {
-        let Some(public_url) = public_url else {
-            if !self.oauth_providers.is_empty() {
-                tracing::error!(
-                    "BATON_PUBLIC_URL is not set: Connect links cannot be served (on AWS the \
-                     stack gives the ingest its URL through BATON_PUBLIC_URL_PARAMETER)"
-                );
-            }
-            return Ok(ingest);
-        };
-        let Some(connector) = self.connector(backend, public_url)? else {
-            return Ok(ingest);
-        };
-        let ingest = ingest.with_connector(connector);
-        let Some(s) = &self.sign_in_with_slack else {
-            return Ok(ingest);
-        };
-        let sign_in = baton_slack::openid::SignInWithSlack::new(
-            s.client_id.clone(),
-            s.client_secret.clone(),
-            &s.api_url,
-            &s.authorize_url,
-        )
-        .map_err(|e| SettingsError::Invalid {
-            name: "SLACK_CLIENT_ID",
-            message: e.to_string(),
-        })?;
-        Ok(ingest.with_sign_in_with_slack(Arc::new(sign_in)))
-    }
-
-    /// The per-person credentials tools use (the worker), over the
-    /// backend's connection store; `None` as for [`Settings::connector`].
-    pub fn credentials(
-        &self,
-        backend: &Backend,
-        public_url: &str,
-    ) -> Result<Option<Arc<ConnectionVault>>, SettingsError> {
-        let (Some(store), Some(connector)) =
-            (&backend.connections, self.connector(backend, public_url)?)
-        else {
-            return Ok(None);
-        };
-        Ok(Some(Arc::new(ConnectionVault::new(
-            store.clone(),
-            connector,
-        ))))
     }
 }

@@ -35,6 +35,7 @@
 mod app;
 #[cfg(feature = "worker")]
 mod aws_credentials;
+mod aws_resources;
 mod backend;
 mod builder;
 mod connect;
@@ -47,25 +48,24 @@ mod lambda_worker;
 mod llm_settings;
 #[cfg(feature = "worker")]
 mod loop_settings;
-#[cfg(feature = "worker")]
-mod mcp;
 mod metrics;
 pub mod scheduling;
 pub mod secrets;
 mod settings;
+mod source;
 mod telemetry;
 
 #[cfg(feature = "worker")]
 pub use app::App;
+pub use aws_resources::AwsResources;
 pub use backend::{Backend, BackendError, DeadLetters};
 pub use builder::AppBuilder;
 pub use llm_settings::LlmSettings;
 #[cfg(feature = "worker")]
 pub use loop_settings::LoopSettings;
 pub use metrics::{MetricsMode, MetricsSettings};
-pub use settings::{
-    AwsResources, LambdaSettings, Settings, SettingsError, SlackConfig, DEFAULT_SEGMENT_MARGIN,
-};
+pub use settings::{LambdaSettings, Settings, SlackConfig, DEFAULT_SEGMENT_MARGIN};
+pub use source::SettingsError;
 
 /// What a tool of your own implements, re-exported so that a crate adding
 /// one needs no other Baton crate: [`Tool`](tool::Tool), its

@@ -5,7 +5,7 @@
 //! turns them into the providers' own configuration
 //! ([`LlmSettings::config`], the `worker` feature).
 
-use crate::settings::{invalid, SettingsError, Source};
+use crate::source::{invalid, SettingsError, Source};
 use secrecy::SecretString;
 
 /// `BATON_LLM_MODEL` for `bedrock` when unset: Claude Haiku 4.5 through

@@ -6,16 +6,16 @@
 //! nor checks them; the worker and `baton dev` refuse to start on a bad one,
 //! naming it.
 
-use crate::settings::{invalid, Settings, SettingsError, Source};
-use baton_settings::HttpToolDecl;
+use crate::source::{invalid, SettingsError, Source};
 use baton_settings::{parse_template, AgentsConfig, ConfigFileError, Problem, TemplatePart};
-use baton_tools::{AllowList, DeclaredHttpTool, HttpMethod, HttpToolDef, McpServerDef};
+use baton_settings::{HttpToolDecl, McpServerDecl};
+use baton_tools::{AllowList, HttpMethod, HttpToolDef, McpServerDef};
 use secrecy::SecretString;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What only the agent loop reads; [`Settings::agent_loop`].
+/// What only the agent loop reads; [`crate::Settings::agent_loop`].
 #[derive(Clone, Debug)]
 pub struct LoopSettings {
     /// `BATON_HTTP_ALLOW`: what `http_request` may reach besides public
@@ -26,7 +26,7 @@ pub struct LoopSettings {
     pub heartbeat_repeat_window: Duration,
     /// The agents file's `[http_tools]`, their `${NAME}` references
     /// resolved from the environment and the stored secrets; built into
-    /// tools by [`Settings::http_tools`].
+    /// tools by [`crate::Settings::http_tools`].
     pub http_tool_defs: Vec<HttpToolDef>,
     /// The agents file's `[mcp]` servers, their `${NAME}` references
     /// resolved (values held as secrets); connected to by the worker.
@@ -56,8 +56,7 @@ impl LoopSettings {
             problems,
         };
         let http_tool_defs = resolve_http_tools(src, &loaded.http_tools).map_err(in_file)?;
-        let mcp_server_defs =
-            crate::mcp::resolve_mcp_servers(src, &loaded.mcp_servers).map_err(in_file)?;
+        let mcp_server_defs = resolve_mcp_servers(src, &loaded.mcp_servers).map_err(in_file)?;
         let heartbeat_repeat_window = src
             .num::<u64>("BATON_HEARTBEAT_REPEAT_WINDOW_SECS")?
             .map_or(baton_agent::DEFAULT_REPEAT_WINDOW, Duration::from_secs);
@@ -123,35 +122,6 @@ fn callable(loaded: &AgentsConfig, known_tools: &[&str]) -> BTreeSet<String> {
                 .filter(move |t| t != delegate || !agent.delegates.is_empty())
         })
         .collect()
-}
-
-impl Settings {
-    /// The declared HTTP tools, checked (URL, header values) and their
-    /// schemas compiled; every problem at once, named by its key. Called
-    /// where tools are built (the worker and `baton dev`), not by ingest.
-    pub fn http_tools(&self) -> Result<Vec<Arc<DeclaredHttpTool>>, SettingsError> {
-        let mut problems = Vec::new();
-        let mut tools = Vec::with_capacity(self.agent_loop.http_tool_defs.len());
-        for def in &self.agent_loop.http_tool_defs {
-            let at = format!("http_tools.{}", def.name);
-            match DeclaredHttpTool::new(def.clone()) {
-                Ok(tool) => tools.push(Arc::new(tool)),
-                Err(e) => problems.push(Problem {
-                    path: format!("{at}.{}", e.field),
-                    message: e.message,
-                }),
-            }
-        }
-        if problems.is_empty() {
-            Ok(tools)
-        } else {
-            Err(ConfigFileError::Invalid {
-                origin: self.agents_origin.clone(),
-                problems,
-            }
-            .into())
-        }
-    }
 }
 
 /// A declared value with its `${NAME}` references replaced by the
@@ -255,9 +225,46 @@ fn resolve_http_tools(
     }
 }
 
+/// The declared servers with their references resolved; every problem at
+/// once.
+pub(crate) fn resolve_mcp_servers(
+    src: &Source<'_>,
+    decls: &[McpServerDecl],
+) -> Result<Vec<McpServerDef>, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut defs = Vec::with_capacity(decls.len());
+    for d in decls {
+        let at = format!("mcp.{}", d.name);
+        let before = problems.len();
+        let mut secrets = Vec::new();
+        let (url, headers) =
+            resolve_endpoint(src, &at, &d.url, &d.headers, &mut secrets, &mut problems);
+        if problems.len() > before {
+            continue;
+        }
+        defs.push(McpServerDef {
+            name: d.name.clone(),
+            url,
+            url_template: d.url.clone(),
+            headers,
+            tools: d.tools.clone(),
+            require_approval: d.require_approval.clone(),
+            timeout: d.timeout,
+            secrets,
+            oauth: d.auth.oauth().is_some(),
+        });
+    }
+    if problems.is_empty() {
+        Ok(defs)
+    } else {
+        Err(problems)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Settings;
     use baton_core::tool_names::BUILT_IN;
     use std::collections::HashMap;
 

@@ -4,7 +4,7 @@
 //! is CloudWatch Logs; off by default in `baton dev`, whose stdout is a
 //! terminal.
 
-use crate::settings::SettingsError;
+use crate::source::SettingsError;
 use baton_core::{Metrics, NoMetrics};
 use std::sync::Arc;
 

@@ -14,7 +14,7 @@
 //! a comma list of owners (`slack:TEAM:USER`) who may delete anyone's
 //! schedule with the agent tools.
 
-use crate::settings::AwsResources;
+use crate::aws_resources::AwsResources;
 use baton_core::{Table, WorkQueue};
 #[cfg(feature = "embedded")]
 use baton_embedded::EmbeddedScheduler;

@@ -8,45 +8,27 @@
 //! configuration is loaded; `baton dev`'s command-line flags may come from
 //! the environment too, as clap reads them.)
 
+use crate::aws_resources::AwsResources;
+use crate::backend::Backend;
 use crate::llm_settings::LlmSettings;
 #[cfg(feature = "worker")]
 use crate::loop_settings::LoopSettings;
+use crate::source::{invalid, SettingsError, Source};
+use baton_connect::{ConnectionVault, Connector};
 use baton_core::tool_names::BUILT_IN;
 use baton_ingest::ApiToken;
+#[cfg(feature = "worker")]
+use baton_settings::Problem;
 use baton_settings::{AgentConfig, Agents};
 use baton_settings::{AgentsConfig, AgentsSource, ConfigFileError, GlobalSettings};
 use baton_slack::signature::SigningSecret;
 use baton_slack::web::BotToken;
+#[cfg(feature = "worker")]
+use baton_tools::{DeclaredHttpTool, McpServers};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
-    #[error("{name}: {message}")]
-    Invalid { name: &'static str, message: String },
-    #[error("{0} is required")]
-    Missing(&'static str),
-    /// The message holds the file's error, which is therefore not also
-    /// its `source`: a chain printed whole (`{:#}`) would say it twice.
-    #[error("agents file: {0}")]
-    Agents(ConfigFileError),
-    /// A tool added with [`crate::AppBuilder::tool`] that cannot be used.
-    #[error("custom tool `{name}`: {message}")]
-    CustomTool { name: String, message: String },
-}
-
-impl From<ConfigFileError> for SettingsError {
-    fn from(e: ConfigFileError) -> Self {
-        SettingsError::Agents(e)
-    }
-}
-
-pub(crate) fn invalid(name: &'static str, message: impl Into<String>) -> SettingsError {
-    SettingsError::Invalid {
-        name,
-        message: message.into(),
-    }
-}
+use url::Url;
 
 /// Slack app credentials.
 #[derive(Clone, Debug)]
@@ -61,29 +43,6 @@ pub struct SlackConfig {
     pub agent_sessions: bool,
     /// `SLACK_FEEDBACK_BUTTONS`: answers carry 👍 / 👎 buttons. Default true.
     pub feedback_buttons: bool,
-}
-
-/// Where the AWS backend lives: the names the SAM stack (or `baton
-/// bootstrap`) gives the functions. Checked when the AWS backend is built,
-/// so `baton dev` on the embedded backend needs none of them.
-#[derive(Clone, Debug, Default)]
-pub struct AwsResources {
-    /// `BATON_TABLE`.
-    pub table: Option<String>,
-    /// `BATON_QUEUE_URL`.
-    pub queue_url: Option<String>,
-    /// `BATON_TRACE_BUCKET`.
-    pub trace_bucket: Option<String>,
-    /// `BATON_DLQ_URL`: the dead-letter queue `baton dev --backend aws` drains.
-    pub dlq_url: Option<String>,
-    /// `BATON_SCHEDULE_GROUP`, `BATON_SCHEDULER_ROLE_ARN`, `BATON_QUEUE_ARN`:
-    /// EventBridge Scheduler, when all three are set.
-    pub schedule_group: Option<String>,
-    pub scheduler_role_arn: Option<String>,
-    pub queue_arn: Option<String>,
-    /// `BATON_CONNECTIONS_KEY`: the KMS key (id, ARN or alias) sealing
-    /// per-person connection tokens; without it they cannot be stored.
-    pub connections_key: Option<String>,
 }
 
 /// The worker Lambda's own settings.
@@ -250,46 +209,6 @@ fn task_retention(src: &Source<'_>) -> Result<baton_core::retention::Retention, 
             Ok(days) if days <= MAX_RETENTION_DAYS => Ok(Retention::days(days)),
             _ => Err(refuse()),
         },
-    }
-}
-
-/// Where configuration values come from: the process environment, with
-/// secrets loaded from SSM Parameter Store layered underneath.
-pub(crate) struct Source<'a> {
-    secrets: &'a HashMap<String, String>,
-}
-
-impl Source<'_> {
-    /// A variable's value, with unset and empty treated alike. The process
-    /// environment wins over a stored secret of the same name.
-    pub(crate) fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name)
-            .ok()
-            .or_else(|| self.secrets.get(name).cloned())
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-    }
-
-    /// `true` or `false`; `None` when unset.
-    fn flag(&self, name: &'static str) -> Result<Option<bool>, SettingsError> {
-        match self.var(name).as_deref() {
-            None => Ok(None),
-            Some("true") => Ok(Some(true)),
-            Some("false") => Ok(Some(false)),
-            Some(other) => Err(invalid(name, format!("`{other}` is not `true` or `false`"))),
-        }
-    }
-
-    pub(crate) fn num<T: std::str::FromStr>(
-        &self,
-        name: &'static str,
-    ) -> Result<Option<T>, SettingsError> {
-        self.var(name)
-            .map(|v| {
-                v.parse::<T>()
-                    .map_err(|_| invalid(name, format!("`{v}` is not a valid number")))
-            })
-            .transpose()
     }
 }
 
@@ -526,6 +445,150 @@ impl Settings {
     /// The agents this configuration defines.
     pub fn agents(&self) -> Agents {
         self.agents.clone()
+    }
+}
+
+#[cfg(feature = "worker")]
+impl Settings {
+    /// The declared HTTP tools, checked (URL, header values) and their
+    /// schemas compiled; every problem at once, named by its key. Called
+    /// where tools are built (the worker and `baton dev`), not by ingest.
+    pub fn http_tools(&self) -> Result<Vec<Arc<DeclaredHttpTool>>, SettingsError> {
+        let mut problems = Vec::new();
+        let mut tools = Vec::with_capacity(self.agent_loop.http_tool_defs.len());
+        for def in &self.agent_loop.http_tool_defs {
+            let at = format!("http_tools.{}", def.name);
+            match DeclaredHttpTool::new(def.clone()) {
+                Ok(tool) => tools.push(Arc::new(tool)),
+                Err(e) => problems.push(Problem {
+                    path: format!("{at}.{}", e.field),
+                    message: e.message,
+                }),
+            }
+        }
+        if problems.is_empty() {
+            Ok(tools)
+        } else {
+            Err(ConfigFileError::Invalid {
+                origin: self.agents_origin.clone(),
+                problems,
+            }
+            .into())
+        }
+    }
+}
+
+#[cfg(feature = "worker")]
+impl Settings {
+    /// The declared MCP servers, checked once resolved (URL, header
+    /// values); `None` when there are none. Connects to nothing: the
+    /// worker lists a server's tools when a task that uses it starts.
+    pub fn mcp_servers(&self) -> Result<Option<McpServers>, SettingsError> {
+        if self.agent_loop.mcp_server_defs.is_empty() {
+            return Ok(None);
+        }
+        McpServers::new(self.agent_loop.mcp_server_defs.clone())
+            .map(Some)
+            .map_err(|(server, e)| {
+                ConfigFileError::Invalid {
+                    origin: self.agents_origin.clone(),
+                    problems: vec![Problem {
+                        path: format!("mcp.{server}.{}", e.field),
+                        message: e.message,
+                    }],
+                }
+                .into()
+            })
+    }
+}
+
+impl Settings {
+    /// The flows of the deployment's per-person providers under
+    /// `public_url`; `None` when none is declared or the backend keeps no
+    /// connections (no key to seal them with).
+    pub fn connector(
+        &self,
+        backend: &Backend,
+        public_url: &str,
+    ) -> Result<Option<Arc<Connector>>, SettingsError> {
+        let Some(store) = &backend.connections else {
+            if !self.oauth_providers.is_empty() {
+                tracing::warn!("{}", baton_core::store::connections::NOT_CONFIGURED);
+            }
+            return Ok(None);
+        };
+        if self.oauth_providers.is_empty() {
+            return Ok(None);
+        }
+        let invalid = |message: String| SettingsError::Invalid {
+            name: "BATON_PUBLIC_URL",
+            message,
+        };
+        let url = Url::parse(public_url).map_err(|e| invalid(e.to_string()))?;
+        let connector = Connector::new(
+            self.oauth_providers.clone(),
+            &url,
+            Arc::new(baton_connect::StoredClients(store.clone())),
+        )
+        .map_err(invalid)?;
+        Ok(Some(Arc::new(connector)))
+    }
+
+    /// `ingest` serving the Connect routes under `public_url` (with Sign in
+    /// with Slack when set up); unchanged when no per-person provider is
+    /// declared, or without a public URL (said at start-up: the flows'
+    /// URLs are never taken from a request's `Host`).
+    pub(crate) fn with_connect_routes(
+        &self,
+        ingest: baton_ingest::Ingest,
+        backend: &Backend,
+        public_url: Option<&str>,
+    ) -> Result<baton_ingest::Ingest, SettingsError> {
+        let Some(public_url) = public_url else {
+            if !self.oauth_providers.is_empty() {
+                tracing::error!(
+                    "BATON_PUBLIC_URL is not set: Connect links cannot be served (on AWS the \
+                     stack gives the ingest its URL through BATON_PUBLIC_URL_PARAMETER)"
+                );
+            }
+            return Ok(ingest);
+        };
+        let Some(connector) = self.connector(backend, public_url)? else {
+            return Ok(ingest);
+        };
+        let ingest = ingest.with_connector(connector);
+        let Some(s) = &self.sign_in_with_slack else {
+            return Ok(ingest);
+        };
+        let sign_in = baton_slack::openid::SignInWithSlack::new(
+            s.client_id.clone(),
+            s.client_secret.clone(),
+            &s.api_url,
+            &s.authorize_url,
+        )
+        .map_err(|e| SettingsError::Invalid {
+            name: "SLACK_CLIENT_ID",
+            message: e.to_string(),
+        })?;
+        Ok(ingest.with_sign_in_with_slack(Arc::new(sign_in)))
+    }
+
+    /// The per-person credentials tools use (the worker), over the
+    /// backend's connection store; `None` as for [`Settings::connector`].
+    pub fn credentials(
+        &self,
+        backend: &Backend,
+        public_url: &str,
+    ) -> Result<Option<Arc<ConnectionVault>>, SettingsError> {
+        let (Some(store), Some(connector)) =
+            (&backend.connections, self.connector(backend, public_url)?)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(ConnectionVault::new(
+            store.clone(),
+            connector,
+        ))))
     }
 }
 

@@ -4,7 +4,8 @@
 //! `baton dev` shares one exporter between the two). Without an endpoint
 //! nothing is built, and neither handler does any work for it.
 
-use crate::settings::{Settings, SettingsError};
+use crate::settings::Settings;
+use crate::source::SettingsError;
 use baton_core::SpanExport;
 use secrecy::{ExposeSecret, SecretString};
 use std::sync::Arc;

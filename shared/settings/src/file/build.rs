@@ -1,5 +1,6 @@
 //! Building agents from checked specs.
 
+use super::duration::DurationSpec;
 use super::schema::*;
 use crate::agent::AgentConfig;
 use crate::approval::ApprovalRule;

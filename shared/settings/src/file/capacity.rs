@@ -3,8 +3,7 @@
 //! the hourly rate. The key names are a contract (docs/configuration.md,
 //! docs/policies.md).
 
-use super::check::Checker;
-use super::schema::BudgetSpec;
+use super::checker::Checker;
 use crate::agent::AgentConfig;
 use crate::deployment::{ConcurrencySettings, LimitSettings};
 use crate::price::unpriced_models;
@@ -12,6 +11,24 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// `[budgets.users.U123]` or `[budgets.roles.NAME]`.
+/// `[budgets]`: the monthly token and cost budgets.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BudgetSpec {
+    pub(super) workspace_monthly_tokens: Option<u64>,
+    pub(super) user_monthly_tokens: Option<u64>,
+    /// US dollars per workspace (the HTTP API: `api`) per month.
+    pub(super) workspace_monthly_cost_usd: Option<f64>,
+    /// US dollars per Slack user per month.
+    pub(super) user_monthly_cost_usd: Option<f64>,
+    /// `[budgets.users.U123]`: one person's own budget, over any role's.
+    #[serde(default)]
+    pub(super) users: BTreeMap<String, PersonBudgetSpec>,
+    /// `[budgets.roles.NAME]`: the budget of the people of a role.
+    #[serde(default)]
+    pub(super) roles: BTreeMap<String, PersonBudgetSpec>,
+}
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PersonBudgetSpec {

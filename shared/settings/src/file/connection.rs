@@ -1,8 +1,9 @@
 //! Checking per-person OAuth settings: `[oauth.NAME]`, `auth` of
 //! `[mcp.NAME]` and `[http_tools.NAME]`, and `[connection]`.
 
-use super::check::{check_url_template, Checker};
-use super::schema::{DurationSpec, McpSpec};
+use super::checker::{check_url_template, Checker};
+use super::duration::DurationSpec;
+use super::mcp::McpSpec;
 use crate::connection::{
     secure_or_loopback, ConnectionSettings, HttpToolAuth, McpAuth, McpOAuth, OAuthProviderDecl,
 };

@@ -1,70 +1,14 @@
 //! The keys of how an agent thinks (issue #22; [`crate::judgment`]): the
 //! `[models]` and `[modules.NAME]` tables, and the agent keys `models`,
-//! `router`, `modules`, `plan`, `supervise` and `quality_gate` — as
-//! written, checked, and laid over an agent.
+//! `router`, `modules`, `plan`, `supervise` and `quality_gate` — checked,
+//! and laid over an agent. As written, they are in `schema`.
 
-use super::check::{valid_agent_name, valid_model, Checker};
-use super::schema::{AgentSpec, DurationSpec};
+use super::checker::{valid_agent_name, valid_model, Checker};
+use super::duration::DurationSpec;
+use super::schema::{AgentSpec, ModelsSpec, ModuleSpec, SuperviseSpec};
 use crate::agent::AgentConfig;
 use crate::judgment::{PromptModule, Supervision};
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::fmt;
-
-/// `[models]` and an agent's `models`: the model of each tier.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ModelsSpec {
-    pub(super) fast: Option<String>,
-    pub(super) default: Option<String>,
-    pub(super) strong: Option<String>,
-}
-
-/// `[modules.NAME]`: what the router is told (`description`) and the
-/// instructions it may add (`prompt`, or `prompt_file`).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ModuleSpec {
-    pub(super) description: Option<String>,
-    pub(super) prompt: Option<String>,
-    pub(super) prompt_file: Option<String>,
-}
-
-/// `supervise`: `false` (or `true`), or a table of its cadence.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum SuperviseSpec {
-    Switch(bool),
-    Cadence(CadenceSpec),
-}
-
-/// `[agents.NAME.supervise]`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct CadenceSpec {
-    pub(super) every_steps: Option<u32>,
-    pub(super) every: Option<DurationSpec>,
-}
-
-impl<'de> Deserialize<'de> for SuperviseSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = SuperviseSpec;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("false, true, or a table with `every_steps` and `every`")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<SuperviseSpec, E> {
-                Ok(SuperviseSpec::Switch(v))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SuperviseSpec, A::Error> {
-                CadenceSpec::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(SuperviseSpec::Cadence)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 const MODEL_ID: &str = "must be a model id: not empty, no spaces";
 

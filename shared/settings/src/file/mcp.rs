@@ -1,10 +1,30 @@
 //! Checking the `[mcp.NAME]` tables.
 
-use super::check::{check_url_template, Checker};
-use super::schema::{DurationSpec, McpSpec};
+use super::checker::{check_url_template, Checker};
+use super::duration::DurationSpec;
 use crate::http_tool::valid_tool_name;
 use crate::mcp::{McpServerDecl, DEFAULT_MCP_TIMEOUT};
+use serde::Deserialize;
 use std::collections::BTreeMap;
+
+/// `[mcp.NAME]`: an MCP server over streamable HTTP whose tools agents may
+/// use (`tools = ["mcp:NAME"]`). The key names are a contract
+/// (docs/tools.md).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct McpSpec {
+    pub(super) url: Option<String>,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    pub(super) tools: Option<Vec<String>>,
+    pub(super) require_approval: Option<Vec<String>>,
+    pub(super) timeout: Option<DurationSpec>,
+    /// `"oauth"`: per-person connections.
+    pub(super) auth: Option<String>,
+    pub(super) scopes: Option<Vec<String>>,
+    pub(super) client_id: Option<String>,
+    pub(super) client_secret: Option<String>,
+}
 
 /// Headers the MCP transport sets itself (besides the HTTP client's).
 fn reserved_mcp_header(header: &str) -> bool {

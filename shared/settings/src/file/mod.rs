@@ -23,7 +23,9 @@
 mod build;
 mod capacity;
 mod check;
+mod checker;
 mod connection;
+mod duration;
 mod judgment;
 mod mcp;
 mod prompts;
@@ -36,8 +38,8 @@ mod tests;
 
 use crate::agent::AgentConfig;
 use crate::deployment::AgentsConfig;
-use check::Checker;
-pub use schema::parse_duration;
+use checker::Checker;
+pub use duration::parse_duration;
 use schema::parse_file;
 use std::fmt;
 use std::path::{Path, PathBuf};

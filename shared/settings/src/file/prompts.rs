@@ -3,7 +3,7 @@
 //! (`prompt` or `prompt_file`), inline or read from a file relative to the
 //! agents file, never empty.
 
-use super::check::Checker;
+use super::checker::Checker;
 use super::schema::AgentSpec;
 
 impl Checker<'_> {

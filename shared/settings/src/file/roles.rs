@@ -1,6 +1,6 @@
 //! The `[roles.NAME]` tables: who has each role.
 
-use super::check::{valid_slack_user_id, Checker};
+use super::checker::{valid_slack_user_id, Checker};
 use crate::roles::{looks_like_user_id, valid_role_name, valid_usergroup_id, RoleDecl, RoleTable};
 use baton_core::roles::DEFAULT_API_TOKEN;
 use serde::Deserialize;

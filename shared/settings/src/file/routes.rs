@@ -1,6 +1,6 @@
 //! The `[[routes]]` entries: which agent serves Slack messages where.
 
-use super::check::Checker;
+use super::checker::Checker;
 use crate::route::{valid_slack_team_id, Route, RouteChannel, Routes};
 use serde::Deserialize;
 

@@ -1,12 +1,14 @@
 //! The agents file as written, and its parsing.
 
+use super::capacity::{BudgetSpec, DeploymentLimitsSpec};
+use super::duration::DurationSpec;
+use super::mcp::McpSpec;
 use super::ConfigFileError;
 use baton_core::input_guard::InputGuardMode;
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
 
 // -------------------------------------------------------------------- schema
 
@@ -26,7 +28,7 @@ pub(super) struct FileSpec {
     /// Deployment-wide limits on tasks: how many run at once, how many a
     /// person may start in an hour.
     #[serde(default)]
-    pub(super) limits: super::capacity::DeploymentLimitsSpec,
+    pub(super) limits: DeploymentLimitsSpec,
     /// What people may schedule through the agent.
     #[serde(default)]
     pub(super) schedules: SchedulesSpec,
@@ -44,10 +46,10 @@ pub(super) struct FileSpec {
     pub(super) routes: Vec<super::routes::RouteSpec>,
     /// The deployment's model tiers.
     #[serde(default)]
-    pub(super) models: super::judgment::ModelsSpec,
+    pub(super) models: ModelsSpec,
     /// Prompt modules the router may choose, by name.
     #[serde(default)]
-    pub(super) modules: BTreeMap<String, super::judgment::ModuleSpec>,
+    pub(super) modules: BTreeMap<String, ModuleSpec>,
     /// Roles, by name (docs/policies.md).
     #[serde(default)]
     pub(super) roles: BTreeMap<String, super::roles::RoleSpec>,
@@ -69,25 +71,6 @@ pub(super) struct FileSpec {
 pub(super) struct PolicySpec {
     pub(super) file: Option<String>,
     pub(super) text: Option<String>,
-}
-
-/// `[mcp.NAME]`: an MCP server over streamable HTTP whose tools agents may
-/// use (`tools = ["mcp:NAME"]`). The key names are a contract
-/// (docs/tools.md).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct McpSpec {
-    pub(super) url: Option<String>,
-    #[serde(default)]
-    pub(super) headers: BTreeMap<String, String>,
-    pub(super) tools: Option<Vec<String>>,
-    pub(super) require_approval: Option<Vec<String>>,
-    pub(super) timeout: Option<DurationSpec>,
-    /// `"oauth"`: per-person connections.
-    pub(super) auth: Option<String>,
-    pub(super) scopes: Option<Vec<String>>,
-    pub(super) client_id: Option<String>,
-    pub(super) client_secret: Option<String>,
 }
 
 /// `[http_tools.NAME]`: an HTTP API called as a tool. The key names are a
@@ -126,11 +109,11 @@ pub(super) struct AgentSpec {
     pub(super) ask_user: Option<AskUserSpec>,
     pub(super) slack: Option<super::slack::SlackSpec>,
     pub(super) http_request: Option<HttpRequestSpec>,
-    pub(super) models: Option<super::judgment::ModelsSpec>,
+    pub(super) models: Option<ModelsSpec>,
     pub(super) router: Option<crate::judgment::RouterMode>,
     pub(super) modules: Option<Vec<String>>,
     pub(super) plan: Option<crate::judgment::PlanMode>,
-    pub(super) supervise: Option<super::judgment::SuperviseSpec>,
+    pub(super) supervise: Option<SuperviseSpec>,
     pub(super) quality_gate: Option<bool>,
     pub(super) expose: Option<Vec<crate::agent::Surface>>,
     pub(super) on_new_message: Option<crate::OnNewMessage>,
@@ -196,23 +179,6 @@ pub(super) struct GuardSpec {
     pub(super) input_guard: Option<InputGuardMode>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct BudgetSpec {
-    pub(super) workspace_monthly_tokens: Option<u64>,
-    pub(super) user_monthly_tokens: Option<u64>,
-    /// US dollars per workspace (the HTTP API: `api`) per month.
-    pub(super) workspace_monthly_cost_usd: Option<f64>,
-    /// US dollars per Slack user per month.
-    pub(super) user_monthly_cost_usd: Option<f64>,
-    /// `[budgets.users.U123]`: one person's own budget, over any role's.
-    #[serde(default)]
-    pub(super) users: BTreeMap<String, super::capacity::PersonBudgetSpec>,
-    /// `[budgets.roles.NAME]`: the budget of the people of a role.
-    #[serde(default)]
-    pub(super) roles: BTreeMap<String, super::capacity::PersonBudgetSpec>,
-}
-
 /// `[schedules]`: how many schedules people may make through the agent,
 /// and how often they may fire. The key names are a contract
 /// (docs/configuration.md).
@@ -232,68 +198,58 @@ pub(super) struct PriceSpec {
     pub(super) output_per_mtok: Option<f64>,
 }
 
-/// A positive duration written as a string: `"90s"`, `"15m"`, `"2h"`,
-/// `"1d"`, `"500ms"`, or a sum such as `"1h30m"`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct DurationSpec(pub(super) Duration);
-
-impl<'de> Deserialize<'de> for DurationSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = DurationSpec;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration such as \"90s\", \"15m\", \"2h\" or \"1h30m\"")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<DurationSpec, E> {
-                parse_duration(v).map(DurationSpec).map_err(E::custom)
-            }
-        }
-        d.deserialize_str(V)
-    }
+/// `[models]` and an agent's `models`: the model of each tier.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ModelsSpec {
+    pub(super) fast: Option<String>,
+    pub(super) default: Option<String>,
+    pub(super) strong: Option<String>,
 }
 
-/// Parses a duration such as `"90s"`, `"15m"`, `"2h"`, `"1d"`, `"250ms"` or
-/// `"1h30m"`. Zero is refused: every duration in the file is a limit.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad =
-        || format!("`{text}` is not a duration; write e.g. \"90s\", \"15m\", \"2h\" or \"1h30m\"");
-    let s = text.trim();
-    if s.is_empty() {
-        return Err(bad());
-    }
-    let mut total_ms: u64 = 0;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 {
-            return Err(bad());
+/// `[modules.NAME]`: what the router is told (`description`) and the
+/// instructions it may add (`prompt`, or `prompt_file`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ModuleSpec {
+    pub(super) description: Option<String>,
+    pub(super) prompt: Option<String>,
+    pub(super) prompt_file: Option<String>,
+}
+
+/// `supervise`: `false` (or `true`), or a table of its cadence.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum SuperviseSpec {
+    Switch(bool),
+    Cadence(CadenceSpec),
+}
+
+/// `[agents.NAME.supervise]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CadenceSpec {
+    pub(super) every_steps: Option<u32>,
+    pub(super) every: Option<DurationSpec>,
+}
+
+impl<'de> Deserialize<'de> for SuperviseSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SuperviseSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("false, true, or a table with `every_steps` and `every`")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<SuperviseSpec, E> {
+                Ok(SuperviseSpec::Switch(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SuperviseSpec, A::Error> {
+                CadenceSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(SuperviseSpec::Cadence)
+            }
         }
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit_ms: u64 = match &rest[..unit_len] {
-            "ms" => 1,
-            "s" => 1000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
-            _ => return Err(bad()),
-        };
-        rest = &rest[unit_len..];
-        total_ms = n
-            .checked_mul(unit_ms)
-            .and_then(|v| total_ms.checked_add(v))
-            .ok_or_else(|| format!("`{text}` is too long"))?;
+        d.deserialize_any(V)
     }
-    if total_ms == 0 {
-        return Err(format!("`{text}`: must be longer than zero"));
-    }
-    Ok(Duration::from_millis(total_ms))
 }
 
 /// Keys that belong in `limits` rather than directly in an agent table;

@@ -1,7 +1,7 @@
 //! `[agents.NAME.slack]`: the agent's Slack surfaces (docs/configuration.md).
 
-use super::check::Checker;
-use super::schema::DurationSpec;
+use super::checker::Checker;
+use super::duration::DurationSpec;
 use crate::slack::{
     AgentSlack, SuggestedPrompt, MAX_PROMPT_MESSAGE_CHARS, MAX_PROMPT_TITLE_CHARS,
     MAX_SUGGESTED_PROMPTS, MAX_THREAD_CONTEXT,

@@ -1,4 +1,4 @@
-use super::schema::parse_duration;
+use super::duration::parse_duration;
 use super::*;
 use crate::{ApprovalRule, ApprovalRules, Escalation, GlobalSettings, InputGuardMode, ModelPrice};
 use serde_json::json;
