@@ -39,7 +39,11 @@ pub struct Allowed {
 /// (`tests/workspace.rs` holds the number), each with its reason. Any other
 /// cycle fails its crate's `tests/module_graph.rs`, and so does an entry
 /// here whose cycle is gone.
-pub const ALLOWED: &[Allowed] = &[];
+pub const ALLOWED: &[Allowed] = &[Allowed {
+    crate_dir: "shared/core",
+    cycle: "task::record -> task::wait -> task::record",
+    why: "a task holds what it waits for, and a wait's rules (is it over, when is its wake due) read the rest of that task: the data and its rules stay together, one module per kind",
+}];
 
 /// The most cycles listed for one crate.
 const LIMIT: usize = 100;

@@ -3,7 +3,7 @@
 //! is denied as expired when the task is next taken.
 
 use crate::clock::Instant;
-use crate::task::{approval, Task};
+use crate::task::Task;
 use serde::{Deserialize, Serialize};
 
 /// The approval the task waits for: which, of what call, in words.
@@ -24,8 +24,14 @@ impl Approval {
             || self.wakes_at(t).is_some_and(|at| at <= now)
     }
 
-    /// The first expiry among the approvals not decided yet.
+    /// The first expiry among the approvals not decided yet (the same
+    /// rule as [`crate::task::approval::next_expiry`], which decides them).
     pub(super) fn wakes_at(&self, t: &Task) -> Option<Instant> {
-        approval::next_expiry(t)
+        t.waits
+            .approvals
+            .iter()
+            .filter(|a| a.decision.is_none())
+            .map(|a| a.expires_at)
+            .min()
     }
 }
