@@ -13,17 +13,19 @@
 //! | [`clock`], [`ids`] | instants and task ids |
 //! | [`wake`] | the work-queue messages |
 //! | [`egress`], [`input_guard`] | where an agent's `http_request` may go; screening untrusted text |
+//! | [`token`] | secret tokens: the hash stored of one, comparison in constant time |
 //! | [`tool_names`] | the built-in tools' names, which the settings check and the tools and the loop use |
 //!
 //! Every module is also reachable at the crate root by its own name
 //! (`baton_core::question`, `baton_core::listing`, ...), and the types the
 //! rest of the workspace uses most are re-exported here. No module depends
-//! on another that depends back on it (`tests/module_graph.rs`).
+//! on another that depends back on it but the one pair
+//! `baton_module_graph::ALLOWED` names (`tests/module_graph.rs`).
 //!
 //! ```
 //! use baton_core::{TaskId, Task, TaskStatus, Origin, Limits};
 //! let task = Task::new(TaskId::generate(), "default", Origin::Http, None, Limits::default(), 0);
-//! assert_eq!(task.status, TaskStatus::Queued);
+//! assert_eq!(task.status(), TaskStatus::Queued);
 //! ```
 
 pub mod clock;
@@ -36,6 +38,7 @@ pub mod store;
 pub mod task;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod token;
 pub mod tool_names;
 pub mod wake;
 

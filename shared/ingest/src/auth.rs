@@ -30,11 +30,6 @@ impl fmt::Debug for ApiToken {
     }
 }
 
-/// Compares in time independent of where the inputs differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// The credentials of a `Bearer` authorization: the scheme is matched
 /// without regard to case (RFC 9110, 11.1), and one or more spaces may
 /// follow it (RFC 9110, 11.4).
@@ -59,7 +54,7 @@ pub(crate) fn check_bearer(
         .and_then(|v| v.to_str().ok())
         .and_then(bearer_credentials)
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
-    if constant_time_eq(given.trim().as_bytes(), expected.expose().as_bytes()) {
+    if baton_core::token::constant_time_eq(given.trim().as_bytes(), expected.expose().as_bytes()) {
         Ok(())
     } else {
         Err(ApiError::unauthorized("invalid bearer token"))

@@ -18,11 +18,11 @@ mod page;
 use crate::response::{Answer, ApiError};
 use crate::Ingest;
 use baton_connect::{browser_secret, ConnectError, Connector};
-use baton_core::callback::hash_token;
 use baton_core::connection::ConnectRequest;
 use baton_core::store::connections::{
     ConnectFlow, ConnectRefused, ConnectionError, ConnectionStore, PendingConnect, PutCondition,
 };
+use baton_core::token::{constant_time_eq, hash_token};
 use baton_core::{Instant, StoreError, TaskStatus, Wake};
 use baton_slack::openid::SignInWithSlack;
 use http::{HeaderMap, StatusCode};
@@ -151,15 +151,6 @@ fn browser_of(headers: &HeaderMap, state_hash: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Equality in time independent of where the bytes first differ.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 impl Ingest {
     fn connect_routes(&self) -> Result<ConnectRoutes<'_>, ApiError> {
         let (Some(store), Some(flows)) = (&self.connections, &self.connector) else {
@@ -192,7 +183,7 @@ impl Ingest {
         let ours = pending
             .browser
             .as_deref()
-            .is_some_and(|b| same(b, &browser));
+            .is_some_and(|b| constant_time_eq(b.as_bytes(), browser.as_bytes()));
         if !ours {
             return refusal(ConnectRefused::Foreign);
         }

@@ -9,6 +9,7 @@
 //! 6); its issuer, audience, nonce and expiry are.
 
 use base64::Engine;
+use baton_core::token::constant_time_eq;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use std::time::Duration;
@@ -122,15 +123,6 @@ struct TokenAnswer {
     error: Option<String>,
     #[serde(default)]
     id_token: Option<String>,
-}
-
-/// Equality in time independent of where the bytes first differ.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 impl SignInWithSlack {
@@ -281,7 +273,11 @@ impl SignInWithSlack {
         if claims.exp <= now_secs {
             return Err(SignInError::InvalidToken("it has expired"));
         }
-        if !claims.nonce.as_deref().is_some_and(|n| same(n, nonce)) {
+        if !claims
+            .nonce
+            .as_deref()
+            .is_some_and(|n| constant_time_eq(n.as_bytes(), nonce.as_bytes()))
+        {
             return Err(SignInError::InvalidToken("its nonce is not this sign-in's"));
         }
         if claims.team_id.is_empty() || claims.user_id.is_empty() {

@@ -13,7 +13,6 @@ use crate::clock::Instant;
 pub use crate::task::parts::{Callback, Delivered};
 use crate::task::{Task, TaskStatus, WaitingFor};
 use crate::transcript::EntryKind;
-use sha2::{Digest, Sha256};
 
 /// The tool that waits.
 pub const WAIT_FOR_CALLBACK: &str = "wait_for_callback";
@@ -35,13 +34,7 @@ pub enum Refused {
     Void,
 }
 
-/// The hex SHA-256 of `token`: what is stored and looked up instead of it.
-pub fn hash_token(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::token::hash_token;
 
 /// The callback of call `call_id`, if it was made.
 pub fn callback<'t>(t: &'t Task, call_id: &str) -> Option<&'t Callback> {

@@ -17,12 +17,13 @@
 //!   not theirs, but cannot stop one who clicks anyway.
 
 use super::page::{self, confirm_page, refusal, refused, someone_else, unavailable, Query};
-use super::{browser_of, fresh, same, ConnectRoutes, FLOW_EXPIRES_AFTER};
+use super::{browser_of, fresh, ConnectRoutes, FLOW_EXPIRES_AFTER};
 use crate::response::Answer;
 use crate::Ingest;
 use baton_core::callback::hash_token;
 use baton_core::connection::{PersonKey, API_WORKSPACE};
 use baton_core::store::connections::{BrowserCheck, ConnectRefused, ConnectionError};
+use baton_core::token::constant_time_eq;
 use baton_core::Instant;
 use baton_slack::openid::{SignInError, SignInWithSlack};
 use http::{HeaderMap, StatusCode};
@@ -146,9 +147,9 @@ impl Ingest {
         let browser = browser_of(headers, &hash);
         let confirmed = matches!(check_for(&routes, &pending.request.person), Check::Confirm)
             && pending.check.as_ref().is_some_and(|c| {
-                same(&c.browser, &browser)
+                constant_time_eq(c.browser.as_bytes(), browser.as_bytes())
                     && !token.is_empty()
-                    && same(&c.challenge, &hash_token(token))
+                    && constant_time_eq(c.challenge.as_bytes(), hash_token(token).as_bytes())
                     && now < c.expires_at
             });
         if !confirmed {
@@ -191,10 +192,9 @@ impl Ingest {
             Err(answer) => return answer,
         };
         let browser = browser_of(headers, &hash);
-        let Some(check) = pending
-            .check
-            .filter(|c| same(&c.browser, &browser) && now < c.expires_at)
-        else {
+        let Some(check) = pending.check.filter(|c| {
+            constant_time_eq(c.browser.as_bytes(), browser.as_bytes()) && now < c.expires_at
+        }) else {
             return refusal(ConnectRefused::Foreign);
         };
         let Some(code) = params.get("code").filter(|c| !c.is_empty()) else {

@@ -286,7 +286,7 @@ impl ConnectionStore {
                     return Err(ConnectRefused::Used.into());
                 }
                 let flow = data.flow.as_ref().ok_or(ConnectRefused::Foreign)?;
-                if !same(flow.browser.as_bytes(), browser.as_bytes()) {
+                if !crate::token::constant_time_eq(flow.browser.as_bytes(), browser.as_bytes()) {
                     return Err(ConnectRefused::Foreign.into());
                 }
                 if now >= flow.flow_expires_at || now >= data.request.expires_at {
@@ -324,9 +324,4 @@ fn open_at(
         return Err(ConnectRefused::Expired.into());
     }
     Ok(data)
-}
-
-/// Equality in time independent of where the bytes first differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
