@@ -13,6 +13,7 @@
 //! | [`clock`], [`ids`] | instants and task ids |
 //! | [`wake`] | the work-queue messages |
 //! | [`egress`], [`input_guard`] | where an agent's `http_request` may go; screening untrusted text |
+//! | [`html`] | text made safe for HTML |
 //! | [`token`] | secret tokens: the hash stored of one, comparison in constant time |
 //! | [`tool_names`] | the built-in tools' names, which the settings check and the tools and the loop use |
 //!
@@ -31,6 +32,7 @@
 pub mod clock;
 pub mod egress;
 pub mod host;
+pub mod html;
 pub mod ids;
 pub mod input_guard;
 pub mod ports;

@@ -3,29 +3,13 @@
 //! whatever users and models wrote.
 
 use super::{dollars, percent, Report};
+pub(crate) use baton_core::html::escape;
 use std::fmt::Write;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top;text-align:left}\
 th{background:#f3f3f3}.pass{color:#176e2a;font-weight:600}.fail{color:#b3261e;font-weight:600}\
 pre{white-space:pre-wrap;margin:0;max-width:60em}.muted{color:#666}h2{margin-top:2em}";
-
-/// `s` with `& < > " '` as entities: safe in text and in quoted
-/// attribute values.
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn verdict(passed: bool) -> &'static str {
     if passed {

@@ -2,6 +2,7 @@
 //! they show, redirects that set the flow's cookie, and the cookie itself.
 
 use crate::response::{Answer, ApiError};
+use baton_core::html::escape;
 use baton_core::store::connections::ConnectRefused;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
@@ -49,22 +50,6 @@ impl Query {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
-}
-
-/// `text` safe inside HTML (text and attribute values).
-pub(super) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A page of `title` and `body`, HTML that is escaped by its maker.
