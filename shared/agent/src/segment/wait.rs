@@ -129,7 +129,7 @@ impl Segment<'_> {
         if self.task.status() != TaskStatus::Waiting {
             return Ok(None);
         }
-        if let Some(at) = approval::next_expiry(&self.task) {
+        if let Some(at) = self.task.waits.next_approval_expiry() {
             // The expiry is itself a wake: the worker then records the denial.
             self.arm_wake(at).await?;
         }

@@ -231,16 +231,6 @@ pub fn expire_due(t: &mut Task, now: Instant) -> Option<Vec<EntryKind>> {
     (!entries.is_empty()).then_some(entries)
 }
 
-/// When the earliest undecided approval expires.
-pub fn next_expiry(t: &Task) -> Option<Instant> {
-    t.waits
-        .approvals
-        .iter()
-        .filter(|a| a.decision.is_none())
-        .map(|a| a.expires_at)
-        .min()
-}
-
 fn verdict_word(v: Verdict) -> &'static str {
     match v {
         Verdict::Approved => "approved",
@@ -530,10 +520,10 @@ mod tests {
         let mut t = task_with_approval(10_000);
         wait_on(&mut t, "ap-1-call_1");
         assert_eq!(expire_due(&mut t, Instant(9_999)), None);
-        assert_eq!(next_expiry(&t), Some(Instant(10_000)));
+        assert_eq!(t.waits.next_approval_expiry(), Some(Instant(10_000)));
         assert!(expire_due(&mut t, Instant(10_000)).is_some());
         assert_eq!(t.status, TaskStatus::Queued);
-        assert_eq!(next_expiry(&t), None);
+        assert_eq!(t.waits.next_approval_expiry(), None);
         let a = t.waits.approval("ap-1-call_1").unwrap();
         assert!(refusal(a).unwrap().contains("expired"));
     }

@@ -639,6 +639,15 @@ impl Waits {
         self.children.iter().find(|c| c.call_id == call_id)
     }
 
+    /// The first expiry among the approvals not decided yet.
+    pub fn next_approval_expiry(&self) -> Option<Instant> {
+        self.approvals
+            .iter()
+            .filter(|a| a.decision.is_none())
+            .map(|a| a.expires_at)
+            .min()
+    }
+
     /// Children that have not ended yet.
     pub fn pending_children(&self) -> u32 {
         self.children.iter().filter(|c| c.outcome.is_none()).count() as u32

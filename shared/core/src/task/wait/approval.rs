@@ -24,14 +24,8 @@ impl Approval {
             || self.wakes_at(t).is_some_and(|at| at <= now)
     }
 
-    /// The first expiry among the approvals not decided yet (the same
-    /// rule as [`crate::task::approval::next_expiry`], which decides them).
+    /// The first expiry among the approvals not decided yet.
     pub(super) fn wakes_at(&self, t: &Task) -> Option<Instant> {
-        t.waits
-            .approvals
-            .iter()
-            .filter(|a| a.decision.is_none())
-            .map(|a| a.expires_at)
-            .min()
+        t.waits.next_approval_expiry()
     }
 }
