@@ -110,16 +110,23 @@ pub struct TaskStore {
     retention: Retention,
 }
 
-/// Adds the tasks of an index page that `out` does not hold yet.
-fn push_tasks(out: &mut Vec<Task>, page: Vec<Item>) -> Result<(), StoreError> {
+/// Adds the tasks of an index page that `seen` does not hold yet, up to
+/// `limit` in `out`: each is read from its JSON once, whichever pass
+/// meets it first.
+fn push_tasks(
+    out: &mut Vec<Task>,
+    seen: &mut std::collections::HashSet<Key>,
+    page: Vec<Item>,
+    limit: usize,
+) -> Result<(), StoreError> {
     for item in page {
-        if item.key.sk != "TASK" {
+        if out.len() >= limit {
+            break;
+        }
+        if item.key.sk != "TASK" || !seen.insert(item.key.clone()) {
             continue;
         }
-        let task = Task::from_record(&item.data, item.version).map_err(corrupt)?;
-        if !out.iter().any(|t| t.id == task.id) {
-            out.push(task);
-        }
+        out.push(Task::from_record(&item.data, item.version).map_err(corrupt)?);
     }
     Ok(())
 }
@@ -588,6 +595,7 @@ impl TaskStore {
         names.push(LEGACY_ACTIVE_INDEX.to_owned());
         let per_name = limit.div_ceil(names.len()).max(1);
         let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         // Shards whose page came back full, with how many were read.
         let mut fuller = Vec::new();
         for name in names {
@@ -599,7 +607,7 @@ impl TaskStore {
             if page.len() == left {
                 fuller.push((name, left));
             }
-            push_tasks(&mut out, page)?;
+            push_tasks(&mut out, &mut seen, page, limit)?;
         }
         // The index has no cursor: a fuller shard is read again from its
         // start, leaving out the tasks the first pass took.
@@ -609,7 +617,7 @@ impl TaskStore {
                 break;
             }
             let page = self.table.query_index(&name, read + left).await?;
-            push_tasks(&mut out, page)?;
+            push_tasks(&mut out, &mut seen, page, limit)?;
         }
         Ok(out)
     }
