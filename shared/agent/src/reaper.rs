@@ -10,7 +10,7 @@
 //! written.
 
 use baton_core::store::connections::{ConnectionError, ConnectionStore};
-use baton_core::wait::WrittenFirst;
+use baton_core::wait::{WaitingFor, WrittenFirst};
 use baton_core::{Instant, QueueError, StoreError, Task, TaskStatus, TaskStore, Wake, WorkQueue};
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,13 +66,17 @@ impl Reaper {
             }
             if task.status() == TaskStatus::Waiting {
                 // What each kind's event writes elsewhere first.
-                match task.waiting_for().and_then(|w| w.written_first()) {
-                    Some(WrittenFirst::Children) => self.settle_children(&task).await?,
-                    Some(WrittenFirst::Connections) if self.settle_connection(&task).await? => {
-                        sent += 1;
-                        continue;
+                let woken = match task.waiting_for().and_then(WaitingFor::written_first) {
+                    Some(WrittenFirst::Children) => {
+                        self.settle_children(&task).await?;
+                        false
                     }
-                    Some(WrittenFirst::Connections) | None => {}
+                    Some(WrittenFirst::Connections) => self.settle_connection(&task).await?,
+                    None => false,
+                };
+                if woken {
+                    sent += 1;
+                    continue;
                 }
             }
             if wake_lost(&task, stale) {
