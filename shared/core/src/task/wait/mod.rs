@@ -65,20 +65,6 @@ pub enum WrittenFirst {
 }
 
 impl WaitingFor {
-    /// The kind's name, as serialised (`kind`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            WaitingFor::Approval(_) => "approval",
-            WaitingFor::Children(_) => "children",
-            WaitingFor::Timer(_) => "timer",
-            WaitingFor::Capacity(_) => "capacity",
-            WaitingFor::Turn(_) => "turn",
-            WaitingFor::Callback(_) => "callback",
-            WaitingFor::Connection(_) => "connection",
-            WaitingFor::Reply(_) => "reply",
-        }
-    }
-
     /// Whether this is a `queued` task's wait for admission (a slot, its
     /// turn), decided at each wake by the worker, rather than a `waiting`
     /// task's.
