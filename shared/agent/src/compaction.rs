@@ -21,7 +21,8 @@
 //! [`compact`], which does the middle three.
 
 use crate::context::{
-    conversation_after, cut_middle, first_user_message, latest_summary, summary_message, Thresholds,
+    conversation_after, cut_middle, first_user_message, is_compact_command, latest_summary,
+    summary_message, Thresholds,
 };
 use crate::sanitize::sanitize;
 use crate::tokens::ModelProfile;
@@ -95,20 +96,6 @@ pub struct Compacted {
     pub usage: Usage,
     pub through_seq: u64,
     pub summarised_messages: usize,
-}
-
-/// Whether `text` is the `/compact` command (any case, surrounding space
-/// and a leading Slack mention allowed).
-pub fn is_compact_command(text: &str) -> bool {
-    let mut t = text.trim();
-    // "<@U123> /compact" when the bot is mentioned in a channel.
-    while let Some(rest) = t.strip_prefix("<@") {
-        match rest.find('>') {
-            Some(end) => t = rest[end + 1..].trim_start(),
-            None => break,
-        }
-    }
-    t.eq_ignore_ascii_case("/compact")
 }
 
 /// Whether a `/compact` command arrived that nothing has acted on yet: one

@@ -30,7 +30,6 @@
 //! the task ran are committed to the transcript before the step, so they
 //! are its last turn, which every stage keeps.
 
-use crate::compaction::is_compact_command;
 use crate::tokens::ModelProfile;
 use baton_core::memory::{Fact, MemoryStore};
 use baton_core::tool_names::RECALL;
@@ -650,6 +649,20 @@ pub fn with_memory(request: &mut CompletionRequest, facts: &[Fact]) -> usize {
         request.system = format!("{}\n\n{section}", request.system.trim_end());
     }
     facts.len().min(MEMORY_FACTS_SHOWN)
+}
+
+/// Whether `text` is the `/compact` command (any case, surrounding space
+/// and a leading Slack mention allowed).
+pub fn is_compact_command(text: &str) -> bool {
+    let mut t = text.trim();
+    // "<@U123> /compact" when the bot is mentioned in a channel.
+    while let Some(rest) = t.strip_prefix("<@") {
+        match rest.find('>') {
+            Some(end) => t = rest[end + 1..].trim_start(),
+            None => break,
+        }
+    }
+    t.eq_ignore_ascii_case("/compact")
 }
 
 /// Builders of transcripts for tests here and in `compaction`.

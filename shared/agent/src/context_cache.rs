@@ -10,7 +10,7 @@
 //! step. The results are those of the functions over the transcript (the
 //! tests below compare them).
 
-use crate::compaction::is_compact_command;
+use crate::context::is_compact_command;
 use crate::context::{self, repair_pairing, History, Thresholds};
 use crate::tokens::ModelProfile;
 use baton_core::{CompletionRequest, Entry, EntryKind, Message, ToolSpec};

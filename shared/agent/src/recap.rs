@@ -16,9 +16,7 @@ pub(crate) fn turns_of(task: &Task, transcript: &[Entry]) -> Vec<Turn> {
         .iter()
         .filter(|e| e.seq >= task.conversation.carried)
         .filter_map(|e| match &e.kind {
-            EntryKind::UserMessage { text, from }
-                if !crate::compaction::is_compact_command(text) =>
-            {
+            EntryKind::UserMessage { text, from } if !crate::context::is_compact_command(text) => {
                 Some(Turn {
                     speaker: Speaker::User,
                     author: match from {

@@ -102,7 +102,7 @@ impl Segment<'_> {
             };
             if let Some(out) = out {
                 let (max, guard) = (self.agent.max_tool_result_chars, self.deps.input_guard);
-                answered.push(super::tools::result_entry(step, call, out, max, guard));
+                answered.push(super::result::result_entry(step, call, out, max, guard));
             }
         }
         let waiting: Vec<String> = needs.iter().map(|(c, _)| c.id.clone()).collect();

@@ -46,6 +46,7 @@ mod phase;
 mod plan;
 mod recap;
 mod recorded;
+mod result;
 mod safe_turn;
 mod step;
 mod stream;

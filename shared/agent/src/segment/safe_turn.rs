@@ -14,9 +14,9 @@
 
 use super::events::Event;
 use super::plan::{plan, Batch};
+use super::result::{replayed_entry, result_entry};
 use super::step::Spent;
 use super::stuck::{repetition, Repetition};
-use super::tools::{replayed_entry, result_entry};
 use super::{Segment, Step};
 use baton_core::{Entry, EntryKind, ToolCall};
 use futures::stream::StreamExt;

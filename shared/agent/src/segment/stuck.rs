@@ -14,7 +14,7 @@
 //! Every decision is taken from the transcript, so a retried segment takes
 //! the same one.
 
-use super::tools::result_entry;
+use super::result::result_entry;
 use super::{Segment, Step};
 use crate::model_choice::tool_error_runs;
 use baton_core::{Entry, EntryKind, NoteReason, TaskStatus, ToolCall, ToolOutput};

@@ -3,7 +3,7 @@
 //! also releases the lease, then arranges what ends it (a wake), and the
 //! segment ends.
 
-use super::tools::result_entry;
+use super::result::result_entry;
 use super::{start_waiting, Segment, SegmentEnd, Step};
 use crate::delegation;
 use crate::error::WorkerError;
