@@ -9,8 +9,8 @@
 //! ([`baton_core::always`]), written before the decision so the task,
 //! once woken, finds it for its next call of the kind.
 
+use crate::response::parse_id;
 use crate::response::{json, json_body, Answer, ApiError};
-use crate::tasks::parse_id;
 use crate::Ingest;
 use baton_core::always::{self, AlwaysRule};
 use baton_core::approval::{self, DecideError};

@@ -6,8 +6,9 @@
 //! ([`Delivery::within`]); the client reconnects with `Last-Event-ID` and
 //! gets every later event once.
 
+use crate::response::parse_id;
 use crate::response::ApiError;
-use crate::tasks::{event_json, parse_id};
+use crate::tasks::event_json;
 use crate::watch::{watch, Seen, POLL_INTERVAL};
 use crate::{sse, Body, Delivery, Ingest};
 use bytes::Bytes;

@@ -2,8 +2,9 @@
 //! ([`baton_core::fork`]), linked both ways, that goes on from there on the
 //! chosen agent, with its tools live or recorded.
 
+use crate::response::parse_id;
 use crate::response::{json, json_body, Answer, ApiError};
-use crate::tasks::{parse_id, valid_model, MAX_INPUT_CHARS};
+use crate::tasks::{valid_model, MAX_INPUT_CHARS};
 use crate::Ingest;
 use baton_core::fork::{fork, ForkRequest};
 use baton_core::{Created, Instant, Origin, StoreError, Task, TaskId, TaskStatus, ToolMode, Wake};

@@ -32,6 +32,7 @@ mod slack;
 mod slash;
 mod sse;
 mod stopping;
+mod submission;
 mod surfaces;
 mod tasks;
 mod threads;

@@ -11,7 +11,7 @@
 //! not new messages: they go to the running task in every mode.
 
 use crate::response::ApiError;
-use crate::threads::{is_stop_word, slack_user, Submission};
+use crate::submission::{is_stop_word, slack_user, Submission};
 use crate::Ingest;
 use baton_core::store::Thread;
 use baton_core::wait;

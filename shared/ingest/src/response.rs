@@ -53,6 +53,12 @@ impl ApiError {
     }
 }
 
+/// A task id from a route or a button, or a 400 naming what was given.
+pub(crate) fn parse_id(raw: &str) -> Result<baton_core::TaskId, ApiError> {
+    baton_core::TaskId::parse(raw)
+        .map_err(|_| ApiError::bad_request(format!("`{raw}` is not a task id")))
+}
+
 pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response<Bytes> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut r = Response::new(Bytes::from(bytes));

@@ -12,8 +12,8 @@
 //! at or under 4,000,000 on AWS if clients must download every file
 //! (docs/api.md).
 
+use crate::response::parse_id;
 use crate::response::ApiError;
-use crate::tasks::parse_id;
 use crate::Ingest;
 use baton_core::sent_file::{is_sanitized, SentFile};
 use bytes::Bytes;

@@ -1,8 +1,9 @@
 //! The Slack routes: Events API and interactivity.
 
+use crate::response::parse_id;
 use crate::response::{json, Answer, ApiError};
-use crate::tasks::parse_id;
-use crate::threads::{Submission, Submitted};
+use crate::submission::Submission;
+use crate::threads::Submitted;
 use crate::{Ingest, SlackIngest};
 use baton_core::Origin;
 use baton_settings::Routes;

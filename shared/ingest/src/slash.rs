@@ -13,7 +13,7 @@
 use crate::commands::{Command, Context};
 use crate::response::{json, Answer, ApiError};
 use crate::slack::MessageKeys;
-use crate::threads::Submission;
+use crate::submission::Submission;
 use crate::Ingest;
 use baton_core::{ChannelType, Origin};
 use baton_slack::commands::SlashCommand;

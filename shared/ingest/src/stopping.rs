@@ -96,7 +96,8 @@ pub(crate) fn refusal(task: &Task) -> String {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::threads::{Submission, Submitted};
+    use crate::submission::Submission;
+    use crate::threads::Submitted;
     use crate::{Ingest, SlackIngest};
     use async_trait::async_trait;
     use baton_core::{NoticeError, Notices, Origin, TaskId, TaskStore};

@@ -3,9 +3,10 @@
 //! (`assistant_thread_started`: the agent's suggested prompts) and the
 //! feedback buttons under answers.
 
+use crate::response::parse_id;
 use crate::response::{json, Answer, ApiError};
-use crate::tasks::parse_id;
-use crate::threads::{Submission, Submitted};
+use crate::submission::Submission;
+use crate::threads::Submitted;
 use crate::Ingest;
 use baton_core::feedback::{self, Unchanged, Vote};
 use baton_core::metric::{self, Measurement};

@@ -1,7 +1,8 @@
 //! The task routes: submit, status, cancel, events, trace.
 
-use crate::response::{json, json_body, Answer, ApiError};
-use crate::threads::{request_cancel, Accepted, Submission, Submitted};
+use crate::response::{json, json_body, parse_id, Answer, ApiError};
+use crate::submission::Submission;
+use crate::threads::{request_cancel, Accepted, Submitted};
 use crate::Ingest;
 use baton_core::{
     attachment, Entry, EntryKind, Instant, Origin, Span, StoreError, TaskId, TaskStatus, Wake,
@@ -182,10 +183,6 @@ pub(crate) fn valid_model(model: &str) -> Result<(), ApiError> {
             "`model` must be 1 to {MAX_MODEL_CHARS} characters of letters, digits and - _ . : / @ +"
         )))
     }
-}
-
-pub(crate) fn parse_id(raw: &str) -> Result<TaskId, ApiError> {
-    TaskId::parse(raw).map_err(|_| ApiError::bad_request(format!("`{raw}` is not a task id")))
 }
 
 impl Ingest {

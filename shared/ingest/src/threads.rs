@@ -9,80 +9,14 @@
 
 use crate::new_message::Decision;
 use crate::response::ApiError;
+use crate::submission::{is_reset_word, is_stop_word, slack_user, Submission};
 use crate::Ingest;
 use baton_core::input_guard::{self, GuardOutcome};
 use baton_core::question;
 use baton_core::recap::{Recap, Speaker, Turn};
 use baton_core::store::Thread;
-use baton_core::{
-    Claim, Created, EntryKind, Instant, Origin, StoreError, Task, TaskId, TaskStatus, Wake,
-};
+use baton_core::{Created, EntryKind, Instant, Origin, StoreError, Task, TaskId, TaskStatus, Wake};
 use std::time::Duration;
-
-/// Input to submit.
-pub(crate) struct Submission {
-    pub text: String,
-    pub agent: String,
-    pub origin: Origin,
-    /// The conversation key (`slack:T:C:ts`, `http:...`), if any.
-    pub thread: Option<String>,
-    /// The request's natural key (Slack `event_id`, HTTP `Idempotency-Key`).
-    pub dedupe_key: Option<String>,
-    /// A digest of what the request asked (HTTP), kept with its key: the
-    /// key sent again with another request is refused, not taken for a
-    /// retry.
-    pub fingerprint: Option<String>,
-    /// Files given with the input ([`baton_core::attachment`]): a new task
-    /// gets them right after its input.
-    pub attachments: Vec<EntryKind>,
-    /// Files to download at the task's first segment (Slack's): the
-    /// ingest answers Slack within its 3 seconds, so it does not fetch them.
-    pub files: Vec<baton_core::attachment::PendingFile>,
-    /// The Slack message (`ts`) this is, for a task to react on and to
-    /// read the thread before.
-    pub message_ts: Option<String>,
-    /// The model a new task asks instead of the agent's
-    /// ([`baton_core::Task::model`]); a message steering a running task
-    /// leaves that task's model as it is.
-    pub model: Option<String>,
-    /// The person a new task acts for, named by an HTTP client
-    /// ([`baton_core::Task::user`]); a message steering a running task
-    /// leaves whom that task acts for as it is.
-    pub user: Option<baton_core::connection::PersonKey>,
-}
-
-impl Submission {
-    /// Who wrote it, as the request's verified source says: the signed
-    /// Slack event's user, or the API's client and the person it named.
-    pub(crate) fn author(&self) -> baton_core::Actor {
-        match &self.origin {
-            Origin::Slack { team_id, user, .. } => baton_core::Actor::slack(team_id, user)
-                .unwrap_or(baton_core::Actor::Api { person: None }),
-            Origin::Http => baton_core::Actor::Api {
-                person: self.user.clone(),
-            },
-        }
-    }
-
-    /// Whether `task` acts for this message's author: only then may the
-    /// message steer it. Anyone else's message is a turn of their own.
-    pub(crate) fn is_for(&self, task: &Task) -> bool {
-        task.actor() == self.author()
-    }
-
-    /// The message as a running task's inbox holds it.
-    pub(crate) fn inbox_message(&self) -> baton_core::InboxMessage {
-        baton_core::InboxMessage::new(self.text.clone(), baton_core::Author::Person(self.author()))
-    }
-
-    /// The request's claim on its dedupe key.
-    fn claim(&self) -> Option<Claim<'_>> {
-        self.dedupe_key.as_deref().map(|key| Claim {
-            key,
-            fingerprint: self.fingerprint.as_deref(),
-        })
-    }
-}
 
 /// A store failure on the submit path as the client sees it: a key reused
 /// for another request is the client's mistake (422), anything else the
@@ -139,27 +73,6 @@ impl Submitted {
             | Submitted::Queued { task: id, .. } => id,
         }
     }
-}
-
-/// `new` or `reset` alone (any case, trailing punctuation allowed).
-fn is_reset_word(text: &str) -> bool {
-    matches!(
-        text.trim()
-            .trim_end_matches(['.', '!'])
-            .to_ascii_lowercase()
-            .as_str(),
-        "new" | "reset"
-    )
-}
-
-pub(crate) fn is_stop_word(text: &str) -> bool {
-    matches!(
-        text.trim()
-            .trim_end_matches(['.', '!'])
-            .to_ascii_lowercase()
-            .as_str(),
-        "stop" | "cancel"
-    )
 }
 
 /// What came of a submission, and the task's status after it.
@@ -742,14 +655,6 @@ fn unread_thread(
     Some(baton_core::UnreadThread {
         after: thread.and_then(|t| t.seen_ts.clone()),
     })
-}
-
-/// The Slack user a message came from (`None` over HTTP).
-pub(crate) fn slack_user(origin: &Origin) -> Option<&str> {
-    match origin {
-        Origin::Slack { user, .. } if !user.is_empty() => Some(user.as_str()),
-        _ => None,
-    }
 }
 
 /// Asks the task to stop. The worker ends it at the next step boundary —

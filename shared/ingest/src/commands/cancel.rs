@@ -4,7 +4,8 @@
 
 use super::{Context, NOTHING_RUNS, NO_THREAD};
 use crate::response::ApiError;
-use crate::threads::{Submission, Submitted};
+use crate::submission::Submission;
+use crate::threads::Submitted;
 use crate::Ingest;
 
 pub(super) async fn answer(ingest: &Ingest, ctx: &Context) -> Result<String, ApiError> {

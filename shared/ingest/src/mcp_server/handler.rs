@@ -4,8 +4,9 @@
 //! the task store, so any process answers any request.
 
 use super::outcome;
+use crate::response::parse_id;
 use crate::response::ApiError;
-use crate::tasks::{parse_id, SubmitBody};
+use crate::tasks::SubmitBody;
 use crate::Ingest;
 use baton_core::{Task, TaskId};
 use rmcp::model::{
