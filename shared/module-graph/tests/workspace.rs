@@ -1,5 +1,5 @@
-//! The workspace keeps at most two module cycles, each with its reason
-//! (#39).
+//! Every crate of the workspace runs the module-graph check, and the
+//! workspace keeps at most two module cycles, each with its reason (#39).
 
 use baton_module_graph::ALLOWED;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,24 @@ fn members() -> Vec<String> {
         .step_by(2)
         .map(str::to_owned)
         .collect()
+}
+
+#[test]
+fn every_crate_runs_the_check() {
+    let members = members();
+    assert!(members.len() > 10, "read the members: {members:?}");
+    let call = "baton_module_graph::check(env!(\"CARGO_MANIFEST_DIR\"))";
+    let missing: Vec<&String> = members
+        .iter()
+        .filter(|m| {
+            std::fs::read_to_string(root().join(m).join("tests/module_graph.rs"))
+                .map_or(true, |test| !test.contains(call))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "crates without a tests/module_graph.rs calling `{call}`: {missing:?}"
+    );
 }
 
 #[test]
