@@ -31,7 +31,7 @@ pub(crate) struct Submission {
     /// leaves that task's model as it is.
     pub model: Option<String>,
     /// The person a new task acts for, named by an HTTP client
-    /// ([`baton_core::Task::user`]); a message steering a running task
+    /// ([`baton_core::task::parts::Source::user`]); a message steering a running task
     /// leaves whom that task acts for as it is.
     pub user: Option<baton_core::connection::PersonKey>,
 }

@@ -82,7 +82,7 @@ impl Cursor {
 pub struct TaskFilter {
     pub status: Option<TaskStatus>,
     pub agent: Option<String>,
-    /// The thread as the status JSON shows it ([`Task::shown_thread`]).
+    /// The thread as the status JSON shows it ([`crate::task::parts::Conversation::shown_thread`]).
     pub thread: Option<String>,
     /// Text the task's summary (the first line of its input), id, agent
     /// or Slack requester contains, in any case. Like every filter it is

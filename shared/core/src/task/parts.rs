@@ -233,7 +233,7 @@ pub struct ParentLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_task_id: Option<TaskId>,
     /// Whom the parent acted for when it delegated: the child acts for
-    /// exactly them ([`Task::actor`]). `None` on links of earlier
+    /// exactly them ([`crate::Task::actor`]). `None` on links of earlier
     /// releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<crate::task::author::Actor>,
@@ -250,7 +250,7 @@ impl Default for Limits {
     }
 }
 
-/// Most forks a task's record names ([`Task::forks`]): older ones are
+/// Most forks a task's record names ([`Fork::forks`]): older ones are
 /// dropped from the list (the forks themselves still name their source).
 pub const MAX_FORKS: usize = 100;
 
@@ -287,7 +287,7 @@ impl ToolMode {
     }
 }
 
-/// The longest [`Task::summary`], in characters.
+/// The longest [`Conversation::summary`], in characters.
 pub const SUMMARY_CHARS: usize = 120;
 
 /// The summary of an input: its first line that is not blank, trimmed, at
@@ -306,7 +306,7 @@ pub fn summary_of(input: &str) -> String {
 }
 
 /// What of a Slack thread a task is still to read: the messages before
-/// the one that started it ([`Task::message_ts`]) and after `after`, the
+/// the one that started it ([`Conversation::message_ts`]) and after `after`, the
 /// newest message the conversation took in earlier (none: from the
 /// thread's start).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -441,7 +441,7 @@ pub struct PendingFile {
     pub stashed: Option<String>,
 }
 
-/// A task's streamed answer message ([`Task::answer_stream`]).
+/// A task's streamed answer message ([`Answer::answer_stream`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AnswerStream {
     /// When opening it began: an attempt that crashed before recording

@@ -142,7 +142,7 @@ impl Task {
     /// Whom the task acts for, decided here and nowhere else, from the
     /// author of the message that started its turn (it never changes
     /// while the task lives): a child acts for its parent's actor (copied
-    /// into its [`ParentLink`] at delegation); a Slack task for the author of
+    /// into its [`crate::task::ParentLink`] at delegation); a Slack task for the author of
     /// its message; a schedule's task for the schedule's creator; an HTTP
     /// task for the API's client and the person it named, if any. Whose
     /// connections, memory, budgets, roles and Cedar principal apply.

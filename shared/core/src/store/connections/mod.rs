@@ -6,7 +6,7 @@
 //! | item | pk | sk | what |
 //! | --- | --- | --- | --- |
 //! | connection | `CONN#{workspace}#{user}` | `{provider}` | the sealed tokens; in clear what `baton connections list` shows (connected_at, refreshed_at, expires_at, scopes) and the refresh lease |
-//! | connect request | `CONNECT#{sha256 of state, hex}` | `CONNECT` | a [`ConnectRequest`], then the flow started at `/connect` (sealed PKCE verifier, browser hash, flow expiry), then when it was used |
+//! | connect request | `CONNECT#{sha256 of state, hex}` | `CONNECT` | a [`crate::connection::ConnectRequest`], then the flow started at `/connect` (sealed PKCE verifier, browser hash, flow expiry), then when it was used |
 //! | OAuth client | `OAUTHCLIENT#{provider}` | `CLIENT#{redirect URL}` | the client id, sealed client secret, the redirect URL it was registered for (one per URL, never overwritten) |
 //!
 //! A person's connections share one partition, bounded by the number of
